@@ -1,0 +1,47 @@
+# drover — see `make help`.
+SHELL := /bin/bash
+GO ?= go
+BIN := bin/drover
+PKGS := ./...
+export CGO_ENABLED ?= 0
+
+.PHONY: help build dev test test-short lint bench fuzz ui e2e images deps
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-11s %s\n", $$1, $$2}'
+
+build: ## build bin/drover (a static binary with the UI embedded)
+	$(GO) build -trimpath -o $(BIN) .
+
+dev: build ## build and run the dev agent (server + client, API and UI on 127.0.0.1:4646)
+	./$(BIN) agent -dev
+
+deps: ## install the test dependencies with apt (when root); under CI=true a missing one fails
+	bash .ci/deps
+
+images: build ## build the test images (busybox OCI archive, VM kernel + initramfs) into build/images
+	$(GO) run ./drivers/drivertest/testimage/mkimages -out build/images
+
+test: deps build images ## install test dependencies (as root) and run every test
+	DROVER_TEST_BIN=$(CURDIR)/$(BIN) DROVER_TEST_IMAGES=$(CURDIR)/build/images DROVER_UI_SCREENSHOTS=$(CURDIR)/build/ui-screenshots \
+		$(GO) test -count=1 -timeout 40m $(PKGS)
+
+test-short: ## run the fast unit tests only
+	$(GO) test -short -count=1 $(PKGS)
+
+lint: ## gofmt, go vet and staticcheck
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 $(PKGS)
+
+bench: ## run the benchmarks and print placements/s and startup/memory figures
+	$(GO) test -run '^$$' -bench . -benchtime 3x -benchmem ./server/scheduler/ | tee build/bench.txt
+
+fuzz: ## fuzz the decoders a stranger can reach (30 s each)
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./jobspec/
+
+ui: build ## run the browser tests of the web UI and save screenshots to build/ui-screenshots
+	DROVER_TEST_BIN=$(CURDIR)/$(BIN) DROVER_UI_SCREENSHOTS=$(CURDIR)/build/ui-screenshots $(GO) test -count=1 -run TestUI ./ui/...
+
+e2e: build images ## run the end-to-end tests against the built binary
+	DROVER_TEST_BIN=$(CURDIR)/$(BIN) DROVER_TEST_IMAGES=$(CURDIR)/build/images $(GO) test -count=1 -run 'E2E' ./agent/...

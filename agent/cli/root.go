@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// Version is set at build time with -ldflags "-X .../cli.Version=...".
+var Version = "0.1.0-dev"
+
+// Exit codes: 0 ok, 1 error, 2 usage.
+const (
+	ExitOK    = 0
+	ExitError = 1
+	ExitUsage = 2
+)
+
+// exitError carries a specific exit code out of a command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageErr marks a usage error (exit 2).
+func usageErr(format string, a ...any) error {
+	return &exitError{code: ExitUsage, err: fmt.Errorf(format, a...)}
+}
+
+// failed marks an error whose message was already printed (exit code only).
+func failed(code int) error { return &exitError{code: code, err: errSilent} }
+
+var errSilent = errors.New("")
+
+// Command groups; files add their subcommands in init().
+var (
+	rootCmd     = newRoot()
+	jobCmd      = &cobra.Command{Use: "job", Short: "Submit, inspect and stop jobs"}
+	nodeCmd     = &cobra.Command{Use: "node", Short: "Inspect and manage client nodes"}
+	allocCmd    = &cobra.Command{Use: "alloc", Short: "Inspect and control allocations"}
+	evalCmd     = &cobra.Command{Use: "eval", Short: "Inspect evaluations"}
+	serverCmd   = &cobra.Command{Use: "server", Short: "Inspect servers"}
+	operatorCmd = &cobra.Command{Use: "operator", Short: "Cluster operator tools (raft, snapshots)"}
+)
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "drover",
+		Short:         "drover: a lightweight orchestrator for containers, VMs and processes",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().String("address", "", "address of the drover agent (default $DROVER_ADDR or http://127.0.0.1:4646)")
+	return root
+}
+
+func init() {
+	rootCmd.AddCommand(jobCmd, nodeCmd, allocCmd, evalCmd, serverCmd, operatorCmd)
+	rootCmd.AddCommand(&cobra.Command{
+		Use:   "version",
+		Short: "Print the drover version",
+		Args:  cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			fmt.Fprintf(cmd.OutOrStdout(), "drover v%s\n", Version)
+		},
+	})
+}
+
+// Execute runs the CLI and returns the process exit code.
+func Execute(ctx context.Context, args []string) int {
+	return run(ctx, args, os.Stdout, os.Stderr)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	rootCmd.SetArgs(args)
+	rootCmd.SetOut(stdout)
+	rootCmd.SetErr(stderr)
+	rootCmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &exitError{code: ExitUsage, err: err}
+	})
+	err := rootCmd.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != errSilent {
+			fmt.Fprintln(stderr, "Error:", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(stderr, "Error:", err)
+	// cobra's own argument/command errors are usage errors.
+	if isCobraUsage(err) {
+		return ExitUsage
+	}
+	return ExitError
+}

@@ -1,0 +1,276 @@
+package api
+
+import "time"
+
+// Node statuses.
+const (
+	NodeStatusInit         = "initializing"
+	NodeStatusReady        = "ready"
+	NodeStatusDown         = "down"
+	NodeStatusDisconnected = "disconnected"
+)
+
+// Scheduling eligibility.
+const (
+	NodeSchedulingEligible   = "eligible"
+	NodeSchedulingIneligible = "ineligible"
+)
+
+// Node is a client machine that runs allocations.
+type Node struct {
+	ID                    string                 `json:"ID"`
+	SecretID              string                 `json:"SecretID,omitempty"`
+	Datacenter            string                 `json:"Datacenter"`
+	Name                  string                 `json:"Name"`
+	HTTPAddr              string                 `json:"HTTPAddr"`
+	TLSEnabled            bool                   `json:"TLSEnabled"`
+	Attributes            map[string]string      `json:"Attributes"`
+	NodeResources         *NodeResources         `json:"NodeResources"`
+	ReservedResources     *NodeReservedResources `json:"ReservedResources,omitempty"`
+	Links                 map[string]string      `json:"Links,omitempty"`
+	Meta                  map[string]string      `json:"Meta,omitempty"`
+	NodeClass             string                 `json:"NodeClass,omitempty"`
+	NodePool              string                 `json:"NodePool"`
+	ComputedClass         string                 `json:"ComputedClass,omitempty"`
+	Drain                 bool                   `json:"Drain"`
+	DrainStrategy         *DrainStrategy         `json:"DrainStrategy,omitempty"`
+	SchedulingEligibility string                 `json:"SchedulingEligibility"`
+	Status                string                 `json:"Status"`
+	StatusDescription     string                 `json:"StatusDescription,omitempty"`
+	StatusUpdatedAt       int64                  `json:"StatusUpdatedAt"`
+	Events                []*NodeEvent           `json:"Events,omitempty"`
+	Drivers               map[string]*DriverInfo `json:"Drivers"`
+	LastDrain             *DrainMetadata         `json:"LastDrain,omitempty"`
+	Version               string                 `json:"Version,omitempty"`
+	CreateIndex           uint64                 `json:"CreateIndex"`
+	ModifyIndex           uint64                 `json:"ModifyIndex"`
+}
+
+// Ready reports whether the node can take new work.
+func (n *Node) Ready() bool {
+	return n.Status == NodeStatusReady && !n.Drain && n.SchedulingEligibility != NodeSchedulingIneligible
+}
+
+// Copy returns a deep copy.
+func (n *Node) Copy() *Node {
+	if n == nil {
+		return nil
+	}
+	return deepCopy(n)
+}
+
+// NodeResources is what the node fingerprinted.
+type NodeResources struct {
+	Cpu            NodeCpuResources      `json:"Cpu"`
+	Memory         NodeMemoryResources   `json:"Memory"`
+	Disk           NodeDiskResources     `json:"Disk"`
+	Networks       []*NetworkResource    `json:"Networks,omitempty"`
+	Devices        []*NodeDeviceResource `json:"Devices,omitempty"`
+	MinDynamicPort int                   `json:"MinDynamicPort"`
+	MaxDynamicPort int                   `json:"MaxDynamicPort"`
+}
+
+// NodeCpuResources: CpuShares is total MHz across cores.
+type NodeCpuResources struct {
+	CpuShares          int64    `json:"CpuShares"`
+	TotalCpuCores      uint16   `json:"TotalCpuCores"`
+	ReservableCpuCores []uint16 `json:"ReservableCpuCores,omitempty"`
+}
+
+// NodeMemoryResources in MB.
+type NodeMemoryResources struct {
+	MemoryMB int64 `json:"MemoryMB"`
+}
+
+// NodeDiskResources in MB.
+type NodeDiskResources struct {
+	DiskMB int64 `json:"DiskMB"`
+}
+
+// NodeReservedResources are held back from scheduling.
+type NodeReservedResources struct {
+	Cpu               NodeCpuResources    `json:"Cpu"`
+	Memory            NodeMemoryResources `json:"Memory"`
+	Disk              NodeDiskResources   `json:"Disk"`
+	ReservedHostPorts string              `json:"ReservedHostPorts,omitempty"`
+}
+
+// NodeDeviceResource is a group of identical devices (same vendor, type, model).
+type NodeDeviceResource struct {
+	Vendor     string                `json:"Vendor"`
+	Type       string                `json:"Type"`
+	Name       string                `json:"Name"`
+	Instances  []*NodeDevice         `json:"Instances"`
+	Attributes map[string]*Attribute `json:"Attributes,omitempty"`
+}
+
+// ID returns vendor/type/name.
+func (d *NodeDeviceResource) ID() string { return d.Vendor + "/" + d.Type + "/" + d.Name }
+
+// NodeDevice is one device instance (a GPU or a MIG instance).
+type NodeDevice struct {
+	ID                string              `json:"ID"`
+	Healthy           bool                `json:"Healthy"`
+	HealthDescription string              `json:"HealthDescription,omitempty"`
+	Locality          *NodeDeviceLocality `json:"Locality,omitempty"`
+	// Links describes the interconnect to every peer device on the node,
+	// keyed by the peer's ID (drover addition for topology-aware placement).
+	Links map[string]DeviceLink `json:"Links,omitempty"`
+}
+
+// NodeDeviceLocality places a device on the host.
+type NodeDeviceLocality struct {
+	PciBusID string `json:"PciBusID,omitempty"`
+	NUMANode int    `json:"NUMANode"`
+}
+
+// Link kinds between two devices, from best to worst connected.
+const (
+	LinkNVLink     = "nvlink"      // direct NVLink (NVLinks > 0)
+	LinkPCIeSwitch = "pcie-switch" // same PCIe switch (single or multiple)
+	LinkPCIeHost   = "pcie-host"   // same host bridge / CPU
+	LinkSystem     = "system"      // across NUMA nodes (SMP interconnect)
+)
+
+// DeviceLink is the connection between two devices. Level orders link
+// kinds: 0 nvlink, 1 pcie-switch, 2 pcie-host, 3 system (lower is better).
+type DeviceLink struct {
+	Kind    string `json:"Kind"`
+	Level   int    `json:"Level"`
+	NVLinks int    `json:"NVLinks,omitempty"`
+}
+
+// Attribute is a typed device attribute with an optional unit, e.g.
+// memory = 80 GiB, compute_capability = "9.0".
+type Attribute struct {
+	FloatVal  *float64 `json:"FloatVal,omitempty"`
+	IntVal    *int64   `json:"IntVal,omitempty"`
+	StringVal *string  `json:"StringVal,omitempty"`
+	BoolVal   *bool    `json:"BoolVal,omitempty"`
+	Unit      string   `json:"Unit,omitempty"`
+}
+
+// DriverInfo is a driver's fingerprint on a node.
+type DriverInfo struct {
+	Attributes        map[string]string `json:"Attributes,omitempty"`
+	Detected          bool              `json:"Detected"`
+	Healthy           bool              `json:"Healthy"`
+	HealthDescription string            `json:"HealthDescription,omitempty"`
+	UpdateTime        time.Time         `json:"UpdateTime"`
+}
+
+// NodeEvent records something that happened to a node.
+type NodeEvent struct {
+	Message     string            `json:"Message"`
+	Subsystem   string            `json:"Subsystem"`
+	Details     map[string]string `json:"Details,omitempty"`
+	Timestamp   time.Time         `json:"Timestamp"`
+	CreateIndex uint64            `json:"CreateIndex"`
+}
+
+// DrainStrategy of a draining node.
+type DrainStrategy struct {
+	DrainSpec
+	ForceDeadline time.Time `json:"ForceDeadline"`
+	StartedAt     time.Time `json:"StartedAt"`
+}
+
+// DrainSpec is what a user asks for.
+type DrainSpec struct {
+	Deadline         time.Duration `json:"Deadline"` // <0 force now, 0 no deadline
+	IgnoreSystemJobs bool          `json:"IgnoreSystemJobs"`
+}
+
+// DrainMetadata records the last drain.
+type DrainMetadata struct {
+	StartedAt time.Time `json:"StartedAt"`
+	UpdatedAt time.Time `json:"UpdatedAt"`
+	Status    string    `json:"Status"` // draining, complete, canceled
+}
+
+// NodeUpdateDrainRequest is the body of POST /v1/node/{id}/drain.
+type NodeUpdateDrainRequest struct {
+	NodeID       string            `json:"NodeID"`
+	DrainSpec    *DrainSpec        `json:"DrainSpec"` // nil disables
+	MarkEligible bool              `json:"MarkEligible"`
+	Meta         map[string]string `json:"Meta,omitempty"`
+}
+
+// NodeUpdateEligibilityRequest is the body of POST /v1/node/{id}/eligibility.
+type NodeUpdateEligibilityRequest struct {
+	NodeID      string `json:"NodeID"`
+	Eligibility string `json:"Eligibility"`
+}
+
+// NodeUpdateResponse answers node writes.
+type NodeUpdateResponse struct {
+	EvalIDs         []string `json:"EvalIDs,omitempty"`
+	EvalCreateIndex uint64   `json:"EvalCreateIndex"`
+	NodeModifyIndex uint64   `json:"NodeModifyIndex"`
+	Index           uint64   `json:"Index"`
+}
+
+// NodeListStub is the short form returned by GET /v1/nodes.
+type NodeListStub struct {
+	Address               string                 `json:"Address"`
+	ID                    string                 `json:"ID"`
+	Datacenter            string                 `json:"Datacenter"`
+	Name                  string                 `json:"Name"`
+	NodeClass             string                 `json:"NodeClass"`
+	NodePool              string                 `json:"NodePool"`
+	Version               string                 `json:"Version"`
+	Drain                 bool                   `json:"Drain"`
+	SchedulingEligibility string                 `json:"SchedulingEligibility"`
+	Status                string                 `json:"Status"`
+	StatusDescription     string                 `json:"StatusDescription"`
+	Drivers               map[string]*DriverInfo `json:"Drivers"`
+	NodeResources         *NodeResources         `json:"NodeResources,omitempty"`
+	ReservedResources     *NodeReservedResources `json:"ReservedResources,omitempty"`
+	Attributes            map[string]string      `json:"Attributes,omitempty"`
+	LastDrain             *DrainMetadata         `json:"LastDrain,omitempty"`
+	CreateIndex           uint64                 `json:"CreateIndex"`
+	ModifyIndex           uint64                 `json:"ModifyIndex"`
+}
+
+// Stub returns the list form; resources are included (the UI draws bars from them).
+func (n *Node) Stub() *NodeListStub {
+	return &NodeListStub{
+		Address: n.Attributes["unique.network.ip-address"], ID: n.ID, Datacenter: n.Datacenter,
+		Name: n.Name, NodeClass: n.NodeClass, NodePool: n.NodePool, Version: n.Version,
+		Drain: n.Drain, SchedulingEligibility: n.SchedulingEligibility, Status: n.Status,
+		StatusDescription: n.StatusDescription, Drivers: n.Drivers, NodeResources: n.NodeResources,
+		ReservedResources: n.ReservedResources, LastDrain: n.LastDrain,
+		CreateIndex: n.CreateIndex, ModifyIndex: n.ModifyIndex,
+	}
+}
+
+// NodeRegisterRequest is the body of PUT /v1/node/register (client -> server).
+type NodeRegisterRequest struct {
+	Node *Node `json:"Node"`
+}
+
+// NodeHeartbeatRequest is the body of PUT /v1/node/{id}/heartbeat.
+// Status may be empty (keep) or ready/down for a graceful leave.
+type NodeHeartbeatRequest struct {
+	Status string `json:"Status,omitempty"`
+}
+
+// NodeRegisterResponse answers register and heartbeat: the TTL within
+// which the next heartbeat must arrive and the current server list.
+type NodeRegisterResponse struct {
+	HeartbeatTTL time.Duration `json:"HeartbeatTTL"`
+	Servers      []string      `json:"Servers,omitempty"` // HTTP addresses host:port
+	LeaderHTTP   string        `json:"LeaderHTTP,omitempty"`
+	Index        uint64        `json:"Index"`
+}
+
+// NodeAllocUpdateRequest is the body of PUT /v1/node/{id}/allocations/update:
+// a client's batch of alloc status changes. Only client-owned fields of each
+// Allocation are read (ID, ClientStatus, ClientDescription, TaskStates,
+// DeploymentStatus, NetworkStatus).
+type NodeAllocUpdateRequest struct {
+	Allocs []*Allocation `json:"Allocs"`
+}
+
+// Header carrying a node's SecretID on client->server node endpoints.
+const NodeSecretHeader = "X-Drover-Node-Secret"

@@ -1,0 +1,15 @@
+// Package drivers defines the task driver contract: the Driver interface
+// that runs a task as a process, container or VM, the optional abilities
+// found by type assertion (Statser, Signaler, Execer), and the types that
+// cross it (TaskConfig, TaskHandle, ExitResult, Fingerprint).
+//
+// One sub-package per driver (exec, rawexec, containerd, qemu, mock) and
+// drivertest, the conformance suite every driver passes against its real
+// runtime.
+//
+// Imports: no drover package but api (a test enforces this).
+//
+// Concurrency: a Driver is used by many task runners at once and must be
+// safe for concurrent use. A task's logs are written by the driver (or its
+// supervisor) to rotated files so they survive an agent restart.
+package drivers
