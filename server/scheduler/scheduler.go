@@ -1,0 +1,49 @@
+package scheduler
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/drover/drover/api"
+)
+
+// State is the read-only view of the cluster a scheduler needs. The
+// server's state store snapshot implements it. Returned objects are shared
+// and must not be modified (copy first).
+type State interface {
+	// Index is the Raft index the snapshot reflects.
+	Index() uint64
+	JobByID(namespace, id string) (*api.Job, error)
+	// Nodes returns every node (any status).
+	Nodes() ([]*api.Node, error)
+	NodeByID(id string) (*api.Node, error)
+	// AllocsByJob returns every alloc of the job, terminal ones included.
+	AllocsByJob(namespace, jobID string) ([]*api.Allocation, error)
+	// AllocsByNode returns every alloc on the node, terminal ones included.
+	AllocsByNode(nodeID string) ([]*api.Allocation, error)
+	AllocByID(id string) (*api.Allocation, error)
+	// LatestDeploymentByJobID returns the newest deployment or nil.
+	LatestDeploymentByJobID(namespace, jobID string) (*api.Deployment, error)
+}
+
+// Options are the scheduler's inputs besides state and eval.
+type Options struct {
+	// Now is the scheduler's clock reading (reschedule delays, timestamps).
+	Now time.Time
+	Logger *slog.Logger
+}
+
+// Result is what one scheduling pass decided.
+type Result struct {
+	// Plan to submit (may be a no-op).
+	Plan *api.Plan
+	// Eval is a copy of the input eval with Status, StatusDescription,
+	// FailedTGAllocs, QueuedAllocations, BlockedEval and NextEval set.
+	Eval *api.Evaluation
+	// Blocked is a new eval (status blocked) to create when some
+	// placements could not be made; it waits for capacity.
+	Blocked *api.Evaluation
+	// FollowUps are delayed evals (status pending, WaitUntil set), e.g.
+	// for rescheduling failed allocs after their delay.
+	FollowUps []*api.Evaluation
+}
