@@ -29,7 +29,7 @@ type State interface {
 // Options are the scheduler's inputs besides state and eval.
 type Options struct {
 	// Now is the scheduler's clock reading (reschedule delays, timestamps).
-	Now time.Time
+	Now    time.Time
 	Logger *slog.Logger
 }
 
