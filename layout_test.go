@@ -1,0 +1,126 @@
+package main
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/drover/drover"
+
+// rule says which drover packages a package under prefix may import.
+type rule struct {
+	prefix  string
+	allowed func(imp string) bool // imp is relative to the module ("api", "server/state")
+	stdOnly bool                  // no third-party imports either
+}
+
+func under(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
+
+var rules = []rule{
+	{prefix: "api", stdOnly: true, allowed: func(string) bool { return false }},
+	{prefix: "jobspec", allowed: func(i string) bool { return under(i, "api") }},
+	{prefix: "drivers", allowed: func(i string) bool { return under(i, "api") || under(i, "drivers") }},
+	{prefix: "server", allowed: func(i string) bool { return !under(i, "agent") && !under(i, "drivers") && !under(i, "ui") }},
+	{prefix: "ui", allowed: func(i string) bool { return under(i, "api") }},
+}
+
+// TestLayout enforces the import direction among drover's packages and
+// that every package has a doc.go.
+func TestLayout(t *testing.T) {
+	fset := token.NewFileSet()
+	pkgs := map[string]bool{}
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			switch d.Name() {
+			case "testdata", "build", "bin", "node_modules", ".git", ".gl":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		dir := filepath.ToSlash(filepath.Dir(path))
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		if !strings.HasSuffix(path, "_test.go") {
+			pkgs[dir] = true
+		}
+		for _, is := range f.Imports {
+			imp, _ := strconv.Unquote(is.Path.Value)
+			if v := violation(dir, imp, strings.HasSuffix(path, "_test.go")); v != "" {
+				t.Errorf("%s: %s", path, v)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for dir := range pkgs {
+		if dir == "." {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, "doc.go")); err != nil {
+			// main packages of small tools document themselves in their main.go.
+			if _, err2 := os.Stat(filepath.Join(dir, "main.go")); err2 == nil {
+				continue
+			}
+			t.Errorf("package %s has no doc.go", dir)
+		}
+	}
+}
+
+// violation says why dir may not import imp, or "" when it may.
+func violation(dir, imp string, isTest bool) string {
+	for _, r := range rules {
+		if !under(dir, r.prefix) {
+			continue
+		}
+		if rel, ok := strings.CutPrefix(imp, module+"/"); ok {
+			if !under(rel, r.prefix) && !r.allowed(rel) {
+				return "imports " + imp + ": " + r.prefix + " must not import it"
+			}
+			continue
+		}
+		if r.stdOnly && !isTest && strings.Contains(strings.SplitN(imp, "/", 2)[0], ".") {
+			return "imports " + imp + ": " + r.prefix + " imports the standard library only"
+		}
+	}
+	return ""
+}
+
+// TestLayoutRulesCatchViolations makes sure the rules above bite.
+func TestLayoutRulesCatchViolations(t *testing.T) {
+	cases := []struct {
+		dir, imp string
+		bad      bool
+	}{
+		{"api", "github.com/spf13/cobra", true},
+		{"api", "net/http", false},
+		{"drivers/exec", module + "/agent/client", true},
+		{"drivers/exec", module + "/api", false},
+		{"drivers/exec", module + "/drivers/logging", false},
+		{"drivers/exec", module + "/server/state", true},
+		{"server/state", module + "/agent/http", true},
+		{"server", module + "/drivers/exec", true},
+		{"server", module + "/jobspec", false},
+		{"jobspec", module + "/server", true},
+	}
+	for _, c := range cases {
+		if got := violation(c.dir, c.imp, false) != ""; got != c.bad {
+			t.Errorf("%s importing %s: violation=%v, want %v", c.dir, c.imp, got, c.bad)
+		}
+	}
+}
