@@ -1,0 +1,16 @@
+// Package broker owns the leader's work queues: the evaluation broker
+// (ready evals by scheduler type in priority order, at most one in flight
+// per job, ack/nack with redelivery, nack timeouts, delayed evals), the
+// blocked-evals tracker (evals that could not be placed, woken when
+// capacity changes) and the plan queue (plans from workers, consumed by a
+// single applier in priority order, each submitter holding a future).
+//
+// Imports: api and the standard library only; never server/state, agent or
+// drivers.
+//
+// Concurrency: every exported method is safe for concurrent use; each type
+// guards its state with one mutex. Callbacks (failed-eval, unblocked-eval)
+// are invoked without any lock held. Timers come from the injected Clock,
+// so tests drive time with FakeClock and never sleep. Disabled structures
+// (followers) hold nothing: SetEnabled(false) flushes and stops timers.
+package broker
