@@ -1,0 +1,231 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/drover/drover/api"
+)
+
+// apiClient builds the REST client from -address / DROVER_ADDR.
+func apiClient(cmd *cobra.Command) *api.Client {
+	addr, _ := cmd.Flags().GetString("address")
+	return api.NewClient(addr)
+}
+
+// addJSONFlag registers -json on cmd.
+func addJSONFlag(cmd *cobra.Command) *bool {
+	return cmd.Flags().Bool("json", false, "print the answer as JSON")
+}
+
+// printJSON writes v indented.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// table writes aligned columns; rows are tab-separated.
+func table(w io.Writer, header string, rows []string) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, r := range rows {
+		fmt.Fprintln(tw, r)
+	}
+	tw.Flush()
+}
+
+// kv writes "Key = Value" lines aligned like Nomad's detail views.
+func kv(w io.Writer, pairs ...string) {
+	tw := tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
+	for i := 0; i+1 < len(pairs); i += 2 {
+		fmt.Fprintf(tw, "%s\t= %s\n", pairs[i], pairs[i+1])
+	}
+	tw.Flush()
+}
+
+func short(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+func fmtUnixNano(ns int64) string {
+	if ns == 0 {
+		return "-"
+	}
+	return time.Unix(0, ns).UTC().Format(time.RFC3339)
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// cmdErr turns an API error into the CLI's exit code 1 with its message.
+func cmdErr(format string, a ...any) error {
+	return &exitError{code: ExitError, err: fmt.Errorf(format, a...)}
+}
+
+// exactArgs is cobra.ExactArgs reported as a usage error.
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageErr("%s takes exactly %d argument(s), got %d", cmd.CommandPath(), n, len(args))
+		}
+		return nil
+	}
+}
+
+// rangeArgs is cobra.RangeArgs reported as a usage error.
+func rangeArgs(lo, hi int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < lo || len(args) > hi {
+			return usageErr("%s takes %d to %d arguments, got %d", cmd.CommandPath(), lo, hi, len(args))
+		}
+		return nil
+	}
+}
+
+// resolveAlloc finds the allocation with id or a unique id prefix.
+func resolveAlloc(ctx context.Context, c *api.Client, id string) (*api.Allocation, error) {
+	a, _, err := c.Allocation(ctx, id, nil)
+	if err == nil {
+		return a, nil
+	}
+	if !errors.Is(err, api.ErrAllocNotFound) && !errors.Is(err, api.ErrNotFound) {
+		return nil, err
+	}
+	stubs, _, lerr := c.Allocations(ctx, &api.QueryOptions{Prefix: id, Namespace: "*"})
+	if lerr != nil {
+		return nil, lerr
+	}
+	switch len(stubs) {
+	case 0:
+		return nil, fmt.Errorf("no allocation with prefix %q: %w", id, api.ErrAllocNotFound)
+	case 1:
+		a, _, err := c.Allocation(ctx, stubs[0].ID, nil)
+		return a, err
+	}
+	ids := make([]string, 0, len(stubs))
+	for _, s := range stubs {
+		ids = append(ids, s.ID)
+	}
+	return nil, fmt.Errorf("prefix %q matches %d allocations: %s", id, len(stubs), strings.Join(ids, ", "))
+}
+
+// resolveNode finds the node with id or a unique id prefix.
+func resolveNode(ctx context.Context, c *api.Client, id string) (*api.Node, error) {
+	n, _, err := c.Node(ctx, id, nil)
+	if err == nil {
+		return n, nil
+	}
+	if !errors.Is(err, api.ErrNodeNotFound) && !errors.Is(err, api.ErrNotFound) {
+		return nil, err
+	}
+	stubs, _, lerr := c.Nodes(ctx, &api.QueryOptions{Prefix: id})
+	if lerr != nil {
+		return nil, lerr
+	}
+	switch len(stubs) {
+	case 0:
+		return nil, fmt.Errorf("no node with prefix %q: %w", id, api.ErrNodeNotFound)
+	case 1:
+		n, _, err := c.Node(ctx, stubs[0].ID, nil)
+		return n, err
+	}
+	ids := make([]string, 0, len(stubs))
+	for _, s := range stubs {
+		ids = append(ids, s.ID)
+	}
+	return nil, fmt.Errorf("prefix %q matches %d nodes: %s", id, len(stubs), strings.Join(ids, ", "))
+}
+
+// resolveEval finds the evaluation with id or a unique id prefix.
+func resolveEval(ctx context.Context, c *api.Client, id string) (*api.Evaluation, error) {
+	e, _, err := c.Evaluation(ctx, id, nil)
+	if err == nil {
+		return e, nil
+	}
+	if !errors.Is(err, api.ErrEvalNotFound) && !errors.Is(err, api.ErrNotFound) {
+		return nil, err
+	}
+	evals, _, lerr := c.Evaluations(ctx, &api.QueryOptions{Prefix: id, Namespace: "*"})
+	if lerr != nil {
+		return nil, lerr
+	}
+	switch len(evals) {
+	case 0:
+		return nil, fmt.Errorf("no evaluation with prefix %q: %w", id, api.ErrEvalNotFound)
+	case 1:
+		return evals[0], nil
+	}
+	return nil, fmt.Errorf("prefix %q matches %d evaluations", id, len(evals))
+}
+
+// failureLines explains why placements of each group failed.
+func failureLines(failed map[string]*api.AllocMetric) []string {
+	groups := make([]string, 0, len(failed))
+	for g := range failed {
+		groups = append(groups, g)
+	}
+	sort.Strings(groups)
+	var out []string
+	for _, g := range groups {
+		m := failed[g]
+		out = append(out, fmt.Sprintf("Task Group %q (failed to place %d allocation(s)):", g, m.CoalescedFailures+1))
+		out = append(out, metricLines(m)...)
+	}
+	return out
+}
+
+func metricLines(m *api.AllocMetric) []string {
+	var out []string
+	if m.NodesEvaluated == 0 && m.NodesInPool == 0 {
+		out = append(out, "  * No nodes were eligible for evaluation")
+	}
+	for _, dc := range sortedKeys(m.NodesAvailable) {
+		if m.NodesAvailable[dc] == 0 {
+			out = append(out, fmt.Sprintf("  * No nodes are available in datacenter %q", dc))
+		}
+	}
+	for _, k := range sortedKeys(m.ClassFiltered) {
+		out = append(out, fmt.Sprintf("  * Class %q: %d nodes excluded by filter", k, m.ClassFiltered[k]))
+	}
+	for _, k := range sortedKeys(m.ConstraintFiltered) {
+		out = append(out, fmt.Sprintf("  * Constraint %q: %d nodes excluded by filter", k, m.ConstraintFiltered[k]))
+	}
+	if m.NodesExhausted > 0 {
+		for _, k := range sortedKeys(m.ClassExhausted) {
+			out = append(out, fmt.Sprintf("  * Class %q exhausted on %d nodes", k, m.ClassExhausted[k]))
+		}
+		for _, k := range sortedKeys(m.DimensionExhausted) {
+			out = append(out, fmt.Sprintf("  * Dimension %q exhausted on %d nodes", k, m.DimensionExhausted[k]))
+		}
+	}
+	for _, q := range m.QuotaExhausted {
+		out = append(out, fmt.Sprintf("  * Quota limit hit %q", q))
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
