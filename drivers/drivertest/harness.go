@@ -41,6 +41,10 @@ type Harness struct {
 	// ExecExit is the ExecTask command that exits with code (optional).
 	ExecExit func(code int) []string
 
+	// EnforcesMemory: the driver applies MemoryMB as a limit, so the OOM
+	// and MemoryLimitVisible subtests apply (with UseMemory /
+	// PrintMemoryLimit).
+	EnforcesMemory bool
 	// KilledSignal is the signal number reported when a task is killed
 	// with SIGKILL; 0 means "only check the task did not succeed".
 	KilledSignal int

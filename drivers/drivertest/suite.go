@@ -278,7 +278,7 @@ func testKillTimeout(t *testing.T, h *Harness) {
 }
 
 func testOOM(t *testing.T, h *Harness) {
-	skipIfNil(t, h.UseMemory != nil, "UseMemory")
+	skipIfNil(t, h.UseMemory != nil && h.EnforcesMemory, "UseMemory/EnforcesMemory")
 	k := h.start(t, "hog", h.UseMemory(256), func(c *drivers.TaskConfig) {
 		c.Resources.Memory.MemoryMB = 32
 	})
@@ -292,7 +292,7 @@ func testOOM(t *testing.T, h *Harness) {
 }
 
 func testMemoryLimitVisible(t *testing.T, h *Harness) {
-	skipIfNil(t, h.PrintMemoryLimit != nil, "PrintMemoryLimit")
+	skipIfNil(t, h.PrintMemoryLimit != nil && h.EnforcesMemory, "PrintMemoryLimit/EnforcesMemory")
 	k := h.start(t, "limits", h.PrintMemoryLimit(), func(c *drivers.TaskConfig) {
 		c.Resources.Memory.MemoryMB = 96
 	})
