@@ -1,0 +1,26 @@
+// Package state is the server's in-memory state store: a go-memdb database
+// holding jobs (and their last versions and summaries), nodes, allocations,
+// evaluations and deployments, plus a per-table index of the last Raft index
+// that changed it.
+//
+// It owns: the memdb schema, the write methods the FSM calls (one memdb
+// transaction each, stamped with the Raft index), the read methods the HTTP
+// layer and the scheduler call, immutable point-in-time snapshots, blocking
+// query support through memdb.WatchSet, the change-event broker that feeds
+// the event stream, and the Persist/Restore helpers used for Raft snapshots.
+//
+// It must not import anything of drover but api and server/scheduler (for
+// the scheduler.State contract); it knows nothing of Raft, HTTP or agents.
+//
+// Concurrency: writes are serialised by the caller (the FSM applies one log
+// entry at a time) and memdb additionally serialises write transactions.
+// Reads and snapshots are safe from any number of goroutines at any time.
+// Stored objects are immutable: a write takes ownership of the objects passed
+// to it (the caller must not touch them afterwards) and every change to an
+// existing object is made on a copy. Objects returned by reads are shared and
+// must never be modified; copy them first (api types have Copy()).
+//
+// After a Raft snapshot restore the FSM swaps in a new StateStore and calls
+// Abandon on the old one: every blocked query (its WatchSet includes
+// AbandonCh) wakes up and must re-read from the new store.
+package state

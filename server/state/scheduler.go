@@ -1,0 +1,36 @@
+package state
+
+import (
+	"github.com/drover/drover/api"
+)
+
+// Scheduler adapts the snapshot to scheduler.State (no watch sets); its
+// Index is the snapshot's latest index. The concrete type is returned so
+// this package does not depend on server/scheduler; it satisfies
+// scheduler.State structurally.
+func (s *Snapshot) Scheduler() *SchedulerView { return &SchedulerView{s: s, index: s.LatestIndex()} }
+
+// SchedulerView is a Snapshot with the scheduler.State method set.
+type SchedulerView struct {
+	s     *Snapshot
+	index uint64
+}
+
+type schedState = *SchedulerView
+
+func (a schedState) Index() uint64 { return a.index }
+func (a schedState) JobByID(ns, id string) (*api.Job, error) {
+	return a.s.JobByID(nil, ns, id)
+}
+func (a schedState) Nodes() ([]*api.Node, error)                  { return a.s.Nodes(nil, "") }
+func (a schedState) NodeByID(id string) (*api.Node, error)        { return a.s.NodeByID(nil, id) }
+func (a schedState) AllocByID(id string) (*api.Allocation, error) { return a.s.AllocByID(nil, id) }
+func (a schedState) AllocsByJob(ns, jobID string) ([]*api.Allocation, error) {
+	return a.s.AllocsByJob(nil, ns, jobID, true)
+}
+func (a schedState) AllocsByNode(nodeID string) ([]*api.Allocation, error) {
+	return a.s.AllocsByNode(nil, nodeID)
+}
+func (a schedState) LatestDeploymentByJobID(ns, jobID string) (*api.Deployment, error) {
+	return a.s.LatestDeploymentByJobID(nil, ns, jobID)
+}

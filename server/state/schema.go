@@ -1,0 +1,79 @@
+package state
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/go-memdb"
+)
+
+// Table names. The ones Index accepts are TableJobs, TableNodes,
+// TableAllocs, TableEvals and TableDeployments (and the two job side tables).
+const (
+	TableJobs        = "jobs"
+	TableJobVersions = "job_versions"
+	TableJobSummary  = "job_summary"
+	TableNodes       = "nodes"
+	TableAllocs      = "allocs"
+	TableEvals       = "evals"
+	TableDeployments = "deployments"
+	TableIndex       = "index"
+)
+
+// IndexEntry is a row of the index table: the last Raft index that changed
+// a table.
+type IndexEntry struct {
+	Key   string
+	Value uint64
+}
+
+func str(field string) memdb.Indexer { return &memdb.StringFieldIndex{Field: field} }
+
+func nsKey(field string) memdb.Indexer {
+	return &memdb.CompoundIndex{Indexes: []memdb.Indexer{str("Namespace"), str(field)}}
+}
+
+func schema() *memdb.DBSchema {
+	return &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
+		TableJobs: {Name: TableJobs, Indexes: map[string]*memdb.IndexSchema{
+			"id": {Name: "id", Unique: true, Indexer: nsKey("ID")},
+		}},
+		TableJobVersions: {Name: TableJobVersions, Indexes: map[string]*memdb.IndexSchema{
+			"id": {Name: "id", Unique: true, Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
+				str("Namespace"), str("ID"), &memdb.UintFieldIndex{Field: "Version"}}}},
+			"job": {Name: "job", Indexer: nsKey("ID")},
+		}},
+		TableJobSummary: {Name: TableJobSummary, Indexes: map[string]*memdb.IndexSchema{
+			"id": {Name: "id", Unique: true, Indexer: nsKey("JobID")},
+		}},
+		TableNodes: {Name: TableNodes, Indexes: map[string]*memdb.IndexSchema{
+			"id":        {Name: "id", Unique: true, Indexer: str("ID")},
+			"secret_id": {Name: "secret_id", Unique: true, AllowMissing: true, Indexer: str("SecretID")},
+		}},
+		TableAllocs: {Name: TableAllocs, Indexes: map[string]*memdb.IndexSchema{
+			"id":         {Name: "id", Unique: true, Indexer: str("ID")},
+			"job":        {Name: "job", Indexer: nsKey("JobID")},
+			"node":       {Name: "node", AllowMissing: true, Indexer: str("NodeID")},
+			"eval":       {Name: "eval", AllowMissing: true, Indexer: str("EvalID")},
+			"deployment": {Name: "deployment", AllowMissing: true, Indexer: str("DeploymentID")},
+		}},
+		TableEvals: {Name: TableEvals, Indexes: map[string]*memdb.IndexSchema{
+			"id":  {Name: "id", Unique: true, Indexer: str("ID")},
+			"job": {Name: "job", AllowMissing: true, Indexer: nsKey("JobID")},
+		}},
+		TableDeployments: {Name: TableDeployments, Indexes: map[string]*memdb.IndexSchema{
+			"id":  {Name: "id", Unique: true, Indexer: str("ID")},
+			"job": {Name: "job", Indexer: nsKey("JobID")},
+		}},
+		TableIndex: {Name: TableIndex, Indexes: map[string]*memdb.IndexSchema{
+			"id": {Name: "id", Unique: true, Indexer: str("Key")},
+		}},
+	}}
+}
+
+func newDB() *memdb.MemDB {
+	db, err := memdb.NewMemDB(schema())
+	if err != nil {
+		panic(fmt.Sprintf("state: invalid schema: %v", err)) // a programming error
+	}
+	return db
+}

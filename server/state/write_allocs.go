@@ -1,0 +1,232 @@
+package state
+
+import (
+	"fmt"
+
+	"github.com/drover/drover/api"
+)
+
+// UpsertAllocs stores allocations (scheduler/server writes).
+func (s *StateStore) UpsertAllocs(index uint64, allocs []*api.Allocation) error {
+	return s.Write(index, func(t *Txn) error { return t.UpsertAllocs(allocs) })
+}
+
+// UpdateAllocsFromClient applies client status updates.
+func (s *StateStore) UpdateAllocsFromClient(index uint64, allocs []*api.Allocation) error {
+	return s.Write(index, func(t *Txn) error { return t.UpdateAllocsFromClient(allocs) })
+}
+
+// UpdateAllocsDesiredTransitions sets desired transitions and stores evals.
+func (s *StateStore) UpdateAllocsDesiredTransitions(index uint64, transitions map[string]*api.DesiredTransition, evals []*api.Evaluation) error {
+	return s.Write(index, func(t *Txn) error {
+		if err := t.UpdateAllocsDesiredTransitions(transitions); err != nil {
+			return err
+		}
+		return t.UpsertEvals(evals)
+	})
+}
+
+// UpsertAllocs stores allocs (taking ownership). For an existing alloc the
+// create index/time and the client-owned fields (TaskStates, and
+// ClientStatus/ClientDescription unless the server marks it lost or
+// unknown) are kept; a nil Job is taken from the existing alloc or else the
+// current job. Job summaries follow client status changes.
+func (t *Txn) UpsertAllocs(allocs []*api.Allocation) error {
+	return t.upsertAllocs(allocs, nil)
+}
+
+func (t *Txn) upsertAllocs(allocs []*api.Allocation, job *api.Job) error {
+	for _, a := range allocs {
+		if err := t.upsertAlloc(a, job); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *Txn) upsertAlloc(a *api.Allocation, job *api.Job) error {
+	if a == nil || a.ID == "" || a.JobID == "" {
+		return fmt.Errorf("upsert alloc: missing alloc or job ID: %w", api.ErrBadRequest)
+	}
+	a.Namespace = normNS(a.Namespace)
+	existing, err := txnFirst[api.Allocation](t, TableAllocs, "id", a.ID)
+	if err != nil {
+		return err
+	}
+	if existing != nil {
+		a.CreateIndex = existing.CreateIndex
+		if a.CreateTime == 0 {
+			a.CreateTime = existing.CreateTime
+		}
+		a.TaskStates = existing.TaskStates
+		if a.ClientStatus != api.AllocClientStatusLost && a.ClientStatus != api.AllocClientStatusUnknown {
+			a.ClientStatus = existing.ClientStatus
+			a.ClientDescription = existing.ClientDescription
+		}
+		if a.Job == nil {
+			a.Job = existing.Job
+		}
+	} else {
+		a.CreateIndex = t.index
+		if a.ClientStatus == "" {
+			a.ClientStatus = api.AllocClientStatusPending
+		}
+	}
+	if a.Job == nil {
+		a.Job = job
+	}
+	if a.Job == nil {
+		if a.Job, err = txnFirst[api.Job](t, TableJobs, "id", a.Namespace, a.JobID); err != nil {
+			return err
+		}
+	}
+	a.ModifyIndex = t.index
+	a.AllocModifyIndex = t.index
+	return t.putAlloc(existing, a, "AllocationUpdated")
+}
+
+// putAlloc inserts a (new version of an) alloc, maintaining the summary,
+// the job status hint and events.
+func (t *Txn) putAlloc(old, a *api.Allocation, eventType string) error {
+	if err := t.insert(TableAllocs, a); err != nil {
+		return err
+	}
+	if err := t.allocSummary(old, a); err != nil {
+		return err
+	}
+	touch := t.touchJob(a.Namespace, a.JobID)
+	if !a.TerminalStatus() {
+		touch.running = true
+	}
+	c := *a
+	c.Job = nil // the stream carries the job separately
+	t.emit(api.Event{Topic: api.TopicAllocation, Type: eventType, Key: a.ID, Namespace: a.Namespace,
+		FilterKeys: filterKeys(a.JobID, a.DeploymentID), Payload: map[string]any{"Allocation": &c}})
+	return nil
+}
+
+func filterKeys(keys ...string) []string {
+	out := keys[:0:0]
+	for _, k := range keys {
+		if k != "" {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// allocSummary moves an alloc's count between client statuses.
+func (t *Txn) allocSummary(old, a *api.Allocation) error {
+	if old != nil && old.ClientStatus == a.ClientStatus && old.TaskGroup == a.TaskGroup {
+		return nil
+	}
+	sum, err := t.summary(a.Namespace, a.JobID)
+	if err != nil || sum == nil {
+		return err
+	}
+	tg := sum.Summary[a.TaskGroup]
+	if old == nil {
+		if tg.Queued > 0 {
+			tg.Queued--
+		}
+	} else {
+		ot := tg
+		if old.TaskGroup != a.TaskGroup {
+			ot = sum.Summary[old.TaskGroup]
+		}
+		countStatus(&ot, old.ClientStatus, -1)
+		if old.TaskGroup != a.TaskGroup {
+			sum.Summary[old.TaskGroup] = ot
+		} else {
+			tg = ot
+		}
+	}
+	countStatus(&tg, a.ClientStatus, 1)
+	sum.Summary[a.TaskGroup] = tg
+	return nil
+}
+
+func countStatus(s *api.TaskGroupSummary, status string, d int) {
+	var p *int
+	switch status {
+	case api.AllocClientStatusPending:
+		p = &s.Starting
+	case api.AllocClientStatusRunning:
+		p = &s.Running
+	case api.AllocClientStatusComplete:
+		p = &s.Complete
+	case api.AllocClientStatusFailed:
+		p = &s.Failed
+	case api.AllocClientStatusLost:
+		p = &s.Lost
+	case api.AllocClientStatusUnknown:
+		p = &s.Unknown
+	default:
+		return
+	}
+	*p += d
+	if *p < 0 {
+		*p = 0
+	}
+}
+
+// UpdateAllocsFromClient copies only the client-owned fields (ClientStatus,
+// ClientDescription, TaskStates, DeploymentStatus, and ModifyTime when set)
+// of each update onto a copy of the stored alloc. Unknown IDs (already
+// garbage collected) are skipped.
+func (t *Txn) UpdateAllocsFromClient(allocs []*api.Allocation) error {
+	for _, u := range allocs {
+		if u == nil {
+			continue
+		}
+		old, err := txnFirst[api.Allocation](t, TableAllocs, "id", u.ID)
+		if err != nil {
+			return err
+		}
+		if old == nil {
+			continue
+		}
+		c := *old
+		c.ClientStatus = u.ClientStatus
+		c.ClientDescription = u.ClientDescription
+		c.TaskStates = u.TaskStates
+		if u.DeploymentStatus != nil {
+			ds := *u.DeploymentStatus
+			ds.ModifyIndex = t.index
+			c.DeploymentStatus = &ds
+		}
+		if u.ModifyTime != 0 {
+			c.ModifyTime = u.ModifyTime
+		}
+		c.ModifyIndex = t.index
+		if err := t.putAlloc(old, &c, "AllocationUpdated"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// UpdateAllocsDesiredTransitions merges each transition (set fields only)
+// into the alloc's DesiredTransition. Unknown IDs are skipped.
+func (t *Txn) UpdateAllocsDesiredTransitions(transitions map[string]*api.DesiredTransition) error {
+	for id, tr := range transitions {
+		if tr == nil {
+			continue
+		}
+		old, err := txnFirst[api.Allocation](t, TableAllocs, "id", id)
+		if err != nil {
+			return err
+		}
+		if old == nil {
+			continue
+		}
+		c := *old
+		mergeTransition(&c.DesiredTransition, tr)
+		c.ModifyIndex = t.index
+		c.AllocModifyIndex = t.index
+		if err := t.putAlloc(old, &c, "AllocationUpdateDesiredStatus"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
