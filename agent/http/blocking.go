@@ -1,0 +1,124 @@
+package http
+
+import (
+	"context"
+	"fmt"
+	nethttp "net/http"
+	"strconv"
+	"time"
+
+	memdb "github.com/hashicorp/go-memdb"
+
+	"github.com/drover/drover/api"
+)
+
+// queryParams are the common read parameters.
+type queryParams struct {
+	namespace string // "default" when absent; "*" = all
+	prefix    string
+	index     uint64
+	wait      time.Duration
+}
+
+func (s *HTTPServer) parseQuery(r *nethttp.Request) (*queryParams, error) {
+	q := r.URL.Query()
+	p := &queryParams{namespace: q.Get("namespace"), prefix: q.Get("prefix"), wait: DefaultWait}
+	if p.namespace == "" {
+		p.namespace = api.DefaultNamespace
+	}
+	if v := q.Get("index"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("invalid index %q: want a non-negative integer", v))
+		}
+		p.index = n
+	}
+	if v := q.Get("wait"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			// Nomad also accepts a bare number of seconds? It requires units; so do we.
+			return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("invalid wait %q: want a duration such as 30s", v))
+		}
+		if d < 0 {
+			return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("invalid wait %q: negative", v))
+		}
+		p.wait = d
+	}
+	if p.wait > s.cfg.MaxWait {
+		p.wait = s.cfg.MaxWait
+	}
+	return p, nil
+}
+
+// readFunc performs one read, registering what it read in ws, and returns
+// the value and the index of the data (the index of the tables read).
+type readFunc func(ws memdb.WatchSet) (any, uint64, error)
+
+// blocking answers a read, as a blocking query when ?index= is given: it
+// re-runs read each time the watch set fires and returns once the index
+// exceeds the asked one, or when the wait elapses (then with the current
+// data), or when the client goes away.
+func (s *HTTPServer) blocking(w nethttp.ResponseWriter, r *nethttp.Request, read readFunc) (any, error) {
+	if s.cfg.State == nil {
+		return nil, api.Errorf(api.ErrUnavailable, "this agent does not run the server role")
+	}
+	p, err := s.parseQuery(r)
+	if err != nil {
+		return nil, err
+	}
+	ctx := r.Context()
+	var cancel context.CancelFunc = func() {}
+	if p.index > 0 {
+		ctx, cancel = context.WithTimeout(ctx, p.wait)
+	}
+	defer cancel()
+	for {
+		ws := memdb.NewWatchSet()
+		out, idx, err := read(ws)
+		if err != nil {
+			return nil, err
+		}
+		if p.index == 0 || idx > p.index {
+			s.setMeta(w, idx)
+			return out, nil
+		}
+		if err := ws.WatchCtx(ctx); err != nil {
+			if r.Context().Err() != nil {
+				return nil, fmt.Errorf("blocking query: %w", api.Errorf(api.ErrTimeout, "client went away"))
+			}
+			// The wait elapsed: answer with the current data.
+			out, idx, err := read(nil)
+			if err != nil {
+				return nil, err
+			}
+			s.setMeta(w, idx)
+			return out, nil
+		}
+	}
+}
+
+func (s *HTTPServer) setMeta(w nethttp.ResponseWriter, idx uint64) {
+	if idx == 0 {
+		idx = 1 // never 0: a client would block forever on ?index=0
+	}
+	h := w.Header()
+	h.Set(api.HeaderIndex, strconv.FormatUint(idx, 10))
+	known, contact := false, time.Duration(0)
+	if s.cfg.Server != nil {
+		known = s.cfg.Server.Leader() != ""
+		contact = s.cfg.Server.LastContact()
+	}
+	h.Set(api.HeaderKnownLeader, strconv.FormatBool(known))
+	h.Set(api.HeaderLastContact, strconv.FormatInt(contact.Milliseconds(), 10))
+}
+
+// maxIndex returns the largest index of the named tables.
+func (s *HTTPServer) maxIndex(tables ...string) uint64 {
+	var m uint64
+	for _, t := range tables {
+		if i := s.cfg.State.Index(t); i > m {
+			m = i
+		}
+	}
+	return m
+}

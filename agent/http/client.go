@@ -1,0 +1,92 @@
+package http
+
+import (
+	"fmt"
+	nethttp "net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+
+	"github.com/drover/drover/api"
+)
+
+// headerForwarded marks a request forwarded once, so agents never loop.
+const headerForwarded = "X-Drover-Forwarded"
+
+// clientAllocID finds the allocation a /v1/client/... path is about:
+// /v1/client/fs/{op}/{alloc} or /v1/client/allocation/{alloc}/...
+func clientAllocID(path string) string {
+	rest := strings.TrimPrefix(path, "/v1/client/")
+	parts := strings.Split(rest, "/")
+	switch {
+	case len(parts) >= 3 && parts[0] == "fs":
+		return parts[2]
+	case len(parts) >= 2 && parts[0] == "allocation":
+		return parts[1]
+	}
+	return ""
+}
+
+// clientRoute serves /v1/client/... locally when this agent's client holds
+// the allocation (or the path is about the node itself) and otherwise
+// forwards it to the HTTP address of the node running the allocation.
+func (s *HTTPServer) clientRoute(w nethttp.ResponseWriter, r *nethttp.Request) {
+	allocID := clientAllocID(r.URL.Path)
+	local := s.cfg.Client
+	if local != nil && (allocID == "" || local.HasAlloc(allocID)) {
+		local.Handler().ServeHTTP(w, r)
+		return
+	}
+	if allocID == "" {
+		writeError(w, api.Errorf(api.ErrNotFound, fmt.Sprintf("%s: this agent does not run the client role", r.URL.Path)))
+		return
+	}
+	if s.cfg.State == nil || r.Header.Get(headerForwarded) != "" {
+		writeError(w, api.AsError(notFound(api.ErrAllocNotFound, "allocation", allocID)))
+		return
+	}
+	a, err := s.lookupAlloc(nil, r, allocID)
+	if err != nil {
+		writeError(w, api.AsError(err))
+		return
+	}
+	if local != nil && local.HasAlloc(a.ID) {
+		r.URL.Path = strings.Replace(r.URL.Path, "/"+allocID, "/"+a.ID, 1)
+		local.Handler().ServeHTTP(w, r)
+		return
+	}
+	n, err := s.cfg.State.NodeByID(nil, a.NodeID)
+	if err != nil {
+		writeError(w, api.AsError(err))
+		return
+	}
+	if n == nil || n.HTTPAddr == "" {
+		writeError(w, api.Errorf(api.ErrUnavailable, fmt.Sprintf("node %q of allocation %s has no HTTP address", a.NodeID, a.ID)))
+		return
+	}
+	if n.Status == api.NodeStatusDown {
+		writeError(w, api.Errorf(api.ErrUnavailable, fmt.Sprintf("node %q of allocation %s is down", n.ID, a.ID)))
+		return
+	}
+	target := n.HTTPAddr
+	if !strings.Contains(target, "://") {
+		target = "http://" + target
+	}
+	u, err := url.Parse(target)
+	if err != nil {
+		writeError(w, api.Errorf(api.ErrInternal, fmt.Sprintf("node %q HTTP address %q: %v", n.ID, n.HTTPAddr, err)))
+		return
+	}
+	r.URL.Path = strings.Replace(r.URL.Path, "/"+allocID, "/"+a.ID, 1)
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(u)
+			pr.Out.Header.Set(headerForwarded, "1")
+		},
+		FlushInterval: -1, // stream logs as they come
+		ErrorHandler: func(w nethttp.ResponseWriter, _ *nethttp.Request, err error) {
+			writeError(w, api.Errorf(api.ErrUnavailable, fmt.Sprintf("forward to node %q at %s: %v", n.ID, n.HTTPAddr, err)))
+		},
+	}
+	proxy.ServeHTTP(w, r)
+}

@@ -1,0 +1,20 @@
+// Package http is the agent's HTTP server: the REST API under /v1 (Nomad's
+// paths and JSON shapes), the event stream, Prometheus metrics, forwarding
+// of /v1/client/... requests to the node that holds an allocation, and the
+// web UI under /ui.
+//
+// It owns routing and the cross-cutting middleware written once: JSON error
+// rendering ({"error":{"code","message"}} with the status of the api.Error),
+// body limits, request logging, metrics and blocking queries (?index=&wait=,
+// woken by go-memdb watch sets, never by polling).
+//
+// It consumes the server role through the small interfaces in backend.go
+// (satisfied by *server.Server and *state.StateStore, or thin adapters in
+// package agent) and the client role through ClientRole. It must not import
+// package agent, server/* or drivers/*: the agent wires concrete types in.
+//
+// Concurrency: a *Server is safe for concurrent use; net/http runs each
+// request on its own goroutine. Start launches one serving goroutine that
+// Shutdown waits for. Event-stream handlers own their subscription and end
+// when the request's context ends.
+package http

@@ -1,0 +1,182 @@
+package http
+
+import (
+	"errors"
+	"fmt"
+	nethttp "net/http"
+
+	memdb "github.com/hashicorp/go-memdb"
+
+	"github.com/drover/drover/api"
+)
+
+// allNamespaces in ?namespace= lists every namespace.
+const allNamespaces = "*"
+
+func asAPIError(err error, target **api.Error) bool { return errors.As(err, target) }
+
+func (s *HTTPServer) nodeList(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	prefix := r.URL.Query().Get("prefix")
+	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
+		idx := s.maxIndex("nodes")
+		nodes, err := s.cfg.State.Nodes(ws, prefix)
+		if err != nil {
+			return nil, 0, err
+		}
+		out := make([]*api.NodeListStub, 0, len(nodes))
+		for _, n := range nodes {
+			out = append(out, n.Stub())
+		}
+		return out, idx, nil
+	})
+}
+
+// redactNode hides the node's secret from API readers.
+func redactNode(n *api.Node) *api.Node {
+	if n.SecretID == "" {
+		return n
+	}
+	c := *n
+	c.SecretID = ""
+	return &c
+}
+
+func (s *HTTPServer) nodeGet(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	id := r.PathValue("id")
+	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
+		idx := s.maxIndex("nodes")
+		n, err := s.cfg.State.NodeByID(ws, id)
+		if err != nil {
+			return nil, 0, err
+		}
+		if n == nil {
+			return nil, 0, notFound(api.ErrNodeNotFound, "node", id)
+		}
+		return redactNode(n), idx, nil
+	})
+}
+
+func (s *HTTPServer) nodeAllocs(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	id := r.PathValue("id")
+	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
+		idx := s.maxIndex("nodes", "allocs")
+		n, err := s.cfg.State.NodeByID(ws, id)
+		if err != nil {
+			return nil, 0, err
+		}
+		if n == nil {
+			return nil, 0, notFound(api.ErrNodeNotFound, "node", id)
+		}
+		allocs, err := s.cfg.State.AllocsByNode(ws, id)
+		if err != nil {
+			return nil, 0, err
+		}
+		if allocs == nil {
+			allocs = []*api.Allocation{}
+		}
+		return allocs, idx, nil
+	})
+}
+
+func (s *HTTPServer) nodeDrain(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := s.needServer(); err != nil {
+		return nil, err
+	}
+	var req api.NodeUpdateDrainRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, err
+	}
+	id := r.PathValue("id")
+	if req.NodeID != "" && req.NodeID != id {
+		return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("NodeID %q in the body does not match %q in the path", req.NodeID, id))
+	}
+	req.NodeID = id
+	resp, err := s.cfg.Server.UpdateNodeDrain(r.Context(), &req)
+	if err != nil {
+		return nil, fmt.Errorf("drain node %q: %w", id, err)
+	}
+	return resp, nil
+}
+
+func (s *HTTPServer) nodeEligibility(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := s.needServer(); err != nil {
+		return nil, err
+	}
+	var req api.NodeUpdateEligibilityRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, err
+	}
+	id := r.PathValue("id")
+	if req.NodeID != "" && req.NodeID != id {
+		return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("NodeID %q in the body does not match %q in the path", req.NodeID, id))
+	}
+	if req.Eligibility != api.NodeSchedulingEligible && req.Eligibility != api.NodeSchedulingIneligible {
+		return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("Eligibility %q: want %q or %q", req.Eligibility, api.NodeSchedulingEligible, api.NodeSchedulingIneligible))
+	}
+	req.NodeID = id
+	resp, err := s.cfg.Server.UpdateNodeEligibility(r.Context(), &req)
+	if err != nil {
+		return nil, fmt.Errorf("set eligibility of node %q: %w", id, err)
+	}
+	return resp, nil
+}
+
+func (s *HTTPServer) nodeRegister(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := s.needServer(); err != nil {
+		return nil, err
+	}
+	var req api.NodeRegisterRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, err
+	}
+	if req.Node == nil {
+		return nil, api.Errorf(api.ErrBadRequest, `request body must be {"Node":{...}}: Node missing`)
+	}
+	if req.Node.ID == "" || req.Node.SecretID == "" {
+		return nil, api.Errorf(api.ErrBadRequest, "Node.ID and Node.SecretID are required")
+	}
+	resp, err := s.cfg.Server.RegisterNode(r.Context(), req.Node)
+	if err != nil {
+		return nil, fmt.Errorf("register node %q: %w", req.Node.ID, err)
+	}
+	return resp, nil
+}
+
+func (s *HTTPServer) nodeHeartbeat(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := s.needServer(); err != nil {
+		return nil, err
+	}
+	var req api.NodeHeartbeatRequest
+	if r.ContentLength != 0 {
+		if err := decodeBody(r, &req); err != nil {
+			return nil, err
+		}
+	}
+	id := r.PathValue("id")
+	resp, err := s.cfg.Server.HeartbeatNode(r.Context(), id, r.Header.Get(api.NodeSecretHeader), &req)
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat of node %q: %w", id, err)
+	}
+	return resp, nil
+}
+
+func (s *HTTPServer) nodeAllocsUpdate(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := s.needServer(); err != nil {
+		return nil, err
+	}
+	var req api.NodeAllocUpdateRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, err
+	}
+	id := r.PathValue("id")
+	for i, a := range req.Allocs {
+		if a == nil || a.ID == "" {
+			return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("Allocs[%d]: ID is required", i))
+		}
+	}
+	idx, err := s.cfg.Server.UpdateAllocsFromClient(r.Context(), id, r.Header.Get(api.NodeSecretHeader), req.Allocs)
+	if err != nil {
+		return nil, fmt.Errorf("update allocations of node %q: %w", id, err)
+	}
+	return map[string]uint64{"Index": idx}, nil
+}

@@ -1,0 +1,150 @@
+package http
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	nethttp "net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/drover/drover/api"
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxBodyBytes = 8 << 20
+	DefaultWait         = 5 * time.Minute
+	MaxWait             = 10 * time.Minute
+	DefaultHeartbeat    = 10 * time.Second
+)
+
+// Config wires the HTTP server to the roles this agent runs. Server and
+// State are nil on a client-only agent; Client is nil on a server-only one.
+type Config struct {
+	// Addr to listen on (host:port); ":0" style ports are resolved by Start.
+	Addr   string
+	Server Server
+	State  State
+	Events EventSource
+	Client ClientRole
+	Parse  Parser
+	// UI serves /ui/ (nil: a placeholder page).
+	UI nethttp.Handler
+	// Self answers /v1/agent/self; Members /v1/agent/members.
+	Self    func() *api.AgentSelf
+	Members func() *api.ServerMembers
+	// Registry receives the HTTP metrics and is served at /v1/metrics.
+	Registry *prometheus.Registry
+	Logger   *slog.Logger
+
+	MaxBodyBytes int64         // default 8 MiB
+	MaxWait      time.Duration // cap of ?wait= (default 10m)
+	// EventHeartbeat is the interval of {} lines on the event stream (default 10s).
+	EventHeartbeat time.Duration
+}
+
+// HTTPServer is the agent's HTTP API server.
+type HTTPServer struct {
+	cfg     Config
+	log     *slog.Logger
+	mux     *nethttp.ServeMux
+	handler nethttp.Handler
+	metrics *metrics
+
+	mu   sync.Mutex
+	srv  *nethttp.Server
+	ln   net.Listener
+	done chan struct{}
+}
+
+// New builds the server and its routes; it does not listen yet.
+func New(cfg Config) (*HTTPServer, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.MaxWait <= 0 {
+		cfg.MaxWait = MaxWait
+	}
+	if cfg.EventHeartbeat <= 0 {
+		cfg.EventHeartbeat = DefaultHeartbeat
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	s := &HTTPServer{cfg: cfg, log: cfg.Logger.With("component", "http"), mux: nethttp.NewServeMux()}
+	m, err := newMetrics(cfg.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("http metrics: %w", err)
+	}
+	s.metrics = m
+	s.routes()
+	s.handler = s.middleware(s.mux)
+	return s, nil
+}
+
+// Handler is the full handler (routes + middleware), for tests and embedding.
+func (s *HTTPServer) Handler() nethttp.Handler { return s.handler }
+
+// Start listens on cfg.Addr and serves in one goroutine that Shutdown waits for.
+func (s *HTTPServer) Start(ctx context.Context) error {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("http listen %s: %w", s.cfg.Addr, err)
+	}
+	srv := &nethttp.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	s.mu.Lock()
+	s.srv, s.ln, s.done = srv, ln, make(chan struct{})
+	done := s.done
+	s.mu.Unlock()
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, nethttp.ErrServerClosed) {
+			s.log.Error("http serve failed", "err", err)
+		}
+	}()
+	s.log.Info("http listening", "addr", ln.Addr().String())
+	return nil
+}
+
+// Addr is the address actually listened on (after Start).
+func (s *HTTPServer) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return s.cfg.Addr
+	}
+	return s.ln.Addr().String()
+}
+
+// Shutdown stops accepting, waits for in-flight requests until ctx ends
+// (then closes them, event streams included) and for the serving goroutine.
+func (s *HTTPServer) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	srv, done := s.srv, s.done
+	s.mu.Unlock()
+	if srv == nil {
+		return nil
+	}
+	err := srv.Shutdown(ctx)
+	if err != nil {
+		_ = srv.Close()
+	}
+	<-done
+	if err != nil {
+		return fmt.Errorf("http shutdown: %w", err)
+	}
+	return nil
+}
