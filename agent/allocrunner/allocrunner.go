@@ -1,0 +1,326 @@
+package allocrunner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+
+	"github.com/drover/drover/agent/clientstate"
+	"github.com/drover/drover/agent/taskrunner"
+	"github.com/drover/drover/api"
+	"github.com/drover/drover/drivers"
+)
+
+// Store persists allocs and task records (clientstate.DB satisfies it).
+type Store interface {
+	taskrunner.Store
+	PutAlloc(a *api.Allocation) error
+	Task(allocID, task string) (*clientstate.TaskRecord, error)
+}
+
+// Config of an alloc runner.
+type Config struct {
+	Alloc *api.Allocation
+	// AllocDir is DataDir/alloc/<allocID>.
+	AllocDir string
+	Node     *api.Node
+	Region   string
+	// Drivers by name; a task naming a missing driver fails setup.
+	Drivers map[string]drivers.Driver
+	Clock   taskrunner.Clock
+	Logger  *slog.Logger
+	Store   Store
+	// Restore: load task records from Store (agent restart).
+	Restore bool
+	// OnUpdate is called whenever the client status or a task state changes.
+	OnUpdate func(allocID string)
+}
+
+// ErrUnknownTask is returned for a task name that is not in the alloc.
+var ErrUnknownTask = errors.New("unknown task")
+
+// AllocRunner runs one allocation.
+type AllocRunner struct {
+	cfg Config
+	log *slog.Logger
+
+	mu       sync.Mutex
+	alloc    *api.Allocation
+	runners  map[string]*taskrunner.TaskRunner
+	order    []string // task names as in the group
+	hooks    map[string]*api.TaskLifecycle
+	launched map[string]bool
+
+	killCh   chan struct{}
+	killOnce sync.Once
+	taskCh   chan struct{}
+	doneCh   chan struct{}
+	wg       sync.WaitGroup
+}
+
+// New builds the runner and its task runners; Run starts them.
+func New(cfg Config) (*AllocRunner, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = taskrunner.RealClock{}
+	}
+	a := cfg.Alloc
+	if a.Job == nil {
+		return nil, fmt.Errorf("alloc %s: %w", a.ID, api.Errorf(api.ErrBadRequest, "allocation has no job"))
+	}
+	tg := a.Job.LookupTaskGroup(a.TaskGroup)
+	if tg == nil {
+		return nil, fmt.Errorf("alloc %s: %w", a.ID, api.Errorf(api.ErrBadRequest, fmt.Sprintf("group %q not in job", a.TaskGroup)))
+	}
+	ar := &AllocRunner{
+		cfg: cfg, log: cfg.Logger.With("component", "allocrunner", "alloc_id", a.ID),
+		alloc: a, runners: map[string]*taskrunner.TaskRunner{}, hooks: map[string]*api.TaskLifecycle{},
+		launched: map[string]bool{},
+		killCh:   make(chan struct{}), taskCh: make(chan struct{}, 1), doneCh: make(chan struct{}),
+	}
+	for _, t := range tg.Tasks {
+		var rec *clientstate.TaskRecord
+		if cfg.Restore && cfg.Store != nil {
+			r, err := cfg.Store.Task(a.ID, t.Name)
+			if err != nil && !errors.Is(err, clientstate.ErrNotFound) {
+				return nil, fmt.Errorf("restore alloc %s: %w", a.ID, err)
+			}
+			rec = r
+		}
+		d := cfg.Drivers[t.Driver]
+		if d == nil {
+			d = missingDriver{name: t.Driver}
+		}
+		done := a.Job.Type == api.JobTypeBatch || a.Job.Type == api.JobTypeSysBatch
+		if lc := t.Lifecycle; lc != nil && (lc.Hook == api.TaskLifecycleHookPoststop || !lc.Sidecar) {
+			done = true
+		}
+		ar.runners[t.Name] = taskrunner.New(taskrunner.Config{
+			Alloc: a, Task: t, Driver: d, AllocDir: cfg.AllocDir, Node: cfg.Node, Region: cfg.Region,
+			MountedDirs: mountsDirs(d), DoneOnSuccess: done, Clock: cfg.Clock, Logger: cfg.Logger,
+			Store: cfg.Store, Restored: rec, OnUpdate: ar.notify,
+		})
+		ar.order = append(ar.order, t.Name)
+		ar.hooks[t.Name] = t.Lifecycle
+	}
+	return ar, nil
+}
+
+// mountsDirs: drivers that mount /alloc, /local and /secrets into the
+// task say so with a MountsTaskDirs() bool method; containerd does.
+func mountsDirs(d drivers.Driver) bool {
+	if m, ok := d.(interface{ MountsTaskDirs() bool }); ok {
+		return m.MountsTaskDirs()
+	}
+	return d.Name() == "containerd"
+}
+
+func (ar *AllocRunner) notify() {
+	select {
+	case ar.taskCh <- struct{}{}:
+	default:
+	}
+	if ar.cfg.OnUpdate != nil {
+		ar.cfg.OnUpdate(ar.alloc.ID)
+	}
+}
+
+// ID is the alloc ID.
+func (ar *AllocRunner) ID() string { return ar.cfg.Alloc.ID }
+
+// AllocDir is the host path of the alloc dir.
+func (ar *AllocRunner) AllocDir() string { return ar.cfg.AllocDir }
+
+// WaitCh is closed when every task is dead and Run has returned.
+func (ar *AllocRunner) WaitCh() <-chan struct{} { return ar.doneCh }
+
+// Alloc returns a copy of the alloc with the client status and task
+// states filled in.
+func (ar *AllocRunner) Alloc() *api.Allocation {
+	// A shallow copy: allocs from the server are never mutated in place
+	// (api.Allocation.Copy would briefly mutate the shared original).
+	ar.mu.Lock()
+	c := *ar.alloc
+	ar.mu.Unlock()
+	a := &c
+	a.TaskStates = map[string]*api.TaskState{}
+	for name, tr := range ar.runners {
+		a.TaskStates[name] = tr.State()
+	}
+	a.ClientStatus, a.ClientDescription = ClientStatus(a.TaskStates)
+	return a
+}
+
+// ClientStatus derives an alloc's client status from its task states:
+// failed if any task failed; complete when all are dead; running when
+// any runs; else pending.
+func ClientStatus(states map[string]*api.TaskState) (string, string) {
+	var running, dead, failed int
+	for _, s := range states {
+		switch s.State {
+		case api.TaskStateRunning:
+			running++
+		case api.TaskStateDead:
+			dead++
+			if s.Failed {
+				failed++
+			}
+		}
+	}
+	switch {
+	case failed > 0 && dead == len(states):
+		return api.AllocClientStatusFailed, "Failed tasks"
+	case failed > 0 && running == 0:
+		return api.AllocClientStatusFailed, "Failed tasks"
+	case dead == len(states) && len(states) > 0:
+		return api.AllocClientStatusComplete, "All tasks have completed"
+	case running > 0:
+		return api.AllocClientStatusRunning, "Tasks are running"
+	}
+	return api.AllocClientStatusPending, "No tasks have started"
+}
+
+// Update applies a new version of the alloc from the server: a desired
+// stop/evict kills it; otherwise the new job is used from each task's
+// next start (in-place update).
+func (ar *AllocRunner) Update(a *api.Allocation) {
+	ar.mu.Lock()
+	ar.alloc = a
+	ar.mu.Unlock()
+	if ar.cfg.Store != nil {
+		if err := ar.cfg.Store.PutAlloc(a); err != nil {
+			ar.log.Error("persist alloc", "error", err)
+		}
+	}
+	if a.DesiredStatus == api.AllocDesiredStatusStop || a.DesiredStatus == api.AllocDesiredStatusEvict {
+		ar.Kill()
+		return
+	}
+	for _, tr := range ar.runners {
+		tr.UpdateAlloc(a)
+	}
+}
+
+// Kill asks the runner to stop every task (it returns at once; wait on WaitCh).
+func (ar *AllocRunner) Kill() {
+	ar.killOnce.Do(func() { close(ar.killCh) })
+}
+
+func (ar *AllocRunner) killed() bool {
+	select {
+	case <-ar.killCh:
+		return true
+	default:
+		return false
+	}
+}
+
+// Destroy removes the alloc dir; call after WaitCh is closed.
+func (ar *AllocRunner) Destroy() error {
+	if err := os.RemoveAll(ar.cfg.AllocDir); err != nil {
+		return fmt.Errorf("destroy alloc dir: %w", err)
+	}
+	return nil
+}
+
+// Restart restarts one running task, or all running tasks when task is "".
+func (ar *AllocRunner) Restart(ctx context.Context, task string) error {
+	if task != "" {
+		tr := ar.runners[task]
+		if tr == nil {
+			return fmt.Errorf("restart %q: %w", task, api.Errorf(api.ErrNotFound, "unknown task "+task))
+		}
+		return tr.Restart(ctx)
+	}
+	var errs []error
+	for _, name := range ar.order {
+		if tr := ar.runners[name]; !tr.IsDead() {
+			if err := tr.Restart(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Signal signals one task, or every running task when task is "".
+func (ar *AllocRunner) Signal(ctx context.Context, task, sig string) error {
+	if task != "" {
+		tr := ar.runners[task]
+		if tr == nil {
+			return fmt.Errorf("signal %q: %w", task, api.Errorf(api.ErrNotFound, "unknown task "+task))
+		}
+		return tr.Signal(ctx, sig)
+	}
+	var errs []error
+	for _, name := range ar.order {
+		if tr := ar.runners[name]; !tr.IsDead() {
+			if err := tr.Signal(ctx, sig); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Stats gathers the running tasks' resource usage.
+func (ar *AllocRunner) Stats(ctx context.Context) (*api.AllocResourceUsage, error) {
+	out := &api.AllocResourceUsage{Tasks: map[string]*api.TaskResourceUsage{},
+		ResourceUsage: &api.ResourceUsage{MemoryStats: &api.MemoryStats{}, CpuStats: &api.CpuStats{}}}
+	for name, tr := range ar.runners {
+		if tr.IsDead() {
+			continue
+		}
+		u, err := tr.Stats(ctx)
+		if err != nil {
+			if errors.Is(err, drivers.ErrNotSupported) || errors.Is(err, drivers.ErrTaskNotFound) {
+				continue
+			}
+			return nil, err
+		}
+		out.Tasks[name] = u
+		if u.Timestamp > out.Timestamp {
+			out.Timestamp = u.Timestamp
+		}
+		if r := u.ResourceUsage; r != nil {
+			if m := r.MemoryStats; m != nil {
+				out.ResourceUsage.MemoryStats.RSS += m.RSS
+				out.ResourceUsage.MemoryStats.Usage += m.Usage
+				out.ResourceUsage.MemoryStats.Cache += m.Cache
+				out.ResourceUsage.MemoryStats.Swap += m.Swap
+			}
+			if c := r.CpuStats; c != nil {
+				out.ResourceUsage.CpuStats.Percent += c.Percent
+				out.ResourceUsage.CpuStats.TotalTicks += c.TotalTicks
+				out.ResourceUsage.CpuStats.UserMode += c.UserMode
+				out.ResourceUsage.CpuStats.SystemMode += c.SystemMode
+			}
+		}
+	}
+	return out, nil
+}
+
+// TaskNames lists the tasks in group order.
+func (ar *AllocRunner) TaskNames() []string { return append([]string(nil), ar.order...) }
+
+// missingDriver fails every start: the node has no such driver.
+type missingDriver struct {
+	drivers.Driver
+	name string
+}
+
+func (m missingDriver) Name() string { return m.name }
+func (m missingDriver) ValidateConfig(map[string]any) error {
+	return fmt.Errorf("driver %q is not available on this node: %w", m.name, drivers.ErrInvalidConfig)
+}
+func (m missingDriver) RecoverTask(context.Context, *drivers.TaskHandle) error {
+	return fmt.Errorf("driver %q: %w", m.name, drivers.ErrRecoverFailed)
+}
+func (m missingDriver) DestroyTask(context.Context, string, bool) error {
+	return drivers.ErrTaskNotFound
+}

@@ -1,0 +1,15 @@
+// Package allocrunner runs one allocation on a client: it builds the
+// alloc dir (DataDir/alloc/<allocID>/ with alloc/{logs,data,tmp} and per
+// task local/, secrets/ (0700), tmp/), creates a task runner per task,
+// orders them by lifecycle (prestart -> main -> poststart, poststop after
+// the main tasks end), kills sidecars when the main tasks finish and
+// siblings when the leader dies or a main task fails, applies desired
+// status changes from the server (stop/evict, in-place job updates) and
+// derives the alloc's client status from its task states.
+//
+// Imports: api, drivers, agent/taskrunner, agent/clientstate. Never server.
+//
+// Concurrency: one goroutine, Run, owned and waited for by the client;
+// it starts and waits for the task runner goroutines. Update, Kill,
+// Alloc, Restart, Signal and Stats are safe from any goroutine.
+package allocrunner

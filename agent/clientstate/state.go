@@ -1,0 +1,174 @@
+package clientstate
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/drover/drover/api"
+	"github.com/drover/drover/drivers"
+)
+
+var (
+	bucketMeta   = []byte("meta")
+	bucketAllocs = []byte("allocs")
+	bucketTasks  = []byte("tasks") // allocID -> nested bucket task -> TaskRecord
+	keyIdentity  = []byte("identity")
+)
+
+// ErrNotFound is returned when a record is absent.
+var ErrNotFound = errors.New("client state: not found")
+
+// Identity is the node's persisted identity.
+type Identity struct {
+	NodeID   string `json:"NodeID"`
+	SecretID string `json:"SecretID"`
+}
+
+// TaskRecord is what a task runner persists.
+type TaskRecord struct {
+	State *api.TaskState `json:"State"`
+	// Handle of the running task; nil when none is running.
+	Handle *drivers.TaskHandle `json:"Handle,omitempty"`
+	// RestartWindowStart and RestartCount feed the restart policy.
+	RestartWindowStart time.Time `json:"RestartWindowStart"`
+	RestartCount       int       `json:"RestartCount"`
+}
+
+// DB is the client's state file.
+type DB struct {
+	b *bolt.DB
+}
+
+// Open opens (creating) DataDir/client/state.db.
+func Open(dataDir string) (*DB, error) {
+	dir := filepath.Join(dataDir, "client")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("client state dir: %w", err)
+	}
+	b, err := bolt.Open(filepath.Join(dir, "state.db"), 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("open client state: %w", err)
+	}
+	err = b.Update(func(tx *bolt.Tx) error {
+		for _, n := range [][]byte{bucketMeta, bucketAllocs, bucketTasks} {
+			if _, err := tx.CreateBucketIfNotExists(n); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Close()
+		return nil, fmt.Errorf("init client state: %w", err)
+	}
+	return &DB{b: b}, nil
+}
+
+// Close closes the file.
+func (d *DB) Close() error { return d.b.Close() }
+
+// Identity returns the stored node identity or ErrNotFound.
+func (d *DB) Identity() (*Identity, error) {
+	var id Identity
+	err := d.b.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketMeta).Get(keyIdentity)
+		if v == nil {
+			return ErrNotFound
+		}
+		return json.Unmarshal(v, &id)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read node identity: %w", err)
+	}
+	return &id, nil
+}
+
+// PutIdentity stores the node identity.
+func (d *DB) PutIdentity(id *Identity) error {
+	return d.put(bucketMeta, keyIdentity, id)
+}
+
+func (d *DB) put(bucket, key []byte, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s/%s: %w", bucket, key, err)
+	}
+	return d.b.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucket).Put(key, b) })
+}
+
+// PutAlloc stores an allocation as received.
+func (d *DB) PutAlloc(a *api.Allocation) error {
+	return d.put(bucketAllocs, []byte(a.ID), a)
+}
+
+// Allocs returns every stored allocation. A record that cannot be decoded
+// is reported as an error (never silently dropped).
+func (d *DB) Allocs() ([]*api.Allocation, error) {
+	var out []*api.Allocation
+	err := d.b.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketAllocs).ForEach(func(k, v []byte) error {
+			var a api.Allocation
+			if err := json.Unmarshal(v, &a); err != nil {
+				return fmt.Errorf("decode alloc %s: %w", k, err)
+			}
+			out = append(out, &a)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// DeleteAlloc removes an allocation and its task records.
+func (d *DB) DeleteAlloc(id string) error {
+	return d.b.Update(func(tx *bolt.Tx) error {
+		if err := tx.Bucket(bucketAllocs).Delete([]byte(id)); err != nil {
+			return err
+		}
+		tb := tx.Bucket(bucketTasks)
+		if tb.Bucket([]byte(id)) != nil {
+			return tb.DeleteBucket([]byte(id))
+		}
+		return nil
+	})
+}
+
+// PutTask stores a task runner's record.
+func (d *DB) PutTask(allocID, task string, r *TaskRecord) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("encode task %s/%s: %w", allocID, task, err)
+	}
+	return d.b.Update(func(tx *bolt.Tx) error {
+		ab, err := tx.Bucket(bucketTasks).CreateBucketIfNotExists([]byte(allocID))
+		if err != nil {
+			return err
+		}
+		return ab.Put([]byte(task), b)
+	})
+}
+
+// Task returns a task's record or ErrNotFound.
+func (d *DB) Task(allocID, task string) (*TaskRecord, error) {
+	var r TaskRecord
+	err := d.b.View(func(tx *bolt.Tx) error {
+		ab := tx.Bucket(bucketTasks).Bucket([]byte(allocID))
+		if ab == nil {
+			return ErrNotFound
+		}
+		v := ab.Get([]byte(task))
+		if v == nil {
+			return ErrNotFound
+		}
+		return json.Unmarshal(v, &r)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read task %s/%s: %w", allocID, task, err)
+	}
+	return &r, nil
+}

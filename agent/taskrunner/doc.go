@@ -1,0 +1,14 @@
+// Package taskrunner runs one task of an allocation through its driver:
+// it builds the task's environment (DROVER_* and NOMAD_* variables, GPU
+// visibility), interpolates ${...} in driver config and env, renders
+// inline templates, starts the task (or reattaches to it after an agent
+// restart), waits for it, applies the restart policy, kills it with the
+// task's kill signal and timeout, and records task events and state.
+//
+// Imports: api, drivers, agent/clientstate. Never server.
+//
+// Concurrency: a TaskRunner is driven by one goroutine, Run, owned and
+// waited for by the alloc runner. Kill, Restart, Signal, State and
+// WaitCh are safe to call from any goroutine. Time comes from an injected
+// Clock so restart delays are tested without sleeping.
+package taskrunner

@@ -1,0 +1,148 @@
+package taskrunner
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/template"
+
+	"github.com/drover/drover/api"
+)
+
+// RenderTemplates renders the task's templates into its task dir
+// (taskDir = AllocDir/<task>, DestPath relative to it, as in Nomad:
+// "local/app.conf"). A template is first ${...}-interpolated, then
+// executed as a Go text/template with env, and a few string functions.
+// Templates with Envvars add their KEY=VALUE lines to env (returned).
+// Paths escaping the task dir are refused.
+func RenderTemplates(tmpls []*api.Template, taskDir string, env map[string]string, node *api.Node) (map[string]string, error) {
+	if len(tmpls) == 0 {
+		return nil, nil
+	}
+	root, err := os.OpenRoot(taskDir)
+	if err != nil {
+		return nil, fmt.Errorf("open task dir: %w", err)
+	}
+	defer root.Close()
+	extra := map[string]string{}
+	for i, t := range tmpls {
+		src := t.EmbeddedTmpl
+		if src == "" && t.SourcePath != "" {
+			b, err := readIn(root, Interpolate(t.SourcePath, env, node))
+			if err != nil {
+				return nil, fmt.Errorf("template %d: source %q: %w", i, t.SourcePath, err)
+			}
+			src = string(b)
+		}
+		out, err := renderOne(src, t, env, node)
+		if err != nil {
+			return nil, fmt.Errorf("template %d (%s): %w", i, t.DestPath, err)
+		}
+		dest := path.Clean(strings.TrimPrefix(filepath.ToSlash(Interpolate(t.DestPath, env, node)), "/"))
+		if dest == "." || dest == ".." || strings.HasPrefix(dest, "../") {
+			return nil, fmt.Errorf("template %d: destination %q escapes the task dir", i, t.DestPath)
+		}
+		perm := os.FileMode(0o644)
+		if t.Perms != "" {
+			p, err := strconv.ParseUint(t.Perms, 8, 32)
+			if err != nil {
+				return nil, fmt.Errorf("template %d: perms %q: %w", i, t.Perms, err)
+			}
+			perm = os.FileMode(p)
+		}
+		if d := path.Dir(dest); d != "." {
+			if err := root.MkdirAll(d, 0o755); err != nil {
+				return nil, fmt.Errorf("template %d: %w", i, err)
+			}
+		}
+		f, err := root.OpenFile(dest, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, perm)
+		if err != nil {
+			return nil, fmt.Errorf("template %d: %w", i, err)
+		}
+		_, werr := f.Write(out)
+		cerr := f.Close()
+		if err := root.Chmod(dest, perm); err != nil && werr == nil {
+			werr = err
+		}
+		if werr != nil || cerr != nil {
+			return nil, fmt.Errorf("template %d: write %s: %w", i, dest, errorsJoin(werr, cerr))
+		}
+		if t.Envvars {
+			sc := bufio.NewScanner(bytes.NewReader(out))
+			for sc.Scan() {
+				line := strings.TrimSpace(sc.Text())
+				if line == "" || strings.HasPrefix(line, "#") {
+					continue
+				}
+				k, v, ok := strings.Cut(line, "=")
+				if ok {
+					extra[strings.TrimSpace(k)] = strings.Trim(strings.TrimSpace(v), `"`)
+				}
+			}
+		}
+	}
+	return extra, nil
+}
+
+func readIn(root *os.Root, name string) ([]byte, error) {
+	f, err := root.Open(strings.TrimPrefix(name, "/"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, 16<<20))
+}
+
+func renderOne(src string, t *api.Template, env map[string]string, node *api.Node) ([]byte, error) {
+	left, right := t.LeftDelim, t.RightDelim
+	if left == "" {
+		left = "{{"
+	}
+	if right == "" {
+		right = "}}"
+	}
+	src = Interpolate(src, env, node)
+	funcs := template.FuncMap{
+		"env": func(k string) string { return env[k] },
+		"attr": func(k string) string {
+			if node == nil {
+				return ""
+			}
+			return node.Attributes[k]
+		},
+		"meta": func(k string) string {
+			if node == nil {
+				return ""
+			}
+			return node.Meta[k]
+		},
+		"toUpper":    strings.ToUpper,
+		"toLower":    strings.ToLower,
+		"trimSpace":  strings.TrimSpace,
+		"split":      strings.Split,
+		"join":       func(sep string, l []string) string { return strings.Join(l, sep) },
+		"replaceAll": func(old, new, s string) string { return strings.ReplaceAll(s, old, new) },
+	}
+	tm, err := template.New("t").Delims(left, right).Funcs(funcs).Option("missingkey=zero").Parse(src)
+	if err != nil {
+		return nil, fmt.Errorf("parse: %w", err)
+	}
+	var b bytes.Buffer
+	if err := tm.Execute(&b, nil); err != nil {
+		return nil, fmt.Errorf("execute: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+func errorsJoin(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
