@@ -1,0 +1,429 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+)
+
+// ErrInvalid is wrapped by every validation and parse error.
+var ErrInvalid = errors.New("invalid agent config")
+
+// Default ports, as Nomad's.
+const (
+	DefaultHTTPPort   = 4646
+	DefaultRaftPort   = 4647
+	DefaultGossipPort = 4648
+)
+
+// Config is the agent's configuration.
+type Config struct {
+	Name       string
+	Region     string
+	Datacenter string
+	DataDir    string
+	BindAddr   string
+	// AdvertiseHTTP is the host:port other agents use to reach this HTTP API
+	// (default BindAddr:HTTP, or 127.0.0.1 when bound to 0.0.0.0).
+	AdvertiseHTTP string
+	LogLevel      string
+	DevMode       bool
+	Ports         Ports
+	Server        Server
+	Client        Client
+	// Plugins maps a driver name to its plugin config.
+	Plugins map[string]map[string]any
+	// Join lists gossip addresses of servers to join (host:port).
+	Join []string
+}
+
+// Ports the agent listens on.
+type Ports struct {
+	HTTP   int
+	Raft   int
+	Gossip int
+}
+
+// Server is the server role's settings.
+type Server struct {
+	Enabled         bool
+	BootstrapExpect int
+	NumSchedulers   int
+}
+
+// Client is the client role's settings.
+type Client struct {
+	Enabled   bool
+	Servers   []string // HTTP addresses of servers (host:port)
+	NodeClass string
+	NodePool  string
+	Meta      map[string]string
+	Options   map[string]string
+}
+
+// Default returns the settings used when nothing else is given.
+func Default() *Config {
+	return &Config{
+		Region: "global", Datacenter: "dc1", BindAddr: "0.0.0.0", LogLevel: "info",
+		Ports:   Ports{HTTP: DefaultHTTPPort, Raft: DefaultRaftPort, Gossip: DefaultGossipPort},
+		Client:  Client{NodePool: "default", Meta: map[string]string{}, Options: map[string]string{}},
+		Plugins: map[string]map[string]any{},
+	}
+}
+
+// Dev returns dev-mode settings: server and client in one process on
+// 127.0.0.1, a single bootstrapped server, raw_exec enabled.
+func Dev() *Config {
+	c := Default()
+	c.DevMode = true
+	c.BindAddr = "127.0.0.1"
+	c.Server.Enabled = true
+	c.Server.BootstrapExpect = 1
+	c.Client.Enabled = true
+	c.Plugins["raw_exec"] = map[string]any{"enabled": true}
+	return c
+}
+
+// HTTPAddr is the listen address of the HTTP API.
+func (c *Config) HTTPAddr() string { return net.JoinHostPort(c.BindAddr, fmt.Sprint(c.Ports.HTTP)) }
+
+// AdvertisedHTTP is the HTTP address other agents should use.
+func (c *Config) AdvertisedHTTP() string {
+	if c.AdvertiseHTTP != "" {
+		return c.AdvertiseHTTP
+	}
+	host := c.BindAddr
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, fmt.Sprint(c.Ports.HTTP))
+}
+
+// Validate checks the settings; errors wrap ErrInvalid.
+func (c *Config) Validate() error {
+	var errs []string
+	if !c.Server.Enabled && !c.Client.Enabled {
+		errs = append(errs, "neither the server nor the client role is enabled (use -server, -client or -dev)")
+	}
+	for name, p := range map[string]int{"http": c.Ports.HTTP, "raft": c.Ports.Raft, "gossip": c.Ports.Gossip} {
+		if p < 0 || p > 65535 {
+			errs = append(errs, fmt.Sprintf("%s port %d out of range", name, p))
+		}
+	}
+	if c.BindAddr != "" && net.ParseIP(c.BindAddr) == nil {
+		errs = append(errs, fmt.Sprintf("bind address %q is not an IP address", c.BindAddr))
+	}
+	if c.Server.BootstrapExpect < 0 {
+		errs = append(errs, "bootstrap_expect must not be negative")
+	}
+	if c.Server.Enabled && !c.DevMode && c.DataDir == "" {
+		errs = append(errs, "a server needs data_dir (-data-dir) outside dev mode")
+	}
+	if c.Client.Enabled && !c.Server.Enabled && len(c.Client.Servers) == 0 {
+		errs = append(errs, "a client without the server role needs servers (-servers host:port)")
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %s", ErrInvalid, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// file mirrors the HCL grammar.
+type file struct {
+	Name          *string       `hcl:"name,optional"`
+	Region        *string       `hcl:"region,optional"`
+	Datacenter    *string       `hcl:"datacenter,optional"`
+	DataDir       *string       `hcl:"data_dir,optional"`
+	BindAddr      *string       `hcl:"bind_addr,optional"`
+	LogLevel      *string       `hcl:"log_level,optional"`
+	AdvertiseHTTP *string       `hcl:"advertise_http,optional"`
+	Ports         *filePorts    `hcl:"ports,block"`
+	Server        *fileServer   `hcl:"server,block"`
+	Client        *fileClient   `hcl:"client,block"`
+	Plugins       []*filePlugin `hcl:"plugin,block"`
+}
+
+type filePorts struct {
+	HTTP   *int `hcl:"http,optional"`
+	RPC    *int `hcl:"rpc,optional"`
+	Raft   *int `hcl:"raft,optional"`
+	Serf   *int `hcl:"serf,optional"`
+	Gossip *int `hcl:"gossip,optional"`
+}
+
+type fileServer struct {
+	Enabled         *bool     `hcl:"enabled,optional"`
+	BootstrapExpect *int      `hcl:"bootstrap_expect,optional"`
+	NumSchedulers   *int      `hcl:"num_schedulers,optional"`
+	ServerJoin      *fileJoin `hcl:"server_join,block"`
+	Remain          hcl.Body  `hcl:",remain"`
+}
+
+type fileJoin struct {
+	RetryJoin []string `hcl:"retry_join,optional"`
+}
+
+type fileClient struct {
+	Enabled   *bool    `hcl:"enabled,optional"`
+	Servers   []string `hcl:"servers,optional"`
+	NodeClass *string  `hcl:"node_class,optional"`
+	NodePool  *string  `hcl:"node_pool,optional"`
+	Remain    hcl.Body `hcl:",remain"`
+}
+
+type fileKV struct {
+	Body hcl.Body `hcl:",remain"`
+}
+
+type filePlugin struct {
+	Name   string  `hcl:"name,label"`
+	Config *fileKV `hcl:"config,block"`
+}
+
+// LoadFile parses an HCL agent config file on top of base (Default() when
+// nil). Errors carry file:line:col and wrap ErrInvalid.
+func LoadFile(path string, base *Config) (*Config, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read agent config: %w", err)
+	}
+	return Parse(src, path, base)
+}
+
+// Parse parses HCL agent config source (filename is used in diagnostics).
+func Parse(src []byte, filename string, base *Config) (*Config, error) {
+	if base == nil {
+		base = Default()
+	}
+	c := base.clone()
+	p := hclparse.NewParser()
+	var f *hcl.File
+	var diags hcl.Diagnostics
+	if strings.HasSuffix(filename, ".json") {
+		f, diags = p.ParseJSON(src, filename)
+	} else {
+		f, diags = p.ParseHCL(src, filename)
+	}
+	if diags.HasErrors() {
+		return nil, diagErr(diags)
+	}
+	var fc file
+	if diags := gohcl.DecodeBody(f.Body, nil, &fc); diags.HasErrors() {
+		return nil, diagErr(diags)
+	}
+	set := func(dst *string, v *string) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set(&c.Name, fc.Name)
+	set(&c.Region, fc.Region)
+	set(&c.Datacenter, fc.Datacenter)
+	set(&c.DataDir, fc.DataDir)
+	set(&c.BindAddr, fc.BindAddr)
+	set(&c.LogLevel, fc.LogLevel)
+	set(&c.AdvertiseHTTP, fc.AdvertiseHTTP)
+	if p := fc.Ports; p != nil {
+		for _, x := range []struct {
+			dst *int
+			v   *int
+		}{{&c.Ports.HTTP, p.HTTP}, {&c.Ports.Raft, p.RPC}, {&c.Ports.Raft, p.Raft}, {&c.Ports.Gossip, p.Serf}, {&c.Ports.Gossip, p.Gossip}} {
+			if x.v != nil {
+				*x.dst = *x.v
+			}
+		}
+	}
+	if s := fc.Server; s != nil {
+		if diags := unknownIn(s.Remain, "server"); diags.HasErrors() {
+			return nil, diagErr(diags)
+		}
+		if s.Enabled != nil {
+			c.Server.Enabled = *s.Enabled
+		}
+		if s.BootstrapExpect != nil {
+			c.Server.BootstrapExpect = *s.BootstrapExpect
+		}
+		if s.NumSchedulers != nil {
+			c.Server.NumSchedulers = *s.NumSchedulers
+		}
+		if s.ServerJoin != nil {
+			c.Join = append(c.Join, s.ServerJoin.RetryJoin...)
+		}
+	}
+	if cl := fc.Client; cl != nil {
+		meta, options, diags := clientMaps(cl.Remain)
+		if diags.HasErrors() {
+			return nil, diagErr(diags)
+		}
+		if cl.Enabled != nil {
+			c.Client.Enabled = *cl.Enabled
+		}
+		if cl.Servers != nil {
+			c.Client.Servers = cl.Servers
+		}
+		set(&c.Client.NodeClass, cl.NodeClass)
+		set(&c.Client.NodePool, cl.NodePool)
+		for k, v := range meta {
+			c.Client.Meta[k] = v
+		}
+		for k, v := range options {
+			c.Client.Options[k] = v
+		}
+	}
+	for _, pl := range fc.Plugins {
+		cfg := map[string]any{}
+		if pl.Config != nil {
+			m, err := anyMap(pl.Config.Body)
+			if err != nil {
+				return nil, err
+			}
+			cfg = m
+		}
+		c.Plugins[pl.Name] = cfg
+	}
+	return c, nil
+}
+
+// unknownIn reports any attribute or block left in a remain body.
+func unknownIn(body hcl.Body, _ string) hcl.Diagnostics {
+	if body == nil {
+		return nil
+	}
+	_, diags := body.Content(&hcl.BodySchema{})
+	return diags
+}
+
+// clientMaps reads meta and options of a client block, each either a block
+// (meta { k = "v" }) or a map attribute (options = { "a.b" = "v" }, needed
+// for keys with dots); anything else in the block is an error.
+func clientMaps(body hcl.Body) (meta, options map[string]string, diags hcl.Diagnostics) {
+	meta, options = map[string]string{}, map[string]string{}
+	if body == nil {
+		return meta, options, nil
+	}
+	content, diags := body.Content(&hcl.BodySchema{
+		Attributes: []hcl.AttributeSchema{{Name: "meta"}, {Name: "options"}},
+		Blocks:     []hcl.BlockHeaderSchema{{Type: "meta"}, {Type: "options"}},
+	})
+	if diags.HasErrors() {
+		return nil, nil, diags
+	}
+	dst := map[string]map[string]string{"meta": meta, "options": options}
+	for name, a := range content.Attributes {
+		var m map[string]string
+		if d := gohcl.DecodeExpression(a.Expr, nil, &m); d.HasErrors() {
+			return nil, nil, d
+		}
+		for k, v := range m {
+			dst[name][k] = v
+		}
+	}
+	for _, b := range content.Blocks {
+		m, err := stringMapDiags(b.Body)
+		if err.HasErrors() {
+			return nil, nil, err
+		}
+		for k, v := range m {
+			dst[b.Type][k] = v
+		}
+	}
+	return meta, options, nil
+}
+
+func stringMapDiags(body hcl.Body) (map[string]string, hcl.Diagnostics) {
+	attrs, diags := body.JustAttributes()
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	out := map[string]string{}
+	for name, a := range attrs {
+		var s string
+		if diags := gohcl.DecodeExpression(a.Expr, nil, &s); diags.HasErrors() {
+			return nil, diags
+		}
+		out[name] = s
+	}
+	return out, nil
+}
+
+func anyMap(body hcl.Body) (map[string]any, error) {
+	attrs, diags := body.JustAttributes()
+	if diags.HasErrors() {
+		return nil, diagErr(diags)
+	}
+	out := map[string]any{}
+	for name, a := range attrs {
+		v, diags := a.Expr.Value(nil)
+		if diags.HasErrors() {
+			return nil, diagErr(diags)
+		}
+		g, err := ctyToGo(v)
+		if err != nil {
+			r := a.Expr.Range()
+			return nil, fmt.Errorf("%w: %s: %s: %v", ErrInvalid, r.String(), name, err)
+		}
+		out[name] = g
+	}
+	return out, nil
+}
+
+// ctyToGo converts a value to plain Go (via its JSON form).
+func ctyToGo(v cty.Value) (any, error) {
+	b, err := ctyjson.Marshal(v, v.Type())
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func diagErr(diags hcl.Diagnostics) error {
+	var msgs []string
+	for _, d := range diags {
+		if d.Severity != hcl.DiagError {
+			continue
+		}
+		m := d.Summary
+		if d.Detail != "" {
+			m += "; " + d.Detail
+		}
+		if d.Subject != nil {
+			m = d.Subject.String() + ": " + m
+		}
+		msgs = append(msgs, m)
+	}
+	return fmt.Errorf("%w: %s", ErrInvalid, strings.Join(msgs, "\n"))
+}
+
+func (c *Config) clone() *Config {
+	n := *c
+	n.Client.Servers = append([]string(nil), c.Client.Servers...)
+	n.Join = append([]string(nil), c.Join...)
+	n.Client.Meta = copyMap(c.Client.Meta)
+	n.Client.Options = copyMap(c.Client.Options)
+	n.Plugins = map[string]map[string]any{}
+	for k, v := range c.Plugins {
+		n.Plugins[k] = v
+	}
+	return &n
+}
+
+func copyMap(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,13 @@
+// Package config is the agent's configuration: the HCL agent config file
+// (Nomad's agent grammar: name, region, datacenter, data_dir, bind_addr,
+// ports, server { ... }, client { ... }, plugin "name" { config { ... } }),
+// defaults, dev-mode settings, merging of files and command-line flags, and
+// validation.
+//
+// It imports only the standard library, hcl/v2 and go-cty (no drover
+// package but api): the agent turns a Config into server.Config and
+// client.Config.
+//
+// Concurrency: a Config is a plain value; callers do not share one while
+// mutating it.
+package config
