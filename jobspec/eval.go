@@ -1,0 +1,430 @@
+package jobspec
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+)
+
+// decoder turns HCL bodies into api values, collecting every diagnostic.
+type decoder struct {
+	src     []byte
+	ctx     *hcl.EvalContext
+	diags   *hcl.Diagnostics
+	blocks  map[int]*hclsyntax.Block // syntax blocks by DefRange start byte, for config
+	jobType string
+}
+
+// schema builds a body schema from a space-separated attribute list and
+// block types; a block type written "name:label" takes one label.
+func schema(attrs string, blocks ...string) *hcl.BodySchema {
+	s := &hcl.BodySchema{}
+	for _, a := range strings.Fields(attrs) {
+		s.Attributes = append(s.Attributes, hcl.AttributeSchema{Name: a})
+	}
+	for _, b := range blocks {
+		t, label, ok := strings.Cut(b, ":")
+		h := hcl.BlockHeaderSchema{Type: t}
+		if ok {
+			h.LabelNames = []string{label}
+		}
+		s.Blocks = append(s.Blocks, h)
+	}
+	return s
+}
+
+func (d *decoder) errorf(r hcl.Range, format string, a ...any) { errorf(d.diags, r, format, a...) }
+
+// content decodes a body against a schema, reporting unknown items.
+func (d *decoder) content(body hcl.Body, s *hcl.BodySchema) *hcl.BodyContent {
+	c, diags := body.Content(s)
+	*d.diags = append(*d.diags, diags...)
+	if c == nil {
+		c = &hcl.BodyContent{}
+	}
+	return c
+}
+
+// isRuntimeRoot reports whether a variable root is resolved on the client
+// at run time (and so kept literally): node, attr, meta, device, env,
+// unique and upper-case environment names such as NOMAD_TASK_DIR.
+func isRuntimeRoot(name string) bool {
+	switch name {
+	case "node", "attr", "meta", "device", "env", "unique":
+		return true
+	}
+	if strings.HasPrefix(name, "NOMAD_") || strings.HasPrefix(name, "DROVER_") {
+		return true
+	}
+	if name == "" || name[0] < 'A' || name[0] > 'Z' {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+func hasRuntimeRefs(expr hcl.Expression) bool {
+	for _, t := range expr.Variables() {
+		if isRuntimeRoot(t.RootName()) {
+			return true
+		}
+	}
+	return false
+}
+
+// srcText returns the source of r, if it lies in the job file.
+func (d *decoder) srcText(r hcl.Range) (string, bool) {
+	if r.Start.Byte < 0 || r.End.Byte > len(d.src) || r.Start.Byte > r.End.Byte {
+		return "", false
+	}
+	return string(d.src[r.Start.Byte:r.End.Byte]), true
+}
+
+// value evaluates expr. Strings that interpolate runtime variables keep
+// those interpolations as literal ${...} text.
+func (d *decoder) value(expr hcl.Expression) (cty.Value, bool) {
+	if hasRuntimeRefs(expr) {
+		return d.runtimeValue(hcl.UnwrapExpression(expr))
+	}
+	v, diags := expr.Value(d.ctx)
+	*d.diags = append(*d.diags, diags...)
+	if diags.HasErrors() || !v.IsWhollyKnown() {
+		return cty.NilVal, false
+	}
+	return v, true
+}
+
+func (d *decoder) runtimeValue(expr hcl.Expression) (cty.Value, bool) {
+	switch e := expr.(type) {
+	case *hclsyntax.TemplateExpr:
+		var b strings.Builder
+		for _, part := range e.Parts {
+			if lit, ok := part.(*hclsyntax.LiteralValueExpr); ok && lit.Val.Type() == cty.String {
+				b.WriteString(lit.Val.AsString())
+				continue
+			}
+			if hasRuntimeRefs(part) {
+				text, ok := d.srcText(part.Range())
+				if !ok {
+					d.errorf(part.Range(), "Unsupported runtime interpolation here")
+					return cty.NilVal, false
+				}
+				b.WriteString("${" + text + "}")
+				continue
+			}
+			v, ok := d.value(part)
+			if !ok {
+				return cty.NilVal, false
+			}
+			sv, err := convert.Convert(v, cty.String)
+			if err != nil || sv.IsNull() {
+				d.errorf(part.Range(), "Invalid template interpolation value: %s", errText(err, "null value"))
+				return cty.NilVal, false
+			}
+			b.WriteString(sv.AsString())
+		}
+		return cty.StringVal(b.String()), true
+	case *hclsyntax.TemplateWrapExpr:
+		return d.runtimeValue(e.Wrapped)
+	case *hclsyntax.ScopeTraversalExpr, *hclsyntax.RelativeTraversalExpr, *hclsyntax.IndexExpr:
+		text, ok := d.srcText(e.Range())
+		if !ok {
+			d.errorf(e.Range(), "Unsupported runtime interpolation here")
+			return cty.NilVal, false
+		}
+		return cty.StringVal("${" + text + "}"), true
+	case *hclsyntax.TupleConsExpr:
+		vals := make([]cty.Value, 0, len(e.Exprs))
+		for _, x := range e.Exprs {
+			v, ok := d.value(x)
+			if !ok {
+				return cty.NilVal, false
+			}
+			vals = append(vals, v)
+		}
+		return cty.TupleVal(vals), true
+	case *hclsyntax.ObjectConsExpr:
+		m := make(map[string]cty.Value, len(e.Items))
+		for _, it := range e.Items {
+			k, ok := d.value(it.KeyExpr)
+			if !ok {
+				return cty.NilVal, false
+			}
+			ks, err := convert.Convert(k, cty.String)
+			if err != nil || ks.IsNull() {
+				d.errorf(it.KeyExpr.Range(), "Invalid object key: %s", errText(err, "null key"))
+				return cty.NilVal, false
+			}
+			v, ok := d.value(it.ValueExpr)
+			if !ok {
+				return cty.NilVal, false
+			}
+			m[ks.AsString()] = v
+		}
+		return cty.ObjectVal(m), true
+	}
+	d.errorf(expr.Range(), "Unsupported runtime reference: node, attr, meta, device and environment names may only be interpolated in strings")
+	return cty.NilVal, false
+}
+
+func errText(err error, def string) string {
+	if err != nil {
+		return err.Error()
+	}
+	return def
+}
+
+// typed evaluates an attribute and converts it to want.
+func (d *decoder) typed(a *hcl.Attribute, want cty.Type) (cty.Value, bool) {
+	v, ok := d.value(a.Expr)
+	if !ok {
+		return cty.NilVal, false
+	}
+	cv, err := convert.Convert(v, want)
+	if err != nil {
+		d.errorf(a.Expr.Range(), "Invalid value for %q: %s", a.Name, err)
+		return cty.NilVal, false
+	}
+	if cv.IsNull() {
+		return cty.NilVal, false
+	}
+	return cv, true
+}
+
+func (d *decoder) str(c *hcl.BodyContent, name string, dst *string) bool {
+	a := c.Attributes[name]
+	if a == nil {
+		return false
+	}
+	v, ok := d.typed(a, cty.String)
+	if ok {
+		*dst = v.AsString()
+	}
+	return ok
+}
+
+func (d *decoder) boolean(c *hcl.BodyContent, name string, dst *bool) bool {
+	a := c.Attributes[name]
+	if a == nil {
+		return false
+	}
+	v, ok := d.typed(a, cty.Bool)
+	if ok {
+		*dst = v.True()
+	}
+	return ok
+}
+
+// integer decodes a whole number within [min, max].
+func (d *decoder) integer(c *hcl.BodyContent, name string, dst *int, min, max int64) bool {
+	a := c.Attributes[name]
+	if a == nil {
+		return false
+	}
+	v, ok := d.typed(a, cty.Number)
+	if !ok {
+		return false
+	}
+	bf := v.AsBigFloat()
+	if !bf.IsInt() {
+		d.errorf(a.Expr.Range(), "Invalid value for %q: a whole number is required", name)
+		return false
+	}
+	n, acc := bf.Int64()
+	if acc != big.Exact || n < min || n > max {
+		d.errorf(a.Expr.Range(), "Invalid value for %q: %s must be within [%d, %d]", name, bf.Text('f', -1), min, max)
+		return false
+	}
+	*dst = int(n)
+	return true
+}
+
+const anyInt = math.MaxInt32
+
+func (d *decoder) dur(c *hcl.BodyContent, name string, dst *time.Duration) bool {
+	a := c.Attributes[name]
+	if a == nil {
+		return false
+	}
+	v, ok := d.typed(a, cty.String)
+	if !ok {
+		return false
+	}
+	t, err := time.ParseDuration(v.AsString())
+	if err != nil {
+		d.errorf(a.Expr.Range(), "Invalid duration for %q: %q is not a duration such as \"30s\" or \"5m\"", name, v.AsString())
+		return false
+	}
+	if t < 0 {
+		d.errorf(a.Expr.Range(), "Invalid duration for %q: must not be negative", name)
+		return false
+	}
+	*dst = t
+	return true
+}
+
+func (d *decoder) strs(c *hcl.BodyContent, name string, dst *[]string) bool {
+	a := c.Attributes[name]
+	if a == nil {
+		return false
+	}
+	v, ok := d.typed(a, cty.List(cty.String))
+	if !ok {
+		return false
+	}
+	out := make([]string, 0, v.LengthInt())
+	for it := v.ElementIterator(); it.Next(); {
+		_, e := it.Element()
+		if e.IsNull() {
+			d.errorf(a.Expr.Range(), "Invalid value for %q: null element", name)
+			return false
+		}
+		out = append(out, e.AsString())
+	}
+	*dst = out
+	return true
+}
+
+// kv decodes a block of arbitrary name = value pairs (meta, env, options)
+// into strings.
+func (d *decoder) kv(b *hcl.Block) map[string]string {
+	attrs := d.attrs(b.Body)
+	out := make(map[string]string, len(attrs))
+	for name, a := range attrs {
+		v, ok := d.typed(a, cty.String)
+		if ok {
+			out[name] = v.AsString()
+		}
+	}
+	return out
+}
+
+// mergeKV merges every block's pairs into dst.
+func (d *decoder) mergeKV(dst map[string]string, blocks hcl.Blocks) map[string]string {
+	for _, b := range blocks {
+		for k, v := range d.kv(b) {
+			if dst == nil {
+				dst = map[string]string{}
+			}
+			dst[k] = v
+		}
+	}
+	return dst
+}
+
+// attrs returns every attribute of a body of arbitrary names. The names
+// come from JustAttributes; the attributes are then fetched through
+// Content so that a body inside a dynamic block sees its iterator.
+func (d *decoder) attrs(body hcl.Body) hcl.Attributes {
+	raw, diags := body.JustAttributes()
+	*d.diags = append(*d.diags, diags...)
+	if len(raw) == 0 {
+		return raw
+	}
+	s := &hcl.BodySchema{Attributes: make([]hcl.AttributeSchema, 0, len(raw))}
+	for name := range raw {
+		s.Attributes = append(s.Attributes, hcl.AttributeSchema{Name: name})
+	}
+	c, diags := body.Content(s)
+	if diags.HasErrors() || c == nil {
+		return raw
+	}
+	return c.Attributes
+}
+
+// goValue converts a known cty value to plain Go values (string, bool,
+// int64/float64, []any, map[string]any).
+func goValue(v cty.Value) any {
+	if v.IsNull() || !v.IsKnown() {
+		return nil
+	}
+	t := v.Type()
+	switch {
+	case t == cty.String:
+		return v.AsString()
+	case t == cty.Bool:
+		return v.True()
+	case t == cty.Number:
+		bf := v.AsBigFloat()
+		if bf.IsInt() {
+			if n, acc := bf.Int64(); acc == big.Exact {
+				return n
+			}
+		}
+		f, _ := bf.Float64()
+		return f
+	case t.IsListType() || t.IsTupleType() || t.IsSetType():
+		out := make([]any, 0, v.LengthInt())
+		for it := v.ElementIterator(); it.Next(); {
+			_, e := it.Element()
+			out = append(out, goValue(e))
+		}
+		return out
+	case t.IsMapType() || t.IsObjectType():
+		out := make(map[string]any, v.LengthInt())
+		for it := v.ElementIterator(); it.Next(); {
+			k, e := it.Element()
+			out[k.AsString()] = goValue(e)
+		}
+		return out
+	}
+	return fmt.Sprint(v.GoString())
+}
+
+// config decodes a driver config block without a schema: attributes keep
+// their values, nested blocks become lists of maps under their type name
+// (a labelled block nests one more map level under its label).
+func (d *decoder) config(b *hcl.Block) map[string]any {
+	sb := d.blocks[b.DefRange.Start.Byte]
+	if sb == nil {
+		d.errorf(b.DefRange, "Unsupported config block here")
+		return nil
+	}
+	return d.configBody(sb.Body)
+}
+
+func (d *decoder) configBody(body *hclsyntax.Body) map[string]any {
+	out := make(map[string]any, len(body.Attributes)+len(body.Blocks))
+	for name, a := range body.Attributes {
+		if v, ok := d.value(a.Expr); ok {
+			out[name] = goValue(v)
+		}
+	}
+	for _, blk := range body.Blocks {
+		if blk.Type == "dynamic" {
+			d.errorf(blk.DefRange(), "Unsupported dynamic block inside config")
+			continue
+		}
+		if _, clash := out[blk.Type]; clash && body.Attributes[blk.Type] != nil {
+			d.errorf(blk.DefRange(), "Duplicate config key %q: defined as an attribute and a block", blk.Type)
+			continue
+		}
+		var item any = d.configBody(blk.Body)
+		for i := len(blk.Labels) - 1; i >= 0; i-- {
+			item = map[string]any{blk.Labels[i]: item}
+		}
+		list, _ := out[blk.Type].([]any)
+		out[blk.Type] = append(list, item)
+	}
+	return out
+}
+
+// indexBlocks records every syntax block by its start byte.
+func indexBlocks(body *hclsyntax.Body, idx map[int]*hclsyntax.Block) {
+	for _, b := range body.Blocks {
+		idx[b.DefRange().Start.Byte] = b
+		indexBlocks(b.Body, idx)
+	}
+}

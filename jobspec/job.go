@@ -1,0 +1,382 @@
+package jobspec
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/drover/drover/api"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/ext/dynblock"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+)
+
+var (
+	jobSchema = schema("name region namespace type priority datacenters node_pool all_at_once",
+		"group:name", "constraint", "affinity", "spread", "update", "periodic", "parameterized",
+		"meta", "reschedule", "migrate")
+	groupSchema = schema("count shutdown_delay stop_after_client_disconnect max_client_disconnect",
+		"task:name", "constraint", "affinity", "spread", "restart", "reschedule", "ephemeral_disk",
+		"update", "migrate", "network", "service", "meta")
+	constraintSchema = schema("attribute operator value distinct_hosts distinct_property version semver regexp set_contains set_contains_all set_contains_any")
+	affinitySchema   = schema("attribute operator value weight version semver regexp set_contains set_contains_all set_contains_any")
+	spreadSchema     = schema("attribute weight", "target:value")
+	targetSchema     = schema("percent")
+	restartSchema    = schema("attempts interval delay mode render_templates")
+	rescheduleSchema = schema("attempts interval delay delay_function max_delay unlimited")
+	updateSchema     = schema("stagger max_parallel health_check min_healthy_time healthy_deadline progress_deadline canary auto_revert auto_promote")
+	migrateSchema    = schema("max_parallel health_check min_healthy_time healthy_deadline")
+	periodicSchema   = schema("cron crons prohibit_overlap time_zone enabled")
+	paramSchema      = schema("payload meta_required meta_optional")
+	diskSchema       = schema("sticky migrate size")
+	networkSchema    = schema("mode mbits hostname", "port:label", "dns")
+	portSchema       = schema("static to host_network")
+	dnsSchema        = schema("servers searches options")
+)
+
+// job decodes the job block.
+func (d *decoder) job(b *hcl.Block) *api.Job {
+	root := b.Body
+	if sb, ok := b.Body.(*hclsyntax.Body); ok {
+		d.blocks = make(map[int]*hclsyntax.Block, 32)
+		indexBlocks(sb, d.blocks)
+	}
+	body := dynblock.Expand(root, d.ctx)
+	j := &api.Job{ID: b.Labels[0]}
+	if j.ID == "" {
+		d.errorf(b.LabelRanges[0], "Invalid job name: must not be empty")
+	}
+	c := d.content(body, jobSchema)
+	d.str(c, "name", &j.Name)
+	d.str(c, "region", &j.Region)
+	d.str(c, "namespace", &j.Namespace)
+	if d.str(c, "type", &j.Type) && !slices.Contains([]string{api.JobTypeService, api.JobTypeBatch, api.JobTypeSystem, api.JobTypeSysBatch}, j.Type) {
+		d.errorf(c.Attributes["type"].Expr.Range(), "Invalid job type %q: want service, batch, system or sysbatch", j.Type)
+	}
+	d.jobType = j.Type
+	if d.jobType == "" {
+		d.jobType = api.JobTypeService
+	}
+	d.integer(c, "priority", &j.Priority, api.MinPriority, api.MaxPriority)
+	d.strs(c, "datacenters", &j.Datacenters)
+	d.str(c, "node_pool", &j.NodePool)
+	d.boolean(c, "all_at_once", &j.AllAtOnce)
+
+	var resched *api.ReschedulePolicy
+	var migrate *api.MigrateStrategy
+	for _, blk := range c.Blocks {
+		switch blk.Type {
+		case "constraint":
+			j.Constraints = append(j.Constraints, d.constraint(blk))
+		case "affinity":
+			j.Affinities = append(j.Affinities, d.affinity(blk))
+		case "spread":
+			j.Spreads = append(j.Spreads, d.spread(blk))
+		case "update":
+			j.Update = d.update(d.once(j.Update != nil, blk), api.DefaultUpdateStrategy())
+		case "periodic":
+			j.Periodic = d.periodic(d.once(j.Periodic != nil, blk))
+		case "parameterized":
+			j.ParameterizedJob = d.parameterized(d.once(j.ParameterizedJob != nil, blk))
+		case "meta":
+			j.Meta = d.mergeKV(j.Meta, hcl.Blocks{blk})
+		case "reschedule":
+			resched = d.reschedule(d.once(resched != nil, blk), api.DefaultReschedulePolicy(d.jobType))
+		case "migrate":
+			migrate = d.migrate(d.once(migrate != nil, blk))
+		}
+	}
+	names := map[string]hcl.Range{}
+	for _, blk := range c.Blocks {
+		if blk.Type != "group" {
+			continue
+		}
+		name := blk.Labels[0]
+		if prev, dup := names[name]; dup {
+			d.errorf(blk.LabelRanges[0], "Duplicate group %q: already defined at %s", name, prev)
+		}
+		names[name] = blk.DefRange
+		j.TaskGroups = append(j.TaskGroups, d.group(blk, j, resched, migrate))
+	}
+	if len(j.TaskGroups) == 0 {
+		d.errorf(b.DefRange, "Missing group: job %q has no group block", j.ID)
+	}
+	return j
+}
+
+// once reports a repeated singleton block and returns b.
+func (d *decoder) once(seen bool, b *hcl.Block) *hcl.Block {
+	if seen {
+		d.errorf(b.DefRange, "Duplicate %s block: only one is allowed here", b.Type)
+	}
+	return b
+}
+
+func (d *decoder) group(b *hcl.Block, j *api.Job, resched *api.ReschedulePolicy, migrate *api.MigrateStrategy) *api.TaskGroup {
+	tg := &api.TaskGroup{Name: b.Labels[0], Count: 1}
+	if tg.Name == "" {
+		d.errorf(b.LabelRanges[0], "Invalid group name: must not be empty")
+	}
+	c := d.content(b.Body, groupSchema)
+	d.integer(c, "count", &tg.Count, 0, anyInt)
+	d.dur(c, "shutdown_delay", &tg.ShutdownDelay)
+	d.dur(c, "stop_after_client_disconnect", &tg.StopAfterClientDisconnect)
+	d.dur(c, "max_client_disconnect", &tg.MaxClientDisconnect)
+	if resched != nil {
+		r := *resched
+		tg.ReschedulePolicy = &r
+	}
+	if migrate != nil {
+		m := *migrate
+		tg.Migrate = &m
+	}
+	var hasRestart, hasResched, hasMigrate, hasUpdate, hasDisk bool
+	for _, blk := range c.Blocks {
+		switch blk.Type {
+		case "constraint":
+			tg.Constraints = append(tg.Constraints, d.constraint(blk))
+		case "affinity":
+			tg.Affinities = append(tg.Affinities, d.affinity(blk))
+		case "spread":
+			tg.Spreads = append(tg.Spreads, d.spread(blk))
+		case "restart":
+			tg.RestartPolicy = d.restart(d.once(hasRestart, blk), api.DefaultRestartPolicy(d.jobType))
+			hasRestart = true
+		case "reschedule":
+			base := tg.ReschedulePolicy
+			if base == nil {
+				base = api.DefaultReschedulePolicy(d.jobType)
+			}
+			tg.ReschedulePolicy = d.reschedule(d.once(hasResched, blk), base)
+			hasResched = true
+		case "ephemeral_disk":
+			tg.EphemeralDisk = d.disk(d.once(hasDisk, blk))
+			hasDisk = true
+		case "update":
+			base := j.Update
+			if base == nil {
+				base = api.DefaultUpdateStrategy()
+			}
+			tg.Update = d.update(d.once(hasUpdate, blk), base)
+			hasUpdate = true
+		case "migrate":
+			tg.Migrate = d.migrate(d.once(hasMigrate, blk))
+			hasMigrate = true
+		case "network":
+			tg.Networks = append(tg.Networks, d.network(blk))
+		case "service":
+			tg.Services = append(tg.Services, d.service(blk))
+		case "meta":
+			tg.Meta = d.mergeKV(tg.Meta, hcl.Blocks{blk})
+		}
+	}
+	names := map[string]hcl.Range{}
+	for _, blk := range c.Blocks {
+		if blk.Type != "task" {
+			continue
+		}
+		name := blk.Labels[0]
+		if prev, dup := names[name]; dup {
+			d.errorf(blk.LabelRanges[0], "Duplicate task %q in group %q: already defined at %s", name, tg.Name, prev)
+		}
+		names[name] = blk.DefRange
+		tg.Tasks = append(tg.Tasks, d.task(blk, tg))
+	}
+	if len(tg.Tasks) == 0 {
+		d.errorf(b.DefRange, "Missing task: group %q has no task block", tg.Name)
+	}
+	return tg
+}
+
+// operand applies the constraint shorthands (distinct_hosts = true,
+// version = "...", ...) and checks the operator.
+func (d *decoder) operand(c *hcl.BodyContent, op, rtarget *string) {
+	if a := c.Attributes["operator"]; a != nil && d.str(c, "operator", op) {
+		if !api.ValidConstraintOperator(*op) {
+			d.errorf(a.Expr.Range(), "Invalid operator %q: want one of %s", *op, strings.Join(api.ConstraintOperators, ", "))
+		}
+	}
+	for _, short := range []string{api.ConstraintVersion, api.ConstraintSemver, api.ConstraintRegex,
+		api.ConstraintSetContains, api.ConstraintSetContainsAll, api.ConstraintSetContainsAny} {
+		if d.str(c, short, rtarget) {
+			*op = short
+		}
+	}
+	if *op == "" {
+		*op = "="
+	}
+}
+
+func (d *decoder) constraint(b *hcl.Block) *api.Constraint {
+	c := d.content(b.Body, constraintSchema)
+	con := &api.Constraint{}
+	d.str(c, "attribute", &con.LTarget)
+	d.str(c, "value", &con.RTarget)
+	d.operand(c, &con.Operand, &con.RTarget)
+	var distinct bool
+	if d.boolean(c, "distinct_hosts", &distinct) && distinct {
+		con.Operand = api.ConstraintDistinctHosts
+	}
+	if a := c.Attributes["distinct_property"]; a != nil && d.str(c, "distinct_property", &con.LTarget) {
+		con.Operand = api.ConstraintDistinctProperty
+	}
+	return con
+}
+
+func (d *decoder) affinity(b *hcl.Block) *api.Affinity {
+	c := d.content(b.Body, affinitySchema)
+	a := &api.Affinity{Weight: api.DefaultAffinityWeight}
+	d.str(c, "attribute", &a.LTarget)
+	d.str(c, "value", &a.RTarget)
+	d.operand(c, &a.Operand, &a.RTarget)
+	var w int
+	if d.integer(c, "weight", &w, -100, 100) {
+		if w == 0 {
+			d.errorf(c.Attributes["weight"].Expr.Range(), "Invalid value for \"weight\": must be non-zero")
+		}
+		a.Weight = int8(w)
+	}
+	return a
+}
+
+func (d *decoder) spread(b *hcl.Block) *api.Spread {
+	c := d.content(b.Body, spreadSchema)
+	s := &api.Spread{}
+	d.str(c, "attribute", &s.Attribute)
+	var w int
+	if d.integer(c, "weight", &w, 0, 100) {
+		s.Weight = int8(w)
+	}
+	for _, blk := range c.Blocks {
+		tc := d.content(blk.Body, targetSchema)
+		t := &api.SpreadTarget{Value: blk.Labels[0]}
+		var pct int
+		if d.integer(tc, "percent", &pct, 0, 100) {
+			t.Percent = uint8(pct)
+		}
+		s.SpreadTarget = append(s.SpreadTarget, t)
+	}
+	return s
+}
+
+func (d *decoder) restart(b *hcl.Block, base *api.RestartPolicy) *api.RestartPolicy {
+	r := *base
+	c := d.content(b.Body, restartSchema)
+	d.integer(c, "attempts", &r.Attempts, 0, anyInt)
+	d.dur(c, "interval", &r.Interval)
+	d.dur(c, "delay", &r.Delay)
+	if d.str(c, "mode", &r.Mode) && r.Mode != api.RestartModeFail && r.Mode != api.RestartModeDelay {
+		d.errorf(c.Attributes["mode"].Expr.Range(), "Invalid restart mode %q: want fail or delay", r.Mode)
+	}
+	d.boolean(c, "render_templates", &r.RenderTemplates)
+	return &r
+}
+
+func (d *decoder) reschedule(b *hcl.Block, base *api.ReschedulePolicy) *api.ReschedulePolicy {
+	var r api.ReschedulePolicy
+	if base != nil {
+		r = *base
+	}
+	c := d.content(b.Body, rescheduleSchema)
+	d.integer(c, "attempts", &r.Attempts, 0, anyInt)
+	d.dur(c, "interval", &r.Interval)
+	d.dur(c, "delay", &r.Delay)
+	if d.str(c, "delay_function", &r.DelayFunction) && !slices.Contains([]string{"constant", "exponential", "fibonacci"}, r.DelayFunction) {
+		d.errorf(c.Attributes["delay_function"].Expr.Range(), "Invalid delay_function %q: want constant, exponential or fibonacci", r.DelayFunction)
+	}
+	d.dur(c, "max_delay", &r.MaxDelay)
+	d.boolean(c, "unlimited", &r.Unlimited)
+	return &r
+}
+
+func (d *decoder) update(b *hcl.Block, base *api.UpdateStrategy) *api.UpdateStrategy {
+	u := *base
+	c := d.content(b.Body, updateSchema)
+	d.dur(c, "stagger", &u.Stagger)
+	d.integer(c, "max_parallel", &u.MaxParallel, 0, anyInt)
+	d.str(c, "health_check", &u.HealthCheck)
+	d.dur(c, "min_healthy_time", &u.MinHealthyTime)
+	d.dur(c, "healthy_deadline", &u.HealthyDeadline)
+	d.dur(c, "progress_deadline", &u.ProgressDeadline)
+	d.integer(c, "canary", &u.Canary, 0, anyInt)
+	d.boolean(c, "auto_revert", &u.AutoRevert)
+	d.boolean(c, "auto_promote", &u.AutoPromote)
+	return &u
+}
+
+func (d *decoder) migrate(b *hcl.Block) *api.MigrateStrategy {
+	m := api.DefaultMigrateStrategy()
+	c := d.content(b.Body, migrateSchema)
+	d.integer(c, "max_parallel", &m.MaxParallel, 0, anyInt)
+	d.str(c, "health_check", &m.HealthCheck)
+	d.dur(c, "min_healthy_time", &m.MinHealthyTime)
+	d.dur(c, "healthy_deadline", &m.HealthyDeadline)
+	return m
+}
+
+func (d *decoder) periodic(b *hcl.Block) *api.PeriodicConfig {
+	p := &api.PeriodicConfig{Enabled: true, SpecType: "cron"}
+	c := d.content(b.Body, periodicSchema)
+	d.str(c, "cron", &p.Spec)
+	d.strs(c, "crons", &p.Specs)
+	d.boolean(c, "prohibit_overlap", &p.ProhibitOverlap)
+	d.str(c, "time_zone", &p.TimeZone)
+	d.boolean(c, "enabled", &p.Enabled)
+	if p.Spec == "" && len(p.Specs) == 0 {
+		d.errorf(b.DefRange, "Missing cron: a periodic block needs cron or crons")
+	}
+	return p
+}
+
+func (d *decoder) parameterized(b *hcl.Block) *api.ParameterizedJobConfig {
+	p := &api.ParameterizedJobConfig{}
+	c := d.content(b.Body, paramSchema)
+	if d.str(c, "payload", &p.Payload) && !slices.Contains([]string{"optional", "required", "forbidden"}, p.Payload) {
+		d.errorf(c.Attributes["payload"].Expr.Range(), "Invalid payload %q: want optional, required or forbidden", p.Payload)
+	}
+	d.strs(c, "meta_required", &p.MetaRequired)
+	d.strs(c, "meta_optional", &p.MetaOptional)
+	return p
+}
+
+func (d *decoder) disk(b *hcl.Block) *api.EphemeralDisk {
+	e := &api.EphemeralDisk{SizeMB: api.DefaultDiskMB}
+	c := d.content(b.Body, diskSchema)
+	d.boolean(c, "sticky", &e.Sticky)
+	d.boolean(c, "migrate", &e.Migrate)
+	d.integer(c, "size", &e.SizeMB, 1, anyInt)
+	return e
+}
+
+func (d *decoder) network(b *hcl.Block) *api.NetworkResource {
+	n := &api.NetworkResource{}
+	c := d.content(b.Body, networkSchema)
+	d.str(c, "mode", &n.Mode)
+	d.integer(c, "mbits", &n.MBits, 0, anyInt)
+	d.str(c, "hostname", &n.Hostname)
+	labels := map[string]bool{}
+	for _, blk := range c.Blocks {
+		switch blk.Type {
+		case "port":
+			pc := d.content(blk.Body, portSchema)
+			p := api.Port{Label: blk.Labels[0]}
+			if labels[p.Label] {
+				d.errorf(blk.LabelRanges[0], "Duplicate port %q", p.Label)
+			}
+			labels[p.Label] = true
+			d.integer(pc, "to", &p.To, -1, 65535)
+			d.str(pc, "host_network", &p.HostNetwork)
+			if d.integer(pc, "static", &p.Value, 1, 65535) {
+				n.ReservedPorts = append(n.ReservedPorts, p)
+			} else {
+				n.DynamicPorts = append(n.DynamicPorts, p)
+			}
+		case "dns":
+			dc := d.content(blk.Body, dnsSchema)
+			n.DNS = &api.DNSConfig{}
+			d.strs(dc, "servers", &n.DNS.Servers)
+			d.strs(dc, "searches", &n.DNS.Searches)
+			d.strs(dc, "options", &n.DNS.Options)
+		}
+	}
+	return n
+}

@@ -1,0 +1,219 @@
+package jobspec
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/drover/drover/api"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+)
+
+// Options are the inputs of a parse besides the job file itself.
+type Options struct {
+	// Vars are -var name=value inputs; they win over everything else.
+	Vars map[string]string
+	// VarFiles are HCL files of name = value pairs (-var-file), applied in
+	// order after the environment and before Vars.
+	VarFiles []string
+	// Env is the environment scanned for DROVER_VAR_name and NOMAD_VAR_name;
+	// nil means os.Environ().
+	Env []string
+	// BaseDir is the directory file() and fileexists() resolve against and
+	// may not escape; empty means the job file's directory.
+	BaseDir string
+	// NoDefaults skips Canonicalize: the job is returned as written. Checks
+	// that need defaults (api.Job.Validate) are skipped too.
+	NoDefaults bool
+}
+
+// Diagnostic is one problem found in a job file.
+type Diagnostic struct {
+	File    string
+	Line    int
+	Column  int
+	Message string
+}
+
+func (d Diagnostic) String() string {
+	if d.File == "" && d.Line == 0 {
+		return d.Message
+	}
+	return fmt.Sprintf("%s:%d:%d: %s", d.File, d.Line, d.Column, d.Message)
+}
+
+// Diagnostics is the error Parse returns: every problem found, one per
+// line as file:line:col: message. errors.Is(err, api.ErrInvalidJob) holds.
+type Diagnostics []Diagnostic
+
+func (ds Diagnostics) Error() string {
+	var b strings.Builder
+	for i, d := range ds {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(d.String())
+	}
+	return b.String()
+}
+
+// Unwrap makes errors.Is(err, api.ErrInvalidJob) true.
+func (ds Diagnostics) Unwrap() error { return api.ErrInvalidJob }
+
+// ParseFile reads and parses one job file.
+func ParseFile(path string, opts *Options) (*api.Job, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read job file: %w", err)
+	}
+	return Parse(path, src, opts)
+}
+
+// Parse parses a job file's contents; filename is used in diagnostics and,
+// unless opts.BaseDir is set, to locate files read by file().
+func Parse(filename string, src []byte, opts *Options) (*api.Job, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	p := &parser{filename: filename, src: src, opts: opts}
+	p.baseDir = opts.BaseDir
+	if p.baseDir == "" {
+		p.baseDir = filepath.Dir(filename)
+	}
+	job := p.parse()
+	if len(p.diags) > 0 {
+		return nil, p.diagnostics()
+	}
+	if opts.NoDefaults {
+		return job, nil
+	}
+	job.Canonicalize()
+	if err := job.Validate(); err != nil {
+		p.addValidation(err)
+		return nil, p.diagnostics()
+	}
+	return job, nil
+}
+
+type parser struct {
+	filename string
+	src      []byte
+	opts     *Options
+	baseDir  string
+	diags    hcl.Diagnostics
+	jobRange hcl.Range
+	d        *decoder
+}
+
+var rootSchema = &hcl.BodySchema{
+	Blocks: []hcl.BlockHeaderSchema{
+		{Type: "job", LabelNames: []string{"name"}},
+		{Type: "variable", LabelNames: []string{"name"}},
+		{Type: "locals"},
+	},
+}
+
+func (p *parser) parse() *api.Job {
+	file, diags := hclsyntax.ParseConfig(p.src, p.filename, hcl.InitialPos)
+	p.diags = append(p.diags, diags...)
+	if diags.HasErrors() {
+		return nil
+	}
+	content, diags := file.Body.Content(rootSchema)
+	p.diags = append(p.diags, diags...)
+
+	var jobs, vars, locals hcl.Blocks
+	for _, b := range content.Blocks {
+		switch b.Type {
+		case "job":
+			jobs = append(jobs, b)
+		case "variable":
+			vars = append(vars, b)
+		case "locals":
+			locals = append(locals, b)
+		}
+	}
+	ctx := p.evalContext(vars, locals)
+	p.d = &decoder{src: p.src, ctx: ctx, diags: &p.diags}
+	switch len(jobs) {
+	case 0:
+		p.diags = append(p.diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError, Summary: "Missing job block",
+			Detail:  "A job file needs exactly one job block.",
+			Subject: &hcl.Range{Filename: p.filename, Start: hcl.InitialPos, End: hcl.InitialPos},
+		})
+		return nil
+	case 1:
+	default:
+		for _, b := range jobs[1:] {
+			p.diags = append(p.diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError, Summary: "Duplicate job block",
+				Detail: fmt.Sprintf("Only one job block is allowed; the first is at %s.", jobs[0].DefRange), Subject: b.DefRange.Ptr(),
+			})
+		}
+	}
+	p.jobRange = jobs[0].DefRange
+	return p.d.job(jobs[0])
+}
+
+// addValidation turns api.Job.Validate's problems into diagnostics at the
+// job block.
+func (p *parser) addValidation(err error) {
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else {
+		errs = []error{err}
+	}
+	for _, e := range errs {
+		p.diags = append(p.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: e.Error(), Subject: p.jobRange.Ptr()})
+	}
+}
+
+func (p *parser) diagnostics() Diagnostics {
+	out := make(Diagnostics, 0, len(p.diags))
+	seen := make(map[string]bool, len(p.diags))
+	for _, d := range p.diags {
+		if d.Severity != hcl.DiagError {
+			continue
+		}
+		msg := d.Summary
+		if d.Detail != "" {
+			msg += ": " + d.Detail
+		}
+		msg = strings.ReplaceAll(msg, "\n", " ")
+		var dg Diagnostic
+		dg.Message = msg
+		if d.Subject != nil {
+			dg.File, dg.Line, dg.Column = d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column
+		}
+		if k := dg.String(); !seen[k] {
+			seen[k] = true
+			out = append(out, dg)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Column < b.Column
+	})
+	if len(out) == 0 {
+		out = append(out, Diagnostic{File: p.filename, Message: "invalid job"})
+	}
+	return out
+}
+
+// errorf records an error diagnostic at r.
+func errorf(diags *hcl.Diagnostics, r hcl.Range, format string, a ...any) {
+	*diags = append(*diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: fmt.Sprintf(format, a...), Subject: r.Ptr()})
+}
+
+var _ error = Diagnostics(nil)

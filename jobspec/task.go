@@ -1,0 +1,245 @@
+package jobspec
+
+import (
+	"slices"
+
+	"github.com/drover/drover/api"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+)
+
+var (
+	taskSchema = schema("driver user kill_timeout kill_signal leader shutdown_delay kind",
+		"config", "constraint", "affinity", "env", "service", "resources", "restart", "meta",
+		"logs", "artifact", "template", "dispatch_payload", "lifecycle")
+	resourcesSchema = schema("cpu cores memory memory_max disk", "network", "device:name")
+	deviceSchema    = schema("count", "constraint", "affinity")
+	logsSchema      = schema("max_files max_file_size disabled enabled")
+	lifecycleSchema = schema("hook sidecar")
+	templateSchema  = schema("source destination data change_mode change_signal splay perms left_delimiter right_delimiter env")
+	artifactSchema  = schema("source destination mode", "options", "headers")
+	payloadSchema   = schema("file")
+	serviceSchema   = schema("name tags canary_tags port address_mode provider task", "check", "meta")
+	checkSchema     = schema("name type command args path protocol port method interval timeout task", "header")
+)
+
+func (d *decoder) task(b *hcl.Block, tg *api.TaskGroup) *api.Task {
+	t := &api.Task{Name: b.Labels[0]}
+	if t.Name == "" {
+		d.errorf(b.LabelRanges[0], "Invalid task name: must not be empty")
+	}
+	c := d.content(b.Body, taskSchema)
+	if !d.str(c, "driver", &t.Driver) && c.Attributes["driver"] == nil {
+		d.errorf(b.DefRange, "Missing driver: task %q needs a driver attribute (exec, raw_exec, containerd, qemu)", t.Name)
+	}
+	d.str(c, "user", &t.User)
+	d.dur(c, "kill_timeout", &t.KillTimeout)
+	d.str(c, "kill_signal", &t.KillSignal)
+	d.boolean(c, "leader", &t.Leader)
+	d.dur(c, "shutdown_delay", &t.ShutdownDelay)
+	d.str(c, "kind", &t.Kind)
+	var seen = map[string]bool{}
+	for _, blk := range c.Blocks {
+		switch blk.Type {
+		case "config", "resources", "restart", "logs", "lifecycle", "dispatch_payload":
+			d.once(seen[blk.Type], blk)
+			seen[blk.Type] = true
+		}
+		switch blk.Type {
+		case "config":
+			t.Config = d.config(blk)
+		case "constraint":
+			t.Constraints = append(t.Constraints, d.constraint(blk))
+		case "affinity":
+			t.Affinities = append(t.Affinities, d.affinity(blk))
+		case "env":
+			t.Env = d.mergeKV(t.Env, hcl.Blocks{blk})
+		case "meta":
+			t.Meta = d.mergeKV(t.Meta, hcl.Blocks{blk})
+		case "service":
+			s := d.service(blk)
+			t.Services = append(t.Services, s)
+		case "resources":
+			t.Resources = d.resources(blk)
+		case "restart":
+			base := tg.RestartPolicy
+			if base == nil {
+				base = api.DefaultRestartPolicy(d.jobType)
+			}
+			t.RestartPolicy = d.restart(blk, base)
+		case "logs":
+			t.LogConfig = d.logs(blk)
+		case "artifact":
+			t.Artifacts = append(t.Artifacts, d.artifact(blk))
+		case "template":
+			t.Templates = append(t.Templates, d.template(blk))
+		case "dispatch_payload":
+			pc := d.content(blk.Body, payloadSchema)
+			t.DispatchPayload = &api.DispatchPayloadConfig{}
+			d.str(pc, "file", &t.DispatchPayload.File)
+		case "lifecycle":
+			t.Lifecycle = d.lifecycle(blk)
+		}
+	}
+	return t
+}
+
+func (d *decoder) resources(b *hcl.Block) *api.Resources {
+	r := &api.Resources{}
+	c := d.content(b.Body, resourcesSchema)
+	d.integer(c, "cpu", &r.CPU, 1, anyInt)
+	d.integer(c, "cores", &r.Cores, 1, anyInt)
+	d.integer(c, "memory", &r.MemoryMB, 1, anyInt)
+	d.integer(c, "memory_max", &r.MemoryMaxMB, 1, anyInt)
+	d.integer(c, "disk", &r.DiskMB, 1, anyInt)
+	if c.Attributes["cpu"] != nil && c.Attributes["cores"] != nil {
+		d.errorf(c.Attributes["cores"].NameRange, "Conflicting resources: cpu and cores are mutually exclusive")
+	}
+	for _, blk := range c.Blocks {
+		switch blk.Type {
+		case "network":
+			r.Networks = append(r.Networks, d.network(blk))
+		case "device":
+			dev := &api.RequestedDevice{Name: blk.Labels[0], Count: 1}
+			if dev.Name == "" {
+				d.errorf(blk.LabelRanges[0], "Invalid device name: must not be empty")
+			}
+			dc := d.content(blk.Body, deviceSchema)
+			var n int
+			if d.integer(dc, "count", &n, 1, anyInt) {
+				dev.Count = uint64(n)
+			}
+			for _, sub := range dc.Blocks {
+				switch sub.Type {
+				case "constraint":
+					dev.Constraints = append(dev.Constraints, d.constraint(sub))
+				case "affinity":
+					dev.Affinities = append(dev.Affinities, d.affinity(sub))
+				}
+			}
+			r.Devices = append(r.Devices, dev)
+		}
+	}
+	return r
+}
+
+func (d *decoder) logs(b *hcl.Block) *api.LogConfig {
+	l := api.DefaultLogConfig()
+	c := d.content(b.Body, logsSchema)
+	d.integer(c, "max_files", &l.MaxFiles, 1, anyInt)
+	d.integer(c, "max_file_size", &l.MaxFileSizeMB, 1, anyInt)
+	d.boolean(c, "disabled", &l.Disabled)
+	var enabled bool
+	if d.boolean(c, "enabled", &enabled) {
+		l.Disabled = !enabled
+	}
+	return l
+}
+
+func (d *decoder) lifecycle(b *hcl.Block) *api.TaskLifecycle {
+	l := &api.TaskLifecycle{}
+	c := d.content(b.Body, lifecycleSchema)
+	if a := c.Attributes["hook"]; a == nil {
+		d.errorf(b.DefRange, "Missing hook: lifecycle needs hook = prestart, poststart or poststop")
+	} else if d.str(c, "hook", &l.Hook) && !slices.Contains([]string{api.TaskLifecycleHookPrestart, api.TaskLifecycleHookPoststart, api.TaskLifecycleHookPoststop}, l.Hook) {
+		d.errorf(a.Expr.Range(), "Invalid lifecycle hook %q: want prestart, poststart or poststop", l.Hook)
+	}
+	d.boolean(c, "sidecar", &l.Sidecar)
+	return l
+}
+
+func (d *decoder) template(b *hcl.Block) *api.Template {
+	t := &api.Template{}
+	c := d.content(b.Body, templateSchema)
+	d.str(c, "source", &t.SourcePath)
+	if !d.str(c, "destination", &t.DestPath) && c.Attributes["destination"] == nil {
+		d.errorf(b.DefRange, "Missing destination: a template needs a destination")
+	}
+	d.str(c, "data", &t.EmbeddedTmpl)
+	if d.str(c, "change_mode", &t.ChangeMode) && !slices.Contains([]string{"noop", "restart", "signal", "script"}, t.ChangeMode) {
+		d.errorf(c.Attributes["change_mode"].Expr.Range(), "Invalid change_mode %q: want noop, restart, signal or script", t.ChangeMode)
+	}
+	d.str(c, "change_signal", &t.ChangeSignal)
+	d.dur(c, "splay", &t.Splay)
+	d.str(c, "perms", &t.Perms)
+	d.str(c, "left_delimiter", &t.LeftDelim)
+	d.str(c, "right_delimiter", &t.RightDelim)
+	d.boolean(c, "env", &t.Envvars)
+	return t
+}
+
+func (d *decoder) artifact(b *hcl.Block) *api.TaskArtifact {
+	a := &api.TaskArtifact{}
+	c := d.content(b.Body, artifactSchema)
+	if !d.str(c, "source", &a.GetterSource) && c.Attributes["source"] == nil {
+		d.errorf(b.DefRange, "Missing source: an artifact needs a source")
+	}
+	d.str(c, "destination", &a.RelativeDest)
+	d.str(c, "mode", &a.GetterMode)
+	for _, blk := range c.Blocks {
+		switch blk.Type {
+		case "options":
+			a.GetterOptions = d.mergeKV(a.GetterOptions, hcl.Blocks{blk})
+		case "headers":
+			a.GetterHeaders = d.mergeKV(a.GetterHeaders, hcl.Blocks{blk})
+		}
+	}
+	return a
+}
+
+func (d *decoder) service(b *hcl.Block) *api.Service {
+	s := &api.Service{}
+	c := d.content(b.Body, serviceSchema)
+	d.str(c, "name", &s.Name)
+	d.strs(c, "tags", &s.Tags)
+	d.strs(c, "canary_tags", &s.CanaryTags)
+	d.str(c, "port", &s.PortLabel)
+	d.str(c, "address_mode", &s.AddressMode)
+	d.str(c, "provider", &s.Provider)
+	d.str(c, "task", &s.TaskName)
+	for _, blk := range c.Blocks {
+		switch blk.Type {
+		case "meta":
+			s.Meta = d.mergeKV(s.Meta, hcl.Blocks{blk})
+		case "check":
+			s.Checks = append(s.Checks, d.check(blk))
+		}
+	}
+	return s
+}
+
+func (d *decoder) check(b *hcl.Block) *api.ServiceCheck {
+	ch := &api.ServiceCheck{}
+	c := d.content(b.Body, checkSchema)
+	d.str(c, "name", &ch.Name)
+	if d.str(c, "type", &ch.Type) && !slices.Contains([]string{"http", "tcp", "script", "grpc"}, ch.Type) {
+		d.errorf(c.Attributes["type"].Expr.Range(), "Invalid check type %q: want http, tcp, script or grpc", ch.Type)
+	}
+	d.str(c, "command", &ch.Command)
+	d.strs(c, "args", &ch.Args)
+	d.str(c, "path", &ch.Path)
+	d.str(c, "protocol", &ch.Protocol)
+	d.str(c, "port", &ch.PortLabel)
+	d.str(c, "method", &ch.Method)
+	d.dur(c, "interval", &ch.Interval)
+	d.dur(c, "timeout", &ch.Timeout)
+	d.str(c, "task", &ch.TaskName)
+	for _, blk := range c.Blocks {
+		for name, a := range d.attrs(blk.Body) {
+			v, ok := d.typed(a, cty.List(cty.String))
+			if !ok {
+				continue
+			}
+			if ch.Header == nil {
+				ch.Header = map[string][]string{}
+			}
+			for it := v.ElementIterator(); it.Next(); {
+				_, e := it.Element()
+				if !e.IsNull() {
+					ch.Header[name] = append(ch.Header[name], e.AsString())
+				}
+			}
+		}
+	}
+	return ch
+}

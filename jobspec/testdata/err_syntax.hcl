@@ -1,0 +1,6 @@
+job "syntax" {
+  group "g" {
+    task "t" {
+      driver = "exec
+    }
+  }

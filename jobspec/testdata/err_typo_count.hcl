@@ -1,0 +1,11 @@
+job "typo" {
+  group "g" {
+    count = "x"
+    task "t" {
+      drivr = "exec"
+      config {
+        command = "/bin/true"
+      }
+    }
+  }
+}
