@@ -1,8 +1,28 @@
 // Package scheduler turns an evaluation into a plan. It is pure: Schedule
 // reads an immutable State snapshot and returns a Result; it does no I/O,
 // starts no goroutines and takes its clock and randomness from Options
-// (node order is shuffled with a seed derived from the eval ID).
+// (node order is shuffled with a seed derived from the eval ID; alloc IDs
+// and dynamic ports come from a generator seeded with the eval ID and the
+// snapshot index, so a retried pass never reuses committed IDs).
+//
+// What it owns: reconciliation (service, batch, system, sysbatch: place,
+// stop, in-place vs destructive updates, rolling updates with deployments,
+// lost and migrating allocs, rescheduling with delays), feasibility
+// (readiness, datacenters, pools, constraints, drivers, resources, ports,
+// devices, with per computed-class caching), ranking (bin-packing, job
+// anti-affinity, affinities, spread, device fit and topology) with node
+// sampling, all-at-once (gang) placement, and failure explanations
+// (AllocMetric, ExplainFailure).
+//
+// Placement cost: nodes are visited in the shuffled order from a per-group
+// cursor; nodes found infeasible or full are skipped for the rest of the
+// pass, and each placement scores at most SampleLimit feasible nodes
+// (default max(2, ceil(log2 n)) for service, 2 for batch, all when the
+// group has affinities or spreads).
 //
 // Imports: api and the standard library (plus small pure libraries such as
 // go-version). Never server/state, agent or drivers.
+//
+// Concurrency: Schedule is safe to call from many goroutines at once as
+// long as each call has its own State; it shares nothing between calls.
 package scheduler

@@ -31,6 +31,11 @@ type Options struct {
 	// Now is the scheduler's clock reading (reschedule delays, timestamps).
 	Now    time.Time
 	Logger *slog.Logger
+	// SampleLimit is how many feasible nodes are scored per placement.
+	// 0 picks the default (max(2, ceil(log2 n)) for service jobs, 2 for
+	// batch jobs, n = candidate nodes); a negative value scores every
+	// feasible node (used by tests comparing against an oracle).
+	SampleLimit int
 }
 
 // Result is what one scheduling pass decided.

@@ -1,0 +1,57 @@
+package scheduler
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/drover/drover/api"
+)
+
+// benchCluster is 5,000 nodes of 4 cores x 3,500 MHz, 32,000 MB memory,
+// 100 GiB disk, half in dc1 and half in dc2.
+func benchCluster(b *testing.B) *memState {
+	b.Helper()
+	st := newMemState()
+	for i := 0; i < 5000; i++ {
+		dc := "dc1"
+		if i%2 == 1 {
+			dc = "dc2"
+		}
+		n := testNode(fmt.Sprintf("%d", i), dc, 14000, 32000)
+		n.NodeResources.Cpu.TotalCpuCores = 4
+		n.Attributes["cpu.numcores"] = "4"
+		st.addNode(n)
+	}
+	return st
+}
+
+func benchSchedule(b *testing.B, typ string, count int) {
+	st := benchCluster(b)
+	job := testJob("bench", typ, count, 500, 256)
+	st.upsertJob(job)
+	var placed, nodes int
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		res, err := Schedule(st, testEval(job, i), Options{Now: testNow})
+		if err != nil {
+			b.Fatal(err)
+		}
+		placed, nodes = 0, len(res.Plan.NodeAllocation)
+		for _, l := range res.Plan.NodeAllocation {
+			placed += len(l)
+		}
+	}
+	b.StopTimer()
+	if placed != count {
+		b.Fatalf("placed %d of %d", placed, count)
+	}
+	b.ReportMetric(float64(count)*float64(b.N)/b.Elapsed().Seconds(), "placements/s")
+	b.ReportMetric(float64(nodes), "nodes")
+}
+
+// BenchmarkService1000 places a 1,000-alloc service job on 5,000 nodes.
+func BenchmarkService1000(b *testing.B) { benchSchedule(b, api.JobTypeService, 1000) }
+
+// BenchmarkBatch10000 places a 10,000-alloc batch job on 5,000 nodes.
+func BenchmarkBatch10000(b *testing.B) { benchSchedule(b, api.JobTypeBatch, 10000) }

@@ -1,0 +1,204 @@
+package scheduler
+
+import (
+	"github.com/drover/drover/api"
+)
+
+// placement is one alloc to place.
+type placement struct {
+	tg      *api.TaskGroup
+	index   int
+	prev    *api.Allocation // the alloc this one replaces, if any
+	resched bool            // a reschedule of a failed alloc (tracker, penalty)
+	delay   int64           // reschedule delay in ns
+	node    *nodeState      // fixed node (system jobs)
+	stopped bool            // prev was stopped by this plan for this placement
+	deploy  string
+}
+
+// place finds a node for p and adds the alloc to the plan.
+func (s *sched) place(p *placement) *api.Allocation {
+	tc := s.newTG(p.tg)
+	name := p.tg.Name
+	if tc.failed && p.node == nil {
+		s.failed[name].CoalescedFailures++
+		s.queued[name]++
+		return nil
+	}
+	prevNode := ""
+	if p.prev != nil && p.resched {
+		prevNode = p.prev.NodeID
+	}
+	var c *cand
+	evaluated, filtered := 1, 0
+	if p.node != nil {
+		rej, why, picks := s.checkNode(tc, p.node)
+		if rej != okNode {
+			if rej == rejExhausted {
+				m := s.failed[name]
+				if m == nil {
+					m = &api.AllocMetric{NodesInPool: len(s.nodes), NodesAvailable: s.dcAvail}
+					s.failed[name] = m
+				} else {
+					m.CoalescedFailures++
+				}
+				m.NodesEvaluated++
+				m.NodesExhausted++
+				inc(&m.ClassExhausted, p.node.class)
+				inc(&m.DimensionExhausted, why)
+				s.queued[name]++
+			}
+			return nil
+		}
+		tc.cands = append(tc.cands[:0], s.score(tc, p.node, picks, prevNode, 1))
+		c = &tc.cands[0]
+	} else {
+		c, evaluated, filtered = s.selectNode(tc, prevNode, p.tg.Count)
+		if c == nil {
+			if s.err != nil {
+				return nil
+			}
+			tc.failed = true
+			s.failed[name] = s.explain(tc)
+			s.queued[name]++
+			return nil
+		}
+	}
+	a := s.buildAlloc(tc, p, c)
+	a.Metrics = &api.AllocMetric{
+		NodesEvaluated: evaluated, NodesFiltered: filtered, NodesInPool: len(s.nodes),
+		ScoreMetaData: scoreMeta(tc.cands, 3),
+	}
+	ns := c.ns
+	ns.addAlloc(a, s.job)
+	if len(tc.props) > 0 || len(tc.spreads) > 0 {
+		for _, other := range s.groups {
+			s.countAlloc(other, ns.node, name)
+		}
+	}
+	s.plan.AppendAlloc(a)
+	if _, ok := s.queued[name]; !ok {
+		s.queued[name] = 0
+	}
+	if p.prev != nil {
+		s.linkPrev(p.prev, a)
+	}
+	return a
+}
+
+// linkPrev sets NextAllocation on the replaced alloc's copy in the plan
+// (adding a stop for it when it is not already there).
+func (s *sched) linkPrev(prev, next *api.Allocation) {
+	for _, c := range s.plan.NodeUpdate[prev.NodeID] {
+		if c.ID == prev.ID {
+			c.NextAllocation = next.ID
+			return
+		}
+	}
+	c := s.stop(prev, "alloc was rescheduled because it failed", "")
+	c.NextAllocation = next.ID
+}
+
+func (s *sched) buildAlloc(tc *tgCtx, p *placement, c *cand) *api.Allocation {
+	n := c.ns.node
+	now := s.opts.Now.UnixNano()
+	ns := s.job.Namespace
+	if ns == "" {
+		ns = api.DefaultNamespace
+	}
+	ar := &api.AllocatedResources{Tasks: make(map[string]*api.AllocatedTaskResources, len(tc.tasks))}
+	for _, t := range tc.tasks {
+		ar.Tasks[t.task.Name] = &api.AllocatedTaskResources{
+			Cpu:    api.AllocatedCpuResources{CpuShares: t.cpu},
+			Memory: api.AllocatedMemoryResources{MemoryMB: t.mem, MemoryMaxMB: t.max},
+		}
+		if t.task.Lifecycle != nil {
+			if ar.TaskLifecycles == nil {
+				ar.TaskLifecycles = map[string]*api.TaskLifecycle{}
+			}
+			ar.TaskLifecycles[t.task.Name] = t.task.Lifecycle
+		}
+	}
+	ar.Shared.DiskMB = tc.disk
+	for _, pk := range c.picks {
+		tr := ar.Tasks[pk.ask.task]
+		tr.Devices = append(tr.Devices, &api.AllocatedDeviceResource{
+			Vendor: pk.group.Vendor, Type: pk.group.Type, Name: pk.group.Name, DeviceIDs: pk.ids,
+		})
+	}
+	if len(tc.ports) > 0 {
+		s.assignPorts(tc, c.ns, ar)
+	}
+	a := &api.Allocation{
+		ID: s.newID(), Namespace: ns, EvalID: s.eval.ID, Name: api.AllocName(s.job.ID, p.tg.Name, p.index),
+		NodeID: n.ID, NodeName: n.Name, JobID: s.job.ID, Job: s.job, TaskGroup: p.tg.Name,
+		AllocatedResources: ar, DesiredStatus: api.AllocDesiredStatusRun, ClientStatus: api.AllocClientStatusPending,
+		DeploymentID: p.deploy, CreateTime: now, ModifyTime: now,
+	}
+	if p.prev != nil {
+		a.PreviousAllocation = p.prev.ID
+		if p.resched {
+			var evs []*api.RescheduleEvent
+			if p.prev.RescheduleTracker != nil {
+				evs = append(evs, p.prev.RescheduleTracker.Events...)
+			}
+			evs = append(evs, &api.RescheduleEvent{
+				RescheduleTime: now, PrevAllocID: p.prev.ID, PrevNodeID: p.prev.NodeID, Delay: durationNS(p.delay),
+			})
+			a.RescheduleTracker = &api.RescheduleTracker{Events: evs}
+		}
+	}
+	return a
+}
+
+// assignPorts gives reserved ports their value and dynamic ports a free
+// value from the node's dynamic range.
+func (s *sched) assignPorts(tc *tgCtx, ns *nodeState, ar *api.AllocatedResources) {
+	used := ns.usedPorts()
+	ip := hostIP(ns.node)
+	groupNets := make([]*api.NetworkResource, len(tc.tg.Networks))
+	for i, n := range tc.tg.Networks {
+		groupNets[i] = &api.NetworkResource{Mode: n.Mode, IP: ip, MBits: n.MBits, DNS: n.DNS, Hostname: n.Hostname}
+	}
+	taskNets := map[string][]*api.NetworkResource{}
+	for _, t := range tc.tasks {
+		if t.task.Resources == nil {
+			continue
+		}
+		for _, n := range t.task.Resources.Networks {
+			taskNets[t.task.Name] = append(taskNets[t.task.Name], &api.NetworkResource{Mode: n.Mode, IP: ip, MBits: n.MBits})
+		}
+	}
+	span := ns.maxPort - ns.minPort + 1
+	for _, pa := range tc.ports {
+		p := pa.port
+		dynamic := p.Value == 0
+		if dynamic {
+			start := s.rng.IntN(span)
+			for i := 0; i < span; i++ {
+				v := ns.minPort + (start+i)%span
+				if _, busy := used[v]; !busy {
+					p.Value = v
+					break
+				}
+			}
+		}
+		used[p.Value] = struct{}{}
+		var net *api.NetworkResource
+		if pa.group {
+			net = groupNets[pa.netIdx]
+			ar.Shared.Ports = append(ar.Shared.Ports, api.AllocatedPort{Label: p.Label, Value: p.Value, To: p.To, HostIP: ip})
+		} else {
+			net = taskNets[pa.task][pa.netIdx]
+		}
+		if dynamic {
+			net.DynamicPorts = append(net.DynamicPorts, p)
+		} else {
+			net.ReservedPorts = append(net.ReservedPorts, p)
+		}
+	}
+	ar.Shared.Networks = groupNets
+	for task, nets := range taskNets {
+		ar.Tasks[task].Networks = nets
+	}
+}

@@ -1,0 +1,626 @@
+package scheduler
+
+import (
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/drover/drover/api"
+)
+
+// tgCtx is what placing one task group needs, computed once per pass.
+type tgCtx struct {
+	tg      *api.TaskGroup
+	cpu     int64
+	mem     int64
+	disk    int64
+	tasks   []taskAsk
+	ports   []portAsk // reserved (Value > 0) and dynamic (Value == 0) ports
+	devs    []devAsk
+	drivers []string
+
+	classCons []*api.Constraint // depend only on the computed class
+	nodeCons  []*api.Constraint // read unique node data
+	hostsJob  bool              // distinct_hosts at job level
+	hostsTG   bool              // distinct_hosts at group or task level
+	props     []*distinctProp
+	affs      []*api.Affinity
+	spreads   []*spreadState
+
+	classRes map[string]bool
+	classWhy map[string]string
+	skip     []bool // nodes known infeasible or exhausted for this group
+	start    int
+	cands    []cand
+	failed   bool // one placement failed: later ones are coalesced
+}
+
+type taskAsk struct {
+	task          *api.Task
+	cpu, mem, max int64
+}
+
+type portAsk struct {
+	port   api.Port
+	group  bool // group network (vs a task network)
+	task   string
+	netIdx int
+}
+
+type distinctProp struct {
+	c      *api.Constraint
+	tg     bool // group scope (else job)
+	limit  int
+	counts map[string]int
+}
+
+type spreadState struct {
+	sp     *api.Spread
+	counts map[string]int
+}
+
+// cand is one scored candidate node.
+type cand struct {
+	ns       *nodeState
+	score    float64
+	binpack  float64
+	anti     float64
+	resched  float64
+	affinity float64
+	spread   float64
+	devices  float64
+	hasAnti  bool
+	hasRes   bool
+	hasAff   bool
+	hasSp    bool
+	picks    []devPick
+}
+
+// newTG prepares a group's placement context.
+func (s *sched) newTG(tg *api.TaskGroup) *tgCtx {
+	if tc := s.groups[tg.Name]; tc != nil {
+		return tc
+	}
+	tc := &tgCtx{tg: tg, classRes: map[string]bool{}, classWhy: map[string]string{}, skip: make([]bool, len(s.nodes))}
+	s.groups[tg.Name] = tc
+	tc.disk = api.DefaultDiskMB
+	if tg.EphemeralDisk != nil {
+		tc.disk = int64(tg.EphemeralDisk.SizeMB)
+	}
+	for i, n := range tg.Networks {
+		for _, p := range n.ReservedPorts {
+			tc.ports = append(tc.ports, portAsk{port: p, group: true, netIdx: i})
+		}
+		for _, p := range n.DynamicPorts {
+			p.Value = 0
+			tc.ports = append(tc.ports, portAsk{port: p, group: true, netIdx: i})
+		}
+	}
+	drivers := map[string]bool{}
+	addCons := func(cs []*api.Constraint, jobLevel bool) {
+		for _, c := range cs {
+			switch c.Operand {
+			case api.ConstraintDistinctHosts:
+				if c.RTarget == "" || c.RTarget == "true" {
+					if jobLevel {
+						tc.hostsJob = true
+					} else {
+						tc.hostsTG = true
+					}
+				}
+			case api.ConstraintDistinctProperty:
+				lim := 1
+				if n, err := strconv.Atoi(c.RTarget); err == nil && n > 0 {
+					lim = n
+				}
+				tc.props = append(tc.props, &distinctProp{c: c, tg: !jobLevel, limit: lim, counts: map[string]int{}})
+			default:
+				if uniqueTarget(c.LTarget) || uniqueTarget(c.RTarget) {
+					tc.nodeCons = append(tc.nodeCons, c)
+				} else {
+					tc.classCons = append(tc.classCons, c)
+				}
+			}
+		}
+	}
+	addCons(s.job.Constraints, true)
+	addCons(tg.Constraints, false)
+	tc.affs = append(tc.affs, s.job.Affinities...)
+	tc.affs = append(tc.affs, tg.Affinities...)
+	for _, t := range tg.Tasks {
+		addCons(t.Constraints, false)
+		tc.affs = append(tc.affs, t.Affinities...)
+		if t.Driver != "" && !drivers[t.Driver] {
+			drivers[t.Driver] = true
+			tc.drivers = append(tc.drivers, t.Driver)
+		}
+		r := t.Resources
+		if r == nil {
+			r = api.DefaultResources()
+		}
+		ta := taskAsk{task: t, cpu: int64(r.CPU), mem: int64(r.MemoryMB), max: int64(r.MemoryMaxMB)}
+		tc.tasks = append(tc.tasks, ta)
+		tc.cpu += ta.cpu
+		tc.mem += ta.mem
+		for i, n := range r.Networks {
+			for _, p := range n.ReservedPorts {
+				tc.ports = append(tc.ports, portAsk{port: p, task: t.Name, netIdx: i})
+			}
+			for _, p := range n.DynamicPorts {
+				p.Value = 0
+				tc.ports = append(tc.ports, portAsk{port: p, task: t.Name, netIdx: i})
+			}
+		}
+		for _, d := range r.Devices {
+			tc.devs = append(tc.devs, devAsk{task: t.Name, req: d})
+		}
+	}
+	for _, sp := range append(append([]*api.Spread{}, s.job.Spreads...), tg.Spreads...) {
+		tc.spreads = append(tc.spreads, &spreadState{sp: sp, counts: map[string]int{}})
+	}
+	if len(tc.nodeCons) > 0 || len(tc.props) > 0 {
+		s.escape = true
+	}
+	// Seed distinct_property and spread counts from the job's live allocs.
+	if len(tc.props) > 0 || len(tc.spreads) > 0 {
+		for _, a := range s.jobLive {
+			if s.stopped[a.ID] {
+				continue
+			}
+			n := s.allNodes[a.NodeID]
+			if n == nil {
+				continue
+			}
+			s.countAlloc(tc, n, a.TaskGroup)
+		}
+	}
+	return tc
+}
+
+// countAlloc records an alloc of group g on node n in distinct_property
+// and spread counters.
+func (s *sched) countAlloc(tc *tgCtx, n *api.Node, g string) {
+	for _, p := range tc.props {
+		if p.tg && g != tc.tg.Name {
+			continue
+		}
+		if v, ok := resolveNode(p.c.LTarget, n); ok {
+			p.counts[v]++
+		}
+	}
+	if g != tc.tg.Name {
+		return
+	}
+	for _, sp := range tc.spreads {
+		if v, ok := resolveNode(attrTarget(sp.sp.Attribute), n); ok {
+			sp.counts[v]++
+		}
+	}
+}
+
+func attrTarget(a string) string {
+	if strings.HasPrefix(a, "${") {
+		return a
+	}
+	return "${" + a + "}"
+}
+
+func (s *sched) sampleLimit(tc *tgCtx) int {
+	if s.opts.SampleLimit != 0 {
+		return s.opts.SampleLimit
+	}
+	if len(tc.affs) > 0 || len(tc.spreads) > 0 {
+		return -1 // preferences need the whole picture
+	}
+	if s.job.Type == api.JobTypeBatch {
+		return 2
+	}
+	l := int(math.Ceil(math.Log2(float64(len(s.nodes)))))
+	if l < 2 {
+		l = 2
+	}
+	return l
+}
+
+// Rejection reasons from checkNode.
+const (
+	okNode = iota
+	rejClass
+	rejNode
+	rejExhausted
+)
+
+// classOK runs the checks that depend only on the node's computed class.
+func (s *sched) classOK(tc *tgCtx, ns *nodeState) (bool, string) {
+	if ns.class == "" {
+		ns.class = computedClass(ns.node)
+	}
+	if ok, seen := tc.classRes[ns.class]; seen {
+		return ok, tc.classWhy[ns.class]
+	}
+	ok, why := true, ""
+	n := ns.node
+	for _, d := range tc.drivers {
+		if !driverOK(n, d) {
+			ok, why = false, "missing drivers"
+			break
+		}
+	}
+	if ok {
+		for _, c := range tc.classCons {
+			if !s.constraintOK(c, n) {
+				ok, why = false, c.String()
+				break
+			}
+		}
+	}
+	tc.classRes[ns.class], tc.classWhy[ns.class] = ok, why
+	if ok {
+		s.class[ns.class] = true
+	} else if _, seen := s.class[ns.class]; !seen {
+		s.class[ns.class] = false
+	}
+	return ok, why
+}
+
+func driverOK(n *api.Node, d string) bool {
+	if di := n.Drivers[d]; di != nil {
+		return di.Detected && di.Healthy
+	}
+	v := n.Attributes["driver."+d]
+	return v != "" && v != "0" && v != "false"
+}
+
+func (s *sched) constraintOK(c *api.Constraint, n *api.Node) bool {
+	l, lok := resolveNode(c.LTarget, n)
+	r, rok := resolveNode(c.RTarget, n)
+	return s.m.check(c.Operand, l, lok, r, rok)
+}
+
+// nodeOK runs the per-node (unique) checks.
+func (s *sched) nodeOK(tc *tgCtx, ns *nodeState) (bool, string) {
+	n := ns.node
+	for _, c := range tc.nodeCons {
+		if !s.constraintOK(c, n) {
+			return false, c.String()
+		}
+	}
+	if tc.hostsJob || tc.hostsTG {
+		s.load(ns)
+		if (tc.hostsJob && ns.jobTotal > 0) || (tc.hostsTG && ns.jobTG[tc.tg.Name] > 0) {
+			return false, api.ConstraintDistinctHosts
+		}
+	}
+	for _, p := range tc.props {
+		v, ok := resolveNode(p.c.LTarget, n)
+		if !ok || p.counts[v] >= p.limit {
+			return false, p.c.String()
+		}
+	}
+	return true, ""
+}
+
+// fits checks resources; it returns the exhausted dimension on failure.
+func (s *sched) fits(tc *tgCtx, ns *nodeState) ([]devPick, string) {
+	s.load(ns)
+	if ns.cpuUsed+tc.cpu > ns.cpuTotal {
+		return nil, "cpu"
+	}
+	if ns.memUsed+tc.mem > ns.memTotal {
+		return nil, "memory"
+	}
+	if ns.diskUsed+tc.disk > ns.diskTot {
+		return nil, "disk"
+	}
+	if len(tc.ports) > 0 {
+		used := ns.usedPorts()
+		dyn := 0
+		seen := map[int]bool{}
+		for _, p := range tc.ports {
+			if p.port.Value == 0 {
+				dyn++
+				continue
+			}
+			if _, busy := used[p.port.Value]; busy || seen[p.port.Value] {
+				return nil, "network: port collision"
+			}
+			seen[p.port.Value] = true
+		}
+		if dyn > 0 {
+			free := ns.maxPort - ns.minPort + 1
+			for p := range used {
+				if p >= ns.minPort && p <= ns.maxPort {
+					free--
+				}
+			}
+			if free < dyn+len(seen) {
+				return nil, "network: dynamic port exhausted"
+			}
+		}
+	}
+	if len(tc.devs) > 0 {
+		picks, ok := s.pickDevices(ns, tc.devs)
+		if !ok {
+			return nil, "devices: " + s.missingDevice(tc, ns)
+		}
+		return picks, ""
+	}
+	return nil, ""
+}
+
+// missingDevice names the first device ask the node cannot satisfy.
+func (s *sched) missingDevice(tc *tgCtx, ns *nodeState) string {
+	for i := range tc.devs {
+		if _, ok := s.pickDevices(ns, tc.devs[i:i+1]); !ok {
+			return tc.devs[i].req.Name
+		}
+	}
+	return tc.devs[0].req.Name
+}
+
+// checkNode runs every check in order; on success picks holds devices.
+func (s *sched) checkNode(tc *tgCtx, ns *nodeState) (int, string, []devPick) {
+	if ok, why := s.classOK(tc, ns); !ok {
+		return rejClass, why, nil
+	}
+	if ok, why := s.nodeOK(tc, ns); !ok {
+		return rejNode, why, nil
+	}
+	picks, dim := s.fits(tc, ns)
+	if dim != "" {
+		return rejExhausted, dim, nil
+	}
+	return okNode, "", picks
+}
+
+// selectNode walks the shuffled nodes from the group's cursor, scoring up
+// to the sample limit of feasible nodes, and returns the best candidate.
+// Nodes found infeasible or full are skipped for the rest of the pass
+// (within a pass capacity only shrinks), so the walk is amortised O(1)
+// per rejected node and each placement scores O(log n) nodes. The cursor
+// does not rotate past chosen nodes: bin-packing keeps filling the same
+// few nodes until they are full.
+func (s *sched) selectNode(tc *tgCtx, prevNode string, desired int) (*cand, int, int) {
+	limit := s.sampleLimit(tc)
+	tc.cands = tc.cands[:0]
+	evaluated, filtered := 0, 0
+	for i := tc.start; i < len(s.nodes); i++ {
+		if limit > 0 && len(tc.cands) >= limit {
+			break
+		}
+		if tc.skip[i] {
+			if i == tc.start {
+				tc.start++
+			}
+			continue
+		}
+		ns := s.nodes[i]
+		evaluated++
+		rej, _, picks := s.checkNode(tc, ns)
+		if rej != okNode {
+			filtered++
+			tc.skip[i] = true
+			if i == tc.start {
+				tc.start++
+			}
+			continue
+		}
+		tc.cands = append(tc.cands, s.score(tc, ns, picks, prevNode, desired))
+	}
+	if s.err != nil || len(tc.cands) == 0 {
+		return nil, evaluated, filtered
+	}
+	best := 0
+	for i := 1; i < len(tc.cands); i++ {
+		if tc.cands[i].score > tc.cands[best].score {
+			best = i
+		}
+	}
+	return &tc.cands[best], evaluated, filtered
+}
+
+// binPackScore is Nomad-style best fit: 20 - (10^freeCPU + 10^freeMem),
+// clamped to [0,18] and normalised to [0,1]. Fuller nodes score higher.
+func binPackScore(cpuUsed, cpuTotal, memUsed, memTotal int64) float64 {
+	if cpuTotal <= 0 || memTotal <= 0 {
+		return 0
+	}
+	freeCPU := 1 - float64(cpuUsed)/float64(cpuTotal)
+	freeMem := 1 - float64(memUsed)/float64(memTotal)
+	total := math.Pow(10, freeCPU) + math.Pow(10, freeMem)
+	sc := 20 - total
+	if sc < 0 {
+		sc = 0
+	}
+	if sc > 18 {
+		sc = 18
+	}
+	return sc / 18
+}
+
+func (s *sched) score(tc *tgCtx, ns *nodeState, picks []devPick, prevNode string, desired int) cand {
+	c := cand{ns: ns, picks: picks}
+	c.binpack = binPackScore(ns.cpuUsed+tc.cpu, ns.cpuTotal, ns.memUsed+tc.mem, ns.memTotal)
+	sum, cnt := c.binpack, 1.0
+	if col := ns.jobTG[tc.tg.Name]; col > 0 {
+		if desired < 1 {
+			desired = 1
+		}
+		c.anti = -float64(col+1) / float64(desired)
+		c.hasAnti = true
+		sum += c.anti
+		cnt++
+	}
+	if prevNode != "" && ns.node.ID == prevNode {
+		c.resched, c.hasRes = -1, true
+		sum += c.resched
+		cnt++
+	}
+	if len(tc.affs) > 0 {
+		var tot, got float64
+		for _, a := range tc.affs {
+			w := float64(a.Weight)
+			tot += abs(w)
+			l, lok := resolveNode(a.LTarget, ns.node)
+			r, rok := resolveNode(a.RTarget, ns.node)
+			if s.m.check(a.Operand, l, lok, r, rok) {
+				got += w
+			}
+		}
+		if tot > 0 && got != 0 {
+			c.affinity, c.hasAff = got/tot, true
+			sum += c.affinity
+			cnt++
+		}
+	}
+	if len(tc.spreads) > 0 {
+		if sp := s.spreadScore(tc, ns.node); sp != 0 {
+			c.spread, c.hasSp = sp, true
+			sum += sp
+			cnt++
+		}
+	}
+	if len(picks) > 0 {
+		var d float64
+		for _, p := range picks {
+			d += p.score
+		}
+		c.devices = d / float64(len(picks))
+		sum += c.devices
+		cnt++
+	}
+	c.score = sum / cnt
+	return c
+}
+
+// spreadScore is in [-1,1]: positive for values below their target share.
+func (s *sched) spreadScore(tc *tgCtx, n *api.Node) float64 {
+	var total, wsum float64
+	for _, st := range tc.spreads {
+		w := float64(st.sp.Weight)
+		if w <= 0 {
+			w = 50
+		}
+		wsum += w
+		v, ok := resolveNode(attrTarget(st.sp.Attribute), n)
+		if !ok {
+			total -= w
+			continue
+		}
+		cur := float64(st.counts[v])
+		var sc float64
+		if len(st.sp.SpreadTarget) > 0 {
+			pct, sumPct, found := 0.0, 0.0, false
+			for _, t := range st.sp.SpreadTarget {
+				sumPct += float64(t.Percent)
+				if t.Value == v {
+					pct, found = float64(t.Percent), true
+				}
+			}
+			if !found {
+				for _, t := range st.sp.SpreadTarget {
+					if t.Value == "*" {
+						pct, found = float64(t.Percent), true
+					}
+				}
+			}
+			if !found && sumPct < 100 {
+				pct = 100 - sumPct
+			}
+			want := pct / 100 * float64(tc.tg.Count)
+			if want <= 0 {
+				sc = -1
+			} else {
+				sc = (want - cur) / want
+			}
+		} else {
+			mx, sumc := cur, cur
+			nvals := 1.0
+			if _, seen := st.counts[v]; seen {
+				sumc, nvals = 0, 0
+			}
+			for _, c := range st.counts {
+				sumc += float64(c)
+				nvals++
+				if float64(c) > mx {
+					mx = float64(c)
+				}
+			}
+			if mx > 0 {
+				sc = (sumc/nvals - cur) / mx
+			}
+		}
+		sc = math.Max(-1, math.Min(1, sc))
+		total += w * sc
+	}
+	if wsum == 0 {
+		return 0
+	}
+	return total / wsum
+}
+
+// explain walks every candidate node with fresh counters to say why a
+// placement failed.
+func (s *sched) explain(tc *tgCtx) *api.AllocMetric {
+	m := &api.AllocMetric{NodesInPool: len(s.nodes), NodesAvailable: s.dcAvail}
+	for _, ns := range s.nodes {
+		m.NodesEvaluated++
+		rej, why, _ := s.checkNode(tc, ns)
+		switch rej {
+		case rejClass:
+			m.NodesFiltered++
+			inc(&m.ClassFiltered, ns.class)
+			inc(&m.ConstraintFiltered, why)
+		case rejNode:
+			m.NodesFiltered++
+			inc(&m.ConstraintFiltered, why)
+		case rejExhausted:
+			m.NodesExhausted++
+			inc(&m.ClassExhausted, ns.class)
+			inc(&m.DimensionExhausted, why)
+		}
+	}
+	return m
+}
+
+func inc(m *map[string]int, k string) {
+	if *m == nil {
+		*m = map[string]int{}
+	}
+	(*m)[k]++
+}
+
+// scoreMeta renders the top candidates' score breakdowns.
+func scoreMeta(cands []cand, top int) []*api.NodeScoreMeta {
+	idx := make([]int, len(cands))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return cands[idx[a]].score > cands[idx[b]].score })
+	if len(idx) > top {
+		idx = idx[:top]
+	}
+	out := make([]*api.NodeScoreMeta, 0, len(idx))
+	for _, i := range idx {
+		c := &cands[i]
+		sc := map[string]float64{"binpack": c.binpack}
+		if c.hasAnti {
+			sc["job-anti-affinity"] = c.anti
+		}
+		if c.hasRes {
+			sc["node-reschedule-penalty"] = c.resched
+		}
+		if c.hasAff {
+			sc["node-affinity"] = c.affinity
+		}
+		if c.hasSp {
+			sc["allocation-spread"] = c.spread
+		}
+		if len(c.picks) > 0 {
+			sc["devices"] = c.devices
+		}
+		out = append(out, &api.NodeScoreMeta{NodeID: c.ns.node.ID, Scores: sc, NormScore: c.score})
+	}
+	return out
+}

@@ -1,0 +1,351 @@
+package scheduler
+
+import (
+	"sort"
+
+	"github.com/drover/drover/api"
+)
+
+// scheduleGeneric reconciles a service or batch job group by group, then
+// makes the placements (stops first, so freed capacity is reusable).
+func (s *sched) scheduleGeneric(allocs []*api.Allocation) {
+	byGroup := map[string][]*api.Allocation{}
+	var names []string
+	for _, a := range allocs {
+		if !a.TerminalStatus() {
+			s.jobLive = append(s.jobLive, a)
+		}
+		if _, ok := byGroup[a.TaskGroup]; !ok {
+			names = append(names, a.TaskGroup)
+		}
+		byGroup[a.TaskGroup] = append(byGroup[a.TaskGroup], a)
+	}
+	sort.Strings(names)
+	for _, g := range names {
+		if s.job.LookupTaskGroup(g) != nil {
+			continue
+		}
+		for _, a := range byGroup[g] {
+			if !a.TerminalStatus() {
+				s.stop(a, "alloc not needed since its group was removed from the job", "")
+				s.annotate(g).Stop++
+			}
+		}
+	}
+	var places []*placement
+	for _, tg := range s.job.TaskGroups {
+		places = append(places, s.reconcileGroup(tg, byGroup[tg.Name])...)
+	}
+	// Place the groups in job order, each group's allocs by index.
+	placed := map[string]bool{}
+	for _, p := range places {
+		if a := s.place(p); a != nil {
+			placed[a.ID] = true
+		}
+		if s.err != nil {
+			return
+		}
+	}
+	if s.job.AllAtOnce {
+		s.plan.AllAtOnce = true
+		if len(s.failed) > 0 {
+			s.dropPlacements(places, placed)
+		}
+	}
+}
+
+// dropPlacements undoes every placement of an all-at-once job that could
+// not be placed whole, with the stops that made room for them (stops of
+// lost allocs stay: those are facts).
+func (s *sched) dropPlacements(places []*placement, placed map[string]bool) {
+	for node, list := range s.plan.NodeAllocation {
+		kept := list[:0]
+		for _, a := range list {
+			if placed[a.ID] {
+				s.queued[a.TaskGroup]++
+				continue
+			}
+			kept = append(kept, a)
+		}
+		if len(kept) == 0 {
+			delete(s.plan.NodeAllocation, node)
+		} else {
+			s.plan.NodeAllocation[node] = kept
+		}
+	}
+	for _, p := range places {
+		if p.prev == nil {
+			continue
+		}
+		list := s.plan.NodeUpdate[p.prev.NodeID]
+		for i, c := range list {
+			if c.ID != p.prev.ID {
+				continue
+			}
+			if c.ClientStatus == api.AllocClientStatusLost {
+				c.NextAllocation = ""
+				break
+			}
+			list = append(list[:i], list[i+1:]...)
+			break
+		}
+		if len(list) == 0 {
+			delete(s.plan.NodeUpdate, p.prev.NodeID)
+		} else {
+			s.plan.NodeUpdate[p.prev.NodeID] = list
+		}
+	}
+	if s.plan.Deployment != nil && len(s.plan.NodeAllocation) == 0 {
+		s.plan.Deployment = nil
+		s.plan.DeploymentUpdates = nil
+	}
+}
+
+// nodeLost reports whether the alloc's node is gone or down.
+func (s *sched) nodeLost(a *api.Allocation) bool {
+	n := s.allNodes[a.NodeID]
+	return n == nil || n.Status == api.NodeStatusDown
+}
+
+// reconcileGroup compares one group's allocs with its desired count and
+// returns the placements to make. Stops are added to the plan directly.
+func (s *sched) reconcileGroup(tg *api.TaskGroup, allocs []*api.Allocation) []*placement {
+	d := s.annotate(tg.Name)
+	count := tg.Count
+	if count < 0 {
+		count = 0
+	}
+	sort.SliceStable(allocs, func(i, j int) bool {
+		if ai, aj := allocs[i].Index(), allocs[j].Index(); ai != aj {
+			return ai < aj
+		}
+		return allocs[i].CreateIndex < allocs[j].CreateIndex
+	})
+	var keep, replace []*api.Allocation
+	var terminal []*api.Allocation
+	seen := map[int]bool{}
+	for _, a := range allocs {
+		if a.TerminalStatus() {
+			terminal = append(terminal, a)
+			continue
+		}
+		switch {
+		case s.nodeLost(a):
+			s.stop(a, "alloc is lost since its node is down", api.AllocClientStatusLost)
+			replace = append(replace, a)
+		case a.DesiredTransition.ShouldMigrate():
+			s.stop(a, "alloc is being migrated", "")
+			d.Migrate++
+			replace = append(replace, a)
+		case seen[a.Index()]:
+			s.stop(a, "alloc not needed: duplicate index", "")
+			d.Stop++
+		default:
+			seen[a.Index()] = true
+			keep = append(keep, a)
+		}
+	}
+	if len(keep) > count {
+		for _, a := range keep[count:] {
+			s.stop(a, "alloc not needed due to job update", "")
+			d.Stop++
+		}
+		keep = keep[:count]
+	}
+	budget := count - len(keep)
+	occupied := map[int]bool{}
+	for _, a := range keep {
+		occupied[a.Index()] = true
+	}
+	var places []*placement
+	lowFree := 0 // every index below it is occupied
+	newIndex := func(want int) int {
+		if want >= 0 && want < count && !occupied[want] {
+			occupied[want] = true
+			return want
+		}
+		for ; ; lowFree++ {
+			if !occupied[lowFree] {
+				occupied[lowFree] = true
+				return lowFree
+			}
+		}
+	}
+	// Terminal allocs that still hold their slot: batch work done,
+	// failures waiting for (or past) their reschedule, lost allocs.
+	live := map[int]bool{}
+	for _, a := range keep {
+		live[a.Index()] = true
+	}
+	latest := map[int]*api.Allocation{}
+	for _, a := range terminal {
+		if a.NextAllocation != "" || a.DesiredStatus != api.AllocDesiredStatusRun || live[a.Index()] || a.Index() >= count {
+			continue
+		}
+		if cur := latest[a.Index()]; cur == nil || a.CreateIndex >= cur.CreateIndex {
+			latest[a.Index()] = a
+		}
+	}
+	idxs := make([]int, 0, len(latest))
+	for i := range latest {
+		idxs = append(idxs, i)
+	}
+	sort.Ints(idxs)
+	var resched []*placement
+	for _, i := range idxs {
+		a := latest[i]
+		if budget <= 0 {
+			break
+		}
+		switch a.ClientStatus {
+		case api.AllocClientStatusComplete:
+			if s.job.Type != api.JobTypeBatch {
+				continue // a finished service alloc frees its slot
+			}
+			budget--
+			occupied[i] = true
+			d.Ignore++
+		case api.AllocClientStatusLost:
+			budget--
+			resched = append(resched, &placement{tg: tg, index: newIndex(i), prev: a})
+		case api.AllocClientStatusFailed:
+			dec, at, delay := decideReschedule(s.job, tg, a, s.eval.ID, s.opts.Now)
+			switch {
+			case a.FollowupEvalID != "" && a.FollowupEvalID != s.eval.ID && dec != reschedNever:
+				budget-- // waiting for its follow-up eval
+				occupied[i] = true
+				d.Ignore++
+			case dec == reschedNow:
+				budget--
+				resched = append(resched, &placement{tg: tg, index: newIndex(i), prev: a, resched: true, delay: int64(delay)})
+			case dec == reschedLater:
+				budget--
+				occupied[i] = true
+				f := s.followUp(at)
+				c := a.Copy()
+				c.FollowupEvalID = f.ID
+				c.ModifyTime = s.opts.Now.UnixNano()
+				s.plan.AppendAlloc(c)
+				d.Ignore++
+			default:
+				budget-- // out of attempts: stays failed
+				occupied[i] = true
+				d.Ignore++
+			}
+		}
+	}
+	for _, a := range replace {
+		if budget <= 0 {
+			break
+		}
+		budget--
+		places = append(places, &placement{tg: tg, index: newIndex(a.Index()), prev: a, stopped: true})
+		if !a.DesiredTransition.ShouldMigrate() {
+			d.Place++
+		}
+	}
+	for _, p := range resched {
+		places = append(places, p)
+		d.Place++
+	}
+	// Updates of kept allocs to the current job version.
+	upd := updateStrategy(s.job, tg)
+	rolling := upd != nil && s.job.Type == api.JobTypeService
+	var destructive []*api.Allocation
+	inflight := 0
+	for _, a := range keep {
+		if sameVersion(a, s.job) {
+			d.Ignore++
+			if a.DeploymentID != "" && (a.DeploymentStatus == nil || a.DeploymentStatus.Healthy == nil) {
+				inflight++
+			}
+			continue
+		}
+		var oldTG *api.TaskGroup
+		if a.Job != nil {
+			oldTG = a.Job.LookupTaskGroup(tg.Name)
+		}
+		if destructiveChange(a.Job, oldTG, s.job, tg) {
+			destructive = append(destructive, a)
+			continue
+		}
+		c := a.Copy()
+		c.Job = s.job
+		c.EvalID = s.eval.ID
+		c.ModifyTime = s.opts.Now.UnixNano()
+		s.plan.AppendAlloc(c)
+		d.InPlaceUpdate++
+	}
+	limit := len(destructive)
+	if rolling {
+		limit = upd.MaxParallel - inflight
+		if limit < 0 {
+			limit = 0
+		}
+	}
+	for i, a := range destructive {
+		if i >= limit {
+			d.Ignore++
+			continue
+		}
+		s.stop(a, "alloc is being updated due to job update", "")
+		d.DestructiveUpdate++
+		places = append(places, &placement{tg: tg, index: a.Index(), prev: a, stopped: true})
+	}
+	for ; budget > 0; budget-- {
+		places = append(places, &placement{tg: tg, index: newIndex(-1)})
+		d.Place++
+	}
+	if rolling && len(places) > 0 {
+		dep := s.deployment()
+		st := dep.TaskGroups[tg.Name]
+		if st == nil {
+			st = &api.DeploymentState{AutoRevert: upd.AutoRevert, AutoPromote: upd.AutoPromote, DesiredCanaries: upd.Canary}
+			dep.TaskGroups[tg.Name] = st
+		}
+		st.DesiredTotal = count
+		for _, p := range places {
+			p.deploy = dep.ID
+		}
+	}
+	return places
+}
+
+// deployment returns the job version's active deployment, creating one in
+// the plan (and cancelling an older active one) when needed.
+func (s *sched) deployment() *api.Deployment {
+	if s.plan.Deployment != nil {
+		return s.plan.Deployment
+	}
+	ns := s.job.Namespace
+	if ns == "" {
+		ns = api.DefaultNamespace
+	}
+	cur, err := s.st.LatestDeploymentByJobID(ns, s.job.ID)
+	if err != nil {
+		s.err = err
+	}
+	if cur != nil && cur.Active() && cur.JobVersion == s.job.Version {
+		c := *cur
+		c.TaskGroups = make(map[string]*api.DeploymentState, len(cur.TaskGroups))
+		for k, v := range cur.TaskGroups {
+			vc := *v
+			c.TaskGroups[k] = &vc
+		}
+		s.plan.Deployment = &c
+		return &c
+	}
+	if cur != nil && cur.Active() {
+		s.plan.DeploymentUpdates = append(s.plan.DeploymentUpdates, &api.DeploymentStatusUpdate{
+			DeploymentID: cur.ID, Status: api.DeploymentStatusCancelled,
+			StatusDescription: "cancelled because of a newer version of the job",
+		})
+	}
+	s.plan.Deployment = &api.Deployment{
+		ID: s.newID(), Namespace: ns, JobID: s.job.ID, JobVersion: s.job.Version,
+		JobModifyIndex: s.job.ModifyIndex, JobSpecModifyIndex: s.job.JobModifyIndex, JobCreateIndex: s.job.CreateIndex,
+		TaskGroups: map[string]*api.DeploymentState{}, Status: api.DeploymentStatusRunning,
+		StatusDescription: "deployment is running",
+	}
+	return s.plan.Deployment
+}

@@ -1,0 +1,235 @@
+package scheduler
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/drover/drover/api"
+)
+
+// ErrBadEval is returned for an evaluation the scheduler cannot work on
+// (nil, or without a job ID).
+var ErrBadEval = errors.New("scheduler: bad evaluation")
+
+// sched is one scheduling pass: the state it reads, the plan it builds
+// and the per-node bookkeeping placement needs. Single-threaded.
+type sched struct {
+	st   State
+	eval *api.Evaluation
+	opts Options
+	job  *api.Job
+	err  error
+
+	rng      *rand.Rand // ids and dynamic ports; seeded from eval ID and snapshot index
+	shuffleK uint64
+
+	plan *api.Plan
+	res  *Result
+	m    matcher
+
+	nodes    []*nodeState // ready nodes in the job's datacenters and pool, shuffled
+	byID     map[string]*nodeState
+	allNodes map[string]*api.Node
+	dcAvail  map[string]int
+
+	stopped map[string]bool // alloc IDs stopped by this plan
+	jobLive []*api.Allocation
+
+	failed map[string]*api.AllocMetric
+	queued map[string]int
+	class  map[string]bool // computed class -> eligible for some group
+	escape bool
+	groups map[string]*tgCtx
+}
+
+// Schedule reconciles the eval's job with the cluster and returns the plan
+// and the updated eval. It is pure: no I/O besides reading st, no clock
+// besides opts.Now, and deterministic for a given state, eval and options.
+func Schedule(st State, eval *api.Evaluation, opts Options) (*Result, error) {
+	if eval == nil || eval.JobID == "" {
+		return nil, fmt.Errorf("schedule: %w", ErrBadEval)
+	}
+	ns := eval.Namespace
+	if ns == "" {
+		ns = api.DefaultNamespace
+	}
+	job, err := st.JobByID(ns, eval.JobID)
+	if err != nil {
+		return nil, fmt.Errorf("schedule eval %s: read job %q: %w", eval.ID, eval.JobID, err)
+	}
+	s := &sched{
+		st: st, eval: eval, opts: opts, job: job,
+		stopped: map[string]bool{},
+		failed:  map[string]*api.AllocMetric{},
+		queued:  map[string]int{},
+		class:   map[string]bool{},
+		groups:  map[string]*tgCtx{},
+	}
+	h := fnv.New64a()
+	h.Write([]byte(eval.ID))
+	s.shuffleK = h.Sum64()
+	var idx [8]byte
+	binary.LittleEndian.PutUint64(idx[:], st.Index())
+	h.Write(idx[:])
+	s.rng = rand.New(rand.NewPCG(s.shuffleK, h.Sum64()))
+	s.plan = &api.Plan{EvalID: eval.ID, Priority: eval.Priority, SnapshotIndex: st.Index()}
+	if job != nil {
+		s.plan.Job = job
+		s.plan.Priority = job.Priority
+	}
+	s.res = &Result{Plan: s.plan}
+
+	allocs, err := st.AllocsByJob(ns, eval.JobID)
+	if err != nil {
+		return nil, fmt.Errorf("schedule eval %s: read allocs: %w", eval.ID, err)
+	}
+	if job == nil || job.Stop {
+		for _, a := range allocs {
+			if !a.TerminalStatus() {
+				s.stop(a, "alloc not needed since job is stopped", "")
+			}
+		}
+		return s.finish(), nil
+	}
+	if err := s.loadNodes(); err != nil {
+		return nil, err
+	}
+	switch job.Type {
+	case api.JobTypeSystem, api.JobTypeSysBatch:
+		s.scheduleSystem(allocs)
+	default:
+		s.scheduleGeneric(allocs)
+	}
+	if s.err != nil {
+		return nil, fmt.Errorf("schedule eval %s: %w", eval.ID, s.err)
+	}
+	return s.finish(), nil
+}
+
+// loadNodes reads every node, keeps the ready ones in the job's
+// datacenters and pool, and shuffles them with a seed from the eval ID.
+func (s *sched) loadNodes() error {
+	nodes, err := s.st.Nodes()
+	if err != nil {
+		return fmt.Errorf("schedule eval %s: read nodes: %w", s.eval.ID, err)
+	}
+	s.allNodes = make(map[string]*api.Node, len(nodes))
+	s.dcAvail = map[string]int{}
+	s.byID = map[string]*nodeState{}
+	cands := make([]nodeState, 0, len(nodes))
+	for _, n := range nodes {
+		s.allNodes[n.ID] = n
+		if !n.Ready() || !dcMatch(s.job.Datacenters, n.Datacenter) || !poolMatch(s.job.NodePool, n.NodePool) {
+			continue
+		}
+		s.dcAvail[n.Datacenter]++
+		cands = append(cands, nodeState{node: n})
+	}
+	// Sort by ID first so the shuffle depends only on the seed, not on
+	// the order the state returned nodes in.
+	sort.Slice(cands, func(i, j int) bool { return cands[i].node.ID < cands[j].node.ID })
+	r := rand.New(rand.NewPCG(s.shuffleK, 0x9e3779b97f4a7c15))
+	r.Shuffle(len(cands), func(i, j int) { cands[i], cands[j] = cands[j], cands[i] })
+	s.nodes = make([]*nodeState, len(cands))
+	for i := range cands {
+		ns := &cands[i]
+		ns.pos = i
+		s.nodes[i] = ns
+		s.byID[ns.node.ID] = ns
+	}
+	return nil
+}
+
+// stop records a stop of a live alloc and frees its resources.
+func (s *sched) stop(a *api.Allocation, desc, clientStatus string) *api.Allocation {
+	s.stopped[a.ID] = true
+	s.plan.AppendStoppedAlloc(a, desc, clientStatus)
+	list := s.plan.NodeUpdate[a.NodeID]
+	c := list[len(list)-1]
+	c.ModifyTime = s.opts.Now.UnixNano()
+	if ns := s.byID[a.NodeID]; ns != nil && ns.loaded {
+		ns.removeAlloc(a, s.job)
+	}
+	return c
+}
+
+// newID returns a random UUID v4 from the pass's seeded generator.
+func (s *sched) newID() string {
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], s.rng.Uint64())
+	binary.LittleEndian.PutUint64(b[8:], s.rng.Uint64())
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	const hex = "0123456789abcdef"
+	out := make([]byte, 36)
+	j := 0
+	for i, c := range b {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			out[j] = '-'
+			j++
+		}
+		out[j], out[j+1] = hex[c>>4], hex[c&0xf]
+		j += 2
+	}
+	return string(out)
+}
+
+// finish fills the eval copy, blocked eval and annotations.
+func (s *sched) finish() *Result {
+	e := s.eval.Copy()
+	e.Status = api.EvalStatusComplete
+	e.StatusDescription = ""
+	e.SnapshotIndex = s.st.Index()
+	e.ModifyTime = s.opts.Now.UnixNano()
+	if len(s.failed) > 0 {
+		e.FailedTGAllocs = s.failed
+		e.StatusDescription = "some allocations could not be placed"
+	}
+	if len(s.queued) > 0 {
+		e.QueuedAllocations = s.queued
+	}
+	if len(s.failed) > 0 && s.job != nil {
+		b := &api.Evaluation{
+			ID: s.newID(), Namespace: e.Namespace, Priority: e.Priority, Type: e.Type,
+			TriggeredBy: api.EvalTriggerQueuedAllocs, JobID: e.JobID, JobModifyIndex: s.job.JobModifyIndex,
+			Status: api.EvalStatusBlocked, StatusDescription: "created to place remaining allocations",
+			PreviousEval: e.ID, ClassEligibility: s.class, EscapedComputedClass: s.escape,
+			QueuedAllocations: s.queued, CreateTime: s.opts.Now.UnixNano(), ModifyTime: s.opts.Now.UnixNano(),
+		}
+		if b.Namespace == "" {
+			b.Namespace = api.DefaultNamespace
+		}
+		s.res.Blocked = b
+		e.BlockedEval = b.ID
+	}
+	for _, f := range s.res.FollowUps {
+		f.PreviousEval = e.ID
+	}
+	if len(s.res.FollowUps) > 0 {
+		e.NextEval = s.res.FollowUps[0].ID
+	}
+	s.res.Eval = e
+	return s.res
+}
+
+func (s *sched) annotate(group string) *api.DesiredUpdates {
+	if s.plan.Annotations == nil {
+		s.plan.Annotations = &api.PlanAnnotations{DesiredTGUpdates: map[string]*api.DesiredUpdates{}}
+	}
+	d := s.plan.Annotations.DesiredTGUpdates[group]
+	if d == nil {
+		d = &api.DesiredUpdates{}
+		s.plan.Annotations.DesiredTGUpdates[group] = d
+	}
+	return d
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func durationNS(ns int64) time.Duration { return time.Duration(ns) }

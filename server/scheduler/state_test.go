@@ -1,0 +1,166 @@
+package scheduler
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/drover/drover/api"
+)
+
+// memState is a small in-memory State for tests (scheduler unit tests may
+// fake state; the real one is server/state's snapshot).
+type memState struct {
+	index   uint64
+	jobs    map[string]*api.Job
+	nodes   []*api.Node
+	allocs  map[string]*api.Allocation
+	byJob   map[string][]*api.Allocation
+	byNode  map[string][]*api.Allocation
+	deploys map[string]*api.Deployment
+}
+
+func newMemState() *memState {
+	return &memState{index: 1, jobs: map[string]*api.Job{}, allocs: map[string]*api.Allocation{},
+		byJob: map[string][]*api.Allocation{}, byNode: map[string][]*api.Allocation{}, deploys: map[string]*api.Deployment{}}
+}
+
+func (m *memState) Index() uint64 { return m.index }
+func (m *memState) JobByID(ns, id string) (*api.Job, error) {
+	return m.jobs[ns+"/"+id], nil
+}
+func (m *memState) Nodes() ([]*api.Node, error) { return m.nodes, nil }
+func (m *memState) NodeByID(id string) (*api.Node, error) {
+	for _, n := range m.nodes {
+		if n.ID == id {
+			return n, nil
+		}
+	}
+	return nil, nil
+}
+func (m *memState) AllocsByJob(ns, id string) ([]*api.Allocation, error) {
+	return append([]*api.Allocation(nil), m.byJob[ns+"/"+id]...), nil
+}
+func (m *memState) AllocsByNode(id string) ([]*api.Allocation, error) { return m.byNode[id], nil }
+func (m *memState) AllocByID(id string) (*api.Allocation, error)      { return m.allocs[id], nil }
+func (m *memState) LatestDeploymentByJobID(ns, id string) (*api.Deployment, error) {
+	return m.deploys[ns+"/"+id], nil
+}
+
+func (m *memState) addNode(n *api.Node) { m.nodes = append(m.nodes, n); m.index++ }
+
+func (m *memState) upsertJob(j *api.Job) {
+	if j.Namespace == "" {
+		j.Namespace = api.DefaultNamespace
+	}
+	m.index++
+	if old := m.jobs[j.Namespace+"/"+j.ID]; old != nil {
+		j.Version = old.Version + 1
+		j.CreateIndex = old.CreateIndex
+	} else {
+		j.CreateIndex = m.index
+	}
+	j.ModifyIndex, j.JobModifyIndex = m.index, m.index
+	m.jobs[j.Namespace+"/"+j.ID] = j
+}
+
+// upsertAlloc inserts or replaces an alloc (by ID).
+func (m *memState) upsertAlloc(a *api.Allocation) {
+	m.index++
+	if old := m.allocs[a.ID]; old != nil {
+		a.CreateIndex = old.CreateIndex
+		replace := func(list []*api.Allocation) []*api.Allocation {
+			for i, x := range list {
+				if x.ID == a.ID {
+					list[i] = a
+				}
+			}
+			return list
+		}
+		m.byJob[a.Namespace+"/"+a.JobID] = replace(m.byJob[a.Namespace+"/"+a.JobID])
+		m.byNode[a.NodeID] = replace(m.byNode[a.NodeID])
+	} else {
+		a.CreateIndex = m.index
+		m.byJob[a.Namespace+"/"+a.JobID] = append(m.byJob[a.Namespace+"/"+a.JobID], a)
+		m.byNode[a.NodeID] = append(m.byNode[a.NodeID], a)
+	}
+	a.ModifyIndex = m.index
+	m.allocs[a.ID] = a
+}
+
+// apply commits a plan as the applier would (no re-check).
+func (m *memState) apply(p *api.Plan) {
+	for _, node := range sortedNodeKeys(p.NodeUpdate) {
+		for _, a := range p.NodeUpdate[node] {
+			m.upsertAlloc(a)
+		}
+	}
+	for _, node := range sortedNodeKeys(p.NodeAllocation) {
+		for _, a := range p.NodeAllocation[node] {
+			m.upsertAlloc(a)
+		}
+	}
+	if d := p.Deployment; d != nil {
+		m.deploys[d.Namespace+"/"+d.JobID] = d
+	}
+}
+
+func sortedNodeKeys(m map[string][]*api.Allocation) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// liveAllocs returns the job's non-terminal allocs sorted by name.
+func (m *memState) liveAllocs(ns, job string) []*api.Allocation {
+	var out []*api.Allocation
+	for _, a := range m.byJob[ns+"/"+job] {
+		if !a.TerminalStatus() {
+			out = append(out, a)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// testNode builds a ready node with exec/raw_exec drivers.
+func testNode(name, dc string, cpu, memMB int64) *api.Node {
+	return &api.Node{
+		ID: "node-" + name, Name: name, Datacenter: dc, NodePool: api.DefaultNodePool,
+		Status: api.NodeStatusReady, SchedulingEligibility: api.NodeSchedulingEligible,
+		Attributes: map[string]string{"kernel.name": "linux", "unique.network.ip-address": "10.0.0." + name},
+		Meta:       map[string]string{},
+		NodeResources: &api.NodeResources{
+			Cpu: api.NodeCpuResources{CpuShares: cpu}, Memory: api.NodeMemoryResources{MemoryMB: memMB},
+			Disk: api.NodeDiskResources{DiskMB: 100 * 1024},
+		},
+		Drivers: map[string]*api.DriverInfo{
+			"exec":     {Detected: true, Healthy: true},
+			"raw_exec": {Detected: true, Healthy: true},
+		},
+	}
+}
+
+// testJob builds a job with one group of count tasks.
+func testJob(id, typ string, count int, cpu, memMB int) *api.Job {
+	return &api.Job{
+		ID: id, Name: id, Namespace: api.DefaultNamespace, Type: typ, Priority: 50,
+		Datacenters: []string{"dc1", "dc2"},
+		TaskGroups: []*api.TaskGroup{{
+			Name: "web", Count: count, EphemeralDisk: &api.EphemeralDisk{SizeMB: 100},
+			Tasks: []*api.Task{{Name: "server", Driver: "raw_exec", Resources: &api.Resources{CPU: cpu, MemoryMB: memMB}}},
+		}},
+	}
+}
+
+func testEval(job *api.Job, n int) *api.Evaluation {
+	return &api.Evaluation{
+		ID: fmt.Sprintf("eval-%04d-%s", n, job.ID), Namespace: job.Namespace, Priority: job.Priority,
+		Type: job.Type, TriggeredBy: api.EvalTriggerJobRegister, JobID: job.ID, Status: api.EvalStatusPending,
+	}
+}
+
+var testNow = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
