@@ -1,0 +1,205 @@
+package fsm
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/state"
+)
+
+// MessageType is the first byte of every Raft log entry.
+type MessageType uint8
+
+// Message types. Values are persisted in Raft logs: never renumber, only add.
+const (
+	JobRegisterType            MessageType = 1
+	JobDeregisterType          MessageType = 2
+	EvalUpdateType             MessageType = 3
+	EvalDeleteType             MessageType = 4
+	NodeRegisterType           MessageType = 5
+	NodeDeregisterType         MessageType = 6
+	NodeStatusUpdateType       MessageType = 7
+	NodeDrainUpdateType        MessageType = 8
+	NodeEligibilityUpdateType  MessageType = 9
+	AllocClientUpdateType      MessageType = 10
+	AllocDesiredTransitionType MessageType = 11
+	ApplyPlanResultsType       MessageType = 12
+	DeploymentUpsertType       MessageType = 13
+	AllocUpsertType            MessageType = 14
+	JobStabilityType           MessageType = 15
+)
+
+var typeNames = map[MessageType]string{
+	JobRegisterType: "JobRegister", JobDeregisterType: "JobDeregister", EvalUpdateType: "EvalUpdate",
+	EvalDeleteType: "EvalDelete", NodeRegisterType: "NodeRegister", NodeDeregisterType: "NodeDeregister",
+	NodeStatusUpdateType: "NodeStatusUpdate", NodeDrainUpdateType: "NodeDrainUpdate",
+	NodeEligibilityUpdateType: "NodeEligibilityUpdate", AllocClientUpdateType: "AllocClientUpdate",
+	AllocDesiredTransitionType: "AllocDesiredTransition", ApplyPlanResultsType: "ApplyPlanResults",
+	DeploymentUpsertType: "DeploymentUpsert", AllocUpsertType: "AllocUpsert", JobStabilityType: "JobStability",
+}
+
+func (t MessageType) String() string {
+	if n, ok := typeNames[t]; ok {
+		return n
+	}
+	return fmt.Sprintf("MessageType(%d)", uint8(t))
+}
+
+// CommandVersion is the envelope version Encode writes; Apply accepts
+// versions 1..CommandVersion.
+const CommandVersion = 1
+
+// Errors of decoding.
+var (
+	// ErrUnknownType: the entry's message type is not one this FSM knows.
+	ErrUnknownType = errors.New("unknown raft message type")
+	// ErrUnsupportedVersion: the body's version is newer than this FSM.
+	ErrUnsupportedVersion = errors.New("unsupported command version")
+)
+
+// envelope is the JSON body after the type byte.
+type envelope struct {
+	Version int             `json:"Version"`
+	Body    json.RawMessage `json:"Body"`
+}
+
+// Encode builds a log entry: the type byte then {"Version":1,"Body":body}.
+func Encode(t MessageType, body any) ([]byte, error) {
+	if _, ok := typeNames[t]; !ok {
+		return nil, fmt.Errorf("encode %v: %w", t, ErrUnknownType)
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("encode %v: %w", t, err)
+	}
+	env, err := json.Marshal(envelope{Version: CommandVersion, Body: b})
+	if err != nil {
+		return nil, fmt.Errorf("encode %v: %w", t, err)
+	}
+	out := make([]byte, 0, len(env)+1)
+	out = append(out, byte(t))
+	return append(out, env...), nil
+}
+
+// Decode splits a log entry into its type and body, checking the version.
+func Decode(buf []byte) (MessageType, json.RawMessage, error) {
+	if len(buf) == 0 {
+		return 0, nil, fmt.Errorf("decode: empty entry: %w", api.ErrBadRequest)
+	}
+	t := MessageType(buf[0])
+	if _, ok := typeNames[t]; !ok {
+		return t, nil, fmt.Errorf("decode %v: %w", t, ErrUnknownType)
+	}
+	var env envelope
+	if err := json.Unmarshal(buf[1:], &env); err != nil {
+		return t, nil, fmt.Errorf("decode %v: %w: %w", t, api.ErrBadRequest, err)
+	}
+	if env.Version < 1 || env.Version > CommandVersion {
+		return t, nil, fmt.Errorf("decode %v: version %d: %w", t, env.Version, ErrUnsupportedVersion)
+	}
+	return t, env.Body, nil
+}
+
+// JobRegisterRequest registers a job version and its eval together.
+// SubmitTime goes in Job.SubmitTime.
+type JobRegisterRequest struct {
+	Job  *api.Job        `json:"Job"`
+	Eval *api.Evaluation `json:"Eval,omitempty"`
+}
+
+// JobDeregisterRequest stops (a new version with Stop set) or purges a job,
+// with its eval.
+type JobDeregisterRequest struct {
+	Namespace  string          `json:"Namespace"`
+	JobID      string          `json:"JobID"`
+	Purge      bool            `json:"Purge"`
+	SubmitTime int64           `json:"SubmitTime,omitempty"`
+	Eval       *api.Evaluation `json:"Eval,omitempty"`
+}
+
+// EvalUpdateRequest creates or updates evals.
+type EvalUpdateRequest struct {
+	Evals []*api.Evaluation `json:"Evals"`
+}
+
+// EvalDeleteRequest garbage-collects evals and allocs.
+type EvalDeleteRequest struct {
+	Evals  []string `json:"Evals"`
+	Allocs []string `json:"Allocs"`
+}
+
+// NodeRegisterRequest registers a node (and any evals it causes).
+type NodeRegisterRequest struct {
+	Node  *api.Node         `json:"Node"`
+	Evals []*api.Evaluation `json:"Evals,omitempty"`
+}
+
+// NodeDeregisterRequest removes nodes.
+type NodeDeregisterRequest struct {
+	NodeIDs []string          `json:"NodeIDs"`
+	Evals   []*api.Evaluation `json:"Evals,omitempty"`
+}
+
+// NodeStatusUpdateRequest sets a node's status, with evals for its allocs.
+type NodeStatusUpdateRequest struct {
+	NodeID    string            `json:"NodeID"`
+	Status    string            `json:"Status"`
+	UpdatedAt int64             `json:"UpdatedAt"`
+	Event     *api.NodeEvent    `json:"Event,omitempty"`
+	Evals     []*api.Evaluation `json:"Evals,omitempty"`
+}
+
+// NodeDrainUpdateRequest starts/ends a drain (nil DrainStrategy ends it).
+type NodeDrainUpdateRequest struct {
+	NodeID        string             `json:"NodeID"`
+	DrainStrategy *api.DrainStrategy `json:"DrainStrategy,omitempty"`
+	MarkEligible  bool               `json:"MarkEligible"`
+	Event         *api.NodeEvent     `json:"Event,omitempty"`
+	Evals         []*api.Evaluation  `json:"Evals,omitempty"`
+}
+
+// NodeEligibilityUpdateRequest sets a node's eligibility.
+type NodeEligibilityUpdateRequest struct {
+	NodeID      string            `json:"NodeID"`
+	Eligibility string            `json:"Eligibility"`
+	Event       *api.NodeEvent    `json:"Event,omitempty"`
+	Evals       []*api.Evaluation `json:"Evals,omitempty"`
+}
+
+// AllocClientUpdateRequest carries a client's alloc status batch (only
+// client-owned fields are applied) and evals (e.g. for failed allocs).
+type AllocClientUpdateRequest struct {
+	Allocs []*api.Allocation `json:"Allocs"`
+	Evals  []*api.Evaluation `json:"Evals,omitempty"`
+}
+
+// AllocDesiredTransitionRequest sets desired transitions by alloc ID.
+type AllocDesiredTransitionRequest struct {
+	Transitions map[string]*api.DesiredTransition `json:"Transitions"`
+	Evals       []*api.Evaluation                 `json:"Evals,omitempty"`
+}
+
+// ApplyPlanResultsRequest is the plan applier's commit (see state).
+type ApplyPlanResultsRequest = state.ApplyPlanResultsRequest
+
+// DeploymentUpsertRequest creates or updates a deployment.
+type DeploymentUpsertRequest struct {
+	Deployment *api.Deployment   `json:"Deployment"`
+	Evals      []*api.Evaluation `json:"Evals,omitempty"`
+}
+
+// AllocUpsertRequest stores server-side alloc changes (e.g. a stop).
+type AllocUpsertRequest struct {
+	Allocs []*api.Allocation `json:"Allocs"`
+	Evals  []*api.Evaluation `json:"Evals,omitempty"`
+}
+
+// JobStabilityRequest marks a job version stable or not.
+type JobStabilityRequest struct {
+	Namespace string `json:"Namespace"`
+	JobID     string `json:"JobID"`
+	Version   uint64 `json:"Version"`
+	Stable    bool   `json:"Stable"`
+}

@@ -1,0 +1,343 @@
+package fsm
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/state"
+	"github.com/hashicorp/raft"
+)
+
+// Hooks lets the server react to applied changes (enqueue evals into the
+// broker, unblock blocked evals on freed capacity, ...). Methods are called
+// synchronously from Apply after the change is committed, on every server
+// (leader or not), and must not block: hand the work to a goroutine or a
+// buffered channel. Arguments are stored objects: never modify them.
+type Hooks interface {
+	EvalsUpserted(evals []*api.Evaluation)
+	AllocsUpdated(allocs []*api.Allocation)
+	NodesUpdated(nodes []*api.Node)
+}
+
+// RestoreHook is an optional Hooks ability: called after Restore swapped
+// in a new store.
+type RestoreHook interface {
+	StateRestored(s *state.StateStore)
+}
+
+// Config configures an FSM.
+type Config struct {
+	Logger *slog.Logger
+	// Hooks may be nil; see also SetHooks.
+	Hooks Hooks
+}
+
+// FSM is the Raft state machine. See the package doc for concurrency.
+type FSM struct {
+	logger *slog.Logger
+
+	mu    sync.RWMutex
+	state *state.StateStore
+	hooks Hooks
+}
+
+var _ raft.FSM = (*FSM)(nil)
+
+// New returns an FSM over a new, empty state store.
+func New(cfg Config) *FSM {
+	l := cfg.Logger
+	if l == nil {
+		l = slog.New(slog.DiscardHandler)
+	}
+	return &FSM{logger: l.With("component", "fsm"), state: state.NewStateStore(), hooks: cfg.Hooks}
+}
+
+// State returns the current store (replaced by Restore).
+func (f *FSM) State() *state.StateStore {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.state
+}
+
+// SetHooks installs the server's hooks (nil removes them).
+func (f *FSM) SetHooks(h Hooks) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hooks = h
+}
+
+func (f *FSM) getHooks() Hooks {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.hooks
+}
+
+// Apply applies one log entry. It returns the entry's index (uint64) on
+// success and an error otherwise; the error wraps api sentinels where the
+// request was at fault (the server surfaces it to the caller).
+func (f *FSM) Apply(l *raft.Log) any {
+	if l.Type != raft.LogCommand {
+		return nil
+	}
+	t, body, err := Decode(l.Data)
+	if err != nil {
+		f.logger.Warn("reject raft entry", "index", l.Index, "err", err)
+		return err
+	}
+	if err := f.apply(t, l.Index, body); err != nil {
+		return fmt.Errorf("apply %v at %d: %w", t, l.Index, err)
+	}
+	return l.Index
+}
+
+func decodeBody[T any](body json.RawMessage) (*T, error) {
+	v := new(T)
+	if err := json.Unmarshal(body, v); err != nil {
+		return nil, fmt.Errorf("%w: %w", api.ErrBadRequest, err)
+	}
+	return v, nil
+}
+
+func (f *FSM) apply(t MessageType, index uint64, body json.RawMessage) error {
+	s := f.State()
+	switch t {
+	case JobRegisterType:
+		req, err := decodeBody[JobRegisterRequest](body)
+		if err != nil {
+			return err
+		}
+		evals := nonNil(req.Eval)
+		return f.write(s, index, evals, func(tx *state.Txn) error {
+			if err := tx.UpsertJob(req.Job); err != nil {
+				return err
+			}
+			return tx.UpsertEvals(evals)
+		})
+	case JobDeregisterType:
+		req, err := decodeBody[JobDeregisterRequest](body)
+		if err != nil {
+			return err
+		}
+		evals := nonNil(req.Eval)
+		return f.write(s, index, evals, func(tx *state.Txn) error {
+			var err error
+			if req.Purge {
+				err = tx.DeleteJob(req.Namespace, req.JobID)
+			} else {
+				err = tx.StopJob(req.Namespace, req.JobID, req.SubmitTime)
+			}
+			if err != nil {
+				return err
+			}
+			return tx.UpsertEvals(evals)
+		})
+	case EvalUpdateType:
+		req, err := decodeBody[EvalUpdateRequest](body)
+		if err != nil {
+			return err
+		}
+		return f.write(s, index, req.Evals, func(tx *state.Txn) error { return tx.UpsertEvals(req.Evals) })
+	case EvalDeleteType:
+		req, err := decodeBody[EvalDeleteRequest](body)
+		if err != nil {
+			return err
+		}
+		return s.DeleteEvals(index, req.Evals, req.Allocs)
+	case NodeRegisterType:
+		req, err := decodeBody[NodeRegisterRequest](body)
+		if err != nil {
+			return err
+		}
+		if err := f.write(s, index, req.Evals, func(tx *state.Txn) error {
+			if err := tx.UpsertNode(req.Node); err != nil {
+				return err
+			}
+			return tx.UpsertEvals(req.Evals)
+		}); err != nil {
+			return err
+		}
+		f.nodesUpdated(s, req.Node.ID)
+		return nil
+	case NodeDeregisterType:
+		req, err := decodeBody[NodeDeregisterRequest](body)
+		if err != nil {
+			return err
+		}
+		return f.write(s, index, req.Evals, func(tx *state.Txn) error {
+			if err := tx.DeleteNode(req.NodeIDs); err != nil {
+				return err
+			}
+			return tx.UpsertEvals(req.Evals)
+		})
+	case NodeStatusUpdateType:
+		req, err := decodeBody[NodeStatusUpdateRequest](body)
+		if err != nil {
+			return err
+		}
+		return f.nodeWrite(s, index, req.NodeID, req.Evals, func(tx *state.Txn) error {
+			return tx.UpdateNodeStatus(req.NodeID, req.Status, req.UpdatedAt, req.Event)
+		})
+	case NodeDrainUpdateType:
+		req, err := decodeBody[NodeDrainUpdateRequest](body)
+		if err != nil {
+			return err
+		}
+		return f.nodeWrite(s, index, req.NodeID, req.Evals, func(tx *state.Txn) error {
+			return tx.UpdateNodeDrain(req.NodeID, req.DrainStrategy, req.MarkEligible, req.Event)
+		})
+	case NodeEligibilityUpdateType:
+		req, err := decodeBody[NodeEligibilityUpdateRequest](body)
+		if err != nil {
+			return err
+		}
+		return f.nodeWrite(s, index, req.NodeID, req.Evals, func(tx *state.Txn) error {
+			return tx.UpdateNodeEligibility(req.NodeID, req.Eligibility, req.Event)
+		})
+	case AllocClientUpdateType:
+		req, err := decodeBody[AllocClientUpdateRequest](body)
+		if err != nil {
+			return err
+		}
+		return f.allocWrite(s, index, allocIDs(req.Allocs), req.Evals, func(tx *state.Txn) error {
+			return tx.UpdateAllocsFromClient(req.Allocs)
+		})
+	case AllocDesiredTransitionType:
+		req, err := decodeBody[AllocDesiredTransitionRequest](body)
+		if err != nil {
+			return err
+		}
+		ids := make([]string, 0, len(req.Transitions))
+		for id := range req.Transitions {
+			ids = append(ids, id)
+		}
+		return f.allocWrite(s, index, ids, req.Evals, func(tx *state.Txn) error {
+			return tx.UpdateAllocsDesiredTransitions(req.Transitions)
+		})
+	case AllocUpsertType:
+		req, err := decodeBody[AllocUpsertRequest](body)
+		if err != nil {
+			return err
+		}
+		return f.allocWrite(s, index, allocIDs(req.Allocs), req.Evals, func(tx *state.Txn) error {
+			return tx.UpsertAllocs(req.Allocs)
+		})
+	case ApplyPlanResultsType:
+		req, err := decodeBody[ApplyPlanResultsRequest](body)
+		if err != nil {
+			return err
+		}
+		ids := allocIDs(req.AllocsPlaced)
+		ids = append(ids, allocIDs(req.AllocsStopped)...)
+		ids = append(ids, allocIDs(req.AllocsPreempted)...)
+		evals := req.Evals // upserted by allocWrite, after the plan
+		req.Evals = nil
+		return f.allocWrite(s, index, ids, evals, func(tx *state.Txn) error {
+			return tx.UpsertPlanResults(req)
+		})
+	case DeploymentUpsertType:
+		req, err := decodeBody[DeploymentUpsertRequest](body)
+		if err != nil {
+			return err
+		}
+		return f.write(s, index, req.Evals, func(tx *state.Txn) error {
+			if err := tx.UpsertDeployment(req.Deployment); err != nil {
+				return err
+			}
+			return tx.UpsertEvals(req.Evals)
+		})
+	case JobStabilityType:
+		req, err := decodeBody[JobStabilityRequest](body)
+		if err != nil {
+			return err
+		}
+		return s.Write(index, func(tx *state.Txn) error {
+			return tx.SetJobStable(req.Namespace, req.JobID, req.Version, req.Stable)
+		})
+	}
+	return fmt.Errorf("apply %v: %w", t, ErrUnknownType)
+}
+
+func nonNil(e *api.Evaluation) []*api.Evaluation {
+	if e == nil {
+		return nil
+	}
+	return []*api.Evaluation{e}
+}
+
+func allocIDs(allocs []*api.Allocation) []string {
+	ids := make([]string, 0, len(allocs))
+	for _, a := range allocs {
+		if a != nil {
+			ids = append(ids, a.ID)
+		}
+	}
+	return ids
+}
+
+// write runs fn in one transaction, then tells the hooks about the evals.
+func (f *FSM) write(s *state.StateStore, index uint64, evals []*api.Evaluation, fn func(*state.Txn) error) error {
+	if err := s.Write(index, fn); err != nil {
+		return err
+	}
+	if h := f.getHooks(); h != nil && len(evals) > 0 {
+		h.EvalsUpserted(evals)
+	}
+	return nil
+}
+
+func (f *FSM) nodeWrite(s *state.StateStore, index uint64, nodeID string, evals []*api.Evaluation, fn func(*state.Txn) error) error {
+	if err := f.write(s, index, evals, func(tx *state.Txn) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return tx.UpsertEvals(evals)
+	}); err != nil {
+		return err
+	}
+	f.nodesUpdated(s, nodeID)
+	return nil
+}
+
+func (f *FSM) nodesUpdated(s *state.StateStore, id string) {
+	h := f.getHooks()
+	if h == nil {
+		return
+	}
+	if n, err := s.NodeByID(nil, id); err == nil && n != nil {
+		h.NodesUpdated([]*api.Node{n})
+	}
+}
+
+// allocWrite runs fn and the evals in one transaction, then reports the
+// stored versions of the touched allocs to the hooks.
+func (f *FSM) allocWrite(s *state.StateStore, index uint64, ids []string, evals []*api.Evaluation, fn func(*state.Txn) error) error {
+	if err := f.write(s, index, evals, func(tx *state.Txn) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return tx.UpsertEvals(evals)
+	}); err != nil {
+		return err
+	}
+	h := f.getHooks()
+	if h == nil || len(ids) == 0 {
+		return nil
+	}
+	snap, err := s.Snapshot()
+	if err != nil {
+		return nil
+	}
+	out := make([]*api.Allocation, 0, len(ids))
+	for _, id := range ids {
+		if a, err := snap.AllocByID(nil, id); err == nil && a != nil {
+			out = append(out, a)
+		}
+	}
+	if len(out) > 0 {
+		h.AllocsUpdated(out)
+	}
+	return nil
+}
