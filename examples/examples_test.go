@@ -1,0 +1,79 @@
+package examples_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/drover/drover/api"
+	"github.com/drover/drover/jobspec"
+)
+
+// TestExamples parses and validates every example job file.
+func TestExamples(t *testing.T) {
+	files, err := filepath.Glob("*.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 6 {
+		t.Fatalf("found %d examples, want at least 6", len(files))
+	}
+	for _, f := range files {
+		t.Run(f, func(t *testing.T) {
+			job, err := jobspec.ParseFile(f, &jobspec.Options{Env: []string{}})
+			if err != nil {
+				t.Fatalf("parse: %v", err)
+			}
+			if err := job.Validate(); err != nil {
+				t.Errorf("validate: %v", err)
+			}
+		})
+	}
+}
+
+// TestHelloExec pins what later end-to-end checks rely on.
+func TestHelloExec(t *testing.T) {
+	job, err := jobspec.ParseFile("hello-exec.hcl", &jobspec.Options{Env: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := job.LookupTaskGroup("hello")
+	if job.ID != "hello" || job.Type != api.JobTypeService || tg == nil || tg.LookupTask("hello") == nil {
+		t.Fatalf("want service job hello / group hello / task hello, got %+v", job)
+	}
+	task := tg.LookupTask("hello")
+	args, _ := task.Config["args"].([]any)
+	if task.Driver != "exec" || task.Config["command"] != "/bin/sh" || len(args) != 2 ||
+		args[0] != "-c" || !strings.Contains(args[1].(string), `echo "hello from drover"`) {
+		t.Errorf("task = %s %v", task.Driver, task.Config)
+	}
+}
+
+func TestGPUTrain(t *testing.T) {
+	job, err := jobspec.ParseFile("gpu-train.hcl", &jobspec.Options{Env: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	devs := job.TaskGroups[0].Tasks[0].Resources.Devices
+	if len(devs) != 1 || devs[0].Name != "nvidia/gpu" || devs[0].Count != 4 || len(devs[0].Constraints) != 1 {
+		t.Fatalf("devices = %+v", devs)
+	}
+	c := devs[0].Constraints[0]
+	if *c != (api.Constraint{LTarget: "${device.attr.memory}", Operand: ">=", RTarget: "40 GiB"}) {
+		t.Errorf("constraint = %+v", c)
+	}
+}
+
+func TestQemuVariables(t *testing.T) {
+	job, err := jobspec.ParseFile("vm-qemu.hcl", &jobspec.Options{Env: []string{}, Vars: map[string]string{"kernel": "/boot/k"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := job.TaskGroups[0].Tasks[0].Config
+	if cfg["kernel"] != "/boot/k" || cfg["initrd"] != "build/images/initramfs.cpio.gz" {
+		t.Errorf("config = %v", cfg)
+	}
+	if pm, _ := cfg["port_map"].(map[string]any); pm["ssh"] != int64(22) {
+		t.Errorf("port_map = %#v", cfg["port_map"])
+	}
+}

@@ -1,0 +1,230 @@
+package jobspec_test
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover/drover/api"
+	"github.com/drover/drover/jobspec"
+	"github.com/google/go-cmp/cmp"
+)
+
+const varJob = `
+variable "v" {
+  type    = string
+  default = "default"
+}
+variable "n" {
+  type    = number
+  default = 1
+}
+job "j" {
+  meta {
+    v = var.v
+  }
+  group "g" {
+    count = var.n
+    task "t" {
+      driver = "exec"
+    }
+  }
+}
+`
+
+func TestVariablePrecedence(t *testing.T) {
+	dir := t.TempDir()
+	varFile := filepath.Join(dir, "in.vars")
+	if err := os.WriteFile(varFile, []byte(`v = "file"`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		opts jobspec.Options
+		want string
+	}{
+		{"default", jobspec.Options{}, "default"},
+		{"nomad env", jobspec.Options{Env: []string{"NOMAD_VAR_v=nomad"}}, "nomad"},
+		{"drover env beats nomad env", jobspec.Options{Env: []string{"DROVER_VAR_v=drover", "NOMAD_VAR_v=nomad"}}, "drover"},
+		{"var file beats env", jobspec.Options{Env: []string{"DROVER_VAR_v=drover"}, VarFiles: []string{varFile}}, "file"},
+		{"-var beats var file", jobspec.Options{VarFiles: []string{varFile}, Vars: map[string]string{"v": "flag"}}, "flag"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.opts.Env == nil {
+				tt.opts.Env = []string{}
+			}
+			job, err := jobspec.Parse("j.hcl", []byte(varJob), &tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := job.Meta["v"]; got != tt.want {
+				t.Errorf("var.v = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestVariableErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		opts jobspec.Options
+		want []string
+	}{
+		{"undeclared -var", jobspec.Options{Vars: map[string]string{"nope": "1"}}, []string{`Undefined -var variable "nope"`}},
+		{"number from text", jobspec.Options{Vars: map[string]string{"n": "many"}}, []string{`Invalid value for variable "n" from -var n`}},
+		{"missing var file", jobspec.Options{VarFiles: []string{"/nonexistent/x.vars"}}, []string{"Cannot read variable file"}},
+		{"both at once", jobspec.Options{Vars: map[string]string{"nope": "1", "n": "x"}}, []string{`"nope"`, `variable "n"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.opts.Env = []string{}
+			_, err := jobspec.Parse("j.hcl", []byte(varJob), &tt.opts)
+			if err == nil {
+				t.Fatal("parse succeeded, want error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestNumberVarFromText(t *testing.T) {
+	job, err := jobspec.Parse("j.hcl", []byte(varJob), &jobspec.Options{Env: []string{"DROVER_VAR_n=4"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := job.TaskGroups[0].Count; got != 4 {
+		t.Errorf("count = %d, want 4", got)
+	}
+}
+
+func TestFileStaysInBaseDir(t *testing.T) {
+	dir := t.TempDir()
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "secret"), []byte("s"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "secret"), filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ok.txt"), []byte("fine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := func(expr string) []byte {
+		return []byte(`job "f" {
+  meta { x = ` + expr + ` }
+  group "g" {
+    task "t" {
+      driver = "exec"
+    }
+  }
+}`)
+	}
+	for _, expr := range []string{`file("link")`, `file("../secret")`, `file("` + filepath.Join(outside, "secret") + `")`, `fileexists("../x")`} {
+		t.Run(expr, func(t *testing.T) {
+			_, err := jobspec.Parse(filepath.Join(dir, "job.hcl"), src(expr), &jobspec.Options{Env: []string{}})
+			if err == nil {
+				t.Fatalf("%s: parse succeeded, want an error", expr)
+			}
+		})
+	}
+	job, err := jobspec.Parse(filepath.Join(dir, "job.hcl"), src(`file("ok.txt")`), &jobspec.Options{Env: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := job.Meta["x"]; got != "fine" {
+		t.Errorf("file() = %q, want fine", got)
+	}
+	// BaseDir overrides the job file's directory.
+	if _, err := jobspec.Parse("elsewhere/job.hcl", src(`file("ok.txt")`), &jobspec.Options{Env: []string{}, BaseDir: dir}); err != nil {
+		t.Errorf("BaseDir: %v", err)
+	}
+}
+
+func TestDiagnosticsError(t *testing.T) {
+	_, err := jobspec.ParseFile("testdata/err_typo_count.hcl", &jobspec.Options{Env: []string{}})
+	var diags jobspec.Diagnostics
+	if !errors.As(err, &diags) {
+		t.Fatalf("error %T is not Diagnostics", err)
+	}
+	if len(diags) != 3 {
+		t.Fatalf("got %d diagnostics, want 3: %v", len(diags), err)
+	}
+	want := []struct{ line, col int }{{3, 13}, {4, 5}, {5, 7}}
+	for i, d := range diags {
+		if d.File != "testdata/err_typo_count.hcl" || d.Line != want[i].line || d.Column != want[i].col {
+			t.Errorf("diag %d at %s:%d:%d, want line %d col %d", i, d.File, d.Line, d.Column, want[i].line, want[i].col)
+		}
+	}
+	if got := api.AsError(err); got.Code != api.ErrInvalidJob.Code || got.Status != 400 {
+		t.Errorf("AsError = %+v, want invalid_job 400", got)
+	}
+	if _, err := jobspec.ParseFile("testdata/does-not-exist.hcl", nil); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: got %v, want os.ErrNotExist", err)
+	}
+}
+
+// TestValidateAtJob checks that problems only api.Job.Validate sees are
+// reported at the job block.
+func TestValidateAtJob(t *testing.T) {
+	src := `job "j" {
+  group "g" {
+    task "a" {
+      driver = "exec"
+      leader = true
+    }
+    task "b" {
+      driver = "exec"
+      leader = true
+    }
+  }
+}`
+	_, err := jobspec.Parse("j.hcl", []byte(src), &jobspec.Options{Env: []string{}})
+	if err == nil || !strings.HasPrefix(err.Error(), "j.hcl:1:1: ") || !strings.Contains(err.Error(), "only one task may be leader") {
+		t.Fatalf("got %v, want leader problem at j.hcl:1:1", err)
+	}
+}
+
+func TestNoDefaults(t *testing.T) {
+	job, err := jobspec.ParseFile("testdata/basic.hcl", &jobspec.Options{Env: []string{}, NoDefaults: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job.Region != "" || job.TaskGroups[0].Tasks[0].Resources != nil || job.TaskGroups[0].Count != 1 {
+		t.Errorf("NoDefaults job has defaults: region %q resources %v count %d",
+			job.Region, job.TaskGroups[0].Tasks[0].Resources, job.TaskGroups[0].Count)
+	}
+}
+
+// TestJSONParity checks that a JSON job with the same content as an HCL
+// job canonicalizes to the same job.
+func TestJSONParity(t *testing.T) {
+	hclJob, err := jobspec.ParseFile("testdata/basic.hcl", &jobspec.Options{Env: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"Job":{"ID":"hello","TaskGroups":[{"Name":"hello","Tasks":[{"Name":"hello","Driver":"exec",
+	  "Config":{"command":"/bin/sh","args":["-c","echo hello; exec sleep 3600"]}}]}]}}`
+	var req api.JobRegisterRequest
+	if err := json.Unmarshal([]byte(body), &req); err != nil {
+		t.Fatal(err)
+	}
+	req.Job.Canonicalize()
+	// JSON numbers and lists decode as float64/[]any; compare through JSON.
+	a, _ := json.Marshal(hclJob)
+	b, _ := json.Marshal(req.Job)
+	if diff := cmp.Diff(string(a), string(b)); diff != "" {
+		t.Errorf("HCL and JSON jobs differ (-hcl +json):\n%s", diff)
+	}
+	if got := hclJob.TaskGroups[0].Tasks[0].KillTimeout; got != 5*time.Second {
+		t.Errorf("kill timeout = %v, want 5s", got)
+	}
+}
