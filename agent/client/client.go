@@ -1,0 +1,275 @@
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"github.com/drover/drover/agent/allocrunner"
+	"github.com/drover/drover/agent/clientstate"
+	"github.com/drover/drover/agent/fingerprint"
+	"github.com/drover/drover/api"
+	"github.com/drover/drover/drivers"
+)
+
+// Client is the client role.
+type Client struct {
+	cfg     Config
+	log     *slog.Logger
+	db      *clientstate.DB
+	servers *servers
+	drivers map[string]drivers.Driver
+	handler http.Handler
+
+	mu        sync.Mutex
+	node      *api.Node
+	runners   map[string]*allocrunner.AllocRunner
+	seenIndex map[string]uint64 // alloc ID -> AllocModifyIndex last applied
+
+	dirtyMu sync.Mutex
+	dirty   map[string]bool
+	// failedAllocs could not be set up; reported once.
+	failedAllocs []*api.Allocation
+	dirtyCh      chan struct{}
+
+	registerCh   chan struct{} // node changed: re-register
+	registeredCh chan struct{} // closed after the first registration
+	regOnce      sync.Once
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // loops
+	arWG   sync.WaitGroup // alloc runners
+}
+
+// New opens the client state, loads or creates the node identity, builds
+// the drivers and fingerprints the node. Start runs it.
+func New(cfg *Config) (*Client, error) {
+	if cfg == nil || cfg.DataDir == "" {
+		return nil, fmt.Errorf("client config: %w", api.Errorf(api.ErrBadRequest, "data dir is required"))
+	}
+	c := &Client{cfg: *cfg}
+	c.cfg.defaults()
+	c.log = c.cfg.Logger.With("component", "client")
+	if err := os.MkdirAll(filepath.Join(c.cfg.DataDir, "alloc"), 0o755); err != nil {
+		return nil, fmt.Errorf("client data dir: %w", err)
+	}
+	db, err := clientstate.Open(c.cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	c.db = db
+	id, err := db.Identity()
+	if errors.Is(err, clientstate.ErrNotFound) {
+		id = &clientstate.Identity{NodeID: newUUID(), SecretID: newUUID()}
+		if err := db.PutIdentity(id); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("persist node identity: %w", err)
+		}
+	} else if err != nil {
+		db.Close()
+		return nil, err
+	}
+	c.servers = newServers(c.cfg.Servers)
+	c.servers.setSecret(id.SecretID)
+	c.drivers = map[string]drivers.Driver{}
+	for name, f := range c.cfg.Drivers {
+		if name == "raw_exec" && !c.cfg.DevMode && !truthy(c.cfg.Options["driver.raw_exec.enable"]) {
+			continue
+		}
+		d, err := f(drivers.Options{Logger: c.cfg.Logger.With("driver", name), Config: c.cfg.PluginConfig[name],
+			DataDir: filepath.Join(c.cfg.DataDir, "drivers", name), DevMode: c.cfg.DevMode})
+		if err != nil {
+			db.Close()
+			return nil, fmt.Errorf("driver %q: %w", name, err)
+		}
+		c.drivers[name] = d
+	}
+	node, err := c.buildNode(context.Background(), id)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	c.node = node
+	c.runners = map[string]*allocrunner.AllocRunner{}
+	c.seenIndex = map[string]uint64{}
+	c.dirty = map[string]bool{}
+	c.dirtyCh = make(chan struct{}, 1)
+	c.registerCh = make(chan struct{}, 1)
+	c.registeredCh = make(chan struct{})
+	c.handler = c.routes()
+	return c, nil
+}
+
+func truthy(s string) bool {
+	b, err := strconv.ParseBool(s)
+	return err == nil && b
+}
+
+func newUUID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+func (c *Client) buildNode(ctx context.Context, id *clientstate.Identity) (*api.Node, error) {
+	host, err := fingerprint.FingerprintHost(fingerprint.HostConfig{DataDir: c.cfg.DataDir, BindAddr: c.cfg.BindAddr, DevMode: c.cfg.DevMode})
+	if err != nil {
+		return nil, err
+	}
+	infos, dattrs := fingerprint.FingerprintDrivers(ctx, c.drivers, c.cfg.Clock.Now())
+	name := c.cfg.NodeName
+	if name == "" {
+		name = host.Attributes["unique.hostname"]
+	}
+	attrs := host.Attributes
+	maps.Copy(attrs, dattrs)
+	attrs["unique.name"] = name
+	return &api.Node{
+		ID: id.NodeID, SecretID: id.SecretID, Datacenter: c.cfg.Datacenter, Name: name, HTTPAddr: c.cfg.HTTPAddr,
+		Attributes: attrs, NodeResources: host.Resources, Meta: maps.Clone(c.cfg.Meta), NodeClass: c.cfg.NodeClass,
+		NodePool: c.cfg.NodePool, SchedulingEligibility: api.NodeSchedulingEligible, Status: api.NodeStatusReady,
+		Drivers: infos,
+	}, nil
+}
+
+// NodeID is this node's ID (stable across restarts).
+func (c *Client) NodeID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.node.ID
+}
+
+// Node returns a copy of the node as last fingerprinted.
+func (c *Client) Node() *api.Node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.node.Copy()
+}
+
+// HasAlloc reports whether this client runs (or ran) the allocation.
+func (c *Client) HasAlloc(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.runners[id]
+	return ok
+}
+
+// Handler serves /v1/client/....
+func (c *Client) Handler() http.Handler { return c.handler }
+
+// Start restores allocations from the state file and starts the loops.
+func (c *Client) Start(ctx context.Context) error {
+	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	allocs, err := c.db.Allocs()
+	if err != nil {
+		return fmt.Errorf("restore allocations: %w", err)
+	}
+	for _, a := range allocs {
+		if err := c.startRunner(a, true); err != nil {
+			c.log.Error("restore allocation", "alloc_id", a.ID, "error", err)
+		}
+	}
+	for _, loop := range []func(context.Context){c.registerLoop, c.watchLoop, c.updateLoop, c.fingerprintLoop} {
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			loop(c.ctx)
+		}()
+	}
+	return nil
+}
+
+// Shutdown stops the loops and alloc runners. Tasks keep running so the
+// next agent reattaches, except in dev mode, where every alloc is
+// stopped first (its data dir is temporary).
+func (c *Client) Shutdown(ctx context.Context) error {
+	if c.cancel == nil {
+		return c.db.Close()
+	}
+	if c.cfg.DevMode {
+		c.mu.Lock()
+		rs := make([]*allocrunner.AllocRunner, 0, len(c.runners))
+		for _, r := range c.runners {
+			rs = append(rs, r)
+		}
+		c.mu.Unlock()
+		for _, r := range rs {
+			r.Kill()
+		}
+		for _, r := range rs {
+			select {
+			case <-r.WaitCh():
+			case <-ctx.Done():
+			}
+		}
+	}
+	c.cancel()
+	done := make(chan struct{})
+	go func() {
+		c.wg.Wait()
+		c.arWG.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("client shutdown: %w", ctx.Err())
+	}
+	return c.db.Close()
+}
+
+// startRunner creates and runs an alloc runner.
+func (c *Client) startRunner(a *api.Allocation, restore bool) error {
+	c.mu.Lock()
+	node := c.node.Copy()
+	c.mu.Unlock()
+	ar, err := allocrunner.New(allocrunner.Config{
+		Alloc: a, AllocDir: filepath.Join(c.cfg.DataDir, "alloc", a.ID), Node: node, Region: c.cfg.Region,
+		Drivers: c.drivers, Clock: c.cfg.Clock, Logger: c.cfg.Logger, Store: c.db, Restore: restore,
+		OnUpdate: c.markDirty,
+	})
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.runners[a.ID] = ar
+	c.seenIndex[a.ID] = a.AllocModifyIndex
+	c.mu.Unlock()
+	c.arWG.Add(1)
+	go func() {
+		defer c.arWG.Done()
+		ar.Run(c.ctx)
+	}()
+	c.markDirty(a.ID)
+	return nil
+}
+
+func (c *Client) markDirty(id string) {
+	c.dirtyMu.Lock()
+	c.dirty[id] = true
+	c.dirtyMu.Unlock()
+	select {
+	case c.dirtyCh <- struct{}{}:
+	default:
+	}
+}
+
+func (c *Client) runner(id string) (*allocrunner.AllocRunner, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ar, ok := c.runners[id]; ok {
+		return ar, nil
+	}
+	return nil, fmt.Errorf("allocation %q: %w", id, api.ErrAllocNotFound)
+}

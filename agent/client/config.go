@@ -1,0 +1,74 @@
+package client
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/drover/drover/agent/taskrunner"
+	"github.com/drover/drover/drivers"
+)
+
+// Clock is the client's time source (taskrunner.RealClock by default).
+type Clock = taskrunner.Clock
+
+// Config of the client role.
+type Config struct {
+	// DataDir holds client/state.db and alloc/<id>/ (required).
+	DataDir string
+	// Servers are server HTTP addresses (host:port or URLs).
+	Servers    []string
+	NodeName   string
+	Datacenter string
+	Region     string
+	NodePool   string
+	NodeClass  string
+	Meta       map[string]string
+	// HTTPAddr is the advertised host:port of this agent's HTTP server.
+	HTTPAddr string
+	// BindAddr is the address the agent binds; used for the node's IP.
+	BindAddr     string
+	Drivers      map[string]drivers.Factory
+	PluginConfig map[string]map[string]any
+	// Options such as "driver.raw_exec.enable" = "true".
+	Options map[string]string
+	DevMode bool
+	Logger  *slog.Logger
+	Clock   Clock
+
+	// Intervals (zero = defaults); tests shorten them.
+	DriverFingerprintInterval   time.Duration // 30 s
+	ResourceFingerprintInterval time.Duration // 5 min
+	UpdateCoalesce              time.Duration // 200 ms
+	// AllocWaitTime is the blocking query wait (default 5 min).
+	AllocWaitTime time.Duration
+}
+
+func (c *Config) defaults() {
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Clock == nil {
+		c.Clock = taskrunner.RealClock{}
+	}
+	if c.Datacenter == "" {
+		c.Datacenter = "dc1"
+	}
+	if c.Region == "" {
+		c.Region = "global"
+	}
+	if c.NodePool == "" {
+		c.NodePool = "default"
+	}
+	if c.DriverFingerprintInterval <= 0 {
+		c.DriverFingerprintInterval = 30 * time.Second
+	}
+	if c.ResourceFingerprintInterval <= 0 {
+		c.ResourceFingerprintInterval = 5 * time.Minute
+	}
+	if c.UpdateCoalesce <= 0 {
+		c.UpdateCoalesce = 200 * time.Millisecond
+	}
+	if c.AllocWaitTime <= 0 {
+		c.AllocWaitTime = 5 * time.Minute
+	}
+}

@@ -1,0 +1,17 @@
+// Package client is the client role of an agent: it fingerprints the
+// node, registers it with the servers and heartbeats within the TTL,
+// watches the node's allocations with a blocking query, runs each one
+// through an alloc runner, reports task and alloc status back in
+// coalesced batches, persists its state in bbolt so an agent restart
+// reattaches to running tasks, and serves the /v1/client/... endpoints
+// (logs, alloc filesystem, stats, restart, signal).
+//
+// Imports: api, drivers, agent/{fingerprint,allocrunner,taskrunner,
+// clientstate}. It talks to servers only through api.Client; never
+// imports server.
+//
+// Concurrency: Start launches the loops (register/heartbeat, alloc
+// watch, status updates, re-fingerprint) and one goroutine per alloc
+// runner, all owned by the Client and waited for in Shutdown. Handler,
+// HasAlloc and NodeID are safe for concurrent use.
+package client

@@ -1,0 +1,394 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sort"
+	"time"
+
+	"github.com/drover/drover/agent/fingerprint"
+	"github.com/drover/drover/api"
+)
+
+// backoff returns a jittered delay that doubles per attempt up to max.
+func backoff(attempt int, base, max time.Duration) time.Duration {
+	d := base << min(attempt, 10)
+	if d > max || d <= 0 {
+		d = max
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// sleep waits d on the client clock; false when ctx ended.
+func (c *Client) sleep(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-c.cfg.Clock.After(d):
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// registerLoop registers the node, then heartbeats within half the TTL
+// (jittered); it re-registers when the node changed or the server lost it.
+func (c *Client) registerLoop(ctx context.Context) {
+	attempt := 0
+	registered := false
+	var ttl time.Duration
+	for ctx.Err() == nil {
+		var resp *api.NodeRegisterResponse
+		var err error
+		if !registered {
+			node := c.Node()
+			err = c.servers.do(ctx, func(cl *api.Client) error {
+				r, err := cl.RegisterNode(ctx, node)
+				resp = r
+				return err
+			})
+		} else {
+			err = c.servers.do(ctx, func(cl *api.Client) error {
+				r, err := cl.HeartbeatNode(ctx, node(c).ID, &api.NodeHeartbeatRequest{})
+				resp = r
+				return err
+			})
+			if errors.Is(err, api.ErrNodeNotFound) {
+				c.log.Warn("server does not know the node, registering again")
+				registered = false
+				continue
+			}
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			d := backoff(attempt, 250*time.Millisecond, 15*time.Second)
+			attempt++
+			c.log.Warn("node register/heartbeat failed", "error", err, "retry_in", d)
+			if !c.sleep(ctx, d) {
+				return
+			}
+			continue
+		}
+		attempt = 0
+		if !registered {
+			c.log.Info("node registered", "node_id", node(c).ID, "server", c.servers.current())
+			c.regOnce.Do(func() { close(c.registeredCh) })
+		}
+		registered = true
+		if len(resp.Servers) > 0 {
+			c.servers.set(resp.Servers)
+		}
+		ttl = resp.HeartbeatTTL
+		if ttl <= 0 {
+			ttl = 10 * time.Second
+		}
+		// Heartbeat at half the TTL, jittered down by up to a quarter.
+		wait := ttl/2 - rand.N(ttl/4+1)
+		select {
+		case <-c.cfg.Clock.After(wait):
+		case <-c.registerCh:
+			registered = false
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func node(c *Client) *api.Node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.node
+}
+
+// watchLoop long-polls this node's allocations and applies them.
+func (c *Client) watchLoop(ctx context.Context) {
+	select {
+	case <-c.registeredCh:
+	case <-ctx.Done():
+		return
+	}
+	var index uint64
+	attempt := 0
+	for ctx.Err() == nil {
+		var allocs []*api.Allocation
+		var meta *api.QueryMeta
+		err := c.servers.do(ctx, func(cl *api.Client) error {
+			qctx, cancel := context.WithTimeout(ctx, c.cfg.AllocWaitTime+30*time.Second)
+			defer cancel()
+			var err error
+			allocs, meta, err = cl.NodeAllocations(qctx, node(c).ID, &api.QueryOptions{WaitIndex: index, WaitTime: c.cfg.AllocWaitTime})
+			return err
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if errors.Is(err, api.ErrNodeNotFound) {
+				c.reregister()
+			}
+			d := backoff(attempt, 250*time.Millisecond, 15*time.Second)
+			attempt++
+			c.log.Warn("watch allocations failed", "error", err, "retry_in", d)
+			if !c.sleep(ctx, d) {
+				return
+			}
+			continue
+		}
+		attempt = 0
+		if meta.LastIndex < index {
+			index = 0 // the server's index went backwards (new cluster): start over
+		} else {
+			index = meta.LastIndex
+		}
+		c.applyAllocs(allocs)
+	}
+}
+
+func (c *Client) reregister() {
+	select {
+	case c.registerCh <- struct{}{}:
+	default:
+	}
+}
+
+// allocDiff is what to do with the server's view of this node's allocs.
+type allocDiff struct {
+	added   []*api.Allocation
+	updated []*api.Allocation
+	removed []string
+}
+
+// diffAllocs compares the server's allocs with the runners (id -> last
+// applied AllocModifyIndex). Terminal allocs the client never ran are
+// ignored.
+func diffAllocs(have map[string]uint64, server []*api.Allocation) allocDiff {
+	var d allocDiff
+	seen := make(map[string]bool, len(server))
+	for _, a := range server {
+		seen[a.ID] = true
+		idx, ok := have[a.ID]
+		switch {
+		case !ok:
+			if !a.TerminalStatus() {
+				d.added = append(d.added, a)
+			}
+		case a.AllocModifyIndex > idx:
+			d.updated = append(d.updated, a)
+		}
+	}
+	for id := range have {
+		if !seen[id] {
+			d.removed = append(d.removed, id)
+		}
+	}
+	sort.Strings(d.removed)
+	return d
+}
+
+func (c *Client) applyAllocs(server []*api.Allocation) {
+	c.mu.Lock()
+	have := make(map[string]uint64, len(c.seenIndex))
+	for k, v := range c.seenIndex {
+		have[k] = v
+	}
+	c.mu.Unlock()
+	d := diffAllocs(have, server)
+	for _, a := range d.added {
+		if err := c.startRunner(a, false); err != nil {
+			c.log.Error("start allocation", "alloc_id", a.ID, "error", err)
+			c.reportFailed(a, err)
+		}
+	}
+	for _, a := range d.updated {
+		c.mu.Lock()
+		ar := c.runners[a.ID]
+		c.seenIndex[a.ID] = a.AllocModifyIndex
+		c.mu.Unlock()
+		if ar != nil {
+			ar.Update(a)
+		}
+	}
+	for _, id := range d.removed {
+		c.mu.Lock()
+		ar := c.runners[id]
+		delete(c.runners, id)
+		delete(c.seenIndex, id)
+		c.mu.Unlock()
+		if ar == nil {
+			continue
+		}
+		// Garbage-collected on the server: stop, then remove dir and state.
+		c.arWG.Add(1)
+		go func() {
+			defer c.arWG.Done()
+			ar.Kill()
+			<-ar.WaitCh()
+			if err := ar.Destroy(); err != nil {
+				c.log.Warn("destroy alloc dir", "alloc_id", id, "error", err)
+			}
+			if err := c.db.DeleteAlloc(id); err != nil {
+				c.log.Warn("delete alloc state", "alloc_id", id, "error", err)
+			}
+		}()
+	}
+}
+
+// reportFailed tells the server an alloc could not even be set up.
+func (c *Client) reportFailed(a *api.Allocation, err error) {
+	c.dirtyMu.Lock()
+	defer c.dirtyMu.Unlock()
+	c.failedAllocs = append(c.failedAllocs, &api.Allocation{ID: a.ID, NodeID: a.NodeID, JobID: a.JobID, Namespace: a.Namespace,
+		TaskGroup: a.TaskGroup, ClientStatus: api.AllocClientStatusFailed, ClientDescription: err.Error()})
+	select {
+	case c.dirtyCh <- struct{}{}:
+	default:
+	}
+}
+
+// updateLoop sends coalesced alloc status updates.
+func (c *Client) updateLoop(ctx context.Context) {
+	attempt := 0
+	for {
+		select {
+		case <-c.dirtyCh:
+		case <-ctx.Done():
+			return
+		}
+		// Coalesce what else changes in the next moment.
+		if !c.sleep(ctx, c.cfg.UpdateCoalesce) {
+			return
+		}
+		select {
+		case <-c.registeredCh:
+		case <-ctx.Done():
+			return
+		}
+		c.dirtyMu.Lock()
+		ids := c.dirty
+		failed := c.failedAllocs
+		c.dirty = map[string]bool{}
+		c.failedAllocs = nil
+		c.dirtyMu.Unlock()
+		batch := failed
+		for id := range ids {
+			c.mu.Lock()
+			ar := c.runners[id]
+			c.mu.Unlock()
+			if ar == nil {
+				continue
+			}
+			a := ar.Alloc()
+			batch = append(batch, &api.Allocation{ID: a.ID, NodeID: node(c).ID, JobID: a.JobID, Namespace: a.Namespace,
+				TaskGroup: a.TaskGroup, ClientStatus: a.ClientStatus, ClientDescription: a.ClientDescription,
+				TaskStates: a.TaskStates, DeploymentStatus: a.DeploymentStatus})
+		}
+		if len(batch) == 0 {
+			continue
+		}
+		sort.Slice(batch, func(i, j int) bool { return batch[i].ID < batch[j].ID })
+		err := c.servers.do(ctx, func(cl *api.Client) error { return cl.UpdateAllocsFromClient(ctx, node(c).ID, batch) })
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			// Keep them dirty and retry after a backoff.
+			c.dirtyMu.Lock()
+			for id := range ids {
+				c.dirty[id] = true
+			}
+			c.failedAllocs = append(c.failedAllocs, failed...)
+			c.dirtyMu.Unlock()
+			d := backoff(attempt, 250*time.Millisecond, 15*time.Second)
+			attempt++
+			c.log.Warn("alloc status update failed", "error", err, "retry_in", d)
+			if !c.sleep(ctx, d) {
+				return
+			}
+			select {
+			case c.dirtyCh <- struct{}{}:
+			default:
+			}
+			continue
+		}
+		attempt = 0
+	}
+}
+
+// fingerprintLoop re-fingerprints drivers and resources and re-registers
+// the node only when something changed.
+func (c *Client) fingerprintLoop(ctx context.Context) {
+	drvT := c.cfg.Clock.After(c.cfg.DriverFingerprintInterval)
+	resT := c.cfg.Clock.After(c.cfg.ResourceFingerprintInterval)
+	for {
+		full := false
+		select {
+		case <-drvT:
+			drvT = c.cfg.Clock.After(c.cfg.DriverFingerprintInterval)
+		case <-resT:
+			resT = c.cfg.Clock.After(c.cfg.ResourceFingerprintInterval)
+			full = true
+		case <-ctx.Done():
+			return
+		}
+		if c.refingerprint(ctx, full) {
+			c.log.Info("node fingerprint changed, re-registering")
+			c.reregister()
+		}
+	}
+}
+
+// refingerprint updates the node; true when it changed.
+func (c *Client) refingerprint(ctx context.Context, full bool) bool {
+	infos, dattrs := fingerprint.FingerprintDrivers(ctx, c.drivers, c.cfg.Clock.Now())
+	var host *fingerprint.Host
+	if full {
+		h, err := fingerprint.FingerprintHost(fingerprint.HostConfig{DataDir: c.cfg.DataDir, BindAddr: c.cfg.BindAddr, DevMode: c.cfg.DevMode})
+		if err != nil {
+			c.log.Warn("fingerprint host", "error", err)
+		} else {
+			host = h
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.node.Copy()
+	changed := !fingerprint.SameDrivers(n.Drivers, infos)
+	n.Drivers = infos
+	// Driver attributes: drop the old ones, add the new.
+	for k := range n.Attributes {
+		if len(k) > 7 && k[:7] == "driver." {
+			delete(n.Attributes, k)
+		}
+	}
+	for k, v := range dattrs {
+		n.Attributes[k] = v
+	}
+	if host != nil {
+		for k, v := range host.Attributes {
+			if old := n.Attributes[k]; old != v {
+				n.Attributes[k] = v
+				if k != "unique.storage.bytesfree" {
+					changed = true
+				}
+			}
+		}
+		old := n.NodeResources
+		if old.Cpu.CpuShares != host.Resources.Cpu.CpuShares || old.Memory.MemoryMB != host.Resources.Memory.MemoryMB ||
+			diskMoved(old.Disk.DiskMB, host.Resources.Disk.DiskMB) {
+			changed = true
+			n.NodeResources = host.Resources
+		}
+	}
+	c.node = n
+	return changed
+}
+
+// diskMoved: free disk changes all the time; only a 10% move counts.
+func diskMoved(old, cur int64) bool {
+	d := old - cur
+	if d < 0 {
+		d = -d
+	}
+	return old == 0 || d*10 > old
+}
