@@ -532,7 +532,7 @@ func (s *sched) spreadScore(tc *tgCtx, n *api.Node) float64 {
 			if want <= 0 {
 				sc = -1
 			} else {
-				sc = (want - cur) / want
+				sc = (want - cur - 1) / want // counting this placement
 			}
 		} else {
 			mx, sumc := cur, cur

@@ -1,0 +1,192 @@
+package scheduler
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/drover/drover/api"
+)
+
+func i64(v int64) *int64    { return &v }
+func str(v string) *string { return &v }
+
+// gpuNode builds a node with 8 GPUs; link(i, j) gives the link level
+// between GPU-i and GPU-j, numa(i) the NUMA node.
+func gpuNode(name string, memMiB int64, cc string, link func(i, j int) int, numa func(i int) int) *api.Node {
+	n := testNode(name, "dc1", 64000, 512000)
+	var inst []*api.NodeDevice
+	for i := 0; i < 8; i++ {
+		d := &api.NodeDevice{ID: fmt.Sprintf("%s-GPU-%d", name, i), Healthy: true,
+			Locality: &api.NodeDeviceLocality{NUMANode: numa(i)}, Links: map[string]api.DeviceLink{}}
+		inst = append(inst, d)
+	}
+	kinds := []string{api.LinkNVLink, api.LinkPCIeSwitch, api.LinkPCIeHost, api.LinkSystem}
+	for i, a := range inst {
+		for j, b := range inst {
+			if i != j {
+				l := link(i, j)
+				a.Links[b.ID] = api.DeviceLink{Kind: kinds[l], Level: l}
+			}
+		}
+	}
+	n.NodeResources.Devices = []*api.NodeDeviceResource{{
+		Vendor: "nvidia", Type: "gpu", Name: "A100-SXM4-80GB", Instances: inst,
+		Attributes: map[string]*api.Attribute{
+			"memory":             {IntVal: i64(memMiB), Unit: "MiB"},
+			"compute_capability": {StringVal: str(cc)},
+		},
+	}}
+	return n
+}
+
+// dgxLike: GPUs 1,3,5,7 are all NVLink-connected; other pairs go over
+// the PCIe host bridge (same NUMA node) or the system interconnect.
+func dgxLike(name string) *api.Node {
+	numa := func(i int) int { return i / 4 }
+	return gpuNode(name, 81920, "8.0", func(i, j int) int {
+		if i%2 == 1 && j%2 == 1 {
+			return 0
+		}
+		if numa(i) == numa(j) {
+			return 2
+		}
+		return 3
+	}, numa)
+}
+
+// pcieLike: switches {0,1} {2,3} on NUMA 0, {4,5} {6,7} on NUMA 1.
+func pcieLike(name string) *api.Node {
+	numa := func(i int) int { return i / 4 }
+	return gpuNode(name, 40960, "8.6", func(i, j int) int {
+		switch {
+		case i/2 == j/2:
+			return 1
+		case numa(i) == numa(j):
+			return 2
+		}
+		return 3
+	}, numa)
+}
+
+func gpuJob(id string, count uint64, cons ...*api.Constraint) *api.Job {
+	j := testJob(id, api.JobTypeBatch, 1, 1000, 1024)
+	j.Datacenters = []string{"dc1"}
+	j.TaskGroups[0].Tasks[0].Resources.Devices = []*api.RequestedDevice{{Name: "nvidia/gpu", Count: count, Constraints: cons}}
+	return j
+}
+
+// placedDevices schedules the job, applies the plan and returns the node
+// name and the sorted device IDs given to the one alloc.
+func placedDevices(t *testing.T, st *memState, job *api.Job) (string, []string, *Result) {
+	t.Helper()
+	st.upsertJob(job)
+	res, err := Schedule(st, testEval(job, 1), Options{Now: testNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.apply(res.Plan)
+	for _, list := range res.Plan.NodeAllocation {
+		for _, a := range list {
+			ids := slices.Clone(a.AllocatedResources.Tasks["server"].Devices[0].DeviceIDs)
+			slices.Sort(ids)
+			return a.NodeName, ids, res
+		}
+	}
+	return "", nil, res
+}
+
+func TestDevicesNVLinkTopology(t *testing.T) {
+	st := newMemState()
+	st.addNode(dgxLike("dgx"))
+	mem := &api.Constraint{LTarget: "${device.attr.memory}", Operand: ">=", RTarget: "40 GiB"}
+	_, ids, _ := placedDevices(t, st, gpuJob("train1", 4, mem))
+	want := []string{"dgx-GPU-1", "dgx-GPU-3", "dgx-GPU-5", "dgx-GPU-7"}
+	if !slices.Equal(ids, want) {
+		t.Fatalf("first job got %v, want the all-NVLink set %v", ids, want)
+	}
+	_, ids, _ = placedDevices(t, st, gpuJob("train2", 4, mem))
+	want = []string{"dgx-GPU-0", "dgx-GPU-2", "dgx-GPU-4", "dgx-GPU-6"}
+	if !slices.Equal(ids, want) {
+		t.Fatalf("second job got %v, want the other four %v", ids, want)
+	}
+	job3 := gpuJob("train3", 4, mem)
+	node, _, res := placedDevices(t, st, job3)
+	if node != "" {
+		t.Fatalf("third job placed on %s, want failure", node)
+	}
+	m := res.Eval.FailedTGAllocs["web"]
+	if m == nil || m.DimensionExhausted["devices: nvidia/gpu"] != 1 {
+		t.Fatalf("metric = %+v, want devices: nvidia/gpu exhausted on 1 node", m)
+	}
+	got := ExplainGroup(job3.TaskGroups[0], m)
+	if !strings.HasPrefix(got, "needs 4 nvidia/gpu with memory >= 40 GiB; 1 nodes exhausted on devices: nvidia/gpu") {
+		t.Errorf("ExplainGroup = %q", got)
+	}
+	if res.Blocked == nil {
+		t.Error("no blocked eval for the unplaced GPU job")
+	}
+}
+
+func TestDevicesPCIeTopology(t *testing.T) {
+	st := newMemState()
+	st.addNode(pcieLike("pcie"))
+	_, ids, _ := placedDevices(t, st, gpuJob("pair", 2))
+	if want := []string{"pcie-GPU-0", "pcie-GPU-1"}; !slices.Equal(ids, want) {
+		t.Fatalf("pair got %v, want same-switch %v", ids, want)
+	}
+	// Four more: {4..7} stay on one NUMA node (worst link pcie-host)
+	// where {2,3,4,5} would cross the system interconnect.
+	_, ids, _ = placedDevices(t, st, gpuJob("quad", 4))
+	if want := []string{"pcie-GPU-4", "pcie-GPU-5", "pcie-GPU-6", "pcie-GPU-7"}; !slices.Equal(ids, want) {
+		t.Fatalf("quad got %v, want one NUMA node %v", ids, want)
+	}
+}
+
+func TestDevicesConstraintsAndTightFit(t *testing.T) {
+	st := newMemState()
+	st.addNode(pcieLike("small")) // 40 GiB, cc 8.6
+	st.addNode(dgxLike("big"))    // 80 GiB, cc 8.0
+	// 80 GiB needed: only big qualifies.
+	node, _, _ := placedDevices(t, st, gpuJob("mem", 1, &api.Constraint{LTarget: "${device.attr.memory}", Operand: ">", RTarget: "64 GiB"}))
+	if node != "big" {
+		t.Fatalf("memory > 64 GiB placed on %q, want big", node)
+	}
+	// compute capability >= 8.5 compares as a version: only small.
+	node, _, _ = placedDevices(t, st, gpuJob("cc", 2, &api.Constraint{LTarget: "${device.attr.compute_capability}", Operand: ">=", RTarget: "8.5"}))
+	if node != "small" {
+		t.Fatalf("compute_capability >= 8.5 placed on %q, want small", node)
+	}
+	// Model in the name.
+	j := gpuJob("model", 1)
+	j.TaskGroups[0].Tasks[0].Resources.Devices[0].Name = "nvidia/gpu/H100"
+	if node, _, _ := placedDevices(t, st, j); node != "" {
+		t.Fatalf("H100 ask placed on %q, want none", node)
+	}
+	// Tight fit: big has 7 free, small 6; a 6-GPU ask fills small exactly.
+	node, ids, _ := placedDevices(t, st, gpuJob("six", 6))
+	if node != "small" || len(ids) != 6 {
+		t.Fatalf("six placed on %q with %v, want small (tight fit)", node, ids)
+	}
+}
+
+func TestBestDeviceSetGreedyLargeNode(t *testing.T) {
+	// 40 devices, ask 10: beyond the exhaustive bound, the greedy search
+	// must still find the all-NVLink group of ten.
+	var devs []*api.NodeDevice
+	for i := 0; i < 40; i++ {
+		devs = append(devs, &api.NodeDevice{ID: fmt.Sprintf("d%02d", i), Links: map[string]api.DeviceLink{}})
+	}
+	for i, a := range devs {
+		for j, b := range devs {
+			if i != j && i/10 == 2 && j/10 == 2 {
+				a.Links[b.ID] = api.DeviceLink{Level: 0}
+			}
+		}
+	}
+	set, worst := bestDeviceSet(devs, 10)
+	if worst != 0 || len(set) != 10 || set[0].ID != "d20" {
+		t.Fatalf("got worst %d, first %s, want the d20..d29 NVLink group", worst, set[0].ID)
+	}
+}
