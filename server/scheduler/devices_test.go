@@ -9,7 +9,7 @@ import (
 	"github.com/drover/drover/api"
 )
 
-func i64(v int64) *int64    { return &v }
+func i64(v int64) *int64   { return &v }
 func str(v string) *string { return &v }
 
 // gpuNode builds a node with 8 GPUs; link(i, j) gives the link level
