@@ -1,0 +1,516 @@
+package containerd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	containerd "github.com/containerd/containerd"
+	"github.com/containerd/containerd/cio"
+	"github.com/containerd/errdefs"
+	"github.com/moby/sys/signal"
+
+	"github.com/drover/drover/drivers"
+	"github.com/drover/drover/drivers/logging"
+)
+
+// handleVersion is the TaskHandle.Version this driver writes.
+const handleVersion = 1
+
+// logDrainTimeout bounds the wait for a task's last output after it exited
+// (a background process may keep the stream open).
+const logDrainTimeout = 5 * time.Second
+
+// State is the driver's reattach data (TaskHandle.DriverState).
+type State struct {
+	ContainerID string `json:"ContainerID"`
+	Namespace   string `json:"Namespace"`
+	Stdout      string `json:"Stdout"` // FIFO paths
+	Stderr      string `json:"Stderr"`
+}
+
+// taskState is one task this driver instance owns.
+type taskState struct {
+	id        string
+	cfg       *drivers.TaskConfig
+	st        State
+	container containerd.Container
+	task      containerd.Task
+	io        cio.IO
+	logs      []*logging.Writer
+
+	cancel context.CancelFunc // ends the owner goroutine (detach)
+	owned  chan struct{}      // closed when the owner goroutine returned
+
+	mu        sync.Mutex
+	done      chan struct{} // closed once result is set
+	result    *drivers.ExitResult
+	detached  bool
+	signalled bool
+	lastCPU   cpuSample
+}
+
+// detach stops the owner goroutine; the container keeps running.
+func (ts *taskState) detach() {
+	ts.mu.Lock()
+	ts.detached = true
+	ts.mu.Unlock()
+	ts.cancel()
+}
+
+func (ts *taskState) exited() bool {
+	select {
+	case <-ts.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// live maps container IDs to the taskState that reads their FIFOs in
+// this process, so a Driver recreated in the same process (tests, a
+// reloaded client) takes them over instead of splitting the output.
+var (
+	liveMu sync.Mutex
+	live   = map[string]*taskState{}
+)
+
+func (d *Driver) fifoDir(cfg *drivers.TaskConfig) string {
+	if cfg.TaskDir != "" {
+		return filepath.Join(cfg.TaskDir, ".containerd")
+	}
+	return filepath.Join(os.TempDir(), "drover-containerd", ContainerID(cfg.ID))
+}
+
+func openLogs(cfg *drivers.TaskConfig) ([]*logging.Writer, error) {
+	var ws []*logging.Writer
+	for _, stream := range []string{"stdout", "stderr"} {
+		w, err := logging.Open(logging.Config{
+			Dir:           cfg.LogDir,
+			Prefix:        logging.Prefix(cfg.Name, stream),
+			MaxFiles:      cfg.LogMaxFiles,
+			MaxFileSizeMB: cfg.LogMaxFileSizeMB,
+		})
+		if err != nil {
+			for _, o := range ws {
+				o.Close()
+			}
+			return nil, fmt.Errorf("open %s log: %w", stream, err)
+		}
+		ws = append(ws, w)
+	}
+	return ws, nil
+}
+
+// attachIO opens (creating if needed) the task's FIFOs and copies them
+// into the log writers.
+func attachIO(st State, logs []*logging.Writer) cio.Attach {
+	return func(*cio.FIFOSet) (cio.IO, error) {
+		fifos := cio.NewFIFOSet(cio.Config{Stdout: st.Stdout, Stderr: st.Stderr}, nil)
+		return cio.NewAttach(cio.WithStreams(nil, logs[0], logs[1]))(fifos)
+	}
+}
+
+// StartTask implements drivers.Driver.
+func (d *Driver) StartTask(ctx context.Context, cfg *drivers.TaskConfig) (*drivers.TaskHandle, error) {
+	tc, err := ParseTaskConfig(cfg.Config)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.cfg.checkAllowed(tc); err != nil {
+		return nil, err
+	}
+	c, err := d.conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("start task %q: %w", cfg.Name, err)
+	}
+	ctx = d.nsCtx(ctx)
+	img, err := d.image(ctx, c, cfg, tc)
+	if err != nil {
+		return nil, fmt.Errorf("start task %q: %w", cfg.Name, err)
+	}
+	cid := ContainerID(cfg.ID)
+	specOpts, err := d.specOpts(cfg, tc, img, cid)
+	if err != nil {
+		return nil, fmt.Errorf("start task %q: %w", cfg.Name, err)
+	}
+	container, err := c.NewContainer(ctx, cid,
+		containerd.WithImage(img),
+		containerd.WithSnapshotter(Snapshotter),
+		containerd.WithNewSnapshot(cid, img),
+		containerd.WithRuntime(d.cfg.Runtime, nil),
+		containerd.WithContainerLabels(map[string]string{
+			LabelTaskID: cfg.ID, LabelAllocID: cfg.AllocID, LabelJob: cfg.JobID, LabelTask: cfg.Name,
+		}),
+		containerd.WithNewSpec(specOpts...))
+	if err != nil {
+		return nil, fmt.Errorf("start task %q: create container: %w", cfg.Name, err)
+	}
+	fail := func(err error) (*drivers.TaskHandle, error) {
+		cleanup, cancel := context.WithTimeout(d.nsCtx(context.WithoutCancel(ctx)), 10*time.Second)
+		defer cancel()
+		if derr := container.Delete(cleanup, containerd.WithSnapshotCleanup); derr != nil {
+			d.logger.Warn("delete container after failed start", "container", cid, "error", derr)
+		}
+		return nil, fmt.Errorf("start task %q: %w", cfg.Name, err)
+	}
+	dir := d.fifoDir(cfg)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fail(err)
+	}
+	st := State{
+		ContainerID: cid, Namespace: d.cfg.Namespace,
+		Stdout: filepath.Join(dir, "stdout.fifo"), Stderr: filepath.Join(dir, "stderr.fifo"),
+	}
+	logs, err := openLogs(cfg)
+	if err != nil {
+		return fail(err)
+	}
+	attach := attachIO(st, logs)
+	task, err := container.NewTask(ctx, func(string) (cio.IO, error) { return attach(nil) })
+	if err != nil {
+		closeAll(logs)
+		return fail(fmt.Errorf("create task: %w", err))
+	}
+	ts := d.newTaskState(cfg, st, container, task, logs)
+	ownerCtx := d.nsCtx(context.Background())
+	ownerCtx, ts.cancel = context.WithCancel(ownerCtx)
+	exitCh, err := task.Wait(ownerCtx)
+	if err == nil {
+		err = task.Start(ctx)
+	}
+	if err != nil {
+		ts.cancel()
+		if _, derr := task.Delete(d.nsCtx(context.WithoutCancel(ctx)), containerd.WithProcessKill); derr != nil {
+			d.logger.Warn("delete task after failed start", "container", cid, "error", derr)
+		}
+		task.IO().Cancel()
+		closeAll(logs)
+		return fail(fmt.Errorf("start: %w", err))
+	}
+	d.own(ts, ownerCtx, exitCh)
+	state, _ := json.Marshal(st)
+	d.logger.Info("task started", "task_id", cfg.ID, "container", cid, "pid", task.Pid())
+	return &drivers.TaskHandle{Version: handleVersion, Config: cfg, DriverState: state, StartedAt: time.Now()}, nil
+}
+
+func closeAll(ws []*logging.Writer) {
+	for _, w := range ws {
+		w.Close()
+	}
+}
+
+func (d *Driver) newTaskState(cfg *drivers.TaskConfig, st State, container containerd.Container, task containerd.Task, logs []*logging.Writer) *taskState {
+	return &taskState{
+		id: cfg.ID, cfg: cfg, st: st, container: container, task: task, io: task.IO(), logs: logs,
+		owned: make(chan struct{}), done: make(chan struct{}),
+	}
+}
+
+// own registers ts and starts its owner goroutine, which waits for the
+// exit (or a detach), drains the logs and publishes the result.
+func (d *Driver) own(ts *taskState, ctx context.Context, exitCh <-chan containerd.ExitStatus) {
+	d.mu.Lock()
+	d.tasks[ts.id] = ts
+	d.mu.Unlock()
+	liveMu.Lock()
+	live[ts.st.ContainerID] = ts
+	liveMu.Unlock()
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		defer close(ts.owned)
+		st, ok := <-exitCh
+		if !ok || ctx.Err() != nil {
+			// detached: stop copying, leave the FIFOs for the next reader.
+			ts.io.Cancel()
+			ts.io.Wait()
+			closeAll(ts.logs)
+			return
+		}
+		drained := make(chan struct{})
+		go func() { ts.io.Wait(); close(drained) }()
+		timer := time.NewTimer(logDrainTimeout)
+		select {
+		case <-drained:
+		case <-timer.C:
+			ts.io.Cancel()
+			<-drained
+		}
+		timer.Stop()
+		closeAll(ts.logs)
+		res := d.exitResult(ts, st)
+		ts.mu.Lock()
+		ts.result = res
+		ts.mu.Unlock()
+		close(ts.done)
+		d.logger.Info("task exited", "task_id", ts.id, "exit_code", res.ExitCode, "signal", res.Signal, "oom_killed", res.OOMKilled)
+	}()
+}
+
+func (d *Driver) exitResult(ts *taskState, st containerd.ExitStatus) *drivers.ExitResult {
+	code, _, err := st.Result()
+	if err != nil {
+		return &drivers.ExitResult{ExitCode: -1, Err: fmt.Errorf("wait for container %s: %w", ts.st.ContainerID, err)}
+	}
+	res := &drivers.ExitResult{ExitCode: int(code)}
+	ts.mu.Lock()
+	signalled := ts.signalled
+	ts.mu.Unlock()
+	if signalled && code > 128 && code < 128+65 {
+		res.Signal = int(code) - 128
+	}
+	res.OOMKilled = oomKilled(ts.st.ContainerID)
+	return res
+}
+
+func (d *Driver) get(taskID string) (*taskState, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ts, ok := d.tasks[taskID]
+	if !ok {
+		return nil, fmt.Errorf("task %q: %w", taskID, drivers.ErrTaskNotFound)
+	}
+	return ts, nil
+}
+
+// WaitTask implements drivers.Driver.
+func (d *Driver) WaitTask(ctx context.Context, taskID string) (<-chan *drivers.ExitResult, error) {
+	ts, err := d.get(taskID)
+	if err != nil {
+		return nil, err
+	}
+	ch := make(chan *drivers.ExitResult, 1)
+	go func() {
+		defer close(ch)
+		select {
+		case <-ts.done:
+			ts.mu.Lock()
+			ch <- ts.result
+			ts.mu.Unlock()
+		case <-ts.owned: // detached without a result
+			if ts.exited() {
+				ts.mu.Lock()
+				ch <- ts.result
+				ts.mu.Unlock()
+			}
+		case <-ctx.Done():
+		}
+	}()
+	return ch, nil
+}
+
+func parseSignal(s string) (syscall.Signal, error) {
+	if s == "" {
+		return syscall.SIGTERM, nil
+	}
+	sig, err := signal.ParseSignal(s)
+	if err != nil {
+		return 0, fmt.Errorf("%w: signal %q: %v", drivers.ErrInvalidConfig, s, err)
+	}
+	return sig, nil
+}
+
+// StopTask implements drivers.Driver: signal (default the task's
+// kill_signal, else SIGTERM), then SIGKILL after timeout.
+func (d *Driver) StopTask(ctx context.Context, taskID string, timeout time.Duration, sigName string) error {
+	ts, err := d.get(taskID)
+	if err != nil {
+		return err
+	}
+	if sigName == "" {
+		sigName = ts.cfg.KillSignal
+	}
+	sig, err := parseSignal(sigName)
+	if err != nil {
+		return err
+	}
+	if ts.exited() {
+		return nil
+	}
+	ctx = d.nsCtx(ctx)
+	if err := d.kill(ctx, ts, sig); err != nil {
+		return fmt.Errorf("stop task %q: %w", taskID, err)
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-ts.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("stop task %q: %w", taskID, ctx.Err())
+	case <-timer.C:
+	}
+	d.logger.Info("task did not stop in time, killing", "task_id", taskID, "timeout", timeout)
+	if err := d.kill(ctx, ts, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("stop task %q: %w", taskID, err)
+	}
+	select {
+	case <-ts.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("stop task %q: %w", taskID, ctx.Err())
+	}
+}
+
+func (d *Driver) kill(ctx context.Context, ts *taskState, sig syscall.Signal) error {
+	ts.mu.Lock()
+	ts.signalled = true
+	ts.mu.Unlock()
+	var opts []containerd.KillOpts
+	if sig == syscall.SIGKILL {
+		opts = append(opts, containerd.WithKillAll)
+	}
+	err := ts.task.Kill(ctx, sig, opts...)
+	if err != nil && (errdefs.IsNotFound(err) || ts.exited()) {
+		return nil
+	}
+	return err
+}
+
+// SignalTask implements drivers.Signaler.
+func (d *Driver) SignalTask(ctx context.Context, taskID string, sigName string) error {
+	ts, err := d.get(taskID)
+	if err != nil {
+		return err
+	}
+	sig, err := parseSignal(sigName)
+	if err != nil {
+		return err
+	}
+	if err := ts.task.Kill(d.nsCtx(ctx), sig); err != nil {
+		return fmt.Errorf("signal task %q: %w", taskID, err)
+	}
+	return nil
+}
+
+// DestroyTask implements drivers.Driver: deletes the task, the container
+// and its snapshot. A running task is refused unless force.
+func (d *Driver) DestroyTask(ctx context.Context, taskID string, force bool) error {
+	ts, err := d.get(taskID)
+	if err != nil {
+		return err
+	}
+	ctx = d.nsCtx(ctx)
+	if !ts.exited() {
+		if !force {
+			return fmt.Errorf("destroy task %q: task is still running (stop it or use force)", taskID)
+		}
+		if err := d.kill(ctx, ts, syscall.SIGKILL); err != nil {
+			return fmt.Errorf("destroy task %q: %w", taskID, err)
+		}
+		select {
+		case <-ts.done:
+		case <-ctx.Done():
+			return fmt.Errorf("destroy task %q: %w", taskID, ctx.Err())
+		}
+	}
+	<-ts.owned
+	if _, err := ts.task.Delete(ctx); err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("destroy task %q: delete task: %w", taskID, err)
+	}
+	if err := ts.container.Delete(ctx, containerd.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("destroy task %q: delete container: %w", taskID, err)
+	}
+	_ = os.RemoveAll(filepath.Dir(ts.st.Stdout))
+	d.mu.Lock()
+	delete(d.tasks, taskID)
+	d.mu.Unlock()
+	liveMu.Lock()
+	if live[ts.st.ContainerID] == ts {
+		delete(live, ts.st.ContainerID)
+	}
+	liveMu.Unlock()
+	return nil
+}
+
+// RecoverTask implements drivers.Driver: reattaches to the container
+// named in the handle and resumes copying its FIFOs into the logs.
+func (d *Driver) RecoverTask(ctx context.Context, h *drivers.TaskHandle) error {
+	if h == nil || h.Config == nil {
+		return fmt.Errorf("%w: empty handle", drivers.ErrRecoverFailed)
+	}
+	cfg := h.Config
+	if _, err := d.get(cfg.ID); err == nil {
+		return nil
+	}
+	var st State
+	if err := json.Unmarshal(h.DriverState, &st); err != nil || st.ContainerID == "" {
+		return fmt.Errorf("%w: task %q: bad driver state: %v", drivers.ErrRecoverFailed, cfg.ID, err)
+	}
+	c, err := d.conn(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: task %q: %v", drivers.ErrRecoverFailed, cfg.ID, err)
+	}
+	ctx = d.nsCtx(ctx)
+	container, err := c.LoadContainer(ctx, st.ContainerID)
+	if err != nil {
+		return fmt.Errorf("%w: task %q: load container %s: %v", drivers.ErrRecoverFailed, cfg.ID, st.ContainerID, err)
+	}
+	// Another instance in this process reading the FIFOs gives them up.
+	liveMu.Lock()
+	prev := live[st.ContainerID]
+	liveMu.Unlock()
+	if prev != nil {
+		prev.detach()
+		<-prev.owned
+	}
+	logs, err := openLogs(cfg)
+	if err != nil {
+		return fmt.Errorf("%w: task %q: %v", drivers.ErrRecoverFailed, cfg.ID, err)
+	}
+	task, err := container.Task(ctx, attachIO(st, logs))
+	if err != nil {
+		closeAll(logs)
+		return fmt.Errorf("%w: task %q: load task: %v", drivers.ErrRecoverFailed, cfg.ID, err)
+	}
+	ts := d.newTaskState(cfg, st, container, task, logs)
+	ownerCtx, cancel := context.WithCancel(d.nsCtx(context.Background()))
+	ts.cancel = cancel
+	exitCh, err := task.Wait(ownerCtx)
+	if err != nil {
+		cancel()
+		task.IO().Cancel()
+		closeAll(logs)
+		return fmt.Errorf("%w: task %q: wait: %v", drivers.ErrRecoverFailed, cfg.ID, err)
+	}
+	d.own(ts, ownerCtx, exitCh)
+	d.logger.Info("task recovered", "task_id", cfg.ID, "container", st.ContainerID)
+	return nil
+}
+
+// Leftovers lists the containers in the driver's namespace that belong to
+// none of the known task IDs (or container IDs). They are reported, never
+// removed: the client logs them.
+func (d *Driver) Leftovers(ctx context.Context, known []string) ([]string, error) {
+	c, err := d.conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list leftover containers: %w", err)
+	}
+	isKnown := make(map[string]bool, len(known))
+	for _, k := range known {
+		isKnown[k] = true
+	}
+	ctrs, err := c.Containers(d.nsCtx(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("list leftover containers: %w", err)
+	}
+	var out []string
+	for _, ct := range ctrs {
+		labels, err := ct.Labels(d.nsCtx(ctx))
+		if err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+			return nil, fmt.Errorf("list leftover containers: %w", err)
+		}
+		if isKnown[ct.ID()] || (labels != nil && isKnown[labels[LabelTaskID]]) {
+			continue
+		}
+		out = append(out, ct.ID())
+	}
+	return out, nil
+}
