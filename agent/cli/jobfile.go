@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/drover/drover/api"
+	"github.com/drover/drover/jobspec"
+	"github.com/spf13/cobra"
+)
+
+// addVarFlags registers the repeatable -var name=value and -var-file FILE
+// flags and returns where their values land, for loadJob.
+func addVarFlags(cmd *cobra.Command) (*[]string, *[]string) {
+	vars := cmd.Flags().StringArray("var", nil, "set a job variable, name=value (repeatable)")
+	files := cmd.Flags().StringArray("var-file", nil, "read job variables from an HCL file of name = value lines (repeatable)")
+	return vars, files
+}
+
+// maxStdinJob bounds a job file read from standard input.
+const maxStdinJob = 8 << 20
+
+// loadJob parses a job file ("-" reads standard input) with -var and
+// -var-file inputs, DROVER_VAR_*/NOMAD_VAR_* from the environment, and
+// applies the defaults. Parse problems come back as jobspec.Diagnostics
+// (one file:line:col: message per line); a malformed -var is a usage error.
+func loadJob(path string, vars []string, varFiles []string) (*api.Job, error) {
+	opts := &jobspec.Options{VarFiles: varFiles}
+	if len(vars) > 0 {
+		opts.Vars = make(map[string]string, len(vars))
+		for _, kv := range vars {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" {
+				return nil, usageErr("-var %q: want name=value", kv)
+			}
+			opts.Vars[k] = v
+		}
+	}
+	if path == "-" {
+		src, err := io.ReadAll(io.LimitReader(os.Stdin, maxStdinJob))
+		if err != nil {
+			return nil, fmt.Errorf("read job from stdin: %w", err)
+		}
+		opts.BaseDir = "."
+		return jobspec.Parse("<stdin>", src, opts)
+	}
+	return jobspec.ParseFile(path, opts)
+}
