@@ -79,7 +79,7 @@ func Execute(ctx context.Context, args []string) int {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	rootCmd.SetArgs(args)
+	rootCmd.SetArgs(normalizeArgs(rootCmd, args))
 	rootCmd.SetOut(stdout)
 	rootCmd.SetErr(stderr)
 	rootCmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
