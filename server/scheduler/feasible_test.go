@@ -1,0 +1,158 @@
+package scheduler
+
+import (
+	"testing"
+
+	"github.com/drover/drover/api"
+)
+
+func TestConstraintOperators(t *testing.T) {
+	n := testNode("n1", "dc1", 4000, 8192)
+	n.NodeClass = "compute"
+	n.NodePool = "batch"
+	n.Attributes["kernel.version"] = "6.1.0"
+	n.Attributes["cpu.numcores"] = "16"
+	n.Attributes["os.name"] = "debian"
+	n.Meta["tags"] = "ssd, gpu,fast"
+	n.Meta["semver"] = "1.2.3"
+	cases := []struct {
+		l, op, r string
+		want     bool
+	}{
+		{"${attr.kernel.name}", "=", "linux", true},
+		{"${attr.kernel.name}", "==", "linux", true},
+		{"${attr.kernel.name}", "is", "windows", false},
+		{"${attr.kernel.name}", "!=", "windows", true},
+		{"${attr.kernel.name}", "not", "linux", false},
+		{"${attr.cpu.numcores}", ">", "8", true}, // numeric: 16 > 8
+		{"${attr.cpu.numcores}", "<", "8", false},
+		{"${attr.cpu.numcores}", ">=", "16", true},
+		{"${attr.cpu.numcores}", "<=", "15", false},
+		{"${attr.os.name}", "<", "fedora", true}, // lexical
+		{"${attr.os.name}", ">", "fedora", false},
+		{"${attr.os.name}", "regexp", "^deb", true},
+		{"${attr.os.name}", "regexp", "^ubu", false},
+		{"${attr.os.name}", "regexp", "([", false}, // bad pattern matches nothing
+		{"${attr.kernel.version}", "version", ">= 5.10, < 7", true},
+		{"${attr.kernel.version}", "version", "< 6.0", false},
+		{"${meta.semver}", "semver", "~> 1.2", true},
+		{"${meta.semver}", "semver", ">= 2.0.0", false},
+		{"${meta.tags}", "set_contains", "ssd,gpu", true},
+		{"${meta.tags}", "set_contains_all", "ssd,nvme", false},
+		{"${meta.tags}", "set_contains_any", "nvme,fast", true},
+		{"${meta.tags}", "set_contains_any", "nvme,hdd", false},
+		{"${meta.tags}", "is_set", "", true},
+		{"${meta.missing}", "is_set", "", false},
+		{"${meta.missing}", "is_not_set", "", true},
+		{"${meta.missing}", "=", "", false}, // unresolved never matches
+		{"${node.unique.id}", "=", "node-n1", true},
+		{"${node.unique.name}", "=", "n1", true},
+		{"${node.datacenter}", "=", "dc1", true},
+		{"${node.class}", "=", "compute", true},
+		{"${node.pool}", "=", "batch", true},
+		{"${attr.unique.network.ip-address}", "regexp", `^10\.`, true},
+	}
+	s := &sched{}
+	for _, c := range cases {
+		got := s.constraintOK(&api.Constraint{LTarget: c.l, Operand: c.op, RTarget: c.r}, n)
+		if got != c.want {
+			t.Errorf("%s %s %q = %v, want %v", c.l, c.op, c.r, got, c.want)
+		}
+	}
+}
+
+func TestDeviceAttributeUnits(t *testing.T) {
+	s := &sched{}
+	mem := &api.Attribute{IntVal: i64(81920), Unit: "MiB"}
+	cc := &api.Attribute{StringVal: str("8.0")}
+	cases := []struct {
+		a    *api.Attribute
+		op   string
+		r    string
+		want bool
+	}{
+		{mem, ">=", "40 GiB", true},
+		{mem, ">=", "80 GiB", true},
+		{mem, ">", "80 GiB", false},
+		{mem, "<", "100GB", true},
+		{mem, "=", "81920", true}, // bare number: the attribute's unit
+		{mem, ">", "1 TiB", false},
+		{cc, ">=", "7.5", true},
+		{cc, ">=", "8.0", true},
+		{cc, ">=", "10.0", false}, // version order, not lexical
+		{cc, "<", "9.0", true},
+		{nil, "is_not_set", "", true},
+		{mem, "is_set", "", true},
+	}
+	for _, c := range cases {
+		if got := s.m.checkDeviceAttr(c.op, c.a, c.r); got != c.want {
+			t.Errorf("attr %v %s %q = %v, want %v", c.a, c.op, c.r, got, c.want)
+		}
+	}
+}
+
+func TestGlobAndPool(t *testing.T) {
+	cases := []struct {
+		p, s string
+		want bool
+	}{
+		{"dc1", "dc1", true}, {"dc*", "dc2", true}, {"*", "x", true}, {"us-*-1", "us-east-1", true},
+		{"us-*-1", "us-east-2", false}, {"dc1", "dc10", false}, {"*east*", "us-east-1", true},
+	}
+	for _, c := range cases {
+		if got := globMatch(c.p, c.s); got != c.want {
+			t.Errorf("globMatch(%q, %q) = %v, want %v", c.p, c.s, got, c.want)
+		}
+	}
+	if !poolMatch("all", "gpu") || !poolMatch("", "default") || poolMatch("default", "gpu") {
+		t.Error("pool matching wrong")
+	}
+}
+
+func TestClassCacheAndComputedClass(t *testing.T) {
+	a := testNode("a", "dc1", 4000, 8192)
+	b := testNode("b", "dc1", 4000, 8192) // differs only in unique attributes
+	c := testNode("c", "dc1", 4000, 8192)
+	c.Attributes["kernel.name"] = "windows"
+	if computedClass(a) != computedClass(b) {
+		t.Error("nodes differing only in unique.* attributes got different classes")
+	}
+	if computedClass(a) == computedClass(c) {
+		t.Error("nodes with different attributes share a class")
+	}
+	st := newMemState()
+	for _, n := range []*api.Node{a, b, c} {
+		st.addNode(n)
+	}
+	job := testJob("j", api.JobTypeService, 3, 100, 64)
+	job.Constraints = []*api.Constraint{{LTarget: "${attr.kernel.name}", Operand: "=", RTarget: "linux"}}
+	job.TaskGroups[0].Constraints = []*api.Constraint{{Operand: api.ConstraintDistinctHosts}}
+	st.upsertJob(job)
+	res, err := Schedule(st, testEval(job, 1), Options{Now: testNow, SampleLimit: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := res.Eval.FailedTGAllocs["web"]
+	if m == nil || m.ConstraintFiltered["${attr.kernel.name} = linux"] != 1 || m.ClassFiltered[computedClass(c)] != 1 {
+		t.Fatalf("metric = %+v, want one node filtered by class", m)
+	}
+	if got, want := res.Blocked.ClassEligibility, map[string]bool{computedClass(a): true, computedClass(c): false}; len(got) != 2 || got[computedClass(a)] != true || got[computedClass(c)] != false {
+		t.Errorf("ClassEligibility = %v, want %v", got, want)
+	}
+	if res.Eval.QueuedAllocations["web"] != 1 || res.Eval.BlockedEval != res.Blocked.ID || res.Blocked.Status != api.EvalStatusBlocked {
+		t.Errorf("eval = %+v, blocked = %+v", res.Eval, res.Blocked)
+	}
+}
+
+func TestParsePortSpec(t *testing.T) {
+	got := parsePortSpec("22, 80,8000-8002,bad,9-1")
+	want := []int{22, 80, 8000, 8001, 8002}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("got %v, want %v", got, want)
+		}
+	}
+}
