@@ -1,0 +1,206 @@
+package server
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/broker"
+)
+
+// heartbeats holds one TTL timer per live node on the leader. A timer
+// that fires marks the node down (in a goroutine the heartbeats own and
+// wait for on disable).
+type heartbeats struct {
+	s *Server
+
+	mu      sync.Mutex
+	enabled bool
+	ctx     context.Context
+	timers  map[string]broker.Timer
+	gens    map[string]uint64
+	gen     uint64
+	wg      sync.WaitGroup // node-down writes in flight
+}
+
+func newHeartbeats(s *Server) *heartbeats {
+	return &heartbeats{s: s, timers: map[string]broker.Timer{}, gens: map[string]uint64{}}
+}
+
+// ttl is the heartbeat interval handed to a client: it grows with the
+// node count so the cluster stays under MaxHeartbeatsPerSecond, plus up to
+// 50% random stagger so clients spread out.
+func (h *heartbeats) ttl() time.Duration {
+	h.mu.Lock()
+	n := len(h.timers)
+	h.mu.Unlock()
+	base := h.s.cfg.HeartbeatTTLMin
+	if scaled := time.Duration(float64(n) / h.s.cfg.MaxHeartbeatsPerSecond * float64(time.Second)); scaled > base {
+		base = scaled
+	}
+	return base + time.Duration(rand.Int64N(int64(base)/2+1))
+}
+
+// enable arms a timer for every node that is not down, with the grace
+// period on top (clients need time to find the new leader).
+func (h *heartbeats) enable(ctx context.Context, nodes []*api.Node) {
+	h.mu.Lock()
+	h.enabled, h.ctx = true, ctx
+	h.mu.Unlock()
+	for _, n := range nodes {
+		if n.Status == api.NodeStatusDown {
+			continue
+		}
+		h.reset(n.ID, h.s.cfg.HeartbeatTTLMin+h.s.cfg.HeartbeatGrace)
+	}
+}
+
+// disable stops every timer and waits for node-down writes in flight.
+func (h *heartbeats) disable() {
+	h.mu.Lock()
+	h.enabled = false
+	for id, t := range h.timers {
+		t.Stop()
+		delete(h.timers, id)
+		delete(h.gens, id)
+	}
+	h.mu.Unlock()
+	h.wg.Wait()
+}
+
+// reset (re)arms a node's timer: the node is declared down after d.
+func (h *heartbeats) reset(nodeID string, d time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.enabled {
+		return
+	}
+	if t, ok := h.timers[nodeID]; ok {
+		t.Stop()
+	}
+	h.gen++
+	gen := h.gen
+	h.gens[nodeID] = gen
+	h.timers[nodeID] = h.s.clock.AfterFunc(d, func() { h.expire(nodeID, gen) })
+}
+
+// clear drops a node's timer (node down or deregistered).
+func (h *heartbeats) clear(nodeID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if t, ok := h.timers[nodeID]; ok {
+		t.Stop()
+		delete(h.timers, nodeID)
+		delete(h.gens, nodeID)
+	}
+}
+
+func (h *heartbeats) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.timers)
+}
+
+func (h *heartbeats) expire(nodeID string, gen uint64) {
+	h.mu.Lock()
+	if !h.enabled || h.gens[nodeID] != gen {
+		h.mu.Unlock()
+		return
+	}
+	delete(h.timers, nodeID)
+	delete(h.gens, nodeID)
+	ctx := h.ctx
+	h.wg.Add(1)
+	h.mu.Unlock()
+	go func() {
+		defer h.wg.Done()
+		h.s.metrics.heartbeatMisses.Inc()
+		if err := h.s.nodeDown(ctx, nodeID, "node heartbeat missed"); err != nil {
+			h.s.log.Warn("mark node down", "node", nodeID, "err", err)
+		}
+	}()
+}
+
+// nodeDown marks the node's live allocs lost, sets the node down and
+// creates an eval for every job that had allocs on it, so the scheduler
+// replaces them elsewhere.
+func (s *Server) nodeDown(ctx context.Context, nodeID, why string) error {
+	st := s.State()
+	node, err := st.NodeByID(nil, nodeID)
+	if err != nil || node == nil || node.Status == api.NodeStatusDown {
+		return err
+	}
+	allocs, err := st.AllocsByNode(nil, nodeID)
+	if err != nil {
+		return err
+	}
+	var lost []*api.Allocation
+	for _, a := range allocs {
+		if a.TerminalStatus() {
+			continue
+		}
+		lost = append(lost, &api.Allocation{ID: a.ID, NodeID: nodeID, Namespace: a.Namespace, JobID: a.JobID,
+			TaskGroup: a.TaskGroup, ClientStatus: api.AllocClientStatusLost,
+			ClientDescription: "alloc is lost since its node is down", TaskStates: a.TaskStates})
+	}
+	now := s.clock.Now()
+	evals := s.nodeEvals(node, allocs, api.EvalTriggerNodeUpdate, now)
+	actx, cancel := context.WithTimeout(ctx, s.cfg.RaftApplyTimeout)
+	defer cancel()
+	if len(lost) > 0 {
+		if _, err := s.applyAllocClientUpdate(actx, lost, nil); err != nil {
+			return err
+		}
+	}
+	ev := &api.NodeEvent{Message: why, Subsystem: "Cluster", Timestamp: now}
+	if _, err := s.applyNodeStatus(actx, nodeID, api.NodeStatusDown, now.Unix(), ev, evals); err != nil {
+		return err
+	}
+	s.log.Info("node down", "node", nodeID, "lost_allocs", len(lost), "evals", len(evals))
+	s.enqueueStored(evalIDs(evals)...)
+	return nil
+}
+
+// nodeEvals builds one eval per job with a live alloc on node, plus one
+// per system/sysbatch job (they may need to place on or leave the node).
+func (s *Server) nodeEvals(node *api.Node, allocs []*api.Allocation, trigger string, now time.Time) []*api.Evaluation {
+	type key struct{ ns, id string }
+	seen := map[key]bool{}
+	var out []*api.Evaluation
+	add := func(job *api.Job) {
+		k := key{job.Namespace, job.ID}
+		if seen[k] {
+			return
+		}
+		seen[k] = true
+		out = append(out, &api.Evaluation{
+			ID: newID(), Namespace: job.Namespace, Priority: job.Priority, Type: job.Type, TriggeredBy: trigger,
+			JobID: job.ID, NodeID: node.ID, NodeModifyIndex: node.ModifyIndex, Status: api.EvalStatusPending,
+			CreateTime: now.UnixNano(), ModifyTime: now.UnixNano(),
+		})
+	}
+	st := s.State()
+	for _, a := range allocs {
+		if a.TerminalStatus() {
+			continue
+		}
+		job := a.Job
+		if j, err := st.JobByID(nil, a.Namespace, a.JobID); err == nil && j != nil {
+			job = j
+		}
+		if job != nil {
+			add(job)
+		}
+	}
+	jobs, err := st.Jobs(nil, "*", "")
+	if err == nil {
+		for _, j := range jobs {
+			if (j.Type == api.JobTypeSystem || j.Type == api.JobTypeSysBatch) && !j.Stop {
+				add(j)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,178 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/drover/drover/api"
+)
+
+// serverSetJobFields are ignored by diffs: they change on every register.
+var serverSetJobFields = map[string]bool{
+	"Status": true, "StatusDescription": true, "Stable": true, "Version": true, "SubmitTime": true,
+	"CreateIndex": true, "ModifyIndex": true, "JobModifyIndex": true, "TaskGroups": true,
+}
+
+// jobDiff compares the registered job (old, may be nil) with a proposed
+// one (new, may be nil). Fields are compared flattened to dotted paths
+// ("Update.MaxParallel", "Meta.owner", "Config.args[0]"); groups and tasks
+// are matched by name.
+func jobDiff(old, new *api.Job) *api.JobDiff {
+	d := &api.JobDiff{Type: api.DiffTypeNone}
+	switch {
+	case old == nil && new == nil:
+		return d
+	case old == nil:
+		d.Type, d.ID = api.DiffTypeAdded, new.ID
+	case new == nil:
+		d.Type, d.ID = api.DiffTypeDeleted, old.ID
+	default:
+		d.ID = new.ID
+	}
+	d.Fields = fieldDiffs(flatten(old, serverSetJobFields), flatten(new, serverSetJobFields))
+	groups := map[string][2]*api.TaskGroup{}
+	var names []string
+	add := func(tg *api.TaskGroup, i int) {
+		p, ok := groups[tg.Name]
+		if !ok {
+			names = append(names, tg.Name)
+		}
+		p[i] = tg
+		groups[tg.Name] = p
+	}
+	if old != nil {
+		for _, tg := range old.TaskGroups {
+			add(tg, 0)
+		}
+	}
+	if new != nil {
+		for _, tg := range new.TaskGroups {
+			add(tg, 1)
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		p := groups[n]
+		if gd := groupDiff(n, p[0], p[1]); gd.Type != api.DiffTypeNone {
+			d.TaskGroups = append(d.TaskGroups, gd)
+		}
+	}
+	if d.Type == api.DiffTypeNone && (len(d.Fields) > 0 || len(d.TaskGroups) > 0) {
+		d.Type = api.DiffTypeEdited
+	}
+	return d
+}
+
+func groupDiff(name string, old, new *api.TaskGroup) *api.TaskGroupDiff {
+	d := &api.TaskGroupDiff{Name: name, Type: diffType(old == nil, new == nil)}
+	skip := map[string]bool{"Tasks": true}
+	d.Fields = fieldDiffs(flatten(old, skip), flatten(new, skip))
+	tasks := map[string][2]*api.Task{}
+	var names []string
+	add := func(t *api.Task, i int) {
+		p, ok := tasks[t.Name]
+		if !ok {
+			names = append(names, t.Name)
+		}
+		p[i] = t
+		tasks[t.Name] = p
+	}
+	if old != nil {
+		for _, t := range old.Tasks {
+			add(t, 0)
+		}
+	}
+	if new != nil {
+		for _, t := range new.Tasks {
+			add(t, 1)
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		p := tasks[n]
+		td := &api.TaskDiff{Name: n, Type: diffType(p[0] == nil, p[1] == nil)}
+		td.Fields = fieldDiffs(flatten(p[0], nil), flatten(p[1], nil))
+		if td.Type == api.DiffTypeNone && len(td.Fields) > 0 {
+			td.Type = api.DiffTypeEdited
+		}
+		if td.Type != api.DiffTypeNone {
+			d.Tasks = append(d.Tasks, td)
+		}
+	}
+	if d.Type == api.DiffTypeNone && (len(d.Fields) > 0 || len(d.Tasks) > 0) {
+		d.Type = api.DiffTypeEdited
+	}
+	return d
+}
+
+func diffType(oldNil, newNil bool) string {
+	switch {
+	case oldNil && !newNil:
+		return api.DiffTypeAdded
+	case !oldNil && newNil:
+		return api.DiffTypeDeleted
+	}
+	return api.DiffTypeNone
+}
+
+// fieldDiffs lists added, deleted and edited paths, sorted by name.
+func fieldDiffs(old, new map[string]string) []*api.FieldDiff {
+	var out []*api.FieldDiff
+	for k, nv := range new {
+		ov, ok := old[k]
+		switch {
+		case !ok:
+			out = append(out, &api.FieldDiff{Type: api.DiffTypeAdded, Name: k, New: nv})
+		case ov != nv:
+			out = append(out, &api.FieldDiff{Type: api.DiffTypeEdited, Name: k, Old: ov, New: nv})
+		}
+	}
+	for k, ov := range old {
+		if _, ok := new[k]; !ok {
+			out = append(out, &api.FieldDiff{Type: api.DiffTypeDeleted, Name: k, Old: ov})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// flatten renders v's JSON form as dotted path -> scalar string, skipping
+// the named top-level fields. A nil pointer flattens to nothing.
+func flatten[T any](v *T, skip map[string]bool) map[string]string {
+	out := map[string]string{}
+	if v == nil {
+		return out
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return out
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return out
+	}
+	for k, val := range m {
+		if skip[k] {
+			continue
+		}
+		flattenInto(out, k, val)
+	}
+	return out
+}
+
+func flattenInto(out map[string]string, path string, v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, val := range x {
+			flattenInto(out, path+"."+k, val)
+		}
+	case []any:
+		for i, val := range x {
+			flattenInto(out, fmt.Sprintf("%s[%d]", path, i), val)
+		}
+	case nil:
+	default:
+		out[path] = fmt.Sprint(x)
+	}
+}

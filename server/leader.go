@@ -1,0 +1,197 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/state"
+)
+
+// errNotLeader names the leader when one is known.
+func errNotLeader() error { return fmt.Errorf("write on a follower: %w", api.ErrNotLeader) }
+
+// monitorLeadership turns leader duties on and off as Raft reports
+// leadership changes. LeaderCh never blocks Raft: it keeps only the latest
+// transition, so a `true` while already leading means leadership was lost
+// and regained meanwhile.
+func (s *Server) monitorLeadership() {
+	ch := s.rs.raft.LeaderCh()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case isLeader := <-ch:
+			s.revokeLeadership()
+			if isLeader {
+				s.establishLeadership()
+			}
+		}
+	}
+}
+
+// establishLeadership waits for the FSM to catch up with the log, enables
+// the broker, blocked tracker and plan queue, restores evals from state,
+// arms heartbeat timers and starts the workers, plan applier, drainer and
+// eval reaper.
+func (s *Server) establishLeadership() {
+	if err := s.rs.raft.Barrier(s.cfg.RaftApplyTimeout).Error(); err != nil {
+		s.log.Error("leadership barrier failed", "err", err)
+		return
+	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	s.leaderMu.Lock()
+	s.leaderCancel = cancel
+	s.leaderMu.Unlock()
+
+	s.planQueue.SetEnabled(true)
+	s.broker.SetEnabled(true)
+	s.blocked.SetEnabled(true)
+	if err := s.restoreEvals(); err != nil {
+		s.log.Error("restore evals", "err", err)
+	}
+	nodes, err := s.State().Nodes(nil, "")
+	if err != nil {
+		s.log.Error("list nodes for heartbeats", "err", err)
+	}
+	s.hb.enable(ctx, nodes)
+
+	s.leaderGo(func() { s.runPlanApplier(ctx) })
+	for range s.cfg.NumSchedulers {
+		s.leaderGo(func() { s.runWorker(ctx) })
+	}
+	s.leaderGo(func() { s.runDrainer(ctx) })
+	s.leaderGo(func() { s.runEvalReaper(ctx) })
+	s.log.Info("leadership established", "workers", s.cfg.NumSchedulers, "nodes", len(nodes))
+}
+
+func (s *Server) leaderGo(f func()) {
+	s.leaderWG.Add(1)
+	go func() {
+		defer s.leaderWG.Done()
+		f()
+	}()
+}
+
+// revokeLeadership stops every leader duty and waits for its goroutines.
+func (s *Server) revokeLeadership() {
+	s.leaderMu.Lock()
+	cancel := s.leaderCancel
+	s.leaderCancel = nil
+	s.leaderMu.Unlock()
+	if cancel == nil {
+		return
+	}
+	cancel()
+	s.broker.SetEnabled(false)
+	s.blocked.SetEnabled(false)
+	s.planQueue.SetEnabled(false)
+	s.hb.disable()
+	s.leaderWG.Wait()
+	s.log.Info("leadership revoked")
+}
+
+// restoreEvals puts every pending eval into the broker and every blocked
+// eval into the tracker.
+func (s *Server) restoreEvals() error {
+	evals, err := s.State().Evals(nil, state.AllNamespaces, "")
+	if err != nil {
+		return fmt.Errorf("list evals: %w", err)
+	}
+	for _, e := range evals {
+		switch e.Status {
+		case api.EvalStatusPending:
+			s.broker.Enqueue(e)
+		case api.EvalStatusBlocked:
+			s.blocked.Block(e)
+		}
+	}
+	return nil
+}
+
+// enqueueStored hands freshly committed evals (re-read from state, so
+// they carry their indexes) to the broker or the blocked tracker.
+func (s *Server) enqueueStored(ids ...string) {
+	st := s.State()
+	for _, id := range ids {
+		e, err := st.EvalByID(nil, id)
+		if err != nil || e == nil {
+			continue
+		}
+		switch e.Status {
+		case api.EvalStatusPending:
+			s.broker.Enqueue(e)
+		case api.EvalStatusBlocked:
+			s.blocked.Block(e)
+		}
+	}
+}
+
+// evalStatusQueue collects evals whose status the leader must change
+// (failed after the delivery limit, superseded blocked evals); the
+// reaper writes them through Raft. Callbacks only append, never block.
+type evalStatusQueue struct {
+	mu     sync.Mutex
+	items  []*api.Evaluation
+	notify chan struct{}
+}
+
+func (q *evalStatusQueue) push(e *api.Evaluation) {
+	q.mu.Lock()
+	q.items = append(q.items, e)
+	q.mu.Unlock()
+	select {
+	case q.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (q *evalStatusQueue) take() []*api.Evaluation {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := q.items
+	q.items = nil
+	return out
+}
+
+func (s *Server) evalDeliveryFailed(e *api.Evaluation) {
+	c := e.Copy()
+	c.Status = api.EvalStatusFailed
+	c.StatusDescription = "evaluation reached its delivery limit"
+	s.reap.push(c)
+}
+
+func (s *Server) cancelDuplicateBlocked(e *api.Evaluation) {
+	c := e.Copy()
+	c.Status = api.EvalStatusCancelled
+	c.StatusDescription = "superseded by a newer blocked evaluation"
+	s.reap.push(c)
+}
+
+// runEvalReaper writes the queued eval status changes.
+func (s *Server) runEvalReaper(ctx context.Context) {
+	for {
+		if items := s.reap.take(); len(items) > 0 {
+			now := s.clock.Now().UnixNano()
+			for _, e := range items {
+				e.ModifyTime = now
+			}
+			actx, cancel := context.WithTimeout(ctx, s.cfg.RaftApplyTimeout)
+			_, err := s.applyEvals(actx, items)
+			cancel()
+			if err != nil {
+				s.log.Warn("update eval status", "evals", len(items), "err", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.reap.notify:
+		}
+	}
+}
+
+// planRetryBackoff is the WaitUntil delay of a max-plan-attempts follow-up.
+const planRetryBackoff = 5 * time.Second

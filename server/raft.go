@@ -1,0 +1,42 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/drover/drover/server/fsm"
+	"github.com/drover/drover/server/raftstore"
+	"github.com/drover/drover/server/state"
+)
+
+// raftSystem is the server's Raft node and FSM.
+type raftSystem struct {
+	fsm  *fsm.FSM
+	raft *raftstore.Raft
+}
+
+func newRaftSystem(cfg *Config, log *slog.Logger) (*raftSystem, error) {
+	f := fsm.New(fsm.Config{Logger: log})
+	be := cfg.BootstrapExpect
+	if cfg.DevMode && be == 0 {
+		be = 1
+	}
+	r, err := raftstore.New(raftstore.Config{
+		DataDir: cfg.DataDir, BindAddr: cfg.BindAddr, RaftPort: cfg.RaftPort, RaftAddr: cfg.RaftAddr,
+		BootstrapExpect: be, FSM: f, Logger: log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start raft: %w", err)
+	}
+	return &raftSystem{fsm: f, raft: r}, nil
+}
+
+func (r *raftSystem) state() *state.StateStore { return r.fsm.State() }
+
+func (r *raftSystem) shutdown() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return r.raft.Shutdown(ctx)
+}

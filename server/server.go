@@ -1,0 +1,285 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/drover/drover/server/broker"
+	"github.com/drover/drover/server/state"
+)
+
+// Config configures a server.
+type Config struct {
+	NodeName   string
+	Region     string
+	Datacenter string
+	// DataDir holds Raft's log, stable store and snapshots. Empty with
+	// DevMode: in-memory Raft (nothing survives a restart).
+	DataDir string
+	// BindAddr and RaftPort are where Raft listens; RaftAddr is the
+	// advertised host:port (default BindAddr:RaftPort).
+	BindAddr string
+	RaftPort int
+	RaftAddr string
+	// HTTPAddr is the advertised HTTP address (returned to clients).
+	HTTPAddr        string
+	BootstrapExpect int
+	DevMode         bool
+	// NumSchedulers is the number of scheduler workers on the leader
+	// (default runtime.NumCPU()).
+	NumSchedulers int
+	// HeartbeatTTLMin is the smallest node heartbeat TTL (default 10 s);
+	// HeartbeatGrace is added to the TTL on the server side, and after a
+	// leader election (default 10 s).
+	HeartbeatTTLMin time.Duration
+	HeartbeatGrace  time.Duration
+	// MaxHeartbeatsPerSecond caps the heartbeat rate across nodes: the TTL
+	// grows with the node count (default 50).
+	MaxHeartbeatsPerSecond float64
+	// NackTimeout and DeliveryLimit tune the eval broker (defaults 60 s, 3).
+	NackTimeout   time.Duration
+	DeliveryLimit int
+	// RaftApplyTimeout bounds every Raft apply (default 30 s).
+	RaftApplyTimeout time.Duration
+	Logger           *slog.Logger
+	// Clock drives the broker, heartbeats and drains (default the wall
+	// clock); tests inject broker.NewFakeClock.
+	Clock broker.Clock
+	// Registry receives the server's Prometheus metrics (nil: not exported).
+	Registry prometheus.Registerer
+}
+
+func (c *Config) setDefaults() {
+	if c.NumSchedulers <= 0 {
+		c.NumSchedulers = runtime.NumCPU()
+	}
+	if c.HeartbeatTTLMin <= 0 {
+		c.HeartbeatTTLMin = 10 * time.Second
+	}
+	if c.HeartbeatGrace <= 0 {
+		c.HeartbeatGrace = 10 * time.Second
+	}
+	if c.MaxHeartbeatsPerSecond <= 0 {
+		c.MaxHeartbeatsPerSecond = 50
+	}
+	if c.RaftApplyTimeout <= 0 {
+		c.RaftApplyTimeout = 30 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Clock == nil {
+		c.Clock = broker.RealClock{}
+	}
+	if c.Region == "" {
+		c.Region = "global"
+	}
+	if c.Datacenter == "" {
+		c.Datacenter = "dc1"
+	}
+	if c.NodeName == "" {
+		c.NodeName = "server"
+	}
+	if c.BindAddr == "" {
+		c.BindAddr = "127.0.0.1"
+	}
+}
+
+// Server is one server process's share of the cluster.
+type Server struct {
+	cfg   Config
+	log   *slog.Logger
+	clock broker.Clock
+
+	rs *raftSystem // raft + fsm (raft.go)
+
+	broker    *broker.EvalBroker
+	blocked   *broker.BlockedEvals
+	planQueue *broker.PlanQueue
+	hb        *heartbeats
+	reap      evalStatusQueue
+	metrics   *metrics
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // leader-loop goroutine and async failed-eval writes
+
+	leaderMu     sync.Mutex
+	leaderCancel context.CancelFunc
+	leaderWG     sync.WaitGroup // goroutines of one leadership term
+
+	shutdownOnce sync.Once
+}
+
+// New starts a server: Raft (bootstrapping a single-server cluster in dev
+// mode or when BootstrapExpect is 1) and the leader loop.
+func New(cfg *Config) (*Server, error) {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	c := *cfg
+	c.setDefaults()
+	s := &Server{cfg: c, log: c.Logger.With("component", "server"), clock: c.Clock}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.reap.notify = make(chan struct{}, 1)
+	s.broker = broker.NewEvalBroker(broker.Config{
+		NackTimeout: c.NackTimeout, DeliveryLimit: c.DeliveryLimit, Clock: c.Clock,
+		OnFailed: s.evalDeliveryFailed,
+	})
+	s.blocked = broker.NewBlockedEvals(s.broker.Enqueue, s.cancelDuplicateBlocked)
+	s.planQueue = broker.NewPlanQueue()
+	s.hb = newHeartbeats(s)
+	s.metrics = newMetrics(s)
+	if c.Registry != nil {
+		if err := s.metrics.register(c.Registry); err != nil {
+			s.cancel()
+			return nil, fmt.Errorf("register metrics: %w", err)
+		}
+	}
+	rs, err := newRaftSystem(&s.cfg, s.log)
+	if err != nil {
+		s.cancel()
+		return nil, err
+	}
+	s.rs = rs
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.monitorLeadership()
+	}()
+	return s, nil
+}
+
+// Shutdown stops leader duties, then Raft. It is idempotent.
+func (s *Server) Shutdown(ctx context.Context) error {
+	var err error
+	s.shutdownOnce.Do(func() {
+		s.cancel()
+		done := make(chan struct{})
+		go func() {
+			s.wg.Wait()
+			s.revokeLeadership()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			err = fmt.Errorf("shutdown leader duties: %w", ctx.Err())
+			return
+		}
+		if e := s.rs.shutdown(); e != nil {
+			err = fmt.Errorf("shutdown raft: %w", e)
+		}
+	})
+	return err
+}
+
+// State returns the current state store (it changes after a snapshot
+// restore, so call it for each read).
+func (s *Server) State() *state.StateStore { return s.rs.state() }
+
+// IsLeader reports whether this server is the Raft leader.
+func (s *Server) IsLeader() bool { return s.rs.raft.State() == raft.Leader }
+
+// Leader returns the leader's Raft address, or "".
+func (s *Server) Leader() string {
+	addr, _ := s.rs.raft.LeaderWithID()
+	return string(addr)
+}
+
+// Peers returns the Raft addresses of the voters.
+func (s *Server) Peers() []string {
+	f := s.rs.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return nil
+	}
+	var out []string
+	for _, srv := range f.Configuration().Servers {
+		out = append(out, string(srv.Address))
+	}
+	return out
+}
+
+// LastContact is how long ago the leader was heard from (0 on the leader).
+func (s *Server) LastContact() time.Duration {
+	if s.IsLeader() {
+		return 0
+	}
+	lc := s.rs.raft.LastContact()
+	if lc.IsZero() {
+		return 0
+	}
+	return time.Since(lc)
+}
+
+// Stats returns "raft", "broker" and "runtime" sections for /v1/agent/self.
+func (s *Server) Stats() map[string]map[string]string {
+	bs := s.broker.Stats()
+	bl := s.blocked.Stats()
+	return map[string]map[string]string{
+		"raft": s.rs.raft.Stats(),
+		"broker": {
+			"total_ready": fmt.Sprint(bs.TotalReady), "total_unacked": fmt.Sprint(bs.TotalUnacked),
+			"total_pending": fmt.Sprint(bs.TotalPending), "total_delayed": fmt.Sprint(bs.TotalDelayed),
+			"total_blocked": fmt.Sprint(bl.TotalBlocked), "total_escaped": fmt.Sprint(bl.TotalEscaped),
+			"plan_queue_depth": fmt.Sprint(s.planQueue.Depth()),
+		},
+		"runtime": {
+			"goroutines": fmt.Sprint(runtime.NumGoroutine()), "cpu_count": fmt.Sprint(runtime.NumCPU()),
+			"version": runtime.Version(),
+		},
+		"server": {"leader": fmt.Sprint(s.IsLeader()), "schedulers": fmt.Sprint(s.cfg.NumSchedulers),
+			"known_nodes": fmt.Sprint(s.hb.count())},
+	}
+}
+
+// raftApply is the single place every write goes through. On a follower
+// it fails with api.ErrNotLeader (forwarding to the leader hooks in here).
+// It returns the log index and the FSM's response; an error response from
+// the FSM is returned as the error.
+func (s *Server) raftApply(ctx context.Context, buf []byte) (uint64, any, error) {
+	if !s.IsLeader() {
+		return 0, nil, errNotLeader()
+	}
+	timeout := s.cfg.RaftApplyTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		if d := time.Until(dl); d < timeout {
+			timeout = d
+		}
+	}
+	if timeout <= 0 {
+		return 0, nil, fmt.Errorf("raft apply: %w", ctx.Err())
+	}
+	f := s.rs.raft.Apply(buf, timeout)
+	if err := f.Error(); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+			return 0, nil, fmt.Errorf("raft apply: %v: %w", err, errNotLeader())
+		}
+		return 0, nil, fmt.Errorf("raft apply: %w", err)
+	}
+	resp := f.Response()
+	if err, ok := resp.(error); ok && err != nil {
+		return f.Index(), nil, err
+	}
+	return f.Index(), resp, nil
+}
+
+// newID returns a random UUID.
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}

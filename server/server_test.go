@@ -1,0 +1,114 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/drover/drover/api"
+)
+
+func TestRegisterJobPlacesAllocs(t *testing.T) {
+	s := newTestServer(t)
+	registerNode(t, s, testNode("n1", 4000, 8192))
+	registerNode(t, s, testNode("n2", 4000, 8192))
+	resp := registerJob(t, s, testJob("web", 3, 500, 256))
+	if resp.EvalID == "" || resp.JobModifyIndex == 0 {
+		t.Fatalf("register response = %+v", resp)
+	}
+	waitEvalStatus(t, s, resp.EvalID, api.EvalStatusComplete)
+	allocs := waitLive(t, s, "web", 3)
+	for _, a := range allocs {
+		if a.NodeID != "n1" && a.NodeID != "n2" {
+			t.Fatalf("alloc %s on unknown node %q", a.ID, a.NodeID)
+		}
+		if a.DesiredStatus != api.AllocDesiredStatusRun {
+			t.Fatalf("alloc %s desired %q", a.ID, a.DesiredStatus)
+		}
+	}
+	job, err := s.State().JobByID(nil, api.DefaultNamespace, "web")
+	if err != nil || job == nil || job.Priority != api.DefaultPriority {
+		t.Fatalf("stored job = %+v, %v (want canonicalized)", job, err)
+	}
+}
+
+func TestEndpointErrors(t *testing.T) {
+	s := newTestServer(t)
+	ctx := context.Background()
+	registerNode(t, s, testNode("n1", 4000, 8192))
+
+	bad := testJob("bad", -1, 100, 100)
+	if _, err := s.RegisterJob(ctx, &api.JobRegisterRequest{Job: bad}); !errors.Is(err, api.ErrInvalidJob) {
+		t.Fatalf("count -1: %v, want ErrInvalidJob", err)
+	}
+	if j, _ := s.State().JobByID(nil, api.DefaultNamespace, "bad"); j != nil {
+		t.Fatal("invalid job was stored")
+	}
+	resp := registerJob(t, s, testJob("web", 1, 100, 100))
+	_, err := s.RegisterJob(ctx, &api.JobRegisterRequest{Job: testJob("web", 2, 100, 100), EnforceIndex: true,
+		JobModifyIndex: resp.JobModifyIndex + 100})
+	if !errors.Is(err, api.ErrIndexConflict) {
+		t.Fatalf("enforce index mismatch: %v, want ErrIndexConflict", err)
+	}
+	if _, err := s.RegisterJob(ctx, &api.JobRegisterRequest{Job: testJob("web", 2, 100, 100), EnforceIndex: true,
+		JobModifyIndex: resp.JobModifyIndex}); err != nil {
+		t.Fatalf("enforce index match: %v", err)
+	}
+	if _, err := s.HeartbeatNode(ctx, "n1", "wrong", nil); !errors.Is(err, api.ErrPermissionDenied) {
+		t.Fatalf("heartbeat with wrong secret: %v, want ErrPermissionDenied", err)
+	}
+	if _, err := s.UpdateAllocsFromClient(ctx, "n1", "wrong", nil); !errors.Is(err, api.ErrPermissionDenied) {
+		t.Fatalf("alloc update with wrong secret: %v", err)
+	}
+	n := testNode("n1", 1, 1)
+	n.SecretID = "other"
+	if _, err := s.RegisterNode(ctx, n); !errors.Is(err, api.ErrPermissionDenied) {
+		t.Fatalf("re-register with another secret: %v", err)
+	}
+	if _, err := s.DeregisterJob(ctx, "", "missing", false); !errors.Is(err, api.ErrJobNotFound) {
+		t.Fatalf("deregister missing: %v", err)
+	}
+	if _, err := s.StopAlloc(ctx, "missing"); !errors.Is(err, api.ErrAllocNotFound) {
+		t.Fatalf("stop missing alloc: %v", err)
+	}
+	if _, err := s.UpdateNodeEligibility(ctx, &api.NodeUpdateEligibilityRequest{NodeID: "n1", Eligibility: "maybe"}); !errors.Is(err, api.ErrBadRequest) {
+		t.Fatalf("bad eligibility: %v", err)
+	}
+}
+
+func TestDeregisterPurge(t *testing.T) {
+	s := newTestServer(t)
+	registerNode(t, s, testNode("n1", 4000, 8192))
+	registerJob(t, s, testJob("web", 2, 100, 100))
+	waitLive(t, s, "web", 2)
+	resp, err := s.DeregisterJob(context.Background(), "", "web", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitEvalStatus(t, s, resp.EvalID, api.EvalStatusComplete)
+	waitLive(t, s, "web", 0)
+	if j, _ := s.State().JobByID(nil, api.DefaultNamespace, "web"); j != nil {
+		t.Fatalf("purged job still stored: %+v", j)
+	}
+}
+
+func TestBlockedEvalWakesWhenNodeJoins(t *testing.T) {
+	s := newTestServer(t)
+	registerNode(t, s, testNode("small", 600, 8192))
+	resp := registerJob(t, s, testJob("big", 2, 500, 256))
+	e := waitEvalStatus(t, s, resp.EvalID, api.EvalStatusComplete)
+	if e.BlockedEval == "" {
+		t.Fatalf("eval %+v has no blocked eval although only one alloc fits", e)
+	}
+	eventually(t, "blocked eval tracked", func() bool { return s.blocked.Stats().TotalBlocked == 1 })
+	waitLive(t, s, "big", 1)
+	registerNode(t, s, testNode("large", 4000, 8192))
+	allocs := waitLive(t, s, "big", 2)
+	nodes := map[string]bool{}
+	for _, a := range allocs {
+		nodes[a.NodeID] = true
+	}
+	if !nodes["large"] {
+		t.Fatalf("second alloc not on the new node: %v", nodes)
+	}
+}

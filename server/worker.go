@@ -1,0 +1,150 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/scheduler"
+)
+
+// schedulerTypes are the eval types the workers take.
+var schedulerTypes = []string{api.JobTypeService, api.JobTypeBatch, api.JobTypeSystem, api.JobTypeSysBatch}
+
+// maxPlanAttempts bounds how often a worker re-runs the scheduler after
+// the applier rejected nodes of its plan.
+const maxPlanAttempts = 5
+
+// snapshotWait bounds the wait for the state to reach an eval's index.
+const snapshotWait = 10 * time.Second
+
+// runWorker is one scheduler worker: dequeue, schedule, submit, ack.
+func (s *Server) runWorker(ctx context.Context) {
+	log := s.log.With("component", "worker")
+	for {
+		e, tok, err := s.broker.Dequeue(ctx, schedulerTypes, 0)
+		if err != nil {
+			return // leadership revoked or shutting down
+		}
+		if err := s.processEval(ctx, e, tok); err != nil {
+			log.Warn("eval failed, nacking", "eval", e.ID, "job", e.JobID, "err", err)
+			if nerr := s.broker.Nack(e.ID, tok); nerr != nil && ctx.Err() == nil {
+				log.Warn("nack", "eval", e.ID, "err", nerr)
+			}
+			continue
+		}
+		if err := s.broker.Ack(e.ID, tok); err != nil && ctx.Err() == nil {
+			log.Warn("ack", "eval", e.ID, "err", err)
+		}
+	}
+}
+
+// processEval runs the scheduler on a snapshot at least as new as the
+// eval, submits the plan (retrying on fresh state when nodes were
+// rejected) and commits the eval's outcome.
+func (s *Server) processEval(ctx context.Context, e *api.Evaluation, token string) error {
+	st := s.State()
+	wctx, cancel := context.WithTimeout(ctx, snapshotWait)
+	snap, err := st.SnapshotMinIndex(wctx, e.ModifyIndex)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("snapshot at %d: %w", e.ModifyIndex, err)
+	}
+	var res *scheduler.Result
+	exhausted := false
+	for attempt := 1; ; attempt++ {
+		opts := scheduler.Options{Now: s.clock.Now(), Logger: s.log.With("component", "scheduler", "eval", e.ID)}
+		res, err = scheduler.Schedule(snap.Scheduler(), e, opts)
+		if err != nil {
+			return fmt.Errorf("schedule: %w", err)
+		}
+		plan := res.Plan
+		if plan == nil || plan.IsNoOp() {
+			break
+		}
+		plan.EvalID, plan.EvalToken, plan.Priority = e.ID, token, e.Priority
+		plan.SnapshotIndex = snap.LatestIndex()
+		pending, err := s.planQueue.Enqueue(plan)
+		if err != nil {
+			return fmt.Errorf("submit plan: %w", err)
+		}
+		pr, err := pending.Wait(ctx)
+		if err != nil {
+			return fmt.Errorf("plan: %w", err)
+		}
+		if len(pr.RejectedNodes) == 0 {
+			break
+		}
+		if attempt >= maxPlanAttempts {
+			exhausted = true
+			break
+		}
+		wctx, cancel := context.WithTimeout(ctx, snapshotWait)
+		snap, err = st.SnapshotMinIndex(wctx, pr.RefreshIndex)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("refresh snapshot at %d: %w", pr.RefreshIndex, err)
+		}
+	}
+	return s.commitEvalResult(ctx, e, res, snap.LatestIndex(), exhausted)
+}
+
+// commitEvalResult writes the eval's new status plus any blocked and
+// follow-up evals, then hands the new ones to the broker/tracker.
+func (s *Server) commitEvalResult(ctx context.Context, e *api.Evaluation, res *scheduler.Result, snapIndex uint64, exhausted bool) error {
+	now := s.clock.Now()
+	out := res.Eval
+	if out == nil {
+		out = e.Copy()
+		out.Status = api.EvalStatusComplete
+	}
+	out.ModifyTime = now.UnixNano()
+	if out.SnapshotIndex == 0 {
+		out.SnapshotIndex = snapIndex
+	}
+	evals := []*api.Evaluation{out}
+	var created []string
+	newEval := func(n *api.Evaluation) {
+		if n.ID == "" {
+			n.ID = newID()
+		}
+		if n.CreateTime == 0 {
+			n.CreateTime = now.UnixNano()
+		}
+		n.ModifyTime = now.UnixNano()
+		evals = append(evals, n)
+		created = append(created, n.ID)
+	}
+	if res.Blocked != nil {
+		b := res.Blocked
+		if b.SnapshotIndex == 0 {
+			b.SnapshotIndex = snapIndex
+		}
+		newEval(b)
+	}
+	for _, f := range res.FollowUps {
+		newEval(f)
+	}
+	if exhausted {
+		f := &api.Evaluation{
+			ID: newID(), Namespace: e.Namespace, Priority: e.Priority, Type: e.Type, JobID: e.JobID,
+			TriggeredBy: api.EvalTriggerMaxPlans, Status: api.EvalStatusPending, PreviousEval: e.ID,
+			WaitUntil: now.Add(planRetryBackoff),
+		}
+		out.Status = api.EvalStatusFailed
+		out.StatusDescription = fmt.Sprintf("plan rejected %d times; follow-up %s", maxPlanAttempts, f.ID)
+		out.NextEval = f.ID
+		newEval(f)
+	}
+	if _, err := s.applyEvals(ctx, evals); err != nil {
+		return fmt.Errorf("update evals: %w", err)
+	}
+	s.enqueueStored(created...)
+	return nil
+}
+
+// errStaleToken rejects a plan whose eval is no longer held by the
+// submitting worker (nack timeout, leadership change).
+var errStaleToken = errors.New("evaluation token is no longer outstanding")
