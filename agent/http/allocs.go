@@ -33,7 +33,7 @@ func (s *HTTPServer) allocGet(w nethttp.ResponseWriter, r *nethttp.Request) (any
 		if err != nil {
 			return nil, 0, err
 		}
-		return a, idx, nil
+		return a, objIndex(a.ModifyIndex, idx), nil
 	})
 }
 
@@ -136,7 +136,7 @@ func (s *HTTPServer) evalGet(w nethttp.ResponseWriter, r *nethttp.Request) (any,
 		if err != nil {
 			return nil, 0, err
 		}
-		return e, idx, nil
+		return e, objIndex(e.ModifyIndex, idx), nil
 	})
 }
 

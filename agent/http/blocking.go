@@ -112,6 +112,16 @@ func (s *HTTPServer) setMeta(w nethttp.ResponseWriter, idx uint64) {
 	h.Set(api.HeaderLastContact, strconv.FormatInt(contact.Milliseconds(), 10))
 }
 
+// objIndex is the index of a single object read: its ModifyIndex, so a
+// watch that fires for a neighbour in the same radix node does not end a
+// blocking query; the table index when the object carries none.
+func objIndex(modify, table uint64) uint64 {
+	if modify != 0 {
+		return modify
+	}
+	return table
+}
+
 // maxIndex returns the largest index of the named tables.
 func (s *HTTPServer) maxIndex(tables ...string) uint64 {
 	var m uint64

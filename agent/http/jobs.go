@@ -104,7 +104,7 @@ func (s *HTTPServer) jobGet(w nethttp.ResponseWriter, r *nethttp.Request) (any, 
 		if j == nil {
 			return nil, 0, notFound(api.ErrJobNotFound, "job", id)
 		}
-		return j, idx, nil
+		return j, objIndex(j.ModifyIndex, idx), nil
 	})
 }
 
@@ -202,7 +202,7 @@ func (s *HTTPServer) jobSummary(w nethttp.ResponseWriter, r *nethttp.Request) (a
 		if sum == nil {
 			return nil, 0, notFound(api.ErrJobNotFound, "job", id)
 		}
-		return sum, idx, nil
+		return sum, objIndex(sum.ModifyIndex, idx), nil
 	})
 }
 

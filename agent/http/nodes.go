@@ -52,7 +52,7 @@ func (s *HTTPServer) nodeGet(w nethttp.ResponseWriter, r *nethttp.Request) (any,
 		if n == nil {
 			return nil, 0, notFound(api.ErrNodeNotFound, "node", id)
 		}
-		return redactNode(n), idx, nil
+		return redactNode(n), objIndex(n.ModifyIndex, idx), nil
 	})
 }
 

@@ -32,7 +32,8 @@ type Config struct {
 	State  State
 	Events EventSource
 	Client ClientRole
-	Parse  Parser
+	// Parse converts HCL for POST /v1/jobs/parse (default ParseHCL).
+	Parse Parser
 	// UI serves /ui/ (nil: a placeholder page).
 	UI nethttp.Handler
 	// Self answers /v1/agent/self; Members /v1/agent/members.
@@ -75,6 +76,9 @@ func New(cfg Config) (*HTTPServer, error) {
 	}
 	if cfg.EventHeartbeat <= 0 {
 		cfg.EventHeartbeat = DefaultHeartbeat
+	}
+	if cfg.Parse == nil {
+		cfg.Parse = ParseHCL
 	}
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()

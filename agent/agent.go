@@ -1,0 +1,213 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/drover/drover/agent/config"
+	agenthttp "github.com/drover/drover/agent/http"
+	"github.com/drover/drover/api"
+	"github.com/drover/drover/server"
+)
+
+// Agent is one drover process: the server role, the client role or both,
+// behind one HTTP API.
+type Agent struct {
+	cfg      *config.Config
+	log      *slog.Logger
+	registry *prometheus.Registry
+
+	server *server.Server
+	client clientRole
+	http   *agenthttp.HTTPServer
+	// tmpDir is the dev-mode data dir this agent created (removed on Shutdown).
+	tmpDir string
+}
+
+// New validates cfg and prepares the agent; Start starts it.
+func New(cfg *config.Config, logger *slog.Logger) (*Agent, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Agent{cfg: cfg, log: logger.With("component", "agent"), registry: prometheus.NewRegistry()}, nil
+}
+
+// Start brings up the server role, the client role and the HTTP API, in
+// that order; on failure everything started so far is shut down.
+func (a *Agent) Start(ctx context.Context) (err error) {
+	defer func() {
+		if err != nil {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			_ = a.Shutdown(sctx)
+		}
+	}()
+	cfg := a.cfg
+	if cfg.Name == "" {
+		if h, herr := os.Hostname(); herr == nil {
+			cfg.Name = h
+		} else {
+			cfg.Name = "drover"
+		}
+	}
+	if cfg.Ports.HTTP == 0 {
+		// Resolve an ephemeral port now: the server and client advertise it.
+		port, perr := freePort(cfg.BindAddr)
+		if perr != nil {
+			return perr
+		}
+		cfg.Ports.HTTP = port
+	}
+	if err := a.registry.Register(collectors.NewGoCollector()); err != nil {
+		return fmt.Errorf("register go metrics: %w", err)
+	}
+	hcfg := agenthttp.Config{
+		Addr: cfg.HTTPAddr(), Registry: a.registry, Logger: a.log.With("role", "http"),
+		Self: a.self, Members: a.members,
+	}
+	if cfg.Server.Enabled {
+		dataDir := cfg.DataDir
+		if dataDir != "" {
+			dataDir = filepath.Join(dataDir, "server")
+		}
+		s, serr := server.New(&server.Config{
+			NodeName: cfg.Name, Region: cfg.Region, Datacenter: cfg.Datacenter, DataDir: dataDir,
+			BindAddr: cfg.BindAddr, RaftPort: cfg.Ports.Raft, HTTPAddr: cfg.AdvertisedHTTP(),
+			BootstrapExpect: cfg.Server.BootstrapExpect, DevMode: cfg.DevMode,
+			NumSchedulers: cfg.Server.NumSchedulers, Logger: a.log.With("role", "server"),
+			Registry: a.registry,
+		})
+		if serr != nil {
+			return fmt.Errorf("start server: %w", serr)
+		}
+		a.server = s
+		hcfg.Server, hcfg.State, hcfg.Events = s, serverState{s}, serverEvents{s}
+	}
+	if cfg.Client.Enabled {
+		c, cerr := a.startClient(ctx)
+		if cerr != nil {
+			return fmt.Errorf("start client: %w", cerr)
+		}
+		a.client = c
+		hcfg.Client = c
+	}
+	hcfg.UI = uiHandler()
+	h, herr := agenthttp.New(hcfg)
+	if herr != nil {
+		return herr
+	}
+	if err := h.Start(ctx); err != nil {
+		return err
+	}
+	a.http = h
+	return nil
+}
+
+// HTTPAddr is the address the API listens on.
+func (a *Agent) HTTPAddr() string {
+	if a.http == nil {
+		return a.cfg.HTTPAddr()
+	}
+	return a.http.Addr()
+}
+
+// Shutdown stops the HTTP API, then the client, then the server.
+func (a *Agent) Shutdown(ctx context.Context) error {
+	var errs []error
+	if a.http != nil {
+		if err := a.http.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if a.client != nil {
+		if err := a.client.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("client shutdown: %w", err))
+		}
+	}
+	if a.server != nil {
+		if err := a.server.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("server shutdown: %w", err))
+		}
+	}
+	if a.tmpDir != "" {
+		_ = os.RemoveAll(a.tmpDir)
+	}
+	return errors.Join(errs...)
+}
+
+// self answers /v1/agent/self.
+func (a *Agent) self() *api.AgentSelf {
+	c := a.cfg
+	out := &api.AgentSelf{
+		Config: map[string]any{
+			"Name": c.Name, "Region": c.Region, "Datacenter": c.Datacenter, "DataDir": c.DataDir,
+			"BindAddr": c.BindAddr, "DevMode": c.DevMode, "Version": Version,
+			"Ports":  map[string]int{"HTTP": c.Ports.HTTP, "Raft": c.Ports.Raft, "Gossip": c.Ports.Gossip},
+			"Server": map[string]any{"Enabled": c.Server.Enabled, "BootstrapExpect": c.Server.BootstrapExpect},
+			"Client": map[string]any{"Enabled": c.Client.Enabled, "Servers": c.Client.Servers,
+				"NodeClass": c.Client.NodeClass, "NodePool": c.Client.NodePool},
+		},
+		Member: a.selfMember(),
+	}
+	if a.server != nil {
+		out.Stats = a.server.Stats()
+	}
+	return out
+}
+
+func (a *Agent) selfMember() *api.AgentMember {
+	c := a.cfg
+	role := "client"
+	if c.Server.Enabled {
+		role = "server"
+	}
+	host := c.BindAddr
+	if host == "0.0.0.0" || host == "" {
+		host = "127.0.0.1"
+	}
+	return &api.AgentMember{
+		Name: c.Name + "." + c.Region, Addr: host, Port: uint16(c.Ports.Gossip), Status: "alive",
+		Tags: map[string]string{
+			"role": role, "region": c.Region, "dc": c.Datacenter, "build": Version,
+			"port": strconv.Itoa(c.Ports.Raft), "raft_addr": net.JoinHostPort(host, strconv.Itoa(c.Ports.Raft)),
+			"http_addr": c.AdvertisedHTTP(), "bootstrap_expect": strconv.Itoa(c.Server.BootstrapExpect),
+		},
+		ProtocolMin: 1, ProtocolMax: 1, ProtocolCur: 1,
+	}
+}
+
+// members answers /v1/agent/members. Until gossip joins servers, a server
+// knows itself only.
+func (a *Agent) members() *api.ServerMembers {
+	c := a.cfg
+	out := &api.ServerMembers{ServerName: c.Name, ServerRegion: c.Region, ServerDC: c.Datacenter, Members: []*api.AgentMember{}}
+	if c.Server.Enabled {
+		out.Members = append(out.Members, a.selfMember())
+	}
+	return out
+}
+
+// Version of the agent (set by the CLI from its build version).
+var Version = "0.1.0-dev"
+
+func freePort(host string) (int, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return 0, fmt.Errorf("pick a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}

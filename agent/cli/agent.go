@@ -1,0 +1,187 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/drover/drover/agent"
+	"github.com/drover/drover/agent/config"
+)
+
+func init() {
+	rootCmd.AddCommand(newAgentCmd())
+}
+
+// agentFlags are the flags of `drover agent`; set ones override -config.
+type agentFlags struct {
+	dev, server, client             bool
+	dataDir, bind, logLevel, config string
+	name, dc, region, nodeClass     string
+	httpPort, raftPort, gossipPort  int
+	bootstrapExpect                 int
+	servers, join                   []string
+}
+
+func newAgentCmd() *cobra.Command {
+	var f agentFlags
+	cmd := &cobra.Command{
+		Use:   "agent [flags]",
+		Short: "Run a drover agent: server, client, or both with -dev",
+		Long: `Run a drover agent. -dev runs the server and the client in one process on
+127.0.0.1 (in-memory Raft unless -data-dir is given) with every healthy driver.
+Settings come from -config FILE (HCL, Nomad's agent grammar), then flags.`,
+		Args: exactArgs(0),
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&f.dev, "dev", false, "dev mode: server + client on 127.0.0.1, in-memory state")
+	fl.BoolVar(&f.server, "server", false, "run the server role")
+	fl.BoolVar(&f.client, "client", false, "run the client role")
+	fl.StringVar(&f.config, "config", "", "HCL agent config file")
+	fl.StringVar(&f.dataDir, "data-dir", "", "directory for Raft and client state")
+	fl.StringVar(&f.bind, "bind", "", "address to bind (default 0.0.0.0, 127.0.0.1 with -dev)")
+	fl.IntVar(&f.httpPort, "http-port", config.DefaultHTTPPort, "HTTP API port (0: any free port)")
+	fl.IntVar(&f.raftPort, "raft-port", config.DefaultRaftPort, "Raft port")
+	fl.IntVar(&f.gossipPort, "gossip-port", config.DefaultGossipPort, "gossip port")
+	fl.IntVar(&f.bootstrapExpect, "bootstrap-expect", 0, "number of servers to wait for before bootstrapping Raft")
+	fl.StringSliceVar(&f.servers, "servers", nil, "HTTP addresses of servers for the client (host:port,...)")
+	fl.StringArrayVar(&f.join, "join", nil, "gossip address of a server to join (repeatable)")
+	fl.StringVar(&f.name, "node", "", "node name (default the hostname)")
+	fl.StringVar(&f.dc, "dc", "", "datacenter (default dc1)")
+	fl.StringVar(&f.region, "region", "", "region (default global)")
+	fl.StringVar(&f.nodeClass, "node-class", "", "node class of the client")
+	fl.StringVar(&f.logLevel, "log-level", "", "log level: debug, info, warn, error")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		cfg, err := f.build(cmd)
+		if err != nil {
+			return &exitError{code: ExitUsage, err: err}
+		}
+		return runAgent(cmd, cfg)
+	}
+	return cmd
+}
+
+// build merges defaults (or dev settings), the config file and set flags.
+func (f *agentFlags) build(cmd *cobra.Command) (*config.Config, error) {
+	cfg := config.Default()
+	if f.dev {
+		cfg = config.Dev()
+	}
+	if f.config != "" {
+		c, err := config.LoadFile(f.config, cfg)
+		if err != nil {
+			return nil, err
+		}
+		cfg = c
+	}
+	set := cmd.Flags().Changed
+	if set("server") {
+		cfg.Server.Enabled = f.server
+	}
+	if set("client") {
+		cfg.Client.Enabled = f.client
+	}
+	if set("data-dir") {
+		cfg.DataDir = f.dataDir
+	}
+	if set("bind") {
+		cfg.BindAddr = f.bind
+	}
+	if set("http-port") {
+		cfg.Ports.HTTP = f.httpPort
+	}
+	if set("raft-port") {
+		cfg.Ports.Raft = f.raftPort
+	}
+	if set("gossip-port") {
+		cfg.Ports.Gossip = f.gossipPort
+	}
+	if set("bootstrap-expect") {
+		cfg.Server.BootstrapExpect = f.bootstrapExpect
+	}
+	if set("servers") {
+		cfg.Client.Servers = f.servers
+	}
+	if set("join") {
+		cfg.Join = append(cfg.Join, f.join...)
+	}
+	if set("node") {
+		cfg.Name = f.name
+	}
+	if set("dc") {
+		cfg.Datacenter = f.dc
+	}
+	if set("region") {
+		cfg.Region = f.region
+	}
+	if set("node-class") {
+		cfg.Client.NodeClass = f.nodeClass
+	}
+	if set("log-level") {
+		cfg.LogLevel = f.logLevel
+	}
+	if _, err := parseLevel(cfg.LogLevel); err != nil {
+		return nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if s == "" {
+		return slog.LevelInfo, nil
+	}
+	if err := l.UnmarshalText([]byte(strings.ToLower(s))); err != nil {
+		return 0, fmt.Errorf("log level %q: want debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+func runAgent(cmd *cobra.Command, cfg *config.Config) error {
+	level, _ := parseLevel(cfg.LogLevel)
+	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+	agent.Version = Version
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	a, err := agent.New(cfg, logger)
+	if err != nil {
+		return &exitError{code: ExitUsage, err: err}
+	}
+	if err := a.Start(ctx); err != nil {
+		return cmdErr("start agent: %w", err)
+	}
+	addr := "http://" + a.HTTPAddr()
+	roles := []string{}
+	if cfg.Server.Enabled {
+		roles = append(roles, "server")
+	}
+	if cfg.Client.Enabled {
+		roles = append(roles, "client")
+	}
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "==> drover agent started: API %s, UI %s/ui\n", addr, addr)
+	fmt.Fprintf(out, "    roles: %s; region %s, datacenter %s\n", strings.Join(roles, "+"), cfg.Region, cfg.Datacenter)
+	if f, ok := out.(*os.File); ok {
+		_ = f.Sync()
+	}
+	<-ctx.Done()
+	fmt.Fprintln(out, "==> caught signal, shutting down")
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := a.Shutdown(sctx); err != nil && !errors.Is(err, context.Canceled) {
+		return cmdErr("shutdown: %w", err)
+	}
+	fmt.Fprintln(out, "==> drover agent stopped")
+	return nil
+}

@@ -1,0 +1,95 @@
+package agent
+
+import (
+	"context"
+
+	memdb "github.com/hashicorp/go-memdb"
+
+	"github.com/drover/drover/agent/http"
+	"github.com/drover/drover/api"
+	"github.com/drover/drover/server"
+	"github.com/drover/drover/server/state"
+)
+
+// serverState adapts the server's state store to http.State. The server
+// swaps its store on a snapshot restore, so every read asks for the
+// current one and also watches its abandon channel, so a blocking query
+// wakes up and re-reads from the new store.
+type serverState struct{ s *server.Server }
+
+var _ http.State = serverState{}
+
+func (a serverState) st(ws memdb.WatchSet) *state.StateStore {
+	st := a.s.State()
+	if ws != nil {
+		ws.Add(st.AbandonCh())
+	}
+	return st
+}
+
+func (a serverState) JobByID(ws memdb.WatchSet, ns, id string) (*api.Job, error) {
+	return a.st(ws).JobByID(ws, ns, id)
+}
+func (a serverState) Jobs(ws memdb.WatchSet, ns, prefix string) ([]*api.Job, error) {
+	return a.st(ws).Jobs(ws, ns, prefix)
+}
+func (a serverState) JobVersionsByID(ws memdb.WatchSet, ns, id string) ([]*api.Job, error) {
+	return a.st(ws).JobVersionsByID(ws, ns, id)
+}
+func (a serverState) JobSummaryByID(ws memdb.WatchSet, ns, id string) (*api.JobSummary, error) {
+	return a.st(ws).JobSummaryByID(ws, ns, id)
+}
+func (a serverState) NodeByID(ws memdb.WatchSet, id string) (*api.Node, error) {
+	return a.st(ws).NodeByID(ws, id)
+}
+func (a serverState) Nodes(ws memdb.WatchSet, prefix string) ([]*api.Node, error) {
+	return a.st(ws).Nodes(ws, prefix)
+}
+func (a serverState) AllocByID(ws memdb.WatchSet, id string) (*api.Allocation, error) {
+	return a.st(ws).AllocByID(ws, id)
+}
+func (a serverState) AllocsByIDPrefix(ws memdb.WatchSet, ns, prefix string) ([]*api.Allocation, error) {
+	return a.st(ws).AllocsByIDPrefix(ws, ns, prefix)
+}
+func (a serverState) Allocs(ws memdb.WatchSet, ns, prefix string) ([]*api.Allocation, error) {
+	return a.st(ws).Allocs(ws, ns, prefix)
+}
+func (a serverState) AllocsByJob(ws memdb.WatchSet, ns, jobID string, all bool) ([]*api.Allocation, error) {
+	return a.st(ws).AllocsByJob(ws, ns, jobID, all)
+}
+func (a serverState) AllocsByNode(ws memdb.WatchSet, nodeID string) ([]*api.Allocation, error) {
+	return a.st(ws).AllocsByNode(ws, nodeID)
+}
+func (a serverState) AllocsByEval(ws memdb.WatchSet, evalID string) ([]*api.Allocation, error) {
+	return a.st(ws).AllocsByEval(ws, evalID)
+}
+func (a serverState) EvalByID(ws memdb.WatchSet, id string) (*api.Evaluation, error) {
+	return a.st(ws).EvalByID(ws, id)
+}
+func (a serverState) EvalsByIDPrefix(ws memdb.WatchSet, ns, prefix string) ([]*api.Evaluation, error) {
+	return a.st(ws).EvalsByIDPrefix(ws, ns, prefix)
+}
+func (a serverState) Evals(ws memdb.WatchSet, ns, prefix string) ([]*api.Evaluation, error) {
+	return a.st(ws).Evals(ws, ns, prefix)
+}
+func (a serverState) EvalsByJob(ws memdb.WatchSet, ns, jobID string) ([]*api.Evaluation, error) {
+	return a.st(ws).EvalsByJob(ws, ns, jobID)
+}
+func (a serverState) Index(table string) uint64 { return a.s.State().Index(table) }
+
+// serverEvents adapts the state store's event broker to http.EventSource.
+type serverEvents struct{ s *server.Server }
+
+func (e serverEvents) Subscribe(ctx context.Context, topics map[string][]string, from uint64) (http.EventSub, error) {
+	sub, err := e.s.State().Events().Subscribe(ctx, topics, from)
+	if err != nil {
+		return nil, err
+	}
+	return sub, nil
+}
+
+// HTTPBackends returns the read and event sides of s for agenthttp.Config
+// (tests of the HTTP layer run against a real in-memory server with these).
+func HTTPBackends(s *server.Server) (http.State, http.EventSource) {
+	return serverState{s}, serverEvents{s}
+}
