@@ -35,7 +35,7 @@ lint: ## gofmt, go vet and staticcheck
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 $(PKGS)
 
 bench: ## run the benchmarks and print placements/s and startup/memory figures
-	$(GO) test -run '^$$' -bench . -benchtime 3x -benchmem ./server/scheduler/ | tee build/bench.txt
+	@mkdir -p build && $(GO) test -run '^$$' -bench . -benchtime 3x -benchmem ./server/scheduler/ > build/bench.txt || { cat build/bench.txt; exit 1; }; awk '/^Benchmark/ { p = ""; n = ""; for (i = 2; i < NF; i++) { if ($$(i+1) == "placements/s") p = $$i; if ($$(i+1) == "nodes") n = $$i } sub(/-[0-9]+$$/, "", $$1); sub(/^Benchmark/, "", $$1); if (p != "") printf "%-14s %10.0f placements/s %6.0f nodes\n", $$1, p, n }' build/bench.txt
 
 fuzz: ## fuzz the decoders a stranger can reach (30 s each)
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./jobspec/
