@@ -95,6 +95,17 @@ func (d *decoder) srcText(r hcl.Range) (string, bool) {
 // value evaluates expr. Strings that interpolate runtime variables keep
 // those interpolations as literal ${...} text.
 func (d *decoder) value(expr hcl.Expression) (cty.Value, bool) {
+	// Fast paths for the common constant forms.
+	switch e := expr.(type) {
+	case *hclsyntax.LiteralValueExpr:
+		return e.Val, true
+	case *hclsyntax.TemplateExpr:
+		if len(e.Parts) == 1 {
+			if lit, ok := e.Parts[0].(*hclsyntax.LiteralValueExpr); ok && lit.Val.Type() == cty.String {
+				return lit.Val, true
+			}
+		}
+	}
 	if hasRuntimeRefs(expr) {
 		return d.runtimeValue(hcl.UnwrapExpression(expr))
 	}

@@ -40,7 +40,14 @@ func (d *decoder) job(b *hcl.Block) *api.Job {
 		d.blocks = make(map[int]*hclsyntax.Block, 32)
 		indexBlocks(sb, d.blocks)
 	}
-	body := dynblock.Expand(root, d.ctx)
+	body := root
+	for _, sb := range d.blocks {
+		if sb.Type == "dynamic" {
+			// Only files that use dynamic blocks pay for expanding them.
+			body = dynblock.Expand(root, d.ctx)
+			break
+		}
+	}
 	j := &api.Job{ID: b.Labels[0]}
 	if j.ID == "" {
 		d.errorf(b.LabelRanges[0], "Invalid job name: must not be empty")
