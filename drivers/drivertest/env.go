@@ -3,6 +3,7 @@ package drivertest
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -97,4 +98,27 @@ func NewTaskConfig(t testing.TB, name string, cfg map[string]any) *drivers.TaskC
 		KillSignal:       "SIGTERM",
 		KillTimeout:      5 * time.Second,
 	}
+}
+
+// DroverBinary returns $DROVER_TEST_BIN, or builds github.com/drover/drover
+// into a new temp dir (call it once, from TestMain); cleanup removes it.
+func DroverBinary() (path string, cleanup func(), err error) {
+	if p := os.Getenv("DROVER_TEST_BIN"); p != "" {
+		return p, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "drover-bin-")
+	if err != nil {
+		return "", nil, err
+	}
+	path = filepath.Join(dir, "drover")
+	cmd := exec.Command("go", "build", "-o", path, "github.com/drover/drover")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("build drover: %v: %s", err, out)
+	}
+	// The exec driver's tasks (user nobody) never need to read it, but
+	// the supervisor runs it as root from here.
+	_ = os.Chmod(dir, 0o755)
+	return path, func() { os.RemoveAll(dir) }, nil
 }

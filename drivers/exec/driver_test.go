@@ -1,0 +1,41 @@
+package exec
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/drover/drover/drivers"
+	"github.com/drover/drover/drivers/drivertest"
+)
+
+var droverBin string
+
+func TestMain(m *testing.M) {
+	bin, cleanup, err := drivertest.DroverBinary()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	droverBin = bin
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
+}
+
+// stateDir is shared by all driver instances, like an agent's data dir
+// across restarts.
+var stateDir = os.TempDir()
+
+func newDriver(t *testing.T) drivers.Driver {
+	d, err := New(drivers.Options{Config: map[string]any{"executor_path": droverBin}, DataDir: stateDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func TestConformance(t *testing.T) {
+	drivertest.NeedRoot(t)
+	drivertest.Run(t, drivertest.ShellHarness(&drivertest.Harness{New: newDriver, Parallel: true, EnforcesMemory: true}))
+}

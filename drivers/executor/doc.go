@@ -1,0 +1,27 @@
+// Package executor owns the task supervisor: a small process, run as the
+// hidden `drover executor <config.json>`, that outlives the agent. It
+// starts the task (plainly for raw_exec; for exec in new PID, mount, IPC
+// and UTS namespaces under a minimal read-only chroot, as an unprivileged
+// user, inside a cgroup with CPU, memory, pids and device limits), copies
+// stdout/stderr into rotated log files (drivers/logging), waits, and
+// records exit code, signal and OOM kill atomically in an exit-status
+// file.
+//
+// The driver side lives here too: Launch starts a supervisor detached,
+// Reattach finds a running one again from persisted State (PIDs checked
+// against their /proc start times), Process waits on it without polling
+// (pidfd), signals, execs into and measures the task; Driver is the
+// drivers.Driver shared by the exec and raw_exec packages.
+//
+// cgroups: v1 (also on hybrid hosts: /sys/fs/cgroup/<ctrl>/drover/<task>)
+// or v2 (/sys/fs/cgroup/drover.slice/<task>.scope), chosen with
+// cgroups.Mode(). On v2 the device allow-list (an eBPF program) is not
+// applied: device nodes are still only those bind-mounted into the chroot.
+//
+// Imports: api, drivers, drivers/logging; never agent or server.
+//
+// Concurrency: the supervisor is one process per task; its goroutines
+// (log copiers, signal forwarding) are owned and waited for by Main.
+// Driver and Process are safe for concurrent use; each Process has one
+// waiter goroutine, which ends when the supervisor exits or Close is called.
+package executor

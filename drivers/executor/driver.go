@@ -1,0 +1,437 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/drover/drover/api"
+	"github.com/drover/drover/drivers"
+	"golang.org/x/sys/unix"
+)
+
+// handleVersion is the TaskHandle.Version of exec and raw_exec handles.
+const handleVersion = 1
+
+// DefaultPidsLimit caps an exec task's processes unless the plugin
+// config sets pids_limit (0 there = no limit).
+const DefaultPidsLimit = 4096
+
+// ErrTaskRunning: DestroyTask without force on a running task.
+var ErrTaskRunning = errors.New("task is still running")
+
+// Driver is the drivers.Driver of exec (Isolated) and raw_exec: both run
+// tasks under a supervisor process.
+type Driver struct {
+	name     string
+	isolated bool
+	logger   *slog.Logger
+	bin      string
+	stateDir string
+	pids     int64
+
+	mu    sync.Mutex
+	tasks map[string]*task
+}
+
+type task struct {
+	cfg  *drivers.TaskConfig
+	proc *Process
+}
+
+var (
+	_ drivers.Driver   = (*Driver)(nil)
+	_ drivers.Statser  = (*Driver)(nil)
+	_ drivers.Signaler = (*Driver)(nil)
+	_ drivers.Execer   = (*Driver)(nil)
+)
+
+// NewDriver builds the exec (isolated) or raw_exec driver. Plugin config
+// keys: executor_path (the drover binary; default os.Executable()) and,
+// for exec, pids_limit.
+func NewDriver(name string, isolated bool, opts drivers.Options) (*Driver, error) {
+	d := &Driver{name: name, isolated: isolated, logger: opts.Logger, tasks: map[string]*task{}, pids: DefaultPidsLimit}
+	if d.logger == nil {
+		d.logger = slog.New(slog.DiscardHandler)
+	}
+	d.logger = d.logger.With("component", "driver", "driver", name)
+	for k, v := range opts.Config {
+		switch k {
+		case "executor_path":
+			s, ok := v.(string)
+			if !ok || s == "" {
+				return nil, fmt.Errorf("%s plugin config: %w: executor_path must be a non-empty string", name, drivers.ErrInvalidConfig)
+			}
+			d.bin = s
+		case "pids_limit":
+			n, ok := toInt(v)
+			if !ok || n < 0 {
+				return nil, fmt.Errorf("%s plugin config: %w: pids_limit must be a number >= 0", name, drivers.ErrInvalidConfig)
+			}
+			d.pids = n
+		default:
+			return nil, fmt.Errorf("%s plugin config: %w: unknown key %q", name, drivers.ErrInvalidConfig, k)
+		}
+	}
+	if d.bin == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("%s: find drover binary: %w", name, err)
+		}
+		d.bin = exe
+	}
+	d.stateDir = opts.DataDir
+	if d.stateDir == "" {
+		d.stateDir = filepath.Join(os.TempDir(), "drover-"+name)
+	}
+	d.stateDir = filepath.Join(d.stateDir, name)
+	return d, nil
+}
+
+func toInt(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int:
+		return int64(n), true
+	case int64:
+		return n, true
+	case float64:
+		return int64(n), float64(int64(n)) == n
+	}
+	return 0, false
+}
+
+// Name of the driver.
+func (d *Driver) Name() string { return d.name }
+
+// Fingerprint: exec needs root, usable cgroups and the drover binary;
+// raw_exec only the binary (whether it is enabled is the client's call).
+func (d *Driver) Fingerprint(_ context.Context) *drivers.Fingerprint {
+	fp := &drivers.Fingerprint{Attributes: map[string]string{}}
+	if _, err := os.Stat(d.bin); err != nil {
+		fp.Health, fp.HealthDescription = drivers.HealthUnhealthy, fmt.Sprintf("executor binary: %v", err)
+		return fp
+	}
+	if d.isolated {
+		if err := CgroupsUsable(); err != nil {
+			fp.Health, fp.HealthDescription = drivers.HealthUnhealthy, fmt.Sprintf("exec driver needs root and cgroups: %v", err)
+			return fp
+		}
+		if CgroupsV2() {
+			fp.Attributes["driver.exec.cgroup"] = "v2"
+		} else {
+			fp.Attributes["driver.exec.cgroup"] = "v1"
+		}
+	}
+	fp.Health, fp.HealthDescription = drivers.HealthHealthy, "healthy"
+	fp.Attributes["driver."+d.name] = "1"
+	return fp
+}
+
+// ValidateConfig checks a task's config block.
+func (d *Driver) ValidateConfig(cfg map[string]any) error {
+	_, err := ParseTaskConfig(cfg)
+	return err
+}
+
+// StartTask starts the task under a new supervisor.
+func (d *Driver) StartTask(ctx context.Context, cfg *drivers.TaskConfig) (*drivers.TaskHandle, error) {
+	opts, err := ParseTaskConfig(cfg.Config)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	_, dup := d.tasks[cfg.ID]
+	d.mu.Unlock()
+	if dup {
+		return nil, fmt.Errorf("start task %q: already running", cfg.ID)
+	}
+	ecfg, err := d.executorConfig(cfg, opts)
+	if err != nil {
+		return nil, fmt.Errorf("start task %q: %w", cfg.ID, err)
+	}
+	proc, err := Launch(ctx, d.bin, ecfg)
+	if err != nil {
+		if ecfg.Cgroup != nil {
+			_ = DeleteCgroup(ecfg.Cgroup.Name)
+		}
+		_ = os.RemoveAll(ecfg.StateDir)
+		return nil, fmt.Errorf("start task %q: %w", cfg.ID, err)
+	}
+	state, err := json.Marshal(proc.State)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	d.tasks[cfg.ID] = &task{cfg: cfg, proc: proc}
+	d.mu.Unlock()
+	d.logger.Debug("task started", "task", cfg.ID, "pid", proc.State.TaskPID, "executor_pid", proc.State.ExecutorPID)
+	return &drivers.TaskHandle{Version: handleVersion, Config: cfg, DriverState: state, StartedAt: time.Now()}, nil
+}
+
+func (d *Driver) executorConfig(cfg *drivers.TaskConfig, opts *TaskOptions) (*Config, error) {
+	name := CgroupName(cfg.ID)
+	stateDir := filepath.Join(d.stateDir, name)
+	ecfg := &Config{
+		TaskName: cfg.Name, Command: opts.Command, Args: opts.Args, Env: envList(cfg.Env),
+		LogDir: cfg.LogDir, LogMaxFiles: cfg.LogMaxFiles, LogMaxFileSizeMB: cfg.LogMaxFileSizeMB,
+		StateDir: stateDir, ExitFile: filepath.Join(stateDir, "exit.json"), User: cfg.User,
+	}
+	if ecfg.LogDir == "" {
+		ecfg.LogDir = filepath.Join(cfg.AllocDir, "alloc", "logs")
+	}
+	cgUsable := CgroupsUsable() == nil
+	if !d.isolated {
+		ecfg.Cwd = cfg.TaskDir
+		if cgUsable {
+			// raw_exec: a cgroup without limits, for stats and clean kills.
+			ecfg.Cgroup = &CgroupConfig{Name: name}
+		}
+		return ecfg, nil
+	}
+	if !cgUsable {
+		return nil, fmt.Errorf("exec driver: %w", CgroupsUsable())
+	}
+	if ecfg.User == "" {
+		ecfg.User = "nobody"
+	}
+	cred, err := lookupUser(ecfg.User)
+	if err != nil {
+		return nil, err
+	}
+	for _, sub := range []string{"local", "secrets", "tmp"} {
+		p := filepath.Join(cfg.TaskDir, sub)
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.Chown(p, int(cred.Uid), int(cred.Gid)); err != nil {
+			return nil, fmt.Errorf("chown %s: %w", p, err)
+		}
+	}
+	ecfg.Isolation = &Isolation{AllocDir: cfg.AllocDir, TaskDir: cfg.TaskDir, Hostname: cfg.Name,
+		SharePID: opts.PIDMode == "host", ShareIPC: opts.IPCMode == "host"}
+	for _, m := range cfg.Mounts {
+		ecfg.Isolation.Mounts = append(ecfg.Isolation.Mounts, Mount{HostPath: m.HostPath, TaskPath: m.TaskPath, Readonly: m.Readonly})
+	}
+	var devs []Device
+	for _, dv := range cfg.Devices {
+		devs = append(devs, Device{HostPath: dv.HostPath, TaskPath: dv.TaskPath, Permissions: dv.Permissions})
+	}
+	ecfg.Isolation.Devices = devs
+	cg := &CgroupConfig{Name: name, PidsLimit: d.pids, RestrictDevices: true, Devices: devs, MemoryMaxMB: cfg.MemoryMaxMB}
+	if r := cfg.Resources; r != nil {
+		cg.CPUShares = r.Cpu.CpuShares
+		cg.ReservedCores = r.Cpu.ReservedCores
+		cg.MemoryMB = r.Memory.MemoryMB
+		if r.Memory.MemoryMaxMB > cg.MemoryMaxMB {
+			cg.MemoryMaxMB = r.Memory.MemoryMaxMB
+		}
+	}
+	ecfg.Cgroup = cg
+	return ecfg, nil
+}
+
+// envList turns the task env into sorted KEY=VALUE pairs with a PATH.
+func envList(env map[string]string) []string {
+	out := make([]string, 0, len(env)+1)
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	if _, ok := env["PATH"]; !ok {
+		out = append(out, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (d *Driver) get(id string) (*task, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	t, ok := d.tasks[id]
+	if !ok {
+		return nil, fmt.Errorf("task %q: %w", id, drivers.ErrTaskNotFound)
+	}
+	return t, nil
+}
+
+func exitResult(r *Result) *drivers.ExitResult {
+	out := &drivers.ExitResult{ExitCode: r.ExitCode, Signal: r.Signal, OOMKilled: r.OOMKilled}
+	if r.Err != "" {
+		out.Err = errors.New(r.Err)
+	}
+	return out
+}
+
+// WaitTask yields the task's exit once.
+func (d *Driver) WaitTask(ctx context.Context, id string) (<-chan *drivers.ExitResult, error) {
+	t, err := d.get(id)
+	if err != nil {
+		return nil, err
+	}
+	ch := make(chan *drivers.ExitResult, 1)
+	go func() { // ends with the task or ctx
+		defer close(ch)
+		select {
+		case <-t.proc.Done():
+			ch <- exitResult(t.proc.Result())
+		case <-ctx.Done():
+		}
+	}()
+	return ch, nil
+}
+
+// ParseSignal turns "SIGTERM" / "TERM" / "sigterm" into a signal.
+func ParseSignal(name string) (syscall.Signal, error) {
+	n := strings.ToUpper(strings.TrimSpace(name))
+	if n == "" {
+		return syscall.SIGTERM, nil
+	}
+	if !strings.HasPrefix(n, "SIG") {
+		n = "SIG" + n
+	}
+	s := unix.SignalNum(n)
+	if s == 0 {
+		return 0, fmt.Errorf("unknown signal %q", name)
+	}
+	return s, nil
+}
+
+// StopTask sends signal (default the task's KillSignal, else SIGTERM),
+// waits up to timeout, then SIGKILLs the whole task.
+func (d *Driver) StopTask(ctx context.Context, id string, timeout time.Duration, signal string) error {
+	t, err := d.get(id)
+	if err != nil {
+		return err
+	}
+	if signal == "" {
+		signal = t.cfg.KillSignal
+	}
+	sig, err := ParseSignal(signal)
+	if err != nil {
+		return fmt.Errorf("stop task %q: %w", id, err)
+	}
+	if err := t.proc.Signal(sig); err != nil {
+		return fmt.Errorf("stop task %q: %w", id, err)
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-t.proc.Done():
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("stop task %q: %w", id, ctx.Err())
+	case <-timer.C:
+	}
+	d.logger.Info("task did not stop in time, killing", "task", id, "timeout", timeout)
+	if err := t.proc.Signal(syscall.SIGKILL); err != nil {
+		return fmt.Errorf("kill task %q: %w", id, err)
+	}
+	select {
+	case <-t.proc.Done():
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("stop task %q: %w", id, ctx.Err())
+	}
+}
+
+// DestroyTask kills a running task when force, then removes its cgroup
+// and supervisor state.
+func (d *Driver) DestroyTask(ctx context.Context, id string, force bool) error {
+	t, err := d.get(id)
+	if err != nil {
+		return err
+	}
+	if !t.proc.Exited() {
+		if !force {
+			return fmt.Errorf("destroy task %q: %w", id, ErrTaskRunning)
+		}
+		if err := t.proc.Signal(syscall.SIGKILL); err != nil {
+			return fmt.Errorf("destroy task %q: %w", id, err)
+		}
+		select {
+		case <-t.proc.Done():
+		case <-ctx.Done():
+			return fmt.Errorf("destroy task %q: %w", id, ctx.Err())
+		}
+	}
+	t.proc.Close()
+	var errs []error
+	if t.proc.State.Cgroup != "" {
+		if err := DeleteCgroup(t.proc.State.Cgroup); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := os.RemoveAll(t.proc.State.StateDir); err != nil {
+		errs = append(errs, err)
+	}
+	d.mu.Lock()
+	delete(d.tasks, id)
+	d.mu.Unlock()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("destroy task %q: %w", id, err)
+	}
+	return nil
+}
+
+// RecoverTask reattaches to a supervisor started by an earlier agent.
+func (d *Driver) RecoverTask(_ context.Context, h *drivers.TaskHandle) error {
+	if h == nil || h.Config == nil {
+		return fmt.Errorf("recover: %w: empty handle", drivers.ErrRecoverFailed)
+	}
+	d.mu.Lock()
+	_, known := d.tasks[h.Config.ID]
+	d.mu.Unlock()
+	if known {
+		return nil
+	}
+	var st State
+	if err := json.Unmarshal(h.DriverState, &st); err != nil {
+		return fmt.Errorf("recover task %q: %w: decode state: %v", h.Config.ID, drivers.ErrRecoverFailed, err)
+	}
+	proc, err := Reattach(st)
+	if err != nil {
+		return fmt.Errorf("recover task %q: %w: %v", h.Config.ID, drivers.ErrRecoverFailed, err)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, known := d.tasks[h.Config.ID]; known {
+		proc.Close()
+		return nil
+	}
+	d.tasks[h.Config.ID] = &task{cfg: h.Config, proc: proc}
+	return nil
+}
+
+// TaskStats reports memory and CPU usage.
+func (d *Driver) TaskStats(_ context.Context, id string) (*api.TaskResourceUsage, error) {
+	t, err := d.get(id)
+	if err != nil {
+		return nil, err
+	}
+	u, err := t.proc.Stats()
+	if err != nil {
+		return nil, fmt.Errorf("stats of task %q: %w", id, err)
+	}
+	return u, nil
+}
+
+// SignalTask sends a signal to the running task.
+func (d *Driver) SignalTask(_ context.Context, id string, signal string) error {
+	t, err := d.get(id)
+	if err != nil {
+		return err
+	}
+	sig, err := ParseSignal(signal)
+	if err != nil {
+		return fmt.Errorf("signal task %q: %w", id, err)
+	}
+	return t.proc.Signal(sig)
+}

@@ -1,0 +1,150 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+
+	"github.com/creack/pty"
+	"github.com/drover/drover/drivers"
+)
+
+// nsenterPath is util-linux's nsenter, used to run commands inside an
+// exec task's namespaces and chroot.
+var nsenterPath = "/usr/bin/nsenter"
+
+// ExecTask runs a command in the task's environment: for exec inside its
+// namespaces, chroot and user (via nsenter), for raw_exec in its task
+// dir; with TTY on a pseudo-terminal.
+func (d *Driver) ExecTask(ctx context.Context, id string, opts *drivers.ExecOptions) (*drivers.ExitResult, error) {
+	t, err := d.get(id)
+	if err != nil {
+		return nil, err
+	}
+	if opts == nil || len(opts.Command) == 0 {
+		return nil, fmt.Errorf("exec in task %q: empty command", id)
+	}
+	if t.proc.Exited() {
+		return nil, fmt.Errorf("exec in task %q: task has exited", id)
+	}
+	env := envList(t.cfg.Env)
+	for k, v := range opts.Env {
+		env = append(env, k+"="+v)
+	}
+	var cmd *exec.Cmd
+	if t.proc.State.Isolated {
+		if !sameProcess(t.proc.State.TaskPID, t.proc.State.TaskStart) {
+			return nil, fmt.Errorf("exec in task %q: task process gone", id)
+		}
+		user := t.cfg.User
+		if user == "" {
+			user = "nobody"
+		}
+		cred, err := lookupUser(user)
+		if err != nil {
+			return nil, fmt.Errorf("exec in task %q: %w", id, err)
+		}
+		args := []string{"-t", strconv.Itoa(t.proc.State.TaskPID), "-m", "-u", "-i", "-p", "-r", "-w",
+			"-S", strconv.Itoa(int(cred.Uid)), "-G", strconv.Itoa(int(cred.Gid)), "--"}
+		cmd = exec.CommandContext(ctx, nsenterPath, append(args, opts.Command...)...)
+	} else {
+		path, err := lookPath(opts.Command[0], env)
+		if err != nil {
+			return nil, fmt.Errorf("exec in task %q: %w", id, err)
+		}
+		cmd = exec.CommandContext(ctx, path, opts.Command[1:]...)
+		cmd.Dir = t.cfg.TaskDir
+		if t.cfg.User != "" {
+			cred, err := lookupUser(t.cfg.User)
+			if err != nil {
+				return nil, fmt.Errorf("exec in task %q: %w", id, err)
+			}
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		}
+	}
+	cmd.Env = env
+	if opts.TTY {
+		err = runTTY(cmd, opts)
+	} else {
+		err = runPlain(cmd, opts)
+	}
+	if err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			return nil, fmt.Errorf("exec in task %q: %w", id, err)
+		}
+	}
+	res := &drivers.ExitResult{}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
+		res.ExitCode = ws.ExitStatus()
+		if ws.Signaled() {
+			res.Signal, res.ExitCode = int(ws.Signal()), 128+int(ws.Signal())
+		}
+	}
+	return res, nil
+}
+
+func runPlain(cmd *exec.Cmd, opts *drivers.ExecOptions) error {
+	if opts.Stdin != nil {
+		cmd.Stdin = opts.Stdin
+	}
+	if opts.Stdout != nil {
+		cmd.Stdout = opts.Stdout
+	}
+	if opts.Stderr != nil {
+		cmd.Stderr = opts.Stderr
+	}
+	return cmd.Run()
+}
+
+// runTTY runs cmd on a new pseudo-terminal: Stdout gets its output,
+// Stdin feeds it, Resize sets its size.
+func runTTY(cmd *exec.Cmd, opts *drivers.ExecOptions) error {
+	ptmx, err := pty.Start(cmd)
+	if err != nil {
+		return err
+	}
+	defer ptmx.Close()
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	if opts.Resize != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case sz, ok := <-opts.Resize:
+					if !ok {
+						return
+					}
+					_ = pty.Setsize(ptmx, &pty.Winsize{Rows: sz.Height, Cols: sz.Width})
+				case <-done:
+					return
+				}
+			}
+		}()
+	}
+	if opts.Stdin != nil {
+		// Not waited for: a Read on the caller's Stdin may block forever;
+		// it ends on the next read or write error after the pty closes.
+		go func() { _, _ = io.Copy(ptmx, opts.Stdin) }()
+	}
+	out := opts.Stdout
+	if out == nil {
+		out = io.Discard
+	}
+	copied := make(chan struct{})
+	go func() { _, _ = io.Copy(out, ptmx); close(copied) }()
+	werr := cmd.Wait()
+	// Drain what the command wrote before it exited; the read ends with
+	// EIO once no process holds the terminal any more.
+	<-copied
+	close(done)
+	wg.Wait()
+	return werr
+}

@@ -1,0 +1,39 @@
+package executor
+
+import (
+	"fmt"
+	"os/user"
+	"strconv"
+	"syscall"
+)
+
+// lookupUser resolves a user name (or numeric uid) to credentials with
+// its primary and supplementary groups.
+func lookupUser(name string) (*syscall.Credential, error) {
+	u, err := user.Lookup(name)
+	if err != nil {
+		if _, nerr := strconv.Atoi(name); nerr == nil {
+			u, err = user.LookupId(name)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("look up user %q: %w", name, err)
+		}
+	}
+	uid, err := strconv.ParseUint(u.Uid, 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("user %q: uid %q: %w", name, u.Uid, err)
+	}
+	gid, err := strconv.ParseUint(u.Gid, 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("user %q: gid %q: %w", name, u.Gid, err)
+	}
+	cred := &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	if gids, err := u.GroupIds(); err == nil {
+		for _, g := range gids {
+			if n, err := strconv.ParseUint(g, 10, 32); err == nil {
+				cred.Groups = append(cred.Groups, uint32(n))
+			}
+		}
+	}
+	return cred, nil
+}
