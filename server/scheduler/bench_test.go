@@ -55,3 +55,6 @@ func BenchmarkService1000(b *testing.B) { benchSchedule(b, api.JobTypeService, 1
 
 // BenchmarkBatch10000 places a 10,000-alloc batch job on 5,000 nodes.
 func BenchmarkBatch10000(b *testing.B) { benchSchedule(b, api.JobTypeBatch, 10000) }
+
+// BenchmarkSystem5000 places a system job on every one of 5,000 nodes.
+func BenchmarkSystem5000(b *testing.B) { benchSchedule(b, api.JobTypeSystem, 5000) }
