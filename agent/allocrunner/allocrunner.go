@@ -126,7 +126,7 @@ func (ar *AllocRunner) notify() {
 	default:
 	}
 	if ar.cfg.OnUpdate != nil {
-		ar.cfg.OnUpdate(ar.alloc.ID)
+		ar.cfg.OnUpdate(ar.cfg.Alloc.ID)
 	}
 }
 

@@ -264,7 +264,7 @@ func (tr *TaskRunner) persistAndNotify() {
 	}
 	tr.mu.Unlock()
 	if tr.cfg.Store != nil {
-		if err := tr.cfg.Store.PutTask(tr.alloc.ID, tr.Name(), rec); err != nil {
+		if err := tr.cfg.Store.PutTask(tr.cfg.Alloc.ID, tr.Name(), rec); err != nil {
 			tr.log.Error("persist task state", "error", err)
 		}
 	}
@@ -528,8 +528,8 @@ func (tr *TaskRunner) start(ctx context.Context) (*drivers.TaskHandle, <-chan *d
 	tr.started = true
 	tr.appendEventLocked(&api.TaskEvent{Type: api.TaskStarted, DisplayMessage: "Task started by client"})
 	tr.mu.Unlock()
+	tr.startOnce.Do(func() { close(tr.startedCh) }) // before the notification the alloc runner reacts to
 	tr.persistAndNotify()
-	tr.startOnce.Do(func() { close(tr.startedCh) })
 	return h, waitCh, nil
 }
 

@@ -1,0 +1,254 @@
+package client
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/drover/drover/api"
+	"github.com/drover/drover/drivers"
+)
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		<-tick.C
+	}
+}
+
+func testConfig(dir string, servers ...string) *Config {
+	return &Config{DataDir: dir, Servers: servers, NodeName: "n1", Datacenter: "dc1", HTTPAddr: "127.0.0.1:4646",
+		Meta: map[string]string{"rack": "r1"}, DevMode: false,
+		Drivers: map[string]drivers.Factory{"fake": fakeFactory, "raw_exec": fakeFactory}, UpdateCoalesce: 20 * time.Millisecond}
+}
+
+func startClient(t *testing.T, cfg *Config) *Client {
+	t.Helper()
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = c.Shutdown(ctx)
+	})
+	return c
+}
+
+func testAlloc(nodeID, id string, cfg map[string]any) *api.Allocation {
+	job := &api.Job{ID: "j", Name: "j", Type: api.JobTypeService, TaskGroups: []*api.TaskGroup{{Name: "g", Count: 1,
+		Tasks: []*api.Task{{Name: "web", Driver: "fake", Config: cfg}}}}}
+	return &api.Allocation{ID: id, Name: "j.g[0]", NodeID: nodeID, JobID: "j", Job: job, TaskGroup: "g", Namespace: "default",
+		DesiredStatus: api.AllocDesiredStatusRun, ClientStatus: api.AllocClientStatusPending}
+}
+
+func TestRegisterHeartbeatAndRunAlloc(t *testing.T) {
+	srv := newFakeServer(t)
+	srv.ttl = 100 * time.Millisecond
+	dir := t.TempDir()
+	c := startClient(t, testConfig(dir, srv.addr()))
+	eventually(t, "registration and heartbeats", func() bool {
+		srv.mu.Lock()
+		defer srv.mu.Unlock()
+		return srv.registers == 1 && srv.heartbeats >= 2
+	})
+	srv.mu.Lock()
+	n := srv.node
+	for _, s := range srv.secrets {
+		if s != n.SecretID {
+			t.Errorf("heartbeat secret %q, want the node's", s)
+		}
+	}
+	srv.mu.Unlock()
+	if n.ID != c.NodeID() || n.Name != "n1" || n.HTTPAddr != "127.0.0.1:4646" || n.Meta["rack"] != "r1" {
+		t.Errorf("registered node = %s %s %s %v", n.ID, n.Name, n.HTTPAddr, n.Meta)
+	}
+	if n.Attributes["kernel.name"] != "linux" || n.Attributes["driver.fake"] != "1" || n.Attributes["driver.fake.version"] != "1.0" {
+		t.Errorf("attributes missing kernel/driver entries: %v", n.Attributes)
+	}
+	if _, ok := n.Drivers["raw_exec"]; ok {
+		t.Error("raw_exec enabled outside dev mode without driver.raw_exec.enable")
+	}
+	if n.NodeResources == nil || n.NodeResources.Cpu.CpuShares <= 0 {
+		t.Errorf("node resources = %+v", n.NodeResources)
+	}
+
+	a := testAlloc(n.ID, "aaaaaaaa-0000-4000-8000-000000000001", nil)
+	srv.putAlloc(a)
+	eventually(t, "alloc running on the server", func() bool { return srv.lastStatus(a.ID) == api.AllocClientStatusRunning })
+	if !c.HasAlloc(a.ID) {
+		t.Error("HasAlloc = false for a running alloc")
+	}
+	// Stop it from the server.
+	stop := *a
+	stop.DesiredStatus = api.AllocDesiredStatusStop
+	srv.putAlloc(&stop)
+	eventually(t, "alloc complete on the server", func() bool { return srv.lastStatus(a.ID) == api.AllocClientStatusComplete })
+	// GC on the server removes the alloc dir and state.
+	srv.deleteAlloc(a.ID)
+	eventually(t, "alloc forgotten", func() bool { return !c.HasAlloc(a.ID) })
+}
+
+func TestUpdatesAreCoalesced(t *testing.T) {
+	srv := newFakeServer(t)
+	cfg := testConfig(t.TempDir(), srv.addr())
+	cfg.UpdateCoalesce = 300 * time.Millisecond
+	c := startClient(t, cfg)
+	eventually(t, "registered", func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.node != nil })
+	ids := []string{"bbbbbbbb-0000-4000-8000-000000000001", "bbbbbbbb-0000-4000-8000-000000000002", "bbbbbbbb-0000-4000-8000-000000000003"}
+	srv.mu.Lock()
+	for _, id := range ids {
+		a := testAlloc(c.NodeID(), id, nil)
+		a.AllocModifyIndex = srv.index + 1
+		srv.allocs[id] = a
+	}
+	srv.bump()
+	srv.mu.Unlock()
+	eventually(t, "all running", func() bool {
+		for _, id := range ids {
+			if srv.lastStatus(id) != api.AllocClientStatusRunning {
+				return false
+			}
+		}
+		return true
+	})
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	// Three allocs, each with several task events: far fewer requests than events.
+	if len(srv.updates) > 3 {
+		t.Errorf("%d update requests for 3 allocs started together, want them coalesced", len(srv.updates))
+	}
+	if got := len(srv.updates[0]); got != 3 {
+		t.Errorf("first batch has %d allocs, want all 3", got)
+	}
+}
+
+func TestServerFailover(t *testing.T) {
+	bad, good := newFakeServer(t), newFakeServer(t)
+	bad.fail.Store(true)
+	c := startClient(t, testConfig(t.TempDir(), bad.addr(), good.addr()))
+	eventually(t, "registered with the healthy server", func() bool {
+		good.mu.Lock()
+		defer good.mu.Unlock()
+		return good.node != nil && good.node.ID == c.NodeID()
+	})
+	if got := c.servers.current(); got != good.addr() {
+		t.Errorf("current server = %s, want %s", got, good.addr())
+	}
+}
+
+func TestServerListRefreshedFromResponses(t *testing.T) {
+	a, b := newFakeServer(t), newFakeServer(t)
+	a.others = []string{b.addr()}
+	c := startClient(t, testConfig(t.TempDir(), a.addr()))
+	eventually(t, "server list learned", func() bool {
+		list, _, _ := c.servers.snapshot()
+		return len(list) == 2
+	})
+	a.fail.Store(true)
+	a.srv.CloseClientConnections()
+	eventually(t, "heartbeats move to the other server", func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.registers+b.heartbeats > 0
+	})
+}
+
+func TestIdentityPersistsAndAllocsReattach(t *testing.T) {
+	srv := newFakeServer(t)
+	dir := t.TempDir()
+	c1, err := New(testConfig(dir, srv.addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c1.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "registered", func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.node != nil })
+	a := testAlloc(c1.NodeID(), "cccccccc-0000-4000-8000-000000000001", nil)
+	srv.putAlloc(a)
+	eventually(t, "running", func() bool { return srv.lastStatus(a.ID) == api.AllocClientStatusRunning })
+	id := c1.NodeID()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c1.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	c2 := startClient(t, testConfig(dir, srv.addr()))
+	if c2.NodeID() != id {
+		t.Errorf("node ID after restart = %s, want %s", c2.NodeID(), id)
+	}
+	if !c2.HasAlloc(a.ID) {
+		t.Fatal("alloc not restored")
+	}
+	eventually(t, "reattached", func() bool {
+		ar, _ := c2.runner(a.ID)
+		for _, e := range ar.Alloc().TaskStates["web"].Events {
+			if e.Type == api.TaskReattached {
+				return true
+			}
+		}
+		return false
+	})
+	ar, _ := c2.runner(a.ID)
+	if s := ar.Alloc().TaskStates["web"]; s.State != api.TaskStateRunning || s.Restarts != 0 {
+		t.Errorf("after reattach: %s restarts=%d", s.State, s.Restarts)
+	}
+}
+
+func TestDiffAllocs(t *testing.T) {
+	run := func(id string, idx uint64) *api.Allocation {
+		return &api.Allocation{ID: id, AllocModifyIndex: idx, DesiredStatus: api.AllocDesiredStatusRun}
+	}
+	stopped := run("s", 5)
+	stopped.DesiredStatus = api.AllocDesiredStatusStop
+	have := map[string]uint64{"a": 3, "b": 3, "gone": 1}
+	d := diffAllocs(have, []*api.Allocation{run("a", 3), run("b", 4), run("new", 9), stopped})
+	if len(d.added) != 1 || d.added[0].ID != "new" {
+		t.Errorf("added = %v, want [new] (terminal allocs never started)", d.added)
+	}
+	if len(d.updated) != 1 || d.updated[0].ID != "b" {
+		t.Errorf("updated = %v, want [b]", d.updated)
+	}
+	if len(d.removed) != 1 || d.removed[0] != "gone" {
+		t.Errorf("removed = %v, want [gone]", d.removed)
+	}
+}
+
+func TestRawExecGate(t *testing.T) {
+	for _, tc := range []struct {
+		dev  bool
+		opt  string
+		want bool
+	}{{false, "", false}, {true, "", true}, {false, "true", true}, {false, "1", true}, {false, "false", false}} {
+		cfg := testConfig(t.TempDir())
+		cfg.DevMode = tc.dev
+		cfg.Options = map[string]string{"driver.raw_exec.enable": tc.opt}
+		c, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, got := c.drivers["raw_exec"]
+		if got != tc.want {
+			t.Errorf("dev=%v option=%q: raw_exec enabled = %v, want %v", tc.dev, tc.opt, got, tc.want)
+		}
+		c.Shutdown(context.Background())
+	}
+}
+
+func TestNewNeedsDataDir(t *testing.T) {
+	if _, err := New(&Config{}); err == nil {
+		t.Fatal("want an error without a data dir")
+	}
+}
