@@ -99,11 +99,12 @@ func (a *Allocation) Copy() *Allocation {
 	if a == nil {
 		return nil
 	}
-	job := a.Job
-	a.Job = nil
-	c := deepCopy(a)
-	a.Job = job
-	c.Job = job
+	// Copy through a shallow copy: the original is shared and read
+	// concurrently, so it must never be modified, even briefly.
+	shallow := *a
+	shallow.Job = nil
+	c := deepCopy(&shallow)
+	c.Job = a.Job
 	return c
 }
 
