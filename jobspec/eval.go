@@ -322,6 +322,29 @@ func (d *decoder) kv(b *hcl.Block) map[string]string {
 	return out
 }
 
+// kvAttr merges the map attribute name = { k = "v" } (the attribute
+// form of meta and env) into dst.
+func (d *decoder) kvAttr(c *hcl.BodyContent, name string, dst map[string]string) map[string]string {
+	a := c.Attributes[name]
+	if a == nil {
+		return dst
+	}
+	v, ok := d.typed(a, cty.Map(cty.String))
+	if !ok {
+		return dst
+	}
+	for k, e := range v.AsValueMap() {
+		if e.IsNull() {
+			continue
+		}
+		if dst == nil {
+			dst = make(map[string]string, v.LengthInt())
+		}
+		dst[k] = e.AsString()
+	}
+	return dst
+}
+
 // mergeKV merges every block's pairs into dst.
 func (d *decoder) mergeKV(dst map[string]string, blocks hcl.Blocks) map[string]string {
 	for _, b := range blocks {

@@ -11,10 +11,10 @@ import (
 )
 
 var (
-	jobSchema = schema("name region namespace type priority datacenters node_pool all_at_once",
+	jobSchema = schema("name region namespace type priority datacenters node_pool all_at_once meta",
 		"group:name", "constraint", "affinity", "spread", "update", "periodic", "parameterized",
 		"meta", "reschedule", "migrate")
-	groupSchema = schema("count shutdown_delay stop_after_client_disconnect max_client_disconnect",
+	groupSchema = schema("count shutdown_delay stop_after_client_disconnect max_client_disconnect meta",
 		"task:name", "constraint", "affinity", "spread", "restart", "reschedule", "ephemeral_disk",
 		"update", "migrate", "network", "service", "meta")
 	constraintSchema = schema("attribute operator value distinct_hosts distinct_property version semver regexp set_contains set_contains_all set_contains_any")
@@ -67,6 +67,7 @@ func (d *decoder) job(b *hcl.Block) *api.Job {
 	d.strs(c, "datacenters", &j.Datacenters)
 	d.str(c, "node_pool", &j.NodePool)
 	d.boolean(c, "all_at_once", &j.AllAtOnce)
+	j.Meta = d.kvAttr(c, "meta", j.Meta)
 
 	var resched *api.ReschedulePolicy
 	var migrate *api.MigrateStrategy
@@ -128,6 +129,7 @@ func (d *decoder) group(b *hcl.Block, j *api.Job, resched *api.ReschedulePolicy,
 	d.dur(c, "shutdown_delay", &tg.ShutdownDelay)
 	d.dur(c, "stop_after_client_disconnect", &tg.StopAfterClientDisconnect)
 	d.dur(c, "max_client_disconnect", &tg.MaxClientDisconnect)
+	tg.Meta = d.kvAttr(c, "meta", tg.Meta)
 	if resched != nil {
 		r := *resched
 		tg.ReschedulePolicy = &r

@@ -19,6 +19,9 @@ type Options struct {
 	// VarFiles are HCL files of name = value pairs (-var-file), applied in
 	// order after the environment and before Vars.
 	VarFiles []string
+	// VarText is var-file content applied after VarFiles (the Variables
+	// field of POST /v1/jobs/parse); diagnostics name it "<variables>".
+	VarText string
 	// Env is the environment scanned for DROVER_VAR_name and NOMAD_VAR_name;
 	// nil means os.Environ().
 	Env []string

@@ -9,7 +9,7 @@ import (
 )
 
 var (
-	taskSchema = schema("driver user kill_timeout kill_signal leader shutdown_delay kind",
+	taskSchema = schema("driver user kill_timeout kill_signal leader shutdown_delay kind meta env",
 		"config", "constraint", "affinity", "env", "service", "resources", "restart", "meta",
 		"logs", "artifact", "template", "dispatch_payload", "lifecycle")
 	resourcesSchema = schema("cpu cores memory memory_max disk", "network", "device:name")
@@ -38,6 +38,8 @@ func (d *decoder) task(b *hcl.Block, tg *api.TaskGroup) *api.Task {
 	d.boolean(c, "leader", &t.Leader)
 	d.dur(c, "shutdown_delay", &t.ShutdownDelay)
 	d.str(c, "kind", &t.Kind)
+	t.Meta = d.kvAttr(c, "meta", t.Meta)
+	t.Env = d.kvAttr(c, "env", t.Env)
 	var seen = map[string]bool{}
 	for _, blk := range c.Blocks {
 		switch blk.Type {

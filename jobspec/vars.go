@@ -165,26 +165,10 @@ func (p *parser) applyInputs(vars map[string]*variable, base *hcl.EvalContext) {
 			p.diags = append(p.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: fmt.Sprintf("Cannot read variable file: %s", err)})
 			continue
 		}
-		f, diags := hclsyntax.ParseConfig(src, path, hcl.InitialPos)
-		p.diags = append(p.diags, diags...)
-		if diags.HasErrors() {
-			continue
-		}
-		attrs, diags := f.Body.JustAttributes()
-		p.diags = append(p.diags, diags...)
-		for _, name := range sortedKeys(attrs) {
-			a := attrs[name]
-			v := vars[name]
-			if v == nil {
-				errorf(&p.diags, a.NameRange, "Undefined variable %q: it is not declared in the job file", name)
-				continue
-			}
-			val, diags := a.Expr.Value(base)
-			p.diags = append(p.diags, diags...)
-			if !diags.HasErrors() {
-				p.assign(v, val, a.Expr.Range())
-			}
-		}
+		p.applyVarFile(vars, base, path, src)
+	}
+	if p.opts.VarText != "" {
+		p.applyVarFile(vars, base, "<variables>", []byte(p.opts.VarText))
 	}
 	for _, name := range sortedKeys(p.opts.Vars) {
 		v := vars[name]
@@ -194,6 +178,30 @@ func (p *parser) applyInputs(vars map[string]*variable, base *hcl.EvalContext) {
 			continue
 		}
 		p.assignString(v, p.opts.Vars[name], "-var "+name)
+	}
+}
+
+// applyVarFile applies name = value lines from a var file.
+func (p *parser) applyVarFile(vars map[string]*variable, base *hcl.EvalContext, name string, src []byte) {
+	f, diags := hclsyntax.ParseConfig(src, name, hcl.InitialPos)
+	p.diags = append(p.diags, diags...)
+	if diags.HasErrors() {
+		return
+	}
+	attrs, diags := f.Body.JustAttributes()
+	p.diags = append(p.diags, diags...)
+	for _, name := range sortedKeys(attrs) {
+		a := attrs[name]
+		v := vars[name]
+		if v == nil {
+			errorf(&p.diags, a.NameRange, "Undefined variable %q: it is not declared in the job file", name)
+			continue
+		}
+		val, diags := a.Expr.Value(base)
+		p.diags = append(p.diags, diags...)
+		if !diags.HasErrors() {
+			p.assign(v, val, a.Expr.Range())
+		}
 	}
 }
 
