@@ -46,6 +46,9 @@ func (t *Txn) UpsertPlanResults(res *ApplyPlanResultsRequest) error {
 		}
 	}
 	for _, u := range res.DeploymentUpdates {
+		if u == nil {
+			continue
+		}
 		if err := t.UpdateDeploymentStatus(u); err != nil {
 			return err
 		}

@@ -29,6 +29,11 @@ func (t *Txn) UpsertJob(job *api.Job) error {
 	if job == nil || job.ID == "" {
 		return fmt.Errorf("upsert job: missing job ID: %w", api.ErrInvalidJob)
 	}
+	for i, tg := range job.TaskGroups {
+		if tg == nil {
+			return fmt.Errorf("upsert job %q: task group %d is null: %w", job.ID, i, api.ErrInvalidJob)
+		}
+	}
 	job.Namespace = normNS(job.Namespace)
 	existing, err := txnFirst[api.Job](t, TableJobs, "id", job.Namespace, job.ID)
 	if err != nil {
@@ -95,6 +100,9 @@ func (t *Txn) ensureSummary(job *api.Job) error {
 		t.summaries[job.NamespacedID()] = sum
 	}
 	for _, tg := range job.TaskGroups {
+		if tg == nil {
+			continue
+		}
 		if _, ok := sum.Summary[tg.Name]; !ok {
 			sum.Summary[tg.Name] = api.TaskGroupSummary{}
 		}

@@ -1,0 +1,45 @@
+package fsm
+
+import (
+	"bytes"
+	"io"
+	"testing"
+
+	"github.com/hashicorp/raft"
+)
+
+// FuzzApply feeds arbitrary bytes to Apply: it must return an error or an
+// index, never panic.
+func FuzzApply(f *testing.F) {
+	for _, typ := range []MessageType{JobRegisterType, ApplyPlanResultsType, NodeRegisterType, AllocClientUpdateType,
+		NodeDrainUpdateType, DeploymentUpsertType, EvalDeleteType} {
+		b, _ := Encode(typ, map[string]any{})
+		f.Add(b)
+	}
+	seed, _ := Encode(JobRegisterType, JobRegisterRequest{Job: job("web"), Eval: eval("e1", "web")})
+	f.Add(seed)
+	seed, _ = Encode(ApplyPlanResultsType, ApplyPlanResultsRequest{AllocsPlaced: nil,
+		AllocsStopped: nil, DeploymentUpdates: nil})
+	f.Add(seed)
+	f.Add([]byte(nil))
+	f.Add(append([]byte{byte(ApplyPlanResultsType)}, `{"Version":1,"Body":{"AllocsPlaced":[null],"DeploymentUpdates":[null],"Job":{"ID":"x","TaskGroups":[null]}}}`...))
+	f.Add(append([]byte{byte(NodeRegisterType)}, `{"Version":1,"Body":{"Node":{"ID":"n","Events":[null]}}}`...))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fsm := New(Config{Hooks: &recHooks{}})
+		fsm.Apply(&raft.Log{Index: 1, Type: raft.LogCommand, Data: data})
+		fsm.Apply(&raft.Log{Index: 2, Type: raft.LogCommand, Data: data}) // again, over existing state
+	})
+}
+
+// FuzzRestore feeds arbitrary bytes to Restore: an error or a restored
+// state, never a panic.
+func FuzzRestore(f *testing.F) {
+	f.Add(persist(&testing.T{}, populated(&testing.T{})))
+	f.Add(record(recHeader, `{"Format":1}`))
+	f.Add(append(record(recHeader, `{"Format":1}`), record(recAlloc, `{"Alloc":null}`)...))
+	f.Add(append(record(recHeader, `{"Format":1}`), record(recJob, `null`)...))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fsm := New(Config{})
+		_ = fsm.Restore(io.NopCloser(bytes.NewReader(data)))
+	})
+}
