@@ -1,6 +1,20 @@
 // Package jobspec parses Nomad's HCL2 jobspec grammar (plus drover's
-// additions) into api.Job: variables, locals, functions, dynamic blocks,
-// defaults and validation with file:line:col diagnostics.
+// additions) into api.Job: variables (-var, -var-file, DROVER_VAR_* and
+// NOMAD_VAR_*), locals, the cty standard function library plus file and
+// fileexists (confined to the job file's directory), dynamic blocks,
+// defaults (api.Job.Canonicalize) and validation, with every problem
+// reported as file:line:col: message in a Diagnostics error.
 //
-// Imports: api and the HCL libraries only.
+// Interpolations of runtime names (${node.*}, ${attr.*}, ${meta.*},
+// ${device.*}, ${env[...]}, ${NOMAD_*} and other upper-case environment
+// names) are kept literally for the server or client to resolve. Driver
+// config blocks are kept schemaless: attributes keep their values, nested
+// blocks become lists of maps.
+//
+// Imports: api, the standard library and the HCL/cty libraries only; never
+// server, agent or drivers.
+//
+// Concurrency: Parse and ParseFile are pure functions of their inputs (and
+// the files they are told to read); they share no mutable state and may be
+// called from any number of goroutines.
 package jobspec

@@ -228,3 +228,17 @@ func TestJSONParity(t *testing.T) {
 		t.Errorf("kill timeout = %v, want 5s", got)
 	}
 }
+
+func TestVarText(t *testing.T) {
+	job, err := jobspec.Parse("j.hcl", []byte(varJob), &jobspec.Options{Env: []string{}, VarText: "v = \"text\"\nn = 5\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job.Meta["v"] != "text" || job.TaskGroups[0].Count != 5 {
+		t.Errorf("meta %v count %d, want text and 5", job.Meta, job.TaskGroups[0].Count)
+	}
+	_, err = jobspec.Parse("j.hcl", []byte(varJob), &jobspec.Options{Env: []string{}, VarText: "zzz = 1\n"})
+	if err == nil || !strings.HasPrefix(err.Error(), "<variables>:1:1: Undefined variable \"zzz\"") {
+		t.Errorf("got %v, want undefined variable at <variables>:1:1", err)
+	}
+}
