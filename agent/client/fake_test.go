@@ -36,7 +36,13 @@ func fakeFactory(drivers.Options) (drivers.Driver, error) {
 }
 
 func (d *fakeDriver) Name() string { return "fake" }
+// fakeUnhealthy flips the fake driver's fingerprint.
+var fakeUnhealthy atomic.Bool
+
 func (d *fakeDriver) Fingerprint(context.Context) *drivers.Fingerprint {
+	if fakeUnhealthy.Load() {
+		return &drivers.Fingerprint{Health: drivers.HealthUnhealthy, HealthDescription: "broken"}
+	}
 	return &drivers.Fingerprint{Health: drivers.HealthHealthy, Attributes: map[string]string{"driver.fake.version": "1.0"}}
 }
 func (d *fakeDriver) ValidateConfig(map[string]any) error { return nil }
