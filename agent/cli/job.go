@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -21,7 +22,11 @@ func newJobRunCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run [flags] FILE",
 		Short: "Submit a job file and monitor its evaluation",
-		Args:  exactArgs(1),
+		Long: `Submit a job file and monitor its evaluation until it completes.
+Exit codes (as Nomad's): 0 all placed (or -detach/-output), 1 error,
+2 usage error or allocations that could not be placed (the job is
+registered and waits for capacity).`,
+		Args: exactArgs(1),
 	}
 	vars, varFiles := addVarFlags(cmd)
 	detach := cmd.Flags().Bool("detach", false, "return after submitting, without monitoring the evaluation")
@@ -31,7 +36,7 @@ func newJobRunCmd() *cobra.Command {
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		job, err := loadJob(args[0], *vars, *varFiles)
 		if err != nil {
-			return cmdErr("%v", err)
+			return jobFileErr(err)
 		}
 		out := cmd.OutOrStdout()
 		if *output {
@@ -71,6 +76,15 @@ func newJobRunCmd() *cobra.Command {
 	return cmd
 }
 
+// jobFileErr keeps loadJob's usage errors (exit 2); others exit 1.
+func jobFileErr(err error) error {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	return cmdErr("%w", err)
+}
+
 func newJobPlanCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plan [flags] FILE",
@@ -84,7 +98,7 @@ func newJobPlanCmd() *cobra.Command {
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		job, err := loadJob(args[0], *vars, *varFiles)
 		if err != nil {
-			return cmdErr("%v", err)
+			return jobFileErr(err)
 		}
 		c := apiClient(cmd)
 		resp, err := c.PlanJob(cmd.Context(), &api.JobPlanRequest{Job: job, Diff: !*noDiff}, &api.WriteOptions{Namespace: job.Namespace})
@@ -358,7 +372,7 @@ func newJobInspectCmd() *cobra.Command {
 			}
 			job, err := loadJob(*local, *vars, *varFiles)
 			if err != nil {
-				return cmdErr("%v", err)
+				return jobFileErr(err)
 			}
 			return printJSON(out, &api.JobRegisterRequest{Job: job})
 		}

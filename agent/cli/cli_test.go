@@ -1,0 +1,255 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover/drover/agent"
+	"github.com/drover/drover/agent/config"
+	"github.com/drover/drover/api"
+)
+
+// startAPI runs a real server-only agent (in-memory Raft) on a free port
+// and returns its address.
+func startAPI(t *testing.T) string {
+	t.Helper()
+	cfg := config.Dev()
+	cfg.Client.Enabled = false
+	cfg.Ports.HTTP = 0
+	cfg.Name = "cli-test"
+	a, err := agent.New(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := a.Start(ctx); err != nil {
+		t.Fatalf("start agent: %v", err)
+	}
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if err := a.Shutdown(sctx); err != nil {
+			t.Errorf("agent shutdown: %v", err)
+		}
+	})
+	addr := "http://" + a.HTTPAddr()
+	// Poll with a deadline until the single server leads.
+	c := api.NewClient(addr)
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if l, err := c.Leader(ctx); err == nil && l != "" {
+			return addr
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no leader within 10s")
+		}
+		<-tick.C
+	}
+}
+
+const webHCL = `job "web" {
+  group "web" {
+    count = 2
+    task "srv" {
+      driver = "exec"
+      config {
+        command = "/bin/sleep"
+        args    = ["300"]
+      }
+      resources {
+        cpu    = 100
+        memory = 64
+      }
+    }
+  }
+}
+`
+
+func TestCLIUsageExitCodes(t *testing.T) {
+	for _, args := range [][]string{
+		{"job", "run"},
+		{"job", "status", "a", "b"},
+		{"job", "stop"},
+		{"job", "plan"},
+		{"job", "inspect"},
+		{"node", "drain", "n1"},
+		{"node", "drain", "-enable", "-disable", "n1"},
+		{"node", "eligibility", "n1"},
+		{"alloc", "status"},
+		{"alloc", "logs"},
+		{"eval", "status"},
+		{"job", "status", "-bogus-flag"},
+		{"nosuchcommand"},
+		{"agent"},
+		{"agent", "-server"},
+		{"agent", "-dev", "-log-level", "loud"},
+		{"agent", "-dev", "-bind", "not-an-ip"},
+	} {
+		code, _, stderr := runCLI(t, args...)
+		if code != ExitUsage {
+			t.Errorf("drover %s: exit %d (stderr %q), want %d", strings.Join(args, " "), code, stderr, ExitUsage)
+		}
+		if stderr == "" {
+			t.Errorf("drover %s: no message on stderr", strings.Join(args, " "))
+		}
+	}
+}
+
+func TestCLIAgentBadConfigFile(t *testing.T) {
+	p := writeFile(t, t.TempDir(), "agent.hcl", "server {\n  bootstrap_expekt = 1\n}\n")
+	code, _, stderr := runCLI(t, "agent", "-dev", "-config", p)
+	if code != ExitUsage || !strings.Contains(stderr, "agent.hcl:2") {
+		t.Errorf("agent -config with a typo: exit %d stderr %q, want 2 naming agent.hcl:2", code, stderr)
+	}
+}
+
+func TestCLIUnreachable(t *testing.T) {
+	code, _, stderr := runCLI(t, "job", "status", "-address", "http://127.0.0.1:1")
+	if code != ExitError || stderr == "" {
+		t.Errorf("unreachable agent: exit %d stderr %q, want 1 with a message", code, stderr)
+	}
+}
+
+func TestCLIAgainstServer(t *testing.T) {
+	addr := startAPI(t)
+	dir := t.TempDir()
+	file := writeFile(t, dir, "web.hcl", webHCL)
+	cli := func(args ...string) (int, string, string) {
+		t.Helper()
+		return runCLI(t, append(args, "-address", addr)...)
+	}
+
+	// -output prints the JSON without submitting.
+	code, out, stderr := cli("job", "run", "-output", file)
+	var req api.JobRegisterRequest
+	if code != 0 || json.Unmarshal([]byte(out), &req) != nil || req.Job == nil || req.Job.ID != "web" {
+		t.Fatalf("job run -output: exit %d out %q stderr %q, want {\"Job\":{...web...}}", code, out, stderr)
+	}
+	code, out, _ = cli("job", "status")
+	if code != 0 || !strings.Contains(out, "No running jobs") {
+		t.Fatalf("after -output, job status: exit %d %q, want no jobs", code, out)
+	}
+
+	// Plan: no client nodes, so placements would fail: exit 1.
+	code, out, stderr = cli("job", "plan", file)
+	if code != ExitError || !strings.Contains(out, "Failed to place") || !strings.Contains(out, `Task Group: "web"`) {
+		t.Errorf("job plan without nodes: exit %d out %q stderr %q, want 1 and the failure", code, out, stderr)
+	}
+	code, out, _ = cli("job", "plan", "-json", file)
+	var plan api.JobPlanResponse
+	if code != ExitError || json.Unmarshal([]byte(out), &plan) != nil || len(plan.FailedTGAllocs) == 0 {
+		t.Errorf("job plan -json: exit %d out %q, want 1 and JSON with FailedTGAllocs", code, out)
+	}
+
+	// Run and monitor: registered, but nothing can be placed: exit 2 like Nomad.
+	code, out, stderr = cli("job", "run", file)
+	if code != ExitUsage || !strings.Contains(out, "failed to place all allocations") || !strings.Contains(out, "Monitoring evaluation") {
+		t.Errorf("job run: exit %d out %q stderr %q, want 2 and the monitor's failure report", code, out, stderr)
+	}
+	code, out, _ = cli("job", "run", "-detach", "-var-file", writeFile(t, dir, "empty.hcl", ""), file)
+	if code != 0 || !strings.Contains(out, "Evaluation ID: ") {
+		t.Errorf("job run -detach: exit %d out %q, want 0 and the eval ID", code, out)
+	}
+	code, out, _ = cli("job", "run", "-detach", "-json", file)
+	var rr api.JobRegisterResponse
+	if code != 0 || json.Unmarshal([]byte(out), &rr) != nil || rr.EvalID == "" {
+		t.Errorf("job run -json: exit %d out %q, want the register response", code, out)
+	}
+
+	code, out, _ = cli("job", "status")
+	if code != 0 || !strings.Contains(out, "web") || !strings.Contains(out, "service") {
+		t.Errorf("job status: exit %d out %q", code, out)
+	}
+	code, out, _ = cli("job", "status", "-json")
+	var stubs []*api.JobListStub
+	if code != 0 || json.Unmarshal([]byte(out), &stubs) != nil || len(stubs) != 1 {
+		t.Errorf("job status -json: exit %d out %q, want one job", code, out)
+	}
+	code, out, _ = cli("job", "status", "web")
+	if code != 0 || !strings.Contains(out, "Placement Failure") && !strings.Contains(out, "blocked") {
+		t.Errorf("job status web: exit %d out %q, want the placement failure or blocked eval", code, out)
+	}
+	code, out, _ = cli("job", "status", "-json", "web")
+	var detail struct {
+		Job         *api.Job
+		Evaluations []*api.Evaluation
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &detail) != nil || detail.Job == nil || len(detail.Evaluations) == 0 {
+		t.Errorf("job status -json web: exit %d out %q", code, out)
+	}
+	code, _, stderr = cli("job", "status", "nope")
+	if code != ExitError || !strings.Contains(stderr, "not found") {
+		t.Errorf("job status nope: exit %d stderr %q, want 1 and not found", code, stderr)
+	}
+
+	code, out, _ = cli("job", "inspect", "web")
+	if code != 0 || json.Unmarshal([]byte(out), &req) != nil || req.Job.ID != "web" {
+		t.Errorf("job inspect: exit %d out %q", code, out)
+	}
+	code, out, _ = cli("job", "inspect", "-local", file)
+	if code != 0 || json.Unmarshal([]byte(out), &req) != nil || req.Job.ID != "web" {
+		t.Errorf("job inspect -local: exit %d out %q", code, out)
+	}
+	code, out, _ = cli("job", "history", "-json", "web")
+	var vs api.JobVersionsResponse
+	if code != 0 || json.Unmarshal([]byte(out), &vs) != nil || len(vs.Versions) == 0 {
+		t.Errorf("job history -json: exit %d out %q", code, out)
+	}
+
+	code, out, _ = cli("eval", "status", "-json", rr.EvalID[:8])
+	var ev api.Evaluation
+	if code != 0 || json.Unmarshal([]byte(out), &ev) != nil || ev.ID != rr.EvalID {
+		t.Errorf("eval status by prefix: exit %d out %q, want eval %s", code, out, rr.EvalID)
+	}
+	code, out, _ = cli("eval", "status", rr.EvalID)
+	if code != 0 || !strings.Contains(out, rr.EvalID) {
+		t.Errorf("eval status: exit %d out %q", code, out)
+	}
+
+	code, out, _ = cli("node", "status")
+	if code != 0 || !strings.Contains(out, "No nodes registered") {
+		t.Errorf("node status: exit %d out %q", code, out)
+	}
+	code, out, _ = cli("node", "status", "-json")
+	var nodes []*api.NodeListStub
+	if code != 0 || json.Unmarshal([]byte(out), &nodes) != nil || len(nodes) != 0 {
+		t.Errorf("node status -json: exit %d out %q, want []", code, out)
+	}
+	code, _, _ = cli("node", "eligibility", "-enable", "nope")
+	if code != ExitError {
+		t.Errorf("node eligibility of unknown node: exit %d, want 1", code)
+	}
+	code, _, _ = cli("alloc", "status", "nope")
+	if code != ExitError {
+		t.Errorf("alloc status nope: exit %d, want 1", code)
+	}
+
+	code, out, _ = cli("server", "members", "-json")
+	var m api.ServerMembers
+	if code != 0 || json.Unmarshal([]byte(out), &m) != nil || len(m.Members) != 1 {
+		t.Errorf("server members -json: exit %d out %q, want one member", code, out)
+	}
+	code, out, _ = cli("status")
+	if code != 0 || !strings.Contains(out, "web") {
+		t.Errorf("status: exit %d out %q", code, out)
+	}
+
+	code, out, _ = cli("job", "stop", "-detach", "web")
+	if code != 0 || !strings.Contains(out, "stopped") {
+		t.Errorf("job stop: exit %d out %q", code, out)
+	}
+	code, _, _ = cli("job", "stop", "-purge", "web")
+	if code != 0 {
+		t.Errorf("job stop -purge: exit %d", code)
+	}
+	code, _, _ = cli("job", "status", "web")
+	if code != ExitError {
+		t.Errorf("job status after purge: exit %d, want 1", code)
+	}
+}
