@@ -36,10 +36,9 @@ job "web" {
     }
 
     network {
-      # A dynamic host port mapped to 8080 inside the container.
-      port "http" {
-        to = 8080
-      }
+      # A dynamic host port. Containers with ports share the host's network,
+      # so httpd listens on the port itself (NOMAD_PORT_http).
+      port "http" {}
     }
 
     service {
@@ -61,8 +60,7 @@ job "web" {
       config {
         image   = var.image
         command = "httpd"
-        args    = ["-f", "-p", "8080", "-h", "/local"]
-        ports   = ["http"]
+        args    = ["-f", "-p", "${NOMAD_PORT_http}", "-h", "/local"]
       }
 
       template {
