@@ -107,9 +107,18 @@ func (s *sched) buildAlloc(tc *tgCtx, p *placement, c *cand) *api.Allocation {
 		ns = api.DefaultNamespace
 	}
 	ar := &api.AllocatedResources{Tasks: make(map[string]*api.AllocatedTaskResources, len(tc.tasks))}
+	var cores []uint16
+	if tc.cores > 0 {
+		cores = c.ns.freeCores(tc.cores)
+	}
 	for _, t := range tc.tasks {
+		cpu := api.AllocatedCpuResources{CpuShares: t.cpu}
+		if t.cores > 0 {
+			cpu.ReservedCores, cores = cores[:t.cores:t.cores], cores[t.cores:]
+			cpu.CpuShares = int64(t.cores) * c.ns.mhzPerCore()
+		}
 		ar.Tasks[t.task.Name] = &api.AllocatedTaskResources{
-			Cpu:    api.AllocatedCpuResources{CpuShares: t.cpu},
+			Cpu:    cpu,
 			Memory: api.AllocatedMemoryResources{MemoryMB: t.mem, MemoryMaxMB: t.max},
 		}
 		if t.task.Lifecycle != nil {

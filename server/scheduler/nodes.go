@@ -22,6 +22,7 @@ type nodeState struct {
 	allocs                      []*api.Allocation // live allocs (not stopped by this plan)
 	ports                       map[int]struct{}  // nil until a group asks for ports
 	devUsed                     map[string]struct{}
+	coresUsed                   map[uint16]struct{}
 	jobTG                       map[string]int // live allocs of the scheduled job, by group
 	jobTotal                    int
 	minPort, maxPort            int
@@ -70,6 +71,12 @@ func (ns *nodeState) addAlloc(a *api.Allocation, job *api.Job) {
 	ns.diskUsed += disk
 	if r := a.AllocatedResources; r != nil {
 		for _, t := range r.Tasks {
+			for _, c := range t.Cpu.ReservedCores {
+				if ns.coresUsed == nil {
+					ns.coresUsed = map[uint16]struct{}{}
+				}
+				ns.coresUsed[c] = struct{}{}
+			}
 			for _, d := range t.Devices {
 				if ns.devUsed == nil {
 					ns.devUsed = map[string]struct{}{}
@@ -105,6 +112,9 @@ func (ns *nodeState) removeAlloc(a *api.Allocation, job *api.Job) {
 		ns.diskUsed -= disk
 		if r := a.AllocatedResources; r != nil {
 			for _, t := range r.Tasks {
+				for _, c := range t.Cpu.ReservedCores {
+					delete(ns.coresUsed, c)
+				}
 				for _, d := range t.Devices {
 					for _, id := range d.DeviceIDs {
 						delete(ns.devUsed, id)
@@ -278,4 +288,44 @@ func hostIP(n *api.Node) string {
 		return ip
 	}
 	return "127.0.0.1"
+}
+
+// mhzPerCore is the node's CPU shares divided by its core count.
+func (ns *nodeState) mhzPerCore() int64 {
+	r := ns.node.NodeResources
+	if r == nil || r.Cpu.TotalCpuCores == 0 {
+		return 0
+	}
+	return r.Cpu.CpuShares / int64(r.Cpu.TotalCpuCores)
+}
+
+// freeCores returns up to n free reservable core IDs, lowest first.
+func (ns *nodeState) freeCores(n int) []uint16 {
+	r := ns.node.NodeResources
+	if r == nil {
+		return nil
+	}
+	cores := r.Cpu.ReservableCpuCores
+	if len(cores) == 0 {
+		for i := uint16(0); i < r.Cpu.TotalCpuCores; i++ {
+			cores = append(cores, i)
+		}
+	}
+	reserved := map[uint16]bool{}
+	if rr := ns.node.ReservedResources; rr != nil {
+		for _, c := range rr.Cpu.ReservableCpuCores {
+			reserved[c] = true
+		}
+	}
+	var out []uint16
+	for _, c := range cores {
+		if _, used := ns.coresUsed[c]; used || reserved[c] {
+			continue
+		}
+		out = append(out, c)
+		if len(out) == n {
+			break
+		}
+	}
+	return out
 }

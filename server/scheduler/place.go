@@ -12,7 +12,8 @@ import (
 // tgCtx is what placing one task group needs, computed once per pass.
 type tgCtx struct {
 	tg      *api.TaskGroup
-	cpu     int64
+	cpu     int64 // MHz asked directly
+	cores   int   // whole cores asked
 	mem     int64
 	disk    int64
 	tasks   []taskAsk
@@ -39,6 +40,7 @@ type tgCtx struct {
 type taskAsk struct {
 	task          *api.Task
 	cpu, mem, max int64
+	cores         int // whole cores reserved (cpu then comes from the node's MHz per core)
 }
 
 type portAsk struct {
@@ -139,9 +141,13 @@ func (s *sched) newTG(tg *api.TaskGroup) *tgCtx {
 		if r == nil {
 			r = api.DefaultResources()
 		}
-		ta := taskAsk{task: t, cpu: int64(r.CPU), mem: int64(r.MemoryMB), max: int64(r.MemoryMaxMB)}
+		ta := taskAsk{task: t, cpu: int64(r.CPU), mem: int64(r.MemoryMB), max: int64(r.MemoryMaxMB), cores: r.Cores}
+		if ta.cores > 0 {
+			ta.cpu = 0
+		}
 		tc.tasks = append(tc.tasks, ta)
 		tc.cpu += ta.cpu
+		tc.cores += ta.cores
 		tc.mem += ta.mem
 		for i, n := range r.Networks {
 			for _, p := range n.ReservedPorts {
@@ -304,13 +310,16 @@ func (s *sched) nodeOK(tc *tgCtx, ns *nodeState) (bool, string) {
 // fits checks resources; it returns the exhausted dimension on failure.
 func (s *sched) fits(tc *tgCtx, ns *nodeState) ([]devPick, string) {
 	s.load(ns)
-	if ns.cpuUsed+tc.cpu > ns.cpuTotal {
+	if ns.cpuUsed+tc.cpuOn(ns) > ns.cpuTotal {
 		return nil, "cpu"
+	}
+	if tc.cores > 0 && len(ns.freeCores(tc.cores)) < tc.cores {
+		return nil, "cores"
 	}
 	if ns.memUsed+tc.mem > ns.memTotal {
 		return nil, "memory"
 	}
-	if ns.diskUsed+tc.disk > ns.diskTot {
+	if ns.diskTot > 0 && ns.diskUsed+tc.disk > ns.diskTot { // 0: the node reports no disk
 		return nil, "disk"
 	}
 	if len(tc.ports) > 0 {
@@ -441,7 +450,7 @@ func binPackScore(cpuUsed, cpuTotal, memUsed, memTotal int64) float64 {
 
 func (s *sched) score(tc *tgCtx, ns *nodeState, picks []devPick, prevNode string, desired int) cand {
 	c := cand{ns: ns, picks: picks}
-	c.binpack = binPackScore(ns.cpuUsed+tc.cpu, ns.cpuTotal, ns.memUsed+tc.mem, ns.memTotal)
+	c.binpack = binPackScore(ns.cpuUsed+tc.cpuOn(ns), ns.cpuTotal, ns.memUsed+tc.mem, ns.memTotal)
 	sum, cnt := c.binpack, 1.0
 	if col := ns.jobTG[tc.tg.Name]; col > 0 {
 		if desired < 1 {
@@ -623,4 +632,13 @@ func scoreMeta(cands []cand, top int) []*api.NodeScoreMeta {
 		out = append(out, &api.NodeScoreMeta{NodeID: c.ns.node.ID, Scores: sc, NormScore: c.score})
 	}
 	return out
+}
+
+// cpuOn is the group's CPU ask in MHz on a node: MHz asked directly plus
+// reserved cores at the node's MHz per core.
+func (tc *tgCtx) cpuOn(ns *nodeState) int64 {
+	if tc.cores == 0 {
+		return tc.cpu
+	}
+	return tc.cpu + int64(tc.cores)*ns.mhzPerCore()
 }

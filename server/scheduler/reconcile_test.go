@@ -248,3 +248,31 @@ func TestAllocFields(t *testing.T) {
 		t.Errorf("plan header = %+v", res.Plan)
 	}
 }
+
+func TestReservedCores(t *testing.T) {
+	st := newMemState()
+	n := testNode("a", "dc1", 4000, 8192)
+	n.NodeResources.Cpu.TotalCpuCores = 4
+	st.addNode(n)
+	job := testJob("j", api.JobTypeBatch, 3, 0, 64)
+	job.TaskGroups[0].Tasks[0].Resources = &api.Resources{Cores: 2, MemoryMB: 64}
+	st.upsertJob(job)
+	res, err := Schedule(st, testEval(job, 1), Options{Now: testNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [][]uint16
+	for _, a := range res.Plan.NodeAllocation[n.ID] {
+		cpu := a.AllocatedResources.Tasks["server"].Cpu
+		if cpu.CpuShares != 2000 {
+			t.Errorf("%s: CpuShares = %d, want 2000 (2 cores x 1000 MHz)", a.Name, cpu.CpuShares)
+		}
+		got = append(got, cpu.ReservedCores)
+	}
+	if diff := cmp.Diff([][]uint16{{0, 1}, {2, 3}}, got); diff != "" {
+		t.Errorf("reserved cores (-want +got):\n%s", diff)
+	}
+	if m := res.Eval.FailedTGAllocs["web"]; m == nil || m.NodesExhausted != 1 {
+		t.Errorf("third alloc: metric %+v, want one node exhausted", m)
+	}
+}
