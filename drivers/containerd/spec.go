@@ -230,6 +230,9 @@ func (d *Driver) specOpts(cfg *drivers.TaskConfig, tc *TaskConfig, img container
 		}
 	}
 	opts = append(opts, oci.WithCgroup(CgroupParent+"/"+id), d.withResources(cfg, tc))
+	if !tc.Privileged {
+		opts = append(opts, withCgroupMounts(cgroupRoot, id))
+	}
 	if len(cfg.Devices) > 0 {
 		opts = append(opts, withDevices(cfg.Devices), withNvidiaLibraries(d.hostRoot, cfg.Devices))
 	}
@@ -389,4 +392,52 @@ func cpuMHz() int64 {
 		}
 	}
 	return 0
+}
+
+// cgroupV1Controllers are bound into a task (cgroup v1 hosts) so it can
+// read its own limits at /sys/fs/cgroup/<controller>.
+var cgroupV1Controllers = []string{"memory", "cpu", "cpuacct", "pids", "cpuset"}
+
+// withCgroupMounts makes the task's own cgroup visible read-only at
+// /sys/fs/cgroup (the runtime's cgroup mount shows nothing on hybrid
+// hosts): on cgroup v1 a tmpfs with one bind mount per controller, on v2
+// the task's cgroup directory. runc creates the cgroup before it mounts
+// the rootfs, so the sources exist at mount time.
+func withCgroupMounts(root, id string) oci.SpecOpts {
+	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
+		kept := s.Mounts[:0]
+		for _, m := range s.Mounts {
+			if m.Destination != "/sys/fs/cgroup" {
+				kept = append(kept, m)
+			}
+		}
+		s.Mounts = kept
+		rel := filepath.Join(CgroupParent, id)
+		ro := []string{"rbind", "rprivate", "ro", "nosuid", "nodev", "noexec"}
+		if st, err := os.Stat(filepath.Join(root, "memory")); err == nil && st.IsDir() {
+			s.Mounts = append(s.Mounts, specs.Mount{
+				Type: "tmpfs", Source: "tmpfs", Destination: "/sys/fs/cgroup",
+				Options: []string{"nosuid", "nodev", "noexec", "mode=755", "size=64k"},
+			})
+			for _, c := range cgroupV1Controllers {
+				host := filepath.Join(root, c)
+				if real, err := filepath.EvalSymlinks(host); err == nil {
+					host = real
+				}
+				if st, err := os.Stat(host); err != nil || !st.IsDir() {
+					continue
+				}
+				s.Mounts = append(s.Mounts, specs.Mount{
+					Type: "bind", Source: filepath.Join(host, rel), Destination: "/sys/fs/cgroup/" + c, Options: ro,
+				})
+			}
+			return nil
+		}
+		if _, err := os.Stat(filepath.Join(root, "cgroup.controllers")); err == nil {
+			s.Mounts = append(s.Mounts, specs.Mount{
+				Type: "bind", Source: filepath.Join(root, rel), Destination: "/sys/fs/cgroup", Options: ro,
+			})
+		}
+		return nil
+	}
 }

@@ -37,6 +37,7 @@ type State struct {
 
 // taskState is one task this driver instance owns.
 type taskState struct {
+	drv       *Driver
 	id        string
 	cfg       *drivers.TaskConfig
 	st        State
@@ -208,7 +209,7 @@ func closeAll(ws []*logging.Writer) {
 
 func (d *Driver) newTaskState(cfg *drivers.TaskConfig, st State, container containerd.Container, task containerd.Task, logs []*logging.Writer) *taskState {
 	return &taskState{
-		id: cfg.ID, cfg: cfg, st: st, container: container, task: task, io: task.IO(), logs: logs,
+		drv: d, id: cfg.ID, cfg: cfg, st: st, container: container, task: task, io: task.IO(), logs: logs,
 		owned: make(chan struct{}), done: make(chan struct{}),
 	}
 }
@@ -460,6 +461,11 @@ func (d *Driver) RecoverTask(ctx context.Context, h *drivers.TaskHandle) error {
 	if prev != nil {
 		prev.detach()
 		<-prev.owned
+		prev.drv.mu.Lock()
+		if prev.drv.tasks[prev.id] == prev {
+			delete(prev.drv.tasks, prev.id)
+		}
+		prev.drv.mu.Unlock()
 	}
 	logs, err := openLogs(cfg)
 	if err != nil {
