@@ -89,7 +89,9 @@ func TestMockKillSequence(t *testing.T) {
 	stubborn := mockTask("stubborn", map[string]any{"run_for": "1h", "kill_after": "1h"})
 	polite := mockTask("polite", map[string]any{"run_for": "1h"})
 	h := newMockHarness(t, newAlloc(api.JobTypeService, nil, stubborn, polite), nil)
-	eventually(t, "running", func() bool { return h.ar.Alloc().ClientStatus == api.AllocClientStatusRunning && h.state("polite").State == api.TaskStateRunning })
+	eventually(t, "running", func() bool {
+		return h.ar.Alloc().ClientStatus == api.AllocClientStatusRunning && h.state("polite").State == api.TaskStateRunning
+	})
 	a := h.ar.Alloc()
 	a.DesiredStatus = api.AllocDesiredStatusStop
 	h.ar.Update(a)

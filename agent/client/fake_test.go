@@ -36,6 +36,7 @@ func fakeFactory(drivers.Options) (drivers.Driver, error) {
 }
 
 func (d *fakeDriver) Name() string { return "fake" }
+
 // fakeUnhealthy flips the fake driver's fingerprint.
 var fakeUnhealthy atomic.Bool
 
