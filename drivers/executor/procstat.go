@@ -96,20 +96,31 @@ func groupUsage(pgrp int) (rss uint64, ticks uint64, err error) {
 	return rss, ticks, nil
 }
 
-// RSS returns a process's resident set size in bytes (VmRSS).
-func RSS(pid int) (uint64, error) {
+// Memory returns a process's resident set (VmRSS) and its private
+// anonymous part (RssAnon) in bytes. File pages of the drover binary are
+// shared by all supervisors, so RssAnon is what one more costs.
+func Memory(pid int) (rss, anon uint64, err error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
+	}
+	kb := func(v string) uint64 {
+		f := strings.Fields(v)
+		if len(f) == 0 {
+			return 0
+		}
+		n, _ := strconv.ParseUint(f[0], 10, 64)
+		return n << 10
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			f := strings.Fields(v)
-			if len(f) >= 1 {
-				kb, err := strconv.ParseUint(f[0], 10, 64)
-				return kb << 10, err
-			}
+			rss = kb(v)
+		} else if v, ok := strings.CutPrefix(line, "RssAnon:"); ok {
+			anon = kb(v)
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
+	if rss == 0 {
+		return 0, 0, fmt.Errorf("no VmRSS for pid %d", pid)
+	}
+	return rss, anon, nil
 }
