@@ -58,3 +58,25 @@ func BenchmarkBatch10000(b *testing.B) { benchSchedule(b, api.JobTypeBatch, 1000
 
 // BenchmarkSystem5000 places a system job on every one of 5,000 nodes.
 func BenchmarkSystem5000(b *testing.B) { benchSchedule(b, api.JobTypeSystem, 5000) }
+
+// BenchmarkSpread1000 places a 1,000-alloc service job spread over the two
+// datacenters (spread and affinity score every feasible node).
+func BenchmarkSpread1000(b *testing.B) {
+	st := benchCluster(b)
+	job := testJob("bench", api.JobTypeService, 1000, 500, 256)
+	job.Spreads = []*api.Spread{{Attribute: "${node.datacenter}", Weight: 100}}
+	st.upsertJob(job)
+	b.ReportAllocs()
+	b.ResetTimer()
+	var nodes int
+	for i := 0; i < b.N; i++ {
+		res, err := Schedule(st, testEval(job, i), Options{Now: testNow})
+		if err != nil {
+			b.Fatal(err)
+		}
+		nodes = len(res.Plan.NodeAllocation)
+	}
+	b.StopTimer()
+	b.ReportMetric(1000*float64(b.N)/b.Elapsed().Seconds(), "placements/s")
+	b.ReportMetric(float64(nodes), "nodes")
+}

@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -217,7 +216,10 @@ func (s *sched) sampleLimit(tc *tgCtx) int {
 		return s.opts.SampleLimit
 	}
 	if len(tc.affs) > 0 || len(tc.spreads) > 0 {
-		return -1 // preferences need the whole picture
+		// Preferences need a wider view than bin-packing; scoring every
+		// node makes a placement O(n) (16 s for 1,000 spread allocs on
+		// 5,000 nodes), so a fixed sample of the shuffled nodes is used.
+		return preferenceSample
 	}
 	if s.job.Type == api.JobTypeBatch {
 		return 2
@@ -228,6 +230,10 @@ func (s *sched) sampleLimit(tc *tgCtx) int {
 	}
 	return l
 }
+
+// preferenceSample is how many feasible nodes are scored per placement
+// for groups with affinities or spreads.
+const preferenceSample = 100
 
 // Rejection reasons from checkNode.
 const (
@@ -602,13 +608,22 @@ func inc(m *map[string]int, k string) {
 
 // scoreMeta renders the top candidates' score breakdowns.
 func scoreMeta(cands []cand, top int) []*api.NodeScoreMeta {
-	idx := make([]int, len(cands))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool { return cands[idx[a]].score > cands[idx[b]].score })
-	if len(idx) > top {
-		idx = idx[:top]
+	// Partial selection: the top few in score order, earlier first on ties.
+	idx := make([]int, 0, top+1)
+	for i := range cands {
+		pos := len(idx)
+		for pos > 0 && cands[i].score > cands[idx[pos-1]].score {
+			pos--
+		}
+		if pos >= top {
+			continue
+		}
+		idx = append(idx, 0)
+		copy(idx[pos+1:], idx[pos:])
+		idx[pos] = i
+		if len(idx) > top {
+			idx = idx[:top]
+		}
 	}
 	out := make([]*api.NodeScoreMeta, 0, len(idx))
 	for _, i := range idx {

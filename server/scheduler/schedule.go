@@ -122,25 +122,29 @@ func (s *sched) loadNodes() error {
 	s.allNodes = make(map[string]*api.Node, len(nodes))
 	s.dcAvail = map[string]int{}
 	s.byID = map[string]*nodeState{}
-	cands := make([]nodeState, 0, len(nodes))
+	store := make([]nodeState, 0, len(nodes))
 	for _, n := range nodes {
 		s.allNodes[n.ID] = n
 		if !n.Ready() || !dcMatch(s.job.Datacenters, n.Datacenter) || !poolMatch(s.job.NodePool, n.NodePool) {
 			continue
 		}
 		s.dcAvail[n.Datacenter]++
-		cands = append(cands, nodeState{node: n})
+		store = append(store, nodeState{node: n})
+	}
+	s.nodes = make([]*nodeState, len(store))
+	for i := range store {
+		s.nodes[i] = &store[i]
 	}
 	// Sort by ID first so the shuffle depends only on the seed, not on
 	// the order the state returned nodes in.
-	sort.Slice(cands, func(i, j int) bool { return cands[i].node.ID < cands[j].node.ID })
+	sort.Slice(s.nodes, func(i, j int) bool { return s.nodes[i].node.ID < s.nodes[j].node.ID })
 	r := rand.New(rand.NewPCG(s.shuffleK, 0x9e3779b97f4a7c15))
-	r.Shuffle(len(cands), func(i, j int) { cands[i], cands[j] = cands[j], cands[i] })
-	s.nodes = make([]*nodeState, len(cands))
-	for i := range cands {
-		ns := &cands[i]
+	for i := len(s.nodes) - 1; i > 0; i-- {
+		j := r.IntN(i + 1)
+		s.nodes[i], s.nodes[j] = s.nodes[j], s.nodes[i]
+	}
+	for i, ns := range s.nodes {
 		ns.pos = i
-		s.nodes[i] = ns
 		s.byID[ns.node.ID] = ns
 	}
 	return nil
@@ -215,6 +219,15 @@ func (s *sched) finish() *Result {
 		e.NextEval = s.res.FollowUps[0].ID
 	}
 	s.res.Eval = e
+	if l := s.opts.Logger; l != nil {
+		placed := 0
+		for _, list := range s.plan.NodeAllocation {
+			placed += len(list)
+		}
+		l.Debug("scheduled eval", "eval", e.ID, "job", e.JobID, "nodes", len(s.nodes),
+			"allocs_placed_or_updated", placed, "stopped", len(s.stopped), "failed_groups", len(s.failed),
+			"followups", len(s.res.FollowUps))
+	}
 	return s.res
 }
 
