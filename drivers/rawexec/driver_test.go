@@ -12,6 +12,9 @@ import (
 var droverBin string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(fakeAgentEnv) != "" {
+		os.Exit(fakeAgent())
+	}
 	bin, cleanup, err := drivertest.DroverBinary()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
