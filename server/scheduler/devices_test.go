@@ -3,7 +3,6 @@ package scheduler
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/drover/drover/api"
@@ -121,8 +120,8 @@ func TestDevicesNVLinkTopology(t *testing.T) {
 		t.Fatalf("metric = %+v, want devices: nvidia/gpu exhausted on 1 node", m)
 	}
 	got := ExplainGroup(job3.TaskGroups[0], m)
-	if !strings.HasPrefix(got, "needs 4 nvidia/gpu with memory >= 40 GiB; 1 nodes exhausted on devices: nvidia/gpu") {
-		t.Errorf("ExplainGroup = %q", got)
+	if want := "web: needs 4 nvidia/gpu with memory >= 40 GiB; 1 alloc unplaced; 1 nodes evaluated: 1 exhausted (devices: nvidia/gpu: 1)"; got != want {
+		t.Errorf("ExplainGroup = %q, want %q", got, want)
 	}
 	if res.Blocked == nil {
 		t.Error("no blocked eval for the unplaced GPU job")

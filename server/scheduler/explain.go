@@ -39,9 +39,10 @@ func ExplainFailure(group string, m *api.AllocMetric) string {
 	return b.String()
 }
 
-// ExplainGroup is ExplainFailure prefixed with what the group asks for,
-// e.g. "needs 4 nvidia/gpu with memory >= 40 GiB; 3 nodes exhausted on
-// devices: nvidia/gpu".
+// ExplainGroup is ExplainFailure with what the group asks for inserted
+// after the group name, e.g. "train: needs 4 nvidia/gpu with memory >= 40
+// GiB; 1 alloc unplaced; 3 nodes evaluated: 3 exhausted (devices:
+// nvidia/gpu: 3)".
 func ExplainGroup(tg *api.TaskGroup, m *api.AllocMetric) string {
 	var asks []string
 	for _, t := range tg.Tasks {
@@ -52,22 +53,11 @@ func ExplainGroup(tg *api.TaskGroup, m *api.AllocMetric) string {
 			asks = append(asks, describeAsk(d))
 		}
 	}
-	var b strings.Builder
-	if len(asks) > 0 {
-		b.WriteString("needs " + strings.Join(asks, " and ") + "; ")
+	out := ExplainFailure(tg.Name, m)
+	if len(asks) == 0 {
+		return out
 	}
-	if m != nil && m.NodesExhausted > 0 {
-		dims := sortedKeys(m.DimensionExhausted)
-		for i, k := range dims {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(itoa(m.DimensionExhausted[k]) + " nodes exhausted on " + k)
-		}
-		b.WriteString("; ")
-	}
-	b.WriteString(ExplainFailure(tg.Name, m))
-	return b.String()
+	return tg.Name + ": needs " + strings.Join(asks, " and ") + "; " + strings.TrimPrefix(out, tg.Name+": ")
 }
 
 func countList(m map[string]int) string {

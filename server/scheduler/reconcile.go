@@ -211,13 +211,13 @@ func (s *sched) reconcileGroup(tg *api.TaskGroup, allocs []*api.Allocation) []*p
 		case api.AllocClientStatusFailed:
 			dec, at, delay := decideReschedule(s.job, tg, a, s.eval.ID, s.opts.Now)
 			switch {
-			case a.FollowupEvalID != "" && a.FollowupEvalID != s.eval.ID && dec != reschedNever:
-				budget-- // waiting for its follow-up eval
-				occupied[i] = true
-				d.Ignore++
 			case dec == reschedNow:
 				budget--
 				resched = append(resched, &placement{tg: tg, index: newIndex(i), prev: a, resched: true, delay: int64(delay)})
+			case dec == reschedLater && a.FollowupEvalID != "":
+				budget-- // waiting for its follow-up eval
+				occupied[i] = true
+				d.Ignore++
 			case dec == reschedLater:
 				budget--
 				occupied[i] = true
