@@ -146,7 +146,7 @@ job "full" {
       config {
         image = "busybox:latest"
         args  = ["httpd", "-f", "-p", "${NOMAD_PORT_http}"]
-        mount {
+        mounts {
           type   = "bind"
           source = "local"
           target = "/srv"
