@@ -189,3 +189,29 @@ func TestBestDeviceSetGreedyLargeNode(t *testing.T) {
 		t.Fatalf("got worst %d, first %s, want the d20..d29 NVLink group", worst, set[0].ID)
 	}
 }
+
+// TestDevicesKeepWholeNodesFree: among many 8-GPU nodes, a 2-GPU ask goes
+// to the node with exactly 2 free, keeping the empty nodes whole.
+func TestDevicesKeepWholeNodesFree(t *testing.T) {
+	st := newMemState()
+	for i := 0; i < 10; i++ {
+		st.addNode(pcieLike(fmt.Sprintf("n%d", i)))
+	}
+	busy := "node-n7"
+	var ids []string
+	for _, n := range st.nodes {
+		if n.ID == busy {
+			for _, d := range n.NodeResources.Devices[0].Instances[:6] {
+				ids = append(ids, d.ID)
+			}
+		}
+	}
+	st.upsertAlloc(&api.Allocation{ID: "other", Namespace: "default", JobID: "other", NodeID: busy, TaskGroup: "g",
+		DesiredStatus: api.AllocDesiredStatusRun, ClientStatus: api.AllocClientStatusRunning,
+		AllocatedResources: &api.AllocatedResources{Tasks: map[string]*api.AllocatedTaskResources{
+			"t": {Devices: []*api.AllocatedDeviceResource{{Vendor: "nvidia", Type: "gpu", Name: "A100-SXM4-80GB", DeviceIDs: ids}}}}}})
+	node, got, _ := placedDevices(t, st, gpuJob("pair", 2))
+	if node != "n7" || !slices.Equal(got, []string{"n7-GPU-6", "n7-GPU-7"}) {
+		t.Fatalf("pair placed on %s with %v, want n7 with its two free GPUs", node, got)
+	}
+}

@@ -17,8 +17,9 @@
 // Placement cost: nodes are visited in the shuffled order from a per-group
 // cursor; nodes found infeasible or full are skipped for the rest of the
 // pass, and each placement scores at most SampleLimit feasible nodes
-// (default max(2, ceil(log2 n)) for service, 2 for batch, all when the
-// group has affinities or spreads).
+// (default max(2, ceil(log2 n)) for service, 2 for batch, at least 32 for
+// groups asking for devices so tight GPU fits are found, 100 for groups
+// with affinities or spreads, which need a wider view).
 //
 // Imports: api and the standard library (plus small pure libraries such as
 // go-version). Never server/state, agent or drivers.

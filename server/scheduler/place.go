@@ -221,12 +221,12 @@ func (s *sched) sampleLimit(tc *tgCtx) int {
 		// 5,000 nodes), so a fixed sample of the shuffled nodes is used.
 		return preferenceSample
 	}
-	if s.job.Type == api.JobTypeBatch {
-		return 2
-	}
 	l := int(math.Ceil(math.Log2(float64(len(s.nodes)))))
-	if l < 2 {
+	if s.job.Type == api.JobTypeBatch || l < 2 {
 		l = 2
+	}
+	if len(tc.devs) > 0 && l < deviceSample {
+		l = deviceSample // find the tight fits that keep whole GPU nodes free
 	}
 	return l
 }
@@ -234,6 +234,9 @@ func (s *sched) sampleLimit(tc *tgCtx) int {
 // preferenceSample is how many feasible nodes are scored per placement
 // for groups with affinities or spreads.
 const preferenceSample = 100
+
+// deviceSample is the minimum sample for groups asking for devices.
+const deviceSample = 32
 
 // Rejection reasons from checkNode.
 const (

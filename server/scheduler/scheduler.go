@@ -33,8 +33,9 @@ type Options struct {
 	Logger *slog.Logger
 	// SampleLimit is how many feasible nodes are scored per placement.
 	// 0 picks the default (max(2, ceil(log2 n)) for service jobs, 2 for
-	// batch jobs, n = candidate nodes); a negative value scores every
-	// feasible node (used by tests comparing against an oracle).
+	// batch jobs, n = candidate nodes; at least 32 with devices, 100 with
+	// affinities or spreads); a negative value scores every feasible node
+	// (used by tests comparing against an oracle).
 	SampleLimit int
 }
 
