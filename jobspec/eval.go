@@ -110,11 +110,40 @@ func (d *decoder) value(expr hcl.Expression) (cty.Value, bool) {
 		return d.runtimeValue(hcl.UnwrapExpression(expr))
 	}
 	v, diags := expr.Value(d.ctx)
+	if diags.HasErrors() {
+		if undeclared := d.undeclared(expr); len(undeclared) > 0 {
+			diags = undeclared
+		}
+	}
 	*d.diags = append(*d.diags, diags...)
 	if diags.HasErrors() || !v.IsWhollyKnown() {
 		return cty.NilVal, false
 	}
 	return v, true
+}
+
+// undeclared explains references to variables or locals that do not
+// exist better than HCL's "object does not have an attribute".
+func (d *decoder) undeclared(expr hcl.Expression) hcl.Diagnostics {
+	var out hcl.Diagnostics
+	for _, t := range expr.Variables() {
+		root := t.RootName()
+		if (root != "var" && root != "local") || len(t) < 2 {
+			continue
+		}
+		a, ok := t[1].(hcl.TraverseAttr)
+		obj, known := d.ctx.Variables[root]
+		if !ok || !known || !obj.Type().IsObjectType() || obj.Type().HasAttribute(a.Name) {
+			continue
+		}
+		kind, hint := "variable", "declare it in a variable block"
+		if root == "local" {
+			kind, hint = "local", "define it in a locals block"
+		}
+		out = append(out, &hcl.Diagnostic{Severity: hcl.DiagError,
+			Summary: fmt.Sprintf("Undeclared %s %q", kind, a.Name), Detail: hint, Subject: t.SourceRange().Ptr()})
+	}
+	return out
 }
 
 func (d *decoder) runtimeValue(expr hcl.Expression) (cty.Value, bool) {
