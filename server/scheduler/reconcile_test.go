@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -275,4 +276,55 @@ func TestReservedCores(t *testing.T) {
 	if m := res.Eval.FailedTGAllocs["web"]; m == nil || m.NodesExhausted != 1 {
 		t.Errorf("third alloc: metric %+v, want one node exhausted", m)
 	}
+}
+
+// TestScheduleDoesNotMutateState runs passes that stop, update in place,
+// replace destructively, reschedule and migrate, and checks that nothing
+// read from the state changed (state objects are shared).
+func TestScheduleDoesNotMutateState(t *testing.T) {
+	st := newMemState()
+	for _, n := range []string{"a", "b", "c"} {
+		st.addNode(testNode(n, "dc1", 4000, 8192))
+	}
+	job := testJob("j", api.JobTypeService, 4, 100, 64)
+	job.Update = &api.UpdateStrategy{MaxParallel: 1}
+	job.TaskGroups[0].Networks = []*api.NetworkResource{{DynamicPorts: []api.Port{{Label: "http"}}}}
+	st.upsertJob(job)
+	res, err := Schedule(st, testEval(job, 1), Options{Now: testNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.apply(res.Plan)
+	live := st.liveAllocs("default", "j")
+	failed := live[0].Copy()
+	failed.ClientStatus = api.AllocClientStatusFailed
+	st.upsertAlloc(failed)
+	yes := true
+	mig := live[1].Copy()
+	mig.DesiredTransition.Migrate = &yes
+	st.upsertAlloc(mig)
+	j2 := testJob("j", api.JobTypeService, 3, 100, 64)
+	j2.Update = &api.UpdateStrategy{MaxParallel: 1}
+	j2.TaskGroups[0].Networks = job.TaskGroups[0].Networks
+	j2.TaskGroups[0].Tasks[0].Env = map[string]string{"X": "1"}
+	st.upsertJob(j2)
+
+	before := snapshotJSON(t, st)
+	for i := 0; i < 3; i++ {
+		if _, err := Schedule(st, testEval(j2, 10+i), Options{Now: testNow.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if diff := cmp.Diff(before, snapshotJSON(t, st)); diff != "" {
+		t.Errorf("Schedule modified state (-before +after):\n%s", diff)
+	}
+}
+
+func snapshotJSON(t *testing.T, st *memState) string {
+	t.Helper()
+	b, err := json.MarshalIndent(map[string]any{"nodes": st.nodes, "allocs": st.allocs, "jobs": st.jobs, "deploys": st.deploys}, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

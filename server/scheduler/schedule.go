@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math/rand/v2"
 	"sort"
 	"strconv"
@@ -204,7 +205,7 @@ func (s *sched) finish() *Result {
 			TriggeredBy: api.EvalTriggerQueuedAllocs, JobID: e.JobID, JobModifyIndex: s.job.JobModifyIndex,
 			Status: api.EvalStatusBlocked, StatusDescription: "created to place remaining allocations",
 			PreviousEval: e.ID, ClassEligibility: s.class, EscapedComputedClass: s.escape,
-			QueuedAllocations: s.queued, CreateTime: s.opts.Now.UnixNano(), ModifyTime: s.opts.Now.UnixNano(),
+			QueuedAllocations: maps.Clone(s.queued), CreateTime: s.opts.Now.UnixNano(), ModifyTime: s.opts.Now.UnixNano(),
 		}
 		if b.Namespace == "" {
 			b.Namespace = api.DefaultNamespace
