@@ -36,15 +36,18 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-func BenchmarkParseFull(b *testing.B) {
-	src, err := os.ReadFile("testdata/full.hcl")
+func BenchmarkParseFull(b *testing.B)  { benchParse(b, "testdata/full.hcl") }
+func BenchmarkParseBasic(b *testing.B) { benchParse(b, "testdata/basic.hcl") }
+
+func benchParse(b *testing.B, path string) {
+	src, err := os.ReadFile(path)
 	if err != nil {
 		b.Fatal(err)
 	}
 	opts := &jobspec.Options{Env: []string{}}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := jobspec.Parse("testdata/full.hcl", src, opts); err != nil {
+		if _, err := jobspec.Parse(path, src, opts); err != nil {
 			b.Fatal(err)
 		}
 	}
