@@ -42,6 +42,7 @@ func (s *Server) runDrainer(ctx context.Context) {
 				next = s.clock.Now().Add(drainRetry)
 			}
 		}
+		log.Debug("drain pass done", "next", next, "now", s.clock.Now())
 		wake := make(chan struct{})
 		var t broker.Timer
 		if !next.IsZero() {

@@ -58,12 +58,17 @@ func (c *FakeClock) Now() time.Time {
 	return c.now
 }
 
-// AfterFunc registers f to run when the clock is advanced past now+d.
+// AfterFunc registers f to run when the clock is advanced past now+d. As
+// with time.AfterFunc, d <= 0 runs f at once, in its own goroutine.
 func (c *FakeClock) AfterFunc(d time.Duration, f func()) Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.seq++
 	t := &fakeTimer{c: c, id: c.seq, due: c.now.Add(d), f: f}
+	if d <= 0 {
+		go f()
+		return t // already fired: Stop reports false
+	}
 	c.timers[t.id] = t
 	return t
 }
