@@ -328,3 +328,27 @@ func snapshotJSON(t *testing.T, st *memState) string {
 	}
 	return string(b)
 }
+
+func TestTemplatesPlaceNothing(t *testing.T) {
+	st := newMemState()
+	st.addNode(testNode("a", "dc1", 4000, 8192))
+	periodic := testJob("p", api.JobTypeBatch, 1, 100, 64)
+	periodic.Periodic = &api.PeriodicConfig{Enabled: true, Spec: "*/5 * * * *"}
+	param := testJob("q", api.JobTypeBatch, 1, 100, 64)
+	param.ParameterizedJob = &api.ParameterizedJobConfig{}
+	child := testJob("q/dispatch-1", api.JobTypeBatch, 1, 100, 64)
+	child.ParameterizedJob, child.Dispatched = &api.ParameterizedJobConfig{}, true
+	for _, c := range []struct {
+		job   *api.Job
+		place int
+	}{{periodic, 0}, {param, 0}, {child, 1}} {
+		st.upsertJob(c.job)
+		res, err := Schedule(st, testEval(c.job, 1), Options{Now: testNow})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(res.Plan.NodeAllocation["node-a"]); got != c.place || res.Eval.Status != api.EvalStatusComplete {
+			t.Errorf("%s: placed %d (eval %s), want %d", c.job.ID, got, res.Eval.Status, c.place)
+		}
+	}
+}

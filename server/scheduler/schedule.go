@@ -98,6 +98,10 @@ func Schedule(st State, eval *api.Evaluation, opts Options) (*Result, error) {
 		}
 		return s.finish(), nil
 	}
+	if job.IsPeriodic() || job.IsParameterized() {
+		// Templates: their launches (child jobs) are what get placed.
+		return s.finish(), nil
+	}
 	if err := s.loadNodes(); err != nil {
 		return nil, err
 	}
