@@ -24,6 +24,7 @@ import (
 // behind one HTTP API.
 type Agent struct {
 	cfg      *config.Config
+	base     *slog.Logger // handed to the roles, which add their component
 	log      *slog.Logger
 	registry *prometheus.Registry
 
@@ -42,7 +43,7 @@ func New(cfg *config.Config, logger *slog.Logger) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Agent{cfg: cfg, log: logger.With("component", "agent"), registry: prometheus.NewRegistry()}, nil
+	return &Agent{cfg: cfg, base: logger, log: logger.With("component", "agent"), registry: prometheus.NewRegistry()}, nil
 }
 
 // Start brings up the server role, the client role and the HTTP API, in
@@ -75,7 +76,7 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 		return fmt.Errorf("register go metrics: %w", err)
 	}
 	hcfg := agenthttp.Config{
-		Addr: cfg.HTTPAddr(), Registry: a.registry, Logger: a.log.With("role", "http"),
+		Addr: cfg.HTTPAddr(), Registry: a.registry, Logger: a.base,
 		Self: a.self, Members: a.members,
 	}
 	if cfg.Server.Enabled {
@@ -87,7 +88,7 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 			NodeName: cfg.Name, Region: cfg.Region, Datacenter: cfg.Datacenter, DataDir: dataDir,
 			BindAddr: cfg.BindAddr, RaftPort: cfg.Ports.Raft, HTTPAddr: cfg.AdvertisedHTTP(),
 			BootstrapExpect: cfg.Server.BootstrapExpect, DevMode: cfg.DevMode,
-			NumSchedulers: cfg.Server.NumSchedulers, Logger: a.log.With("role", "server"),
+			NumSchedulers: cfg.Server.NumSchedulers, Logger: a.base,
 			Registry: a.registry,
 		})
 		if serr != nil {
@@ -97,7 +98,7 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 		hcfg.Server, hcfg.State, hcfg.Events = s, serverState{s}, serverEvents{s}
 	}
 	if cfg.Client.Enabled {
-		c, cerr := a.startClient(ctx)
+		c, cerr := a.newClient()
 		if cerr != nil {
 			return fmt.Errorf("start client: %w", cerr)
 		}
@@ -109,10 +110,17 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 	if herr != nil {
 		return herr
 	}
+	// The API listens before the client starts: in-process, the client
+	// registers with this agent's own server through it.
 	if err := h.Start(ctx); err != nil {
 		return err
 	}
 	a.http = h
+	if a.client != nil {
+		if err := a.client.Start(ctx); err != nil {
+			return fmt.Errorf("start client: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -124,17 +132,18 @@ func (a *Agent) HTTPAddr() string {
 	return a.http.Addr()
 }
 
-// Shutdown stops the HTTP API, then the client, then the server.
+// Shutdown stops the client (in dev mode it stops its tasks and reports
+// them through the API), then the HTTP API, then the server.
 func (a *Agent) Shutdown(ctx context.Context) error {
 	var errs []error
-	if a.http != nil {
-		if err := a.http.Shutdown(ctx); err != nil {
-			errs = append(errs, err)
-		}
-	}
 	if a.client != nil {
 		if err := a.client.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("client shutdown: %w", err))
+		}
+	}
+	if a.http != nil {
+		if err := a.http.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if a.server != nil {

@@ -2,20 +2,95 @@ package agent
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	nethttp "net/http"
+	"os"
+	"path/filepath"
+
+	"github.com/drover/drover/agent/client"
+	"github.com/drover/drover/drivers"
+	"github.com/drover/drover/drivers/containerd"
+	"github.com/drover/drover/drivers/exec"
+	"github.com/drover/drover/drivers/rawexec"
 )
 
 // clientRole is what the agent needs of the client role.
 type clientRole interface {
 	Handler() nethttp.Handler
 	HasAlloc(id string) bool
+	Start(ctx context.Context) error
 	Shutdown(ctx context.Context) error
 }
 
-// startClient builds and starts the client role.
-func (a *Agent) startClient(ctx context.Context) (clientRole, error) {
-	return nil, errClientUnavailable
+// Drivers is the registry of task drivers a client can enable, by the
+// name job files use. A driver that is unhealthy on a node (e.g. no
+// containerd socket) is fingerprinted as such and simply not used.
+var Drivers = map[string]drivers.Factory{
+	exec.Name:       exec.New,
+	rawexec.Name:    rawexec.New,
+	containerd.Name: containerd.Factory,
 }
 
-var errClientUnavailable = errors.New("the client role is not built into this binary yet")
+// newClient builds (but does not start) the client role. In dev mode
+// without -data-dir the client's state lives in a temporary directory
+// removed on Shutdown.
+func (a *Agent) newClient() (clientRole, error) {
+	cfg := a.cfg
+	dataDir := cfg.DataDir
+	if dataDir == "" {
+		if !cfg.DevMode {
+			return nil, fmt.Errorf("client: data dir required outside dev mode")
+		}
+		d, err := os.MkdirTemp("", "drover-dev-")
+		if err != nil {
+			return nil, fmt.Errorf("client: temp data dir: %w", err)
+		}
+		a.tmpDir = d
+		dataDir = d
+	}
+	servers := cfg.Client.Servers
+	if cfg.Server.Enabled && len(servers) == 0 {
+		servers = []string{cfg.AdvertisedHTTP()}
+	}
+	options := map[string]string{}
+	for k, v := range cfg.Client.Options {
+		options[k] = v
+	}
+	// Nomad's `plugin "raw_exec" { config { enabled = true } }` is the
+	// client option driver.raw_exec.enable here, not a driver setting.
+	plugins := map[string]map[string]any{}
+	for name, pc := range cfg.Plugins {
+		c := map[string]any{}
+		for k, v := range pc {
+			if name == "raw_exec" && k == "enabled" {
+				if truthyAny(v) {
+					options["driver.raw_exec.enable"] = "true"
+				}
+				continue
+			}
+			c[k] = v
+		}
+		plugins[name] = c
+	}
+	c, err := client.New(&client.Config{
+		DataDir: filepath.Join(dataDir, "client"), Servers: servers, NodeName: cfg.Name,
+		Datacenter: cfg.Datacenter, Region: cfg.Region, NodePool: cfg.Client.NodePool,
+		NodeClass: cfg.Client.NodeClass, Meta: cfg.Client.Meta, HTTPAddr: cfg.AdvertisedHTTP(),
+		BindAddr: cfg.BindAddr, Drivers: Drivers, PluginConfig: plugins, Options: options,
+		DevMode: cfg.DevMode, Logger: a.base,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func truthyAny(v any) bool {
+	switch b := v.(type) {
+	case bool:
+		return b
+	case string:
+		return b == "true" || b == "1"
+	}
+	return false
+}

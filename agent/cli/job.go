@@ -123,13 +123,13 @@ func newJobPlanCmd() *cobra.Command {
 
 func printPlan(w io.Writer, job *api.Job, resp *api.JobPlanResponse) {
 	if d := resp.Diff; d != nil {
-		fmt.Fprintf(w, "%s Job: %q\n", diffMark(d.Type), job.ID)
+		fmt.Fprintln(w, strings.TrimSpace(fmt.Sprintf("%s Job: %q", diffMark(d.Type), job.ID)))
 		for _, f := range d.Fields {
 			printFieldDiff(w, "", f)
 		}
 		for _, tg := range d.TaskGroups {
 			ann := groupAnnotation(resp.Annotations, tg.Name)
-			fmt.Fprintf(w, "%s Task Group: %q%s\n", diffMark(tg.Type), tg.Name, ann)
+			fmt.Fprintln(w, strings.TrimSpace(fmt.Sprintf("%s Task Group: %q%s", diffMark(tg.Type), tg.Name, ann)))
 			for _, f := range tg.Fields {
 				printFieldDiff(w, "  ", f)
 			}

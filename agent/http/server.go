@@ -57,10 +57,11 @@ type HTTPServer struct {
 	handler nethttp.Handler
 	metrics *metrics
 
-	mu   sync.Mutex
-	srv  *nethttp.Server
-	ln   net.Listener
-	done chan struct{}
+	mu         sync.Mutex
+	baseCancel context.CancelFunc // ends in-flight blocking queries and streams
+	srv        *nethttp.Server
+	ln         net.Listener
+	done       chan struct{}
 }
 
 // New builds the server and its routes; it does not listen yet.
@@ -104,13 +105,14 @@ func (s *HTTPServer) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("http listen %s: %w", s.cfg.Addr, err)
 	}
+	base, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	srv := &nethttp.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		BaseContext:       func(net.Listener) context.Context { return base },
 	}
 	s.mu.Lock()
-	s.srv, s.ln, s.done = srv, ln, make(chan struct{})
+	s.srv, s.ln, s.done, s.baseCancel = srv, ln, make(chan struct{}), cancel
 	done := s.done
 	s.mu.Unlock()
 	go func() {
@@ -133,15 +135,17 @@ func (s *HTTPServer) Addr() string {
 	return s.ln.Addr().String()
 }
 
-// Shutdown stops accepting, waits for in-flight requests until ctx ends
-// (then closes them, event streams included) and for the serving goroutine.
+// Shutdown stops accepting, ends blocking queries and event streams,
+// waits for in-flight requests until ctx ends (then closes them) and for
+// the serving goroutine.
 func (s *HTTPServer) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
-	srv, done := s.srv, s.done
+	srv, done, cancel := s.srv, s.done, s.baseCancel
 	s.mu.Unlock()
 	if srv == nil {
 		return nil
 	}
+	cancel()
 	err := srv.Shutdown(ctx)
 	if err != nil {
 		_ = srv.Close()
