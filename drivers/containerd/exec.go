@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"sync"
 	"time"
 
 	containerd "github.com/containerd/containerd"
@@ -39,9 +40,23 @@ func (d *Driver) ExecTask(ctx context.Context, taskID string, opts *drivers.Exec
 	pspec.Terminal = opts.TTY
 	pspec.Env = append(append([]string(nil), pspec.Env...), envList(nil, opts.Env)...)
 
+	// At EOF of Stdin the process's stdin is closed through the shim
+	// (closing our FIFO end alone does not reach the process).
 	var stdin io.Reader
+	procReady := make(chan containerd.Process, 1)
+	finished := make(chan struct{})
+	defer close(finished)
 	if opts.Stdin != nil {
-		stdin = opts.Stdin
+		stdin = &stdinCloser{r: opts.Stdin, onEOF: func() {
+			select {
+			case p := <-procReady:
+				if err := p.CloseIO(ctx, containerd.WithStdinCloser); err != nil {
+					d.logger.Debug("close exec stdin", "task_id", taskID, "error", err)
+				}
+			case <-finished:
+			case <-ctx.Done():
+			}
+		}}
 	}
 	var stdout, stderr io.Writer = io.Discard, io.Discard
 	if opts.Stdout != nil {
@@ -75,6 +90,7 @@ func (d *Driver) ExecTask(ctx context.Context, taskID string, opts *drivers.Exec
 	if err := proc.Start(ctx); err != nil {
 		return nil, fmt.Errorf("exec in task %q: start: %w", taskID, err)
 	}
+	procReady <- proc
 	resizeDone := make(chan struct{})
 	stopResize := make(chan struct{})
 	go func() {
@@ -123,4 +139,19 @@ func (d *Driver) ExecTask(ctx context.Context, taskID string, opts *drivers.Exec
 		return nil, fmt.Errorf("exec in task %q: %w", taskID, err)
 	}
 	return &drivers.ExitResult{ExitCode: int(code)}, nil
+}
+
+// stdinCloser calls onEOF once when the reader is exhausted.
+type stdinCloser struct {
+	r     io.Reader
+	onEOF func()
+	once  sync.Once
+}
+
+func (s *stdinCloser) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err == io.EOF {
+		s.once.Do(s.onEOF)
+	}
+	return n, err
 }

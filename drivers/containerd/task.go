@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -471,7 +472,24 @@ func (d *Driver) RecoverTask(ctx context.Context, h *drivers.TaskHandle) error {
 	if err != nil {
 		return fmt.Errorf("%w: task %q: %v", drivers.ErrRecoverFailed, cfg.ID, err)
 	}
-	task, err := container.Task(ctx, attachIO(st, logs))
+	task, err := container.Task(ctx, nil)
+	if err != nil {
+		closeAll(logs)
+		return fmt.Errorf("%w: task %q: load task: %v", drivers.ErrRecoverFailed, cfg.ID, err)
+	}
+	status, err := task.Status(ctx)
+	if err != nil {
+		closeAll(logs)
+		return fmt.Errorf("%w: task %q: status: %v", drivers.ErrRecoverFailed, cfg.ID, err)
+	}
+	if status.Status == containerd.Stopped {
+		// No writer will open the FIFOs again: take what they still hold.
+		drainFIFO(st.Stdout, logs[0])
+		drainFIFO(st.Stderr, logs[1])
+		task, err = container.Task(ctx, func(*cio.FIFOSet) (cio.IO, error) { return nopIO{}, nil })
+	} else {
+		task, err = container.Task(ctx, attachIO(st, logs))
+	}
 	if err != nil {
 		closeAll(logs)
 		return fmt.Errorf("%w: task %q: load task: %v", drivers.ErrRecoverFailed, cfg.ID, err)
@@ -519,4 +537,36 @@ func (d *Driver) Leftovers(ctx context.Context, known []string) ([]string, error
 		out = append(out, ct.ID())
 	}
 	return out, nil
+}
+
+// nopIO is the IO of a recovered task that had already exited.
+type nopIO struct{}
+
+func (nopIO) Config() cio.Config { return cio.Config{} }
+func (nopIO) Cancel()            {}
+func (nopIO) Wait()              {}
+func (nopIO) Close() error       { return nil }
+
+// drainFIFO copies what a FIFO still buffers into w without blocking: a
+// non-blocking read returns EAGAIN when it is empty and 0 when no writer
+// is left.
+func drainFIFO(path string, w io.Writer) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer syscall.Close(fd)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := syscall.Read(fd, buf)
+		if n > 0 {
+			_, _ = w.Write(buf[:n])
+		}
+		if err == syscall.EINTR {
+			continue
+		}
+		if n <= 0 || err != nil {
+			return
+		}
+	}
 }

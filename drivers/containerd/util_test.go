@@ -2,6 +2,7 @@ package containerd
 
 import (
 	"log/slog"
+	"os"
 	"testing"
 )
 
@@ -18,4 +19,15 @@ func testLogger(t *testing.T) *slog.Logger {
 		return slog.New(slog.NewTextHandler(tlogWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return slog.New(slog.DiscardHandler)
+}
+
+// filepathShortTemp is a temp dir with a short path (unix socket paths
+// are limited to 108 bytes; t.TempDir embeds the test name).
+func filepathShortTemp(t *testing.T) (string, error) {
+	dir, err := os.MkdirTemp("", "ctrd")
+	if err != nil {
+		return "", err
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir, nil
 }
