@@ -167,3 +167,34 @@ func TestUpsertJobRejectsMissingID(t *testing.T) {
 		t.Error("failed write changed the index")
 	}
 }
+
+func TestChildJobsCountedInParentSummary(t *testing.T) {
+	s := NewStateStore()
+	parent := testJob("batch")
+	parent.Type = api.JobTypeBatch
+	parent.Periodic = &api.PeriodicConfig{Enabled: true, Spec: "* * * * *"}
+	must(t, s.UpsertJob(1, parent))
+	child := func(id string) *api.Job {
+		j := testJob(id)
+		j.Type, j.ParentID = api.JobTypeBatch, "batch"
+		return j
+	}
+	must(t, s.UpsertJob(2, child("batch/periodic-1")))
+	must(t, s.UpsertJob(3, child("batch/periodic-2")))
+	must(t, s.UpsertAllocs(4, []*api.Allocation{testAlloc("a1", "batch/periodic-1", "n1")}))
+	children := func() api.JobChildrenSummary {
+		sum := mustGet[api.JobSummary](t)(s.JobSummaryByID(nil, "", "batch"))
+		if sum.Children == nil {
+			t.Fatal("no children summary")
+		}
+		return *sum.Children
+	}
+	if diff := cmp.Diff(api.JobChildrenSummary{Pending: 1, Running: 1}, children()); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	must(t, s.UpdateAllocsFromClient(5, []*api.Allocation{{ID: "a1", ClientStatus: api.AllocClientStatusComplete}}))
+	must(t, s.DeleteJob(6, "", "batch/periodic-2"))
+	if diff := cmp.Diff(api.JobChildrenSummary{Dead: 1}, children()); diff != "" {
+		t.Errorf("after completion and purge (-want +got):\n%s", diff)
+	}
+}

@@ -107,14 +107,14 @@ func (t *Txn) touchJob(ns, id string) *jobTouch {
 
 // finish writes summaries and job statuses and the index table.
 func (t *Txn) finish() error {
-	for _, sum := range t.summaries {
-		sum.ModifyIndex = t.index
-		if err := t.insert(TableJobSummary, sum); err != nil {
+	for k, touch := range t.jobs { // first: may change parents' summaries
+		if err := t.refreshJobStatus(k, touch); err != nil {
 			return err
 		}
 	}
-	for k, touch := range t.jobs {
-		if err := t.refreshJobStatus(k, touch); err != nil {
+	for _, sum := range t.summaries {
+		sum.ModifyIndex = t.index
+		if err := t.insert(TableJobSummary, sum); err != nil {
 			return err
 		}
 	}
@@ -134,6 +134,9 @@ func (t *Txn) refreshJobStatus(k api.NamespacedID, touch *jobTouch) error {
 	}
 	status, err := t.jobStatus(job, touch)
 	if err != nil || status == job.Status {
+		return err
+	}
+	if err := t.childStatus(job, job.Status, status); err != nil {
 		return err
 	}
 	c := *job

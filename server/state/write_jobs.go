@@ -54,6 +54,13 @@ func (t *Txn) UpsertJob(job *api.Job) error {
 		return err
 	}
 	job.Status = status
+	oldStatus := ""
+	if existing != nil {
+		oldStatus = existing.Status
+	}
+	if err := t.childStatus(job, oldStatus, status); err != nil {
+		return err
+	}
 	if err := t.insert(TableJobs, job); err != nil {
 		return err
 	}
@@ -165,6 +172,9 @@ func (t *Txn) DeleteJob(namespace, id string) error {
 		}
 	}
 	delete(t.jobs, job.NamespacedID())
+	if err := t.childStatus(job, job.Status, ""); err != nil {
+		return err
+	}
 	t.emit(api.Event{Topic: api.TopicJob, Type: "JobDeregistered", Key: id, Namespace: namespace,
 		Payload: map[string]any{"Job": job}})
 	return nil
@@ -213,5 +223,42 @@ func (t *Txn) SetJobStable(namespace, id string, version uint64, stable bool) er
 		cc.ModifyIndex = t.index
 		return t.insert(TableJobs, &cc)
 	}
+	return nil
+}
+
+// childStatus moves a child job (periodic launch or dispatch) between the
+// status counts of its parent's summary ("" = not counted).
+func (t *Txn) childStatus(child *api.Job, from, to string) error {
+	if child.ParentID == "" || from == to {
+		return nil
+	}
+	sum, err := t.summary(child.Namespace, child.ParentID)
+	if err != nil || sum == nil {
+		return err
+	}
+	c := api.JobChildrenSummary{}
+	if sum.Children != nil {
+		c = *sum.Children
+	}
+	for _, m := range []struct {
+		status string
+		d      int64
+	}{{from, -1}, {to, 1}} {
+		var p *int64
+		switch m.status {
+		case api.JobStatusPending:
+			p = &c.Pending
+		case api.JobStatusRunning:
+			p = &c.Running
+		case api.JobStatusDead:
+			p = &c.Dead
+		default:
+			continue
+		}
+		if *p += m.d; *p < 0 {
+			*p = 0
+		}
+	}
+	sum.Children = &c
 	return nil
 }
