@@ -267,8 +267,8 @@ func (d *decoder) boolean(c *hcl.BodyContent, name string, dst *bool) bool {
 	return ok
 }
 
-// integer decodes a whole number within [min, max].
-func (d *decoder) integer(c *hcl.BodyContent, name string, dst *int, min, max int64) bool {
+// integer decodes a whole number within [lo, hi].
+func (d *decoder) integer(c *hcl.BodyContent, name string, dst *int, lo, hi int64) bool {
 	a := c.Attributes[name]
 	if a == nil {
 		return false
@@ -283,8 +283,8 @@ func (d *decoder) integer(c *hcl.BodyContent, name string, dst *int, min, max in
 		return false
 	}
 	n, acc := bf.Int64()
-	if acc != big.Exact || n < min || n > max {
-		d.errorf(a.Expr.Range(), "Invalid value for %q: %s must be within [%d, %d]", name, bf.Text('f', -1), min, max)
+	if acc != big.Exact || n < lo || n > hi {
+		d.errorf(a.Expr.Range(), "Invalid value for %q: %s must be within [%d, %d]", name, bf.Text('f', -1), lo, hi)
 		return false
 	}
 	*dst = int(n)
