@@ -283,6 +283,10 @@ func (d *decoder) integer(c *hcl.BodyContent, name string, dst *int, lo, hi int6
 		return false
 	}
 	n, acc := bf.Int64()
+	if acc == big.Exact && n < lo && hi == anyInt {
+		d.errorf(a.Expr.Range(), "Invalid value for %q: %d must be at least %d", name, n, lo)
+		return false
+	}
 	if acc != big.Exact || n < lo || n > hi {
 		d.errorf(a.Expr.Range(), "Invalid value for %q: %s must be within [%d, %d]", name, bf.Text('f', -1), lo, hi)
 		return false
