@@ -36,6 +36,7 @@ func (s *sched) scheduleGeneric(allocs []*api.Allocation) {
 	for _, tg := range s.job.TaskGroups {
 		places = append(places, s.reconcileGroup(tg, byGroup[tg.Name])...)
 	}
+	s.completeDeployment()
 	// Place the groups in job order, each group's allocs by index.
 	placed := map[string]bool{}
 	for _, p := range places {
@@ -252,12 +253,17 @@ func (s *sched) reconcileGroup(tg *api.TaskGroup, allocs []*api.Allocation) []*p
 	upd := updateStrategy(s.job, tg)
 	rolling := upd != nil && s.job.Type == api.JobTypeService
 	var destructive []*api.Allocation
-	inflight := 0
+	inflight, unhealthy := 0, 0
 	for _, a := range keep {
 		if sameVersion(a, s.job) {
 			d.Ignore++
-			if a.DeploymentID != "" && (a.DeploymentStatus == nil || a.DeploymentStatus.Healthy == nil) {
-				inflight++
+			if a.DeploymentID != "" {
+				switch allocHealth(a) {
+				case healthPending:
+					inflight++
+				case healthBad:
+					unhealthy++
+				}
 			}
 			continue
 		}
@@ -279,8 +285,14 @@ func (s *sched) reconcileGroup(tg *api.TaskGroup, allocs []*api.Allocation) []*p
 	limit := len(destructive)
 	if rolling {
 		limit = upd.MaxParallel - inflight
-		if limit < 0 {
-			limit = 0
+		if limit < 0 || unhealthy > 0 {
+			limit = 0 // an unhealthy alloc halts the rollout
+		}
+		if unhealthy > 0 {
+			s.failDeployment(tg.Name)
+		}
+		if inflight > 0 || unhealthy > 0 || len(destructive) > 0 {
+			s.deployBusy = true
 		}
 	}
 	for i, a := range destructive {
@@ -297,6 +309,7 @@ func (s *sched) reconcileGroup(tg *api.TaskGroup, allocs []*api.Allocation) []*p
 		d.Place++
 	}
 	if rolling && len(places) > 0 {
+		s.deployBusy = true
 		dep := s.deployment()
 		st := dep.TaskGroups[tg.Name]
 		if st == nil {
@@ -348,4 +361,67 @@ func (s *sched) deployment() *api.Deployment {
 		StatusDescription: "deployment is running",
 	}
 	return s.plan.Deployment
+}
+
+// Alloc health within a deployment.
+const (
+	healthPending = iota
+	healthGood
+	healthBad
+)
+
+// allocHealth reads the health verdict the client reported. Without one
+// (no health tracking for the alloc), a running alloc counts as healthy
+// so that rolling updates still progress.
+func allocHealth(a *api.Allocation) int {
+	if ds := a.DeploymentStatus; ds != nil && ds.Healthy != nil {
+		if *ds.Healthy {
+			return healthGood
+		}
+		return healthBad
+	}
+	if a.ClientStatus == api.AllocClientStatusRunning {
+		return healthGood
+	}
+	return healthPending
+}
+
+// failDeployment marks the job version's active deployment failed.
+func (s *sched) failDeployment(group string) {
+	cur, err := s.st.LatestDeploymentByJobID(s.job.Namespace, s.job.ID)
+	if err != nil {
+		s.err = err
+		return
+	}
+	if cur == nil || !cur.Active() || cur.JobVersion != s.job.Version {
+		return
+	}
+	for _, u := range s.plan.DeploymentUpdates {
+		if u.DeploymentID == cur.ID {
+			return
+		}
+	}
+	s.plan.DeploymentUpdates = append(s.plan.DeploymentUpdates, &api.DeploymentStatusUpdate{
+		DeploymentID: cur.ID, Status: api.DeploymentStatusFailed,
+		StatusDescription: "an allocation of group " + group + " is unhealthy",
+	})
+}
+
+// completeDeployment marks the job version's active deployment successful
+// when no group has rollout work left.
+func (s *sched) completeDeployment() {
+	if s.deployBusy || s.plan.Deployment != nil || len(s.failed) > 0 || s.job.Type != api.JobTypeService {
+		return
+	}
+	cur, err := s.st.LatestDeploymentByJobID(s.job.Namespace, s.job.ID)
+	if err != nil {
+		s.err = err
+		return
+	}
+	if cur == nil || !cur.Active() || cur.JobVersion != s.job.Version || len(s.plan.DeploymentUpdates) > 0 {
+		return
+	}
+	s.plan.DeploymentUpdates = append(s.plan.DeploymentUpdates, &api.DeploymentStatusUpdate{
+		DeploymentID: cur.ID, Status: api.DeploymentStatusSuccessful, StatusDescription: "deployment completed successfully",
+	})
 }

@@ -27,7 +27,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 //	node NAME dc=dc1 cpu=4000 mem=8192 [class=C] [pool=P] [status=down] [attr.K=V] [meta.K=V] [ports=22,80] [driver=exec]
 //	job                      followed by the job as JSON (ends when the JSON is complete)
 //	schedule JOB [trigger=T] [limit=N] [followup]   run the scheduler, print the result, apply the plan
-//	alloc NAME|* status=failed|complete|running|lost [healthy]   change client-owned fields
+//	alloc NAME|* status=failed|complete|running|lost [healthy|unhealthy]   change client-owned fields
 //	nodeset NAME [status=S] [eligibility=E] [drain=true]
 //	migrate NAME             mark every live alloc on node NAME for migration
 //	time +DURATION           advance the clock
@@ -223,9 +223,11 @@ func (sc *scenario) alloc(name string, o map[string]string) {
 				c.TaskStates = map[string]*api.TaskState{"server": {State: api.TaskStateDead, Failed: s == api.AllocClientStatusFailed, FinishedAt: sc.now}}
 			}
 		}
-		if _, ok := o["healthy"]; ok {
-			yes := true
-			c.DeploymentStatus = &api.AllocDeploymentStatus{Healthy: &yes}
+		for _, h := range []string{"healthy", "unhealthy"} {
+			if _, ok := o[h]; ok {
+				v := h == "healthy"
+				c.DeploymentStatus = &api.AllocDeploymentStatus{Healthy: &v}
+			}
 		}
 		c.ModifyTime = sc.now.UnixNano()
 		sc.st.upsertAlloc(c)

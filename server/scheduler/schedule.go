@@ -46,6 +46,9 @@ type sched struct {
 	queued map[string]int
 	class  map[string]bool // computed class -> eligible for some group
 	escape bool
+	// deployBusy: some group still has rollout work (placements,
+	// destructive updates waiting, allocs not yet healthy).
+	deployBusy bool
 	groups map[string]*tgCtx
 }
 

@@ -103,6 +103,15 @@ func (m *memState) apply(p *api.Plan) {
 	if d := p.Deployment; d != nil {
 		m.deploys[d.Namespace+"/"+d.JobID] = d
 	}
+	for _, u := range p.DeploymentUpdates {
+		for k, d := range m.deploys {
+			if d.ID == u.DeploymentID {
+				c := *d
+				c.Status, c.StatusDescription = u.Status, u.StatusDescription
+				m.deploys[k] = &c
+			}
+		}
+	}
 }
 
 func sortedNodeKeys(m map[string][]*api.Allocation) []string {
