@@ -36,6 +36,9 @@ func (s *Server) applyOnePlan(ctx context.Context, p *broker.PendingPlan) (*api.
 	if tok, ok := s.broker.Outstanding(plan.EvalID); !ok || tok != plan.EvalToken {
 		return nil, fmt.Errorf("plan of eval %s: %w", plan.EvalID, errStaleToken)
 	}
+	if h := s.planHook.Load(); h != nil {
+		(*h)(plan)
+	}
 	start := s.clock.Now()
 	snap, err := s.State().Snapshot()
 	if err != nil {

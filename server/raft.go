@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/drover/drover/server/fsm"
 	"github.com/drover/drover/server/raftstore"
@@ -35,8 +34,6 @@ func newRaftSystem(cfg *Config, log *slog.Logger) (*raftSystem, error) {
 
 func (r *raftSystem) state() *state.StateStore { return r.fsm.State() }
 
-func (r *raftSystem) shutdown() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+func (r *raftSystem) shutdown(ctx context.Context) error {
 	return r.raft.Shutdown(ctx)
 }

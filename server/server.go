@@ -9,11 +9,13 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/drover/drover/api"
 	"github.com/drover/drover/server/broker"
 	"github.com/drover/drover/server/state"
 )
@@ -119,6 +121,10 @@ type Server struct {
 	leaderWG     sync.WaitGroup // goroutines of one leadership term
 
 	shutdownOnce sync.Once
+
+	// planHook, when set (tests only), is called by the plan applier with
+	// each plan before it is verified.
+	planHook atomic.Pointer[func(*api.Plan)]
 }
 
 // New starts a server: Raft (bootstrapping a single-server cluster in dev
@@ -177,7 +183,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			err = fmt.Errorf("shutdown leader duties: %w", ctx.Err())
 			return
 		}
-		if e := s.rs.shutdown(); e != nil {
+		if e := s.rs.shutdown(ctx); e != nil {
 			err = fmt.Errorf("shutdown raft: %w", e)
 		}
 	})

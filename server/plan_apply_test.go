@@ -1,0 +1,133 @@
+package server
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/state"
+)
+
+func squatAlloc(job *api.Job, nodeID string, cpu int64) *api.Allocation {
+	return &api.Allocation{
+		ID: newID(), Namespace: api.DefaultNamespace, JobID: job.ID, Job: job, TaskGroup: "web",
+		Name: api.AllocName(job.ID, "web", 0), NodeID: nodeID, EvalID: newID(),
+		DesiredStatus: api.AllocDesiredStatusRun, ClientStatus: api.AllocClientStatusPending,
+		AllocatedResources: &api.AllocatedResources{Tasks: map[string]*api.AllocatedTaskResources{
+			"srv": {Cpu: api.AllocatedCpuResources{CpuShares: cpu}, Memory: api.AllocatedMemoryResources{MemoryMB: 128}}}},
+	}
+}
+
+// A plan computed on state that another commit overtook is rejected for
+// the overcommitted node; the worker re-plans on fresh state and lands on
+// the other node.
+func TestPlanRejectedAndRetriedOnFreshState(t *testing.T) {
+	s := newTestServer(t, func(c *Config) { c.NumSchedulers = 1 })
+	registerNode(t, s, testNode("a", 1000, 4096))
+	registerNode(t, s, testNode("b", 1000, 4096))
+	registerJob(t, s, testJob("squat", 0, 100, 100))
+	squatJob, _ := s.State().JobByID(nil, api.DefaultNamespace, "squat")
+
+	var mu sync.Mutex
+	var planned []string // node of each plan for job x
+	hook := func(p *api.Plan) {
+		if p.Job == nil || p.Job.ID != "x" {
+			return
+		}
+		var node string
+		for n := range p.NodeAllocation {
+			node = n
+		}
+		mu.Lock()
+		planned = append(planned, node)
+		first := len(planned) == 1
+		mu.Unlock()
+		if !first {
+			return
+		}
+		// Another commit takes the capacity first.
+		req := &state.ApplyPlanResultsRequest{Job: squatJob, AllocsPlaced: []*api.Allocation{squatAlloc(squatJob, node, 600)}}
+		if _, err := s.applyPlanResults(context.Background(), req); err != nil {
+			t.Errorf("squat: %v", err)
+		}
+	}
+	s.planHook.Store(&hook)
+
+	resp := registerJob(t, s, testJob("x", 1, 600, 256))
+	waitEvalStatus(t, s, resp.EvalID, api.EvalStatusComplete)
+	live := waitLive(t, s, "x", 1)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(planned) != 2 || planned[0] == planned[1] {
+		t.Fatalf("plans for x went to %v, want two plans on different nodes", planned)
+	}
+	if live[0].NodeID != planned[1] {
+		t.Fatalf("alloc on %s, want %s (the retry's node)", live[0].NodeID, planned[1])
+	}
+}
+
+func TestEvaluatePlanAllAtOnce(t *testing.T) {
+	s := newTestServer(t)
+	registerNode(t, s, testNode("a", 1000, 4096))
+	registerNode(t, s, testNode("b", 1000, 4096))
+	registerJob(t, s, testJob("squat", 0, 100, 100))
+	job, _ := s.State().JobByID(nil, api.DefaultNamespace, "squat")
+	snap, err := s.State().Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := &api.Plan{EvalID: "e", Job: job}
+	plan.AppendAlloc(squatAlloc(job, "a", 900))
+	plan.AppendAlloc(squatAlloc(job, "b", 600))
+	plan.AppendAlloc(squatAlloc(job, "b", 600)) // b overcommitted
+	res, req, err := evaluatePlan(snap, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.RejectedNodes) != 1 || res.RejectedNodes[0] != "b" || len(req.AllocsPlaced) != 1 || res.RefreshIndex == 0 {
+		t.Fatalf("partial: rejected %v placed %d refresh %d", res.RejectedNodes, len(req.AllocsPlaced), res.RefreshIndex)
+	}
+	plan.AllAtOnce = true
+	res, req, err = evaluatePlan(snap, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.RejectedNodes) != 1 || len(req.AllocsPlaced) != 0 || len(res.NodeAllocation) != 0 {
+		t.Fatalf("all-at-once: rejected %v placed %d", res.RejectedNodes, len(req.AllocsPlaced))
+	}
+}
+
+func TestNodeFits(t *testing.T) {
+	n := testNode("a", 1000, 1000)
+	n.ReservedResources = &api.NodeReservedResources{ReservedHostPorts: "22,8000-8002"}
+	n.NodeResources.Devices = []*api.NodeDeviceResource{{Vendor: "nvidia", Type: "gpu", Name: "H100",
+		Instances: []*api.NodeDevice{{ID: "GPU-0", Healthy: true}, {ID: "GPU-1", Healthy: true}}}}
+	alloc := func(cpu int64, port int, gpu string) *api.Allocation {
+		a := squatAlloc(&api.Job{ID: "j"}, "a", cpu)
+		if port > 0 {
+			a.AllocatedResources.Shared.Ports = []api.AllocatedPort{{Label: "http", Value: port}}
+		}
+		if gpu != "" {
+			a.AllocatedResources.Tasks["srv"].Devices = []*api.AllocatedDeviceResource{{Vendor: "nvidia", Type: "gpu", Name: "H100", DeviceIDs: []string{gpu}}}
+		}
+		return a
+	}
+	cases := []struct {
+		name   string
+		allocs []*api.Allocation
+		want   bool
+	}{
+		{"fits", []*api.Allocation{alloc(500, 9000, "GPU-0"), alloc(500, 9001, "GPU-1")}, true},
+		{"cpu", []*api.Allocation{alloc(600, 0, ""), alloc(500, 0, "")}, false},
+		{"port collision", []*api.Allocation{alloc(100, 9000, ""), alloc(100, 9000, "")}, false},
+		{"reserved port", []*api.Allocation{alloc(100, 8001, "")}, false},
+		{"gpu collision", []*api.Allocation{alloc(100, 0, "GPU-1"), alloc(100, 0, "GPU-1")}, false},
+		{"unknown gpu", []*api.Allocation{alloc(100, 0, "GPU-7")}, false},
+	}
+	for _, c := range cases {
+		if got, why := nodeFits(n, c.allocs); got != c.want {
+			t.Errorf("%s: fits = %v (%s), want %v", c.name, got, why, c.want)
+		}
+	}
+}
