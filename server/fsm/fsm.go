@@ -77,17 +77,23 @@ func (f *FSM) getHooks() Hooks {
 
 // Apply applies one log entry. It returns the entry's index (uint64) on
 // success and an error otherwise; the error wraps api sentinels where the
-// request was at fault (the server surfaces it to the caller).
+// request was at fault (the server surfaces it to the caller). A failed
+// entry changes no table but still advances LatestIndex (MarkApplied).
 func (f *FSM) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
 	t, body, err := Decode(l.Data)
-	if err != nil {
-		f.logger.Warn("reject raft entry", "index", l.Index, "err", err)
-		return err
+	if err == nil {
+		err = f.apply(t, l.Index, body)
 	}
-	if err := f.apply(t, l.Index, body); err != nil {
+	if err != nil {
+		// The entry is applied (as a no-op) all the same: waiters on
+		// this index must not hang.
+		if merr := f.State().MarkApplied(l.Index); merr != nil {
+			f.logger.Error("mark failed entry applied", "index", l.Index, "err", merr)
+		}
+		f.logger.Debug("raft entry rejected", "index", l.Index, "type", t.String(), "err", err)
 		return fmt.Errorf("apply %v at %d: %w", t, l.Index, err)
 	}
 	return l.Index

@@ -235,8 +235,13 @@ func TestApplyErrors(t *testing.T) {
 			t.Errorf("%s: got %v, want %v", tt.name, resp, tt.want)
 		}
 	}
-	if f.State().LatestIndex() != 0 {
-		t.Errorf("failed applies changed state: index %d", f.State().LatestIndex())
+	for _, table := range []string{state.TableJobs, state.TableNodes, state.TableAllocs, state.TableEvals} {
+		if got := f.State().Index(table); got != 0 {
+			t.Errorf("failed applies changed %s: index %d", table, got)
+		}
+	}
+	if got := f.State().LatestIndex(); got != a.index {
+		t.Errorf("latest index after failed applies: got %d, want %d (waiters would hang)", got, a.index)
 	}
 	if _, err := Encode(MessageType(250), nil); !errors.Is(err, ErrUnknownType) {
 		t.Errorf("encode unknown: %v", err)

@@ -72,6 +72,22 @@ func (s *StateStore) SnapshotMinIndex(ctx context.Context, index uint64) (*Snaps
 	}
 }
 
+// IndexApplied is the index-table key MarkApplied sets.
+const IndexApplied = "applied"
+
+// MarkApplied records that a Raft entry at index was applied although it
+// changed nothing (it failed), so LatestIndex and SnapshotMinIndex still
+// advance to it. No other table changes; no event is published.
+func (s *StateStore) MarkApplied(index uint64) error {
+	txn := s.db.Txn(true)
+	defer txn.Abort()
+	if err := txn.Insert(TableIndex, &IndexEntry{Key: IndexApplied, Value: index}); err != nil {
+		return fmt.Errorf("mark index %d applied: %w", index, err)
+	}
+	txn.Commit()
+	return nil
+}
+
 // Snapshot is an immutable point-in-time view of the store. It has the same
 // read methods as StateStore; Scheduler adapts it to scheduler.State.
 type Snapshot struct {
