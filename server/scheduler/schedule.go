@@ -49,7 +49,7 @@ type sched struct {
 	// deployBusy: some group still has rollout work (placements,
 	// destructive updates waiting, allocs not yet healthy).
 	deployBusy bool
-	groups map[string]*tgCtx
+	groups     map[string]*tgCtx
 }
 
 // Schedule reconciles the eval's job with the cluster and returns the plan
