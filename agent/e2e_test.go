@@ -1,0 +1,266 @@
+package agent_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/drover/drover/api"
+)
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// droverBin is $DROVER_TEST_BIN or a binary built once for this package.
+func droverBin(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("DROVER_TEST_BIN"); p != "" {
+		return p
+	}
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "drover-e2e-bin-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "drover")
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/drover/drover").CombinedOutput()
+		if err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// agentProc is a running `drover agent` process.
+type agentProc struct {
+	cmd  *exec.Cmd
+	done chan error
+	log  *bytes.Buffer
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func startAgent(t *testing.T, args ...string) *agentProc {
+	t.Helper()
+	cmd := exec.Command(droverBin(t), append([]string{"agent"}, args...)...)
+	buf := &bytes.Buffer{}
+	w := &syncBuf{b: buf}
+	cmd.Stdout, cmd.Stderr = w, w
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start agent: %v", err)
+	}
+	p := &agentProc{cmd: cmd, done: make(chan error, 1), log: buf}
+	go func() { p.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			w.mu.Lock()
+			t.Logf("agent output:\n%s", buf.String())
+			w.mu.Unlock()
+		}
+	})
+	return p
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (p *agentProc) stop(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-p.done:
+		if err != nil {
+			t.Fatalf("agent exited with %v after SIGTERM, want 0", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("agent did not exit within 30s of SIGTERM")
+	}
+}
+
+// waitLeader polls with a deadline until the agent's API names a leader.
+func waitLeader(t *testing.T, p *agentProc, base string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-p.done:
+			t.Fatalf("agent exited early: %v", err)
+		case <-tick.C:
+		}
+		r, err := http.Get(base + "/v1/status/leader")
+		if err != nil {
+			continue
+		}
+		var leader string
+		_ = json.NewDecoder(r.Body).Decode(&leader)
+		r.Body.Close()
+		if r.StatusCode == 200 && leader != "" {
+			return
+		}
+	}
+	t.Fatal("no leader within 20s")
+}
+
+func call(t *testing.T, method, url, body string, out any) int {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = bytes.NewReader([]byte(body))
+	}
+	req, err := http.NewRequestWithContext(context.Background(), method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer r.Body.Close()
+	b, _ := io.ReadAll(r.Body)
+	if out != nil && r.StatusCode == 200 {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s %s: decode %s: %v", method, url, b, err)
+		}
+	}
+	if r.StatusCode != 200 {
+		var eb api.ErrorBody
+		if err := json.Unmarshal(b, &eb); err != nil || eb.Error == nil || eb.Error.Code == "" {
+			t.Errorf("%s %s = %d with body %q, want a JSON error", method, url, r.StatusCode, b)
+		}
+	}
+	return r.StatusCode
+}
+
+const e2eJob = `{"Job":{"ID":"web","TaskGroups":[{"Name":"web","Count":3,"Tasks":[{"Name":"srv","Driver":"exec",
+"Config":{"command":"/bin/sleep","args":["300"]},"Resources":{"CPU":500,"MemoryMB":256}}]}]}}`
+
+// TestE2EServerJobLifecycle runs the real binary as a single server
+// without clients: a job registers, its eval completes with a blocked
+// follow-up, bad input is rejected, and the job survives a restart.
+func TestE2EServerJobLifecycle(t *testing.T) {
+	dataDir := t.TempDir()
+	httpPort, raftPort := freePort(t), freePort(t)
+	args := []string{"-server", "-bootstrap-expect", "1", "-data-dir", dataDir, "-bind", "127.0.0.1",
+		"-http-port", strconv.Itoa(httpPort), "-raft-port", strconv.Itoa(raftPort)}
+	base := fmt.Sprintf("http://127.0.0.1:%d", httpPort)
+
+	p := startAgent(t, args...)
+	waitLeader(t, p, base)
+
+	var leader string
+	call(t, "GET", base+"/v1/status/leader", "", &leader)
+	if want := fmt.Sprintf("127.0.0.1:%d", raftPort); leader != want {
+		t.Errorf("leader = %q, want %q", leader, want)
+	}
+
+	var reg api.JobRegisterResponse
+	if code := call(t, "PUT", base+"/v1/jobs", e2eJob, &reg); code != 200 || reg.EvalID == "" {
+		t.Fatalf("PUT /v1/jobs = %d %+v, want 200 with an EvalID", code, reg)
+	}
+
+	// Follow the eval with blocking queries until it completes.
+	var ev api.Evaluation
+	var idx uint64
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r, err := http.Get(fmt.Sprintf("%s/v1/evaluation/%s?index=%d&wait=5s", base, reg.EvalID, idx))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = json.NewDecoder(r.Body).Decode(&ev)
+		r.Body.Close()
+		idx, _ = strconv.ParseUint(r.Header.Get(api.HeaderIndex), 10, 64)
+		if ev.TerminalStatus() || time.Now().After(deadline) {
+			break
+		}
+	}
+	if ev.Status != api.EvalStatusComplete || ev.BlockedEval == "" || len(ev.FailedTGAllocs) == 0 {
+		t.Errorf("eval = status %q blocked %q failed %v, want complete with a blocked follow-up", ev.Status, ev.BlockedEval, ev.FailedTGAllocs)
+	}
+
+	var job api.Job
+	if code := call(t, "GET", base+"/v1/job/web", "", &job); code != 200 || job.ID != "web" || job.TaskGroups[0].Count != 3 {
+		t.Fatalf("GET /v1/job/web = %d %+v", code, job)
+	}
+	if job.Status != api.JobStatusPending {
+		t.Errorf("job status %q, want pending (no clients)", job.Status)
+	}
+	var evals []*api.Evaluation
+	call(t, "GET", base+"/v1/job/web/evaluations", "", &evals)
+	var sawReg, sawBlocked bool
+	for _, e := range evals {
+		sawReg = sawReg || e.ID == reg.EvalID
+		sawBlocked = sawBlocked || (e.ID == ev.BlockedEval && e.Status == api.EvalStatusBlocked)
+	}
+	if !sawReg || !sawBlocked {
+		t.Errorf("job evaluations %d: register eval listed %v, blocked eval listed %v; want both", len(evals), sawReg, sawBlocked)
+	}
+
+	bad := `{"Job":{"ID":"bad","TaskGroups":[{"Name":"g","Count":-1,"Tasks":[{"Name":"t","Driver":"exec","Config":{"command":"/bin/true"}}]}]}}`
+	if code := call(t, "PUT", base+"/v1/jobs", bad, nil); code != 400 {
+		t.Errorf("Count -1: status %d, want 400", code)
+	}
+	if code := call(t, "GET", base+"/v1/job/nope", "", nil); code != 404 {
+		t.Errorf("unknown job: status %d, want 404", code)
+	}
+
+	// Restart: the job is still there, unchanged.
+	p.stop(t)
+	p2 := startAgent(t, args...)
+	waitLeader(t, p2, base)
+	var again api.Job
+	if code := call(t, "GET", base+"/v1/job/web", "", &again); code != 200 {
+		t.Fatalf("after restart GET /v1/job/web = %d, want 200", code)
+	}
+	if again.JobModifyIndex != job.JobModifyIndex || again.TaskGroups[0].Count != 3 {
+		t.Errorf("after restart job index %d count %d, want %d and 3", again.JobModifyIndex, again.TaskGroups[0].Count, job.JobModifyIndex)
+	}
+	if code := call(t, "GET", base+"/v1/job/bad", "", nil); code != 404 {
+		t.Errorf("rejected job exists after restart: status %d", code)
+	}
+	p2.stop(t)
+}
