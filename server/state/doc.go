@@ -9,8 +9,9 @@
 // query support through memdb.WatchSet, the change-event broker that feeds
 // the event stream, and the Persist/Restore helpers used for Raft snapshots.
 //
-// It must not import anything of drover but api and server/scheduler (for
-// the scheduler.State contract); it knows nothing of Raft, HTTP or agents.
+// It must not import anything of drover but api (its tests also import
+// server/scheduler to check that Snapshot.Scheduler() satisfies
+// scheduler.State); it knows nothing of Raft, HTTP or agents.
 //
 // Concurrency: writes are serialised by the caller (the FSM applies one log
 // entry at a time) and memdb additionally serialises write transactions.
@@ -19,6 +20,10 @@
 // to it (the caller must not touch them afterwards) and every change to an
 // existing object is made on a copy. Objects returned by reads are shared and
 // must never be modified; copy them first (api types have Copy()).
+//
+// Write combines several writes into one transaction (the FSM commits a
+// job and its eval together); each StateStore write method is Write around
+// the Txn method of the same name.
 //
 // After a Raft snapshot restore the FSM swaps in a new StateStore and calls
 // Abandon on the old one: every blocked query (its WatchSet includes
