@@ -111,9 +111,15 @@ func DroverBinary() (path string, cleanup func(), err error) {
 		return "", nil, err
 	}
 	path = filepath.Join(dir, "drover")
-	cmd := exec.Command("go", "build", "-o", path, "github.com/drover/drover")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
+	var out []byte
+	for try := 0; try < 2; try++ { // concurrent builds of several test packages can trip once
+		cmd := exec.Command("go", "build", "-o", path, "github.com/drover/drover")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err = cmd.CombinedOutput(); err == nil {
+			break
+		}
+	}
+	if err != nil {
 		os.RemoveAll(dir)
 		return "", nil, fmt.Errorf("build drover: %v: %s", err, out)
 	}
