@@ -95,7 +95,11 @@ func (s *sched) linkPrev(prev, next *api.Allocation) {
 			return
 		}
 	}
-	c := s.stop(prev, "alloc was rescheduled because it failed", "")
+	desc, status := "alloc was rescheduled because it failed", ""
+	if prev.ClientStatus == api.AllocClientStatusLost {
+		desc, status = "alloc is lost since its node is down", api.AllocClientStatusLost
+	}
+	c := s.stop(prev, desc, status)
 	c.NextAllocation = next.ID
 }
 
