@@ -120,7 +120,9 @@ func (d *Driver) pull(ctx context.Context, c *containerd.Client, taskID string, 
 		}
 		ref = named
 	}
-	var hostOpts []docker.RegistryOpt
+	// A registry on the loopback interface speaks plain HTTP (as Docker
+	// treats localhost); every other registry is reached over TLS.
+	hostOpts := []docker.RegistryOpt{docker.WithPlainHTTP(docker.MatchLocalhost)}
 	if tc.Auth != nil {
 		user, pass := tc.Auth.Username, tc.Auth.Password
 		hostOpts = append(hostOpts, docker.WithAuthorizer(docker.NewDockerAuthorizer(

@@ -292,7 +292,11 @@ func withDevices(devs []*drivers.DeviceSpec) oci.SpecOpts {
 			s.Linux.Resources = &specs.LinuxResources{}
 		}
 		for _, dv := range devs {
-			dev, err := oci.DeviceFromPath(dv.HostPath)
+			host := dv.HostPath
+			if real, err := filepath.EvalSymlinks(host); err == nil {
+				host = real
+			}
+			dev, err := oci.DeviceFromPath(host)
 			if err != nil {
 				return fmt.Errorf("device %s: %w", dv.HostPath, err)
 			}
@@ -344,7 +348,7 @@ func nvidiaHostFiles(root string) []string {
 
 func hasNvidia(devs []*drivers.DeviceSpec) bool {
 	for _, dv := range devs {
-		if strings.HasPrefix(filepath.Base(dv.HostPath), "nvidia") {
+		if strings.HasPrefix(filepath.Base(dv.HostPath), "nvidia") || strings.HasPrefix(filepath.Base(dv.TaskPath), "nvidia") {
 			return true
 		}
 	}
