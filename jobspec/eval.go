@@ -106,10 +106,11 @@ func (d *decoder) value(expr hcl.Expression) (cty.Value, bool) {
 			}
 		}
 	}
+	ctx := d.ctx
 	if hasRuntimeRefs(expr) {
-		return d.runtimeValue(hcl.UnwrapExpression(expr))
+		ctx = d.runtimeCtx(expr)
 	}
-	v, diags := expr.Value(d.ctx)
+	v, diags := expr.Value(ctx)
 	if diags.HasErrors() {
 		if undeclared := d.undeclared(expr); len(undeclared) > 0 {
 			diags = undeclared
@@ -146,84 +147,96 @@ func (d *decoder) undeclared(expr hcl.Expression) hcl.Diagnostics {
 	return out
 }
 
-func (d *decoder) runtimeValue(expr hcl.Expression) (cty.Value, bool) {
-	switch e := expr.(type) {
-	case *hclsyntax.TemplateExpr:
-		var b strings.Builder
-		for _, part := range e.Parts {
-			if lit, ok := part.(*hclsyntax.LiteralValueExpr); ok && lit.Val.Type() == cty.String {
-				b.WriteString(lit.Val.AsString())
-				continue
-			}
-			if hasRuntimeRefs(part) {
-				text, ok := d.srcText(part.Range())
-				if !ok {
-					d.errorf(part.Range(), "Unsupported runtime interpolation here")
-					return cty.NilVal, false
+// runtimeCtx returns a child of d.ctx in which every runtime reference
+// of expr (node.unique.name, env["HOME"], NOMAD_TASK_DIR...) resolves to
+// its own source text wrapped in ${...}, so that evaluation, including
+// inside functions, conditionals and dynamic blocks, keeps it literally.
+func (d *decoder) runtimeCtx(expr hcl.Expression) *hcl.EvalContext {
+	roots := map[string]*rtNode{}
+	for _, t := range expr.Variables() {
+		root := t.RootName()
+		if !isRuntimeRoot(root) {
+			continue
+		}
+		n := roots[root]
+		if n == nil {
+			n = &rtNode{}
+			roots[root] = n
+		}
+		for _, step := range t[1:] {
+			var key string
+			switch st := step.(type) {
+			case hcl.TraverseAttr:
+				key = st.Name
+			case hcl.TraverseIndex:
+				k, err := convert.Convert(st.Key, cty.String)
+				if err != nil || k.IsNull() || !k.IsKnown() {
+					break
 				}
-				b.WriteString("${" + text + "}")
-				continue
+				key = k.AsString()
 			}
-			v, ok := d.value(part)
-			if !ok {
-				return cty.NilVal, false
+			if key == "" || n.leaf != "" {
+				break
 			}
-			sv, err := convert.Convert(v, cty.String)
-			if err != nil || sv.IsNull() {
-				d.errorf(part.Range(), "Invalid template interpolation value: %s", errText(err, "null value"))
-				return cty.NilVal, false
+			if n.kids == nil {
+				n.kids = map[string]*rtNode{}
 			}
-			b.WriteString(sv.AsString())
+			child := n.kids[key]
+			if child == nil {
+				child = &rtNode{}
+				n.kids[key] = child
+			}
+			n = child
 		}
-		return cty.StringVal(b.String()), true
-	case *hclsyntax.TemplateWrapExpr:
-		return d.runtimeValue(e.Wrapped)
-	case *hclsyntax.ScopeTraversalExpr, *hclsyntax.RelativeTraversalExpr, *hclsyntax.IndexExpr:
-		text, ok := d.srcText(e.Range())
-		if !ok {
-			d.errorf(e.Range(), "Unsupported runtime interpolation here")
-			return cty.NilVal, false
-		}
-		return cty.StringVal("${" + text + "}"), true
-	case *hclsyntax.TupleConsExpr:
-		vals := make([]cty.Value, 0, len(e.Exprs))
-		for _, x := range e.Exprs {
-			v, ok := d.value(x)
+		if len(n.kids) == 0 && n.leaf == "" {
+			text, ok := d.srcText(t.SourceRange())
 			if !ok {
-				return cty.NilVal, false
+				text = traversalText(t)
 			}
-			vals = append(vals, v)
+			n.leaf = "${" + text + "}"
 		}
-		return cty.TupleVal(vals), true
-	case *hclsyntax.ObjectConsExpr:
-		m := make(map[string]cty.Value, len(e.Items))
-		for _, it := range e.Items {
-			k, ok := d.value(it.KeyExpr)
-			if !ok {
-				return cty.NilVal, false
-			}
-			ks, err := convert.Convert(k, cty.String)
-			if err != nil || ks.IsNull() {
-				d.errorf(it.KeyExpr.Range(), "Invalid object key: %s", errText(err, "null key"))
-				return cty.NilVal, false
-			}
-			v, ok := d.value(it.ValueExpr)
-			if !ok {
-				return cty.NilVal, false
-			}
-			m[ks.AsString()] = v
-		}
-		return cty.ObjectVal(m), true
 	}
-	d.errorf(expr.Range(), "Unsupported runtime reference: node, attr, meta, device and environment names may only be interpolated in strings")
-	return cty.NilVal, false
+	child := d.ctx.NewChild()
+	child.Variables = make(map[string]cty.Value, len(roots))
+	for name, n := range roots {
+		child.Variables[name] = n.value()
+	}
+	return child
 }
 
-func errText(err error, def string) string {
-	if err != nil {
-		return err.Error()
+// rtNode is one step of the runtime references seen in an expression.
+type rtNode struct {
+	leaf string
+	kids map[string]*rtNode
+}
+
+func (n *rtNode) value() cty.Value {
+	if len(n.kids) == 0 {
+		return cty.StringVal(n.leaf)
 	}
-	return def
+	m := make(map[string]cty.Value, len(n.kids))
+	for k, c := range n.kids {
+		m[k] = c.value()
+	}
+	return cty.ObjectVal(m)
+}
+
+// traversalText renders a traversal when its source is not at hand.
+func traversalText(t hcl.Traversal) string {
+	var b strings.Builder
+	for _, step := range t {
+		switch st := step.(type) {
+		case hcl.TraverseRoot:
+			b.WriteString(st.Name)
+		case hcl.TraverseAttr:
+			b.WriteString("." + st.Name)
+		case hcl.TraverseIndex:
+			if st.Key.Type() == cty.String && st.Key.IsKnown() && !st.Key.IsNull() {
+				fmt.Fprintf(&b, "[%q]", st.Key.AsString())
+			}
+		}
+	}
+	return b.String()
 }
 
 // typed evaluates an attribute and converts it to want.
@@ -452,33 +465,64 @@ func goValue(v cty.Value) any {
 
 // config decodes a driver config block without a schema: attributes keep
 // their values, nested blocks become lists of maps under their type name
-// (a labelled block nests one more map level under its label).
+// (a labelled block nests one more map level under its label). The shape
+// comes from the syntax tree; the values are read through the (possibly
+// dynamic-expanded) body so that iterators stay in scope.
 func (d *decoder) config(b *hcl.Block) map[string]any {
 	sb := d.blocks[b.DefRange.Start.Byte]
 	if sb == nil {
 		d.errorf(b.DefRange, "Unsupported config block here")
 		return nil
 	}
-	return d.configBody(sb.Body)
+	return d.configBody(b.Body, sb.Body)
 }
 
-func (d *decoder) configBody(body *hclsyntax.Body) map[string]any {
-	out := make(map[string]any, len(body.Attributes)+len(body.Blocks))
-	for name, a := range body.Attributes {
-		if v, ok := d.value(a.Expr); ok {
-			out[name] = goValue(v)
-		}
+func (d *decoder) configBody(body hcl.Body, syn *hclsyntax.Body) map[string]any {
+	s := &hcl.BodySchema{Attributes: make([]hcl.AttributeSchema, 0, len(syn.Attributes))}
+	for name := range syn.Attributes {
+		s.Attributes = append(s.Attributes, hcl.AttributeSchema{Name: name})
 	}
-	for _, blk := range body.Blocks {
+	labels := map[string]int{}
+	for _, blk := range syn.Blocks {
 		if blk.Type == "dynamic" {
 			d.errorf(blk.DefRange(), "Unsupported dynamic block inside config")
 			continue
 		}
-		if _, clash := out[blk.Type]; clash && body.Attributes[blk.Type] != nil {
+		if syn.Attributes[blk.Type] != nil {
 			d.errorf(blk.DefRange(), "Duplicate config key %q: defined as an attribute and a block", blk.Type)
 			continue
 		}
-		var item any = d.configBody(blk.Body)
+		if n, seen := labels[blk.Type]; seen {
+			if n != len(blk.Labels) {
+				d.errorf(blk.DefRange(), "Inconsistent %q blocks: each needs %d labels", blk.Type, n)
+			}
+			continue
+		}
+		labels[blk.Type] = len(blk.Labels)
+		h := hcl.BlockHeaderSchema{Type: blk.Type}
+		for i := range blk.Labels {
+			h.LabelNames = append(h.LabelNames, fmt.Sprintf("label%d", i))
+		}
+		s.Blocks = append(s.Blocks, h)
+	}
+	c, diags := body.Content(s)
+	if diags.HasErrors() {
+		*d.diags = append(*d.diags, diags...)
+		return nil
+	}
+	out := make(map[string]any, len(c.Attributes)+len(c.Blocks))
+	for name, a := range c.Attributes {
+		if v, ok := d.value(a.Expr); ok {
+			out[name] = goValue(v)
+		}
+	}
+	for _, blk := range c.Blocks {
+		nested := d.blocks[blk.DefRange.Start.Byte]
+		if nested == nil {
+			d.errorf(blk.DefRange, "Unsupported config block here")
+			continue
+		}
+		var item any = d.configBody(blk.Body, nested.Body)
 		for i := len(blk.Labels) - 1; i >= 0; i-- {
 			item = map[string]any{blk.Labels[i]: item}
 		}

@@ -25,6 +25,10 @@ job "dyn" {
         driver = "exec"
         config {
           command = "/bin/sleep"
+          args    = [tostring(g.key + 10), "${NOMAD_TASK_DIR}"]
+          volume "data" {
+            read_only = g.key == 0
+          }
         }
         dynamic "constraint" {
           for_each = ["linux"]
