@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strconv"
 	"sync"
@@ -14,9 +15,18 @@ import (
 	"github.com/drover/drover/drivers"
 )
 
-// nsenterPath is util-linux's nsenter, used to run commands inside an
+// nsenter finds util-linux's nsenter, used to run commands inside an
 // exec task's namespaces and chroot.
-var nsenterPath = "/usr/bin/nsenter"
+func nsenter() (string, error) {
+	p, err := exec.LookPath("nsenter")
+	if err != nil {
+		if _, serr := os.Stat("/usr/bin/nsenter"); serr == nil {
+			return "/usr/bin/nsenter", nil
+		}
+		return "", fmt.Errorf("exec into an isolated task needs nsenter (util-linux): %w", err)
+	}
+	return p, nil
+}
 
 // ExecTask runs a command in the task's environment: for exec inside its
 // namespaces, chroot and user (via nsenter), for raw_exec in its task
@@ -51,7 +61,11 @@ func (d *Driver) ExecTask(ctx context.Context, id string, opts *drivers.ExecOpti
 		}
 		args := []string{"-t", strconv.Itoa(t.proc.State.TaskPID), "-m", "-u", "-i", "-p", "-r", "-w",
 			"-S", strconv.Itoa(int(cred.Uid)), "-G", strconv.Itoa(int(cred.Gid)), "--"}
-		cmd = exec.CommandContext(ctx, nsenterPath, append(args, opts.Command...)...)
+		ns, err := nsenter()
+		if err != nil {
+			return nil, fmt.Errorf("exec in task %q: %w", id, err)
+		}
+		cmd = exec.CommandContext(ctx, ns, append(args, opts.Command...)...)
 	} else {
 		path, err := lookPath(opts.Command[0], env)
 		if err != nil {

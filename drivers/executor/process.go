@@ -102,6 +102,9 @@ func Launch(ctx context.Context, bin string, cfg *Config) (*Process, error) {
 	case l = <-lc:
 	case <-ctx.Done():
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		if cfg.Cgroup != nil {
+			_ = KillCgroup(cfg.Cgroup.Name, time.Now().Add(5*time.Second))
+		}
 		_ = cmd.Wait()
 		startR.Close()
 		<-lc
@@ -196,12 +199,29 @@ func (p *Process) wait(pidfd int, child *exec.Cmd) {
 	}
 	res, err := ReadResult(p.State.ExitFile)
 	if err != nil {
+		// The supervisor died (killed?) before its task: nothing watches
+		// the task any more, so it must not run on unsupervised.
+		p.killOrphans()
 		res = &Result{ExitCode: -1, Err: fmt.Sprintf("executor exited without an exit status: %v", err)}
 	}
 	p.mu.Lock()
 	p.result = res
 	p.mu.Unlock()
 	close(p.done)
+}
+
+// killOrphans SIGKILLs the task of a supervisor that is gone.
+func (p *Process) killOrphans() {
+	if sameProcess(p.State.TaskPID, p.State.TaskStart) {
+		target := -p.State.TaskPID
+		if p.State.Isolated {
+			target = p.State.TaskPID // the init: its PID namespace goes with it
+		}
+		_ = syscall.Kill(target, syscall.SIGKILL)
+	}
+	if p.State.Cgroup != "" {
+		_ = KillCgroup(p.State.Cgroup, time.Now().Add(5*time.Second))
+	}
 }
 
 // Done is closed when the task has ended and Result is set.

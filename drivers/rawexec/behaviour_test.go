@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -200,5 +201,38 @@ func TestLogRotation(t *testing.T) {
 	all, err := logging.ReadAll(cfg.LogDir, logging.Prefix(cfg.Name, "stdout"))
 	if err != nil || len(all) != 2<<20 || strings.Trim(string(all), "a") != "" {
 		t.Errorf("kept output: %d bytes (want 2 MiB of 'a'), %v", len(all), err)
+	}
+}
+
+// TestSupervisorKilled: when the supervisor dies first, the wait reports
+// an error and the unsupervised task is killed too.
+func TestSupervisorKilled(t *testing.T) {
+	d := newDriver(t)
+	cfg := drivertest.NewTaskConfig(t, "abandoned", map[string]any{"command": "/bin/sleep", "args": []any{"600"}})
+	h := startTask(t, d, cfg)
+	var st executor.State
+	if err := json.Unmarshal(h.DriverState, &st); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(st.ExecutorPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	res := waitExit(t, d, cfg.ID)
+	if res.Err == nil {
+		t.Errorf("exit = %+v, want an error (supervisor lost)", res)
+	}
+	if err := syscall.Kill(st.TaskPID, 0); !errors.Is(err, syscall.ESRCH) {
+		// It may linger as a zombie of init for a moment: poll.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			b, rerr := os.ReadFile(filepath.Join("/proc", strconv.Itoa(st.TaskPID), "stat"))
+			if rerr != nil || strings.Contains(string(b), ") Z ") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("task pid %d still running after its supervisor died", st.TaskPID)
+			}
+			<-time.After(20 * time.Millisecond)
+		}
 	}
 }
