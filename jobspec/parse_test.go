@@ -242,3 +242,56 @@ func TestVarText(t *testing.T) {
 		t.Errorf("got %v, want undefined variable at <variables>:1:1", err)
 	}
 }
+
+func TestRuntimeReferences(t *testing.T) {
+	src := `variable "on" {
+  type    = bool
+  default = true
+}
+job "rt" {
+  constraint {
+    attribute = attr.kernel.name
+    value     = var.on ? "${meta.a}" : "b"
+  }
+  meta {
+    fmt   = format("%s/x", NOMAD_TASK_DIR)
+    mixed = "${node.unique.name}:${var.on}:${node.unique.id}"
+    home  = env["HOME"]
+  }
+  group "g" {
+    task "t" {
+      driver = "exec"
+    }
+  }
+}`
+	job, err := jobspec.Parse("rt.hcl", []byte(src), &jobspec.Options{Env: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := job.Constraints[0]
+	if c.LTarget != "${attr.kernel.name}" || c.RTarget != "${meta.a}" {
+		t.Errorf("constraint = %+v", c)
+	}
+	want := map[string]string{
+		"fmt":   "${NOMAD_TASK_DIR}/x",
+		"mixed": "${node.unique.name}:true:${node.unique.id}",
+		"home":  `${env["HOME"]}`,
+	}
+	if diff := cmp.Diff(want, job.Meta); diff != "" {
+		t.Errorf("meta (-want +got):\n%s", diff)
+	}
+	// Lower-case names that are not runtime roots are still errors.
+	_, err = jobspec.Parse("rt.hcl", []byte(`job "x" {
+  meta {
+    a = "${nodes.name}"
+  }
+  group "g" {
+    task "t" {
+      driver = "exec"
+    }
+  }
+}`), &jobspec.Options{Env: []string{}})
+	if err == nil || !strings.Contains(err.Error(), `rt.hcl:3:12: Unknown variable`) {
+		t.Errorf("got %v, want unknown variable at rt.hcl:3:12", err)
+	}
+}
