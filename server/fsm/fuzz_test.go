@@ -5,6 +5,7 @@ import (
 	"io"
 	"testing"
 
+	"github.com/drover/drover/api"
 	"github.com/hashicorp/raft"
 )
 
@@ -34,7 +35,12 @@ func FuzzApply(f *testing.F) {
 // FuzzRestore feeds arbitrary bytes to Restore: an error or a restored
 // state, never a panic.
 func FuzzRestore(f *testing.F) {
-	f.Add(persist(&testing.T{}, populated(&testing.T{})))
+	// A small real snapshot: large seeds make input minimization crawl.
+	small := New(Config{})
+	a := &applier{t: &testing.T{}, f: small}
+	a.mustApply(JobRegisterType, JobRegisterRequest{Job: &api.Job{ID: "j", TaskGroups: []*api.TaskGroup{{Name: "g"}}}})
+	a.mustApply(AllocUpsertType, AllocUpsertRequest{Allocs: []*api.Allocation{{ID: "a", JobID: "j", NodeID: "n"}}})
+	f.Add(persist(&testing.T{}, small))
 	f.Add(record(recHeader, `{"Format":1}`))
 	f.Add(append(record(recHeader, `{"Format":1}`), record(recAlloc, `{"Alloc":null}`)...))
 	f.Add(append(record(recHeader, `{"Format":1}`), record(recJob, `null`)...))
