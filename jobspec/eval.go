@@ -20,7 +20,12 @@ type decoder struct {
 	diags   *hcl.Diagnostics
 	blocks  map[int]*hclsyntax.Block // syntax blocks by DefRange start byte, for config
 	jobType string
+	bodies  int // bodies decoded so far, bounded by maxBodies
 }
+
+// maxBodies bounds the blocks one job may expand to (dynamic blocks can
+// multiply them), so a hostile file cannot make a parse run for long.
+const maxBodies = 10000
 
 // schema builds a body schema from a space-separated attribute list and
 // block types; a block type written "name:label" takes one label.
@@ -44,6 +49,13 @@ func (d *decoder) errorf(r hcl.Range, format string, a ...any) { errorf(d.diags,
 
 // content decodes a body against a schema, reporting unknown items.
 func (d *decoder) content(body hcl.Body, s *hcl.BodySchema) *hcl.BodyContent {
+	d.bodies++
+	if d.bodies > maxBodies {
+		if d.bodies == maxBodies+1 {
+			d.errorf(body.MissingItemRange(), "Job too large: more than %d blocks", maxBodies)
+		}
+		return &hcl.BodyContent{}
+	}
 	c, diags := body.Content(s)
 	*d.diags = append(*d.diags, diags...)
 	if c == nil {

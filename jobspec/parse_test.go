@@ -295,3 +295,25 @@ job "rt" {
 		t.Errorf("got %v, want unknown variable at rt.hcl:3:12", err)
 	}
 }
+
+func TestTooManyBlocks(t *testing.T) {
+	src := `job "big" {
+  dynamic "group" {
+    for_each = range(1000)
+    labels   = ["g${group.key}"]
+    content {
+      dynamic "task" {
+        for_each = range(1000)
+        labels   = ["t${task.key}"]
+        content {
+          driver = "exec"
+        }
+      }
+    }
+  }
+}`
+	_, err := jobspec.Parse("big.hcl", []byte(src), &jobspec.Options{Env: []string{}})
+	if err == nil || !strings.Contains(err.Error(), "Job too large") {
+		t.Fatalf("got %v, want a job too large error", err)
+	}
+}
