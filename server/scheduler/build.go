@@ -14,6 +14,7 @@ type placement struct {
 	node    *nodeState      // fixed node (system jobs)
 	stopped bool            // prev was stopped by this plan for this placement
 	deploy  string
+	canary  bool // a canary of the deployment (old allocs keep running)
 }
 
 // place finds a node for p and adds the alloc to the plan.
@@ -147,6 +148,12 @@ func (s *sched) buildAlloc(tc *tgCtx, p *placement, c *cand) *api.Allocation {
 		NodeID: n.ID, NodeName: n.Name, JobID: s.job.ID, Job: s.job, TaskGroup: p.tg.Name,
 		AllocatedResources: ar, DesiredStatus: api.AllocDesiredStatusRun, ClientStatus: api.AllocClientStatusPending,
 		DeploymentID: p.deploy, CreateTime: now, ModifyTime: now,
+	}
+	if p.canary {
+		a.DeploymentStatus = &api.AllocDeploymentStatus{Canary: true}
+		if st := s.plan.Deployment.TaskGroups[p.tg.Name]; st != nil {
+			st.PlacedCanaries = append(st.PlacedCanaries, a.ID)
+		}
 	}
 	if p.prev != nil {
 		a.PreviousAllocation = p.prev.ID

@@ -120,9 +120,17 @@ func (s *sched) reconcileGroup(tg *api.TaskGroup, allocs []*api.Allocation) []*p
 		if ai, aj := allocs[i].Index(), allocs[j].Index(); ai != aj {
 			return ai < aj
 		}
+		// At one index the current version wins (a promoted canary
+		// replaces the old alloc), then the older alloc.
+		if ci, cj := sameVersion(allocs[i], s.job), sameVersion(allocs[j], s.job); ci != cj {
+			return ci
+		}
 		return allocs[i].CreateIndex < allocs[j].CreateIndex
 	})
-	var keep, replace []*api.Allocation
+	upd := updateStrategy(s.job, tg)
+	rolling := upd != nil && s.job.Type == api.JobTypeService
+	curDep, promoted := s.activeDeployment(tg.Name)
+	var keep, replace, canaries []*api.Allocation
 	var terminal []*api.Allocation
 	seen := map[int]bool{}
 	for _, a := range allocs {
@@ -134,6 +142,8 @@ func (s *sched) reconcileGroup(tg *api.TaskGroup, allocs []*api.Allocation) []*p
 		case s.nodeLost(a):
 			s.stop(a, "alloc is lost since its node is down", api.AllocClientStatusLost)
 			replace = append(replace, a)
+		case curDep != nil && !promoted && a.DeploymentID == curDep.ID && isCanary(a, curDep.TaskGroups[tg.Name]):
+			canaries = append(canaries, a) // outside the count until promoted
 		case a.DesiredTransition.ShouldMigrate():
 			s.stop(a, "alloc is being migrated", "")
 			d.Migrate++
@@ -250,8 +260,6 @@ func (s *sched) reconcileGroup(tg *api.TaskGroup, allocs []*api.Allocation) []*p
 		d.Place++
 	}
 	// Updates of kept allocs to the current job version.
-	upd := updateStrategy(s.job, tg)
-	rolling := upd != nil && s.job.Type == api.JobTypeService
 	var destructive []*api.Allocation
 	inflight, unhealthy := 0, 0
 	for _, a := range keep {
@@ -281,6 +289,11 @@ func (s *sched) reconcileGroup(tg *api.TaskGroup, allocs []*api.Allocation) []*p
 		c.ModifyTime = s.opts.Now.UnixNano()
 		s.plan.AppendAlloc(c)
 		d.InPlaceUpdate++
+	}
+	if rolling && upd.Canary > 0 && len(destructive) > 0 && !promoted {
+		var canaryPlaces []*placement
+		destructive, canaryPlaces = s.canaryPhase(tg, upd, canaries, destructive, d)
+		places = append(places, canaryPlaces...)
 	}
 	limit := len(destructive)
 	if rolling {
@@ -313,7 +326,7 @@ func (s *sched) reconcileGroup(tg *api.TaskGroup, allocs []*api.Allocation) []*p
 		dep := s.deployment()
 		st := dep.TaskGroups[tg.Name]
 		if st == nil {
-			st = &api.DeploymentState{AutoRevert: upd.AutoRevert, AutoPromote: upd.AutoPromote, DesiredCanaries: upd.Canary}
+			st = &api.DeploymentState{AutoRevert: upd.AutoRevert, AutoPromote: upd.AutoPromote}
 			dep.TaskGroups[tg.Name] = st
 		}
 		st.DesiredTotal = count
@@ -424,4 +437,101 @@ func (s *sched) completeDeployment() {
 	s.plan.DeploymentUpdates = append(s.plan.DeploymentUpdates, &api.DeploymentStatusUpdate{
 		DeploymentID: cur.ID, Status: api.DeploymentStatusSuccessful, StatusDescription: "deployment completed successfully",
 	})
+}
+
+// activeDeployment returns the job version's active deployment and whether
+// the group's canaries were promoted in it.
+func (s *sched) activeDeployment(group string) (*api.Deployment, bool) {
+	if d := s.plan.Deployment; d != nil {
+		st := d.TaskGroups[group]
+		return d, st != nil && st.Promoted
+	}
+	cur, err := s.st.LatestDeploymentByJobID(s.job.Namespace, s.job.ID)
+	if err != nil {
+		s.err = err
+		return nil, false
+	}
+	if cur == nil || !cur.Active() || cur.JobVersion != s.job.Version {
+		return nil, false
+	}
+	st := cur.TaskGroups[group]
+	return cur, st != nil && st.Promoted
+}
+
+// canaryPhase runs a canary rollout step for a group with destructive
+// updates pending: it places missing canaries next to the old allocs
+// (returning those placements; the old allocs stay), or, when
+// auto_promote is set and every canary is healthy, promotes them: the old
+// allocs at the canaries' indexes stop and the rest of destructive is
+// returned for the rolling update. Without auto_promote the rollout waits
+// for a promotion of the deployment (Promoted set on its group state).
+func (s *sched) canaryPhase(tg *api.TaskGroup, upd *api.UpdateStrategy, canaries, destructive []*api.Allocation, d *api.DesiredUpdates) ([]*api.Allocation, []*placement) {
+	s.deployBusy = true
+	dep := s.deployment()
+	st := dep.TaskGroups[tg.Name]
+	if st == nil {
+		st = &api.DeploymentState{AutoRevert: upd.AutoRevert, AutoPromote: upd.AutoPromote, DesiredCanaries: upd.Canary}
+		dep.TaskGroups[tg.Name] = st
+	}
+	st.DesiredTotal = tg.Count
+	if len(canaries) < upd.Canary {
+		used := map[int]bool{}
+		for _, c := range canaries {
+			used[c.Index()] = true
+		}
+		var places []*placement
+		for _, a := range destructive {
+			if len(canaries)+len(places) >= upd.Canary {
+				break
+			}
+			if used[a.Index()] {
+				continue
+			}
+			used[a.Index()] = true
+			places = append(places, &placement{tg: tg, index: a.Index(), deploy: dep.ID, canary: true})
+			d.Canary++
+		}
+		d.Ignore += uint64(len(destructive))
+		return nil, places
+	}
+	healthy := true
+	for _, c := range canaries {
+		if allocHealth(c) != healthGood {
+			healthy = false
+		}
+	}
+	if !upd.AutoPromote || !healthy {
+		d.Ignore += uint64(len(destructive))
+		return nil, nil // waiting for promotion: no placements, no stops
+	}
+	st.Promoted = true
+	at := map[int]bool{}
+	for _, c := range canaries {
+		at[c.Index()] = true
+	}
+	var rest []*api.Allocation
+	for _, a := range destructive {
+		if at[a.Index()] {
+			s.stop(a, "alloc replaced by a promoted canary", "")
+			d.Stop++
+			continue
+		}
+		rest = append(rest, a)
+	}
+	return rest, nil
+}
+
+// isCanary reports whether a is one of the deployment group's canaries.
+func isCanary(a *api.Allocation, st *api.DeploymentState) bool {
+	if a.DeploymentStatus != nil && a.DeploymentStatus.Canary {
+		return true
+	}
+	if st != nil {
+		for _, id := range st.PlacedCanaries {
+			if id == a.ID {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -226,7 +226,8 @@ func (sc *scenario) alloc(name string, o map[string]string) {
 		for _, h := range []string{"healthy", "unhealthy"} {
 			if _, ok := o[h]; ok {
 				v := h == "healthy"
-				c.DeploymentStatus = &api.AllocDeploymentStatus{Healthy: &v}
+				canary := c.DeploymentStatus != nil && c.DeploymentStatus.Canary
+				c.DeploymentStatus = &api.AllocDeploymentStatus{Healthy: &v, Canary: canary}
 			}
 		}
 		c.ModifyTime = sc.now.UnixNano()
@@ -325,6 +326,9 @@ func (sc *scenario) print(res *Result) {
 			if a.DeploymentID != "" {
 				l += " [deployment]"
 			}
+			if a.DeploymentStatus != nil && a.DeploymentStatus.Canary {
+				l += " [canary]"
+			}
 			lines = append(lines, l)
 		}
 	}
@@ -333,7 +337,13 @@ func (sc *scenario) print(res *Result) {
 		sc.out.WriteString(l + "\n")
 	}
 	if d := res.Plan.Deployment; d != nil {
-		sc.out.WriteString(fmt.Sprintf("  deployment version=%d status=%s\n", d.JobVersion, d.Status))
+		sc.out.WriteString(fmt.Sprintf("  deployment version=%d status=%s", d.JobVersion, d.Status))
+		for g, st := range d.TaskGroups {
+			if st.DesiredCanaries > 0 {
+				sc.out.WriteString(fmt.Sprintf(" %s: canaries %d/%d promoted=%v", g, len(st.PlacedCanaries), st.DesiredCanaries, st.Promoted))
+			}
+		}
+		sc.out.WriteString("\n")
 	}
 	for _, u := range res.Plan.DeploymentUpdates {
 		sc.out.WriteString("  deployment update: " + u.Status + "\n")
