@@ -140,24 +140,42 @@ func evaluatePlan(snap *state.Snapshot, plan *api.Plan) (*api.PlanResult, *state
 				res.NodeAllocation = map[string][]*api.Allocation{}
 			}
 			res.NodeAllocation[id] = as
-			req.AllocsPlaced = append(req.AllocsPlaced, as...)
+			req.AllocsPlaced = appendStripped(req.AllocsPlaced, as, plan.Job)
 		}
 		if as := plan.NodeUpdate[id]; len(as) > 0 {
 			if res.NodeUpdate == nil {
 				res.NodeUpdate = map[string][]*api.Allocation{}
 			}
 			res.NodeUpdate[id] = as
-			req.AllocsStopped = append(req.AllocsStopped, as...)
+			req.AllocsStopped = appendStripped(req.AllocsStopped, as, nil)
 		}
 		if as := plan.NodePreemptions[id]; len(as) > 0 {
 			if res.NodePreemptions == nil {
 				res.NodePreemptions = map[string][]*api.Allocation{}
 			}
 			res.NodePreemptions[id] = as
-			req.AllocsPreempted = append(req.AllocsPreempted, as...)
+			req.AllocsPreempted = appendStripped(req.AllocsPreempted, as, nil)
 		}
 	}
 	return res, req, nil
+}
+
+// appendStripped appends shallow copies of allocs without the Job the
+// state store re-attaches (the plan's job for placements; the stored
+// alloc's for stops and preemptions), so a 1,000-alloc plan does not carry
+// 1,000 copies of the job through Raft.
+func appendStripped(dst, allocs []*api.Allocation, planJob *api.Job) []*api.Allocation {
+	for _, a := range allocs {
+		if a.Job != nil && (planJob == nil || a.Job == planJob ||
+			(a.Job.ID == planJob.ID && a.Job.Namespace == planJob.Namespace && a.Job.Version == planJob.Version &&
+				a.Job.JobModifyIndex == planJob.JobModifyIndex)) {
+			c := *a
+			c.Job = nil
+			a = &c
+		}
+		dst = append(dst, a)
+	}
+	return dst
 }
 
 // evaluateNodePlan checks one node: a node that only loses allocs always
