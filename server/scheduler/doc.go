@@ -6,8 +6,10 @@
 // snapshot index, so a retried pass never reuses committed IDs).
 //
 // What it owns: reconciliation (service, batch, system, sysbatch: place,
-// stop, in-place vs destructive updates, rolling updates with deployments,
-// lost and migrating allocs, rescheduling with delays), feasibility
+// stop, in-place vs destructive updates (the rule is on destructiveChange),
+// rolling updates and canaries with deployments (a running alloc without
+// a health verdict counts as healthy), lost and migrating allocs,
+// rescheduling with delays and follow-up evals), feasibility
 // (readiness, datacenters, pools, constraints, drivers, resources, ports,
 // devices, with per computed-class caching), ranking (bin-packing, job
 // anti-affinity, affinities, spread, device fit and topology) with node
