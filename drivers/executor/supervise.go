@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -144,6 +145,9 @@ func run(cfg *Config, cfgPath string, report func(started)) (*Result, error) {
 		}
 	}
 	report(started{TaskPID: cmd.Process.Pid})
+	// From here on the supervisor only copies and waits: hand the start-up
+	// garbage (package initialisation of the whole binary) back to the OS.
+	debug.FreeOSMemory()
 
 	var initStatus *initReport
 	if dec != nil {
