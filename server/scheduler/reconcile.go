@@ -37,6 +37,11 @@ func (s *sched) scheduleGeneric(allocs []*api.Allocation) {
 		places = append(places, s.reconcileGroup(tg, byGroup[tg.Name])...)
 	}
 	s.completeDeployment()
+	// Every group's context exists before the first placement so that
+	// job-wide counters (distinct_property) see all of this pass's allocs.
+	for _, tg := range s.job.TaskGroups {
+		s.newTG(tg)
+	}
 	// Place the groups in job order, each group's allocs by index.
 	placed := map[string]bool{}
 	for _, p := range places {
