@@ -215,3 +215,33 @@ func TestDevicesKeepWholeNodesFree(t *testing.T) {
 		t.Fatalf("pair placed on %s with %v, want n7 with its two free GPUs", node, got)
 	}
 }
+
+// TestBestDeviceSetPrefersOneNUMANode: with equal link levels everywhere,
+// the set that stays on one NUMA node wins.
+func TestBestDeviceSetPrefersOneNUMANode(t *testing.T) {
+	var devs []*api.NodeDevice
+	for i := 0; i < 4; i++ {
+		devs = append(devs, &api.NodeDevice{ID: fmt.Sprintf("g%d", i), Locality: &api.NodeDeviceLocality{NUMANode: []int{0, 1, 1, 0}[i]}})
+	}
+	set, _ := bestDeviceSet(devs, 2)
+	if numaOf(set[0]) != numaOf(set[1]) {
+		t.Fatalf("got %s,%s on NUMA %d and %d, want one NUMA node", set[0].ID, set[1].ID, numaOf(set[0]), numaOf(set[1]))
+	}
+}
+
+func TestDeviceAffinityPicksPreferredModel(t *testing.T) {
+	st := newMemState()
+	st.addNode(pcieLike("p"))
+	d := dgxLike("d")
+	d.NodeResources.Devices[0].Name = "H100"
+	st.addNode(d)
+	for _, want := range []string{"H100", "A100-SXM4-80GB"} {
+		j := gpuJob("aff-"+want, 1)
+		j.TaskGroups[0].Tasks[0].Resources.Devices[0].Affinities = []*api.Affinity{{LTarget: "${device.model}", Operand: "=", RTarget: want, Weight: 100}}
+		node, _, _ := placedDevices(t, st, j)
+		wantNode := map[string]string{"H100": "d", "A100-SXM4-80GB": "p"}[want]
+		if node != wantNode {
+			t.Errorf("affinity for %s placed on %q, want %q", want, node, wantNode)
+		}
+	}
+}
