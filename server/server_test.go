@@ -112,3 +112,17 @@ func TestBlockedEvalWakesWhenNodeJoins(t *testing.T) {
 		t.Fatalf("second alloc not on the new node: %v", nodes)
 	}
 }
+
+func TestBlockedEvalCancelledWhenJobFitsAgain(t *testing.T) {
+	s := newTestServer(t)
+	registerNode(t, s, testNode("small", 600, 8192))
+	first := registerJob(t, s, testJob("big", 2, 500, 256))
+	e := waitEvalStatus(t, s, first.EvalID, api.EvalStatusComplete)
+	eventually(t, "blocked eval tracked", func() bool { return s.blocked.Stats().TotalBlocked == 1 })
+	// Scaling down to what fits makes the blocked eval obsolete.
+	registerJob(t, s, testJob("big", 1, 500, 256))
+	waitEvalStatus(t, s, e.BlockedEval, api.EvalStatusCancelled)
+	if n := s.blocked.Stats().TotalBlocked; n != 0 {
+		t.Fatalf("%d blocked evals still tracked", n)
+	}
+}

@@ -142,7 +142,26 @@ func (s *Server) commitEvalResult(ctx context.Context, e *api.Evaluation, res *s
 		return fmt.Errorf("update evals: %w", err)
 	}
 	s.enqueueStored(created...)
+	s.dropObsoleteBlocked(e, out, res.Blocked != nil)
 	return nil
+}
+
+// dropObsoleteBlocked cancels an older blocked eval of the job once a
+// service or batch eval placed everything: the scheduler reconciles the
+// whole job, so the blocked eval has nothing left to place. (Evals of one
+// job are serialized by the broker, so nothing else changes the job's
+// tracked eval meanwhile.)
+func (s *Server) dropObsoleteBlocked(e, out *api.Evaluation, blocked bool) {
+	if blocked || out.Status != api.EvalStatusComplete || (e.Type != api.JobTypeService && e.Type != api.JobTypeBatch) {
+		return
+	}
+	old := s.blocked.Blocked(e.Namespace, e.JobID)
+	if old == nil || old.ID == e.ID || old.CreateIndex >= e.CreateIndex {
+		return
+	}
+	if got := s.blocked.Untrack(e.Namespace, e.JobID); got != nil {
+		s.cancelDuplicateBlocked(got)
+	}
 }
 
 // errStaleToken rejects a plan whose eval is no longer held by the
