@@ -7,7 +7,16 @@
 // memory, so each runtime plugs in its own commands.
 //
 // Helpers: NewTaskConfig lays out an alloc dir like the client does;
-// NeedRoot / Need apply the rule "outside CI skip, under CI=true fail".
+// NeedRoot / Need / NeedBinary apply the rule "outside CI skip, under
+// CI=true fail"; DroverBinary gives $DROVER_TEST_BIN or builds drover
+// once (TestMain); ShellHarness fills a Harness for {command, args}
+// drivers with /bin/sh tasks.
+//
+// What the suite expects beyond the Driver doc comments: a second
+// WaitTask yields the same result; StopTask on an exited task is no
+// error; DestroyTask(force=false) of a running task fails; RecoverTask of
+// a known task is a no-op and of undecodable DriverState wraps
+// drivers.ErrRecoverFailed; unknown task IDs wrap drivers.ErrTaskNotFound.
 //
 // Imports: drivers, drivers/logging and api only.
 //

@@ -161,6 +161,11 @@ func createCgroup(c *CgroupConfig) (*taskCgroup, error) {
 		if err != nil {
 			return nil, fmt.Errorf("create cgroup v2 %s: %w", c.Name, err)
 		}
+		// Stats, OOM events and the pids limit need these controllers
+		// even when no limit of theirs is set.
+		if err := m.ToggleControllers([]string{"cpu", "memory", "pids"}, cgroup2.Enable); err != nil {
+			return nil, fmt.Errorf("enable cgroup v2 controllers for %s: %w", c.Name, err)
+		}
 		g := &taskCgroup{name: c.Name, v2: m}
 		return g, g.setPidsLimit(c.PidsLimit)
 	}
