@@ -61,6 +61,8 @@ echo hi > /tmp/f && echo "tmp=writable"
 echo "procs=$(ls /proc | grep -c '^[0-9]')"
 echo "dev=$(ls /dev | tr '\n' ,)"
 test -e /etc/shadow && echo shadow=visible || echo shadow=hidden
+echo "data=$(cat /data/in)"
+touch /data/out 2>/dev/null && echo "data=writable" || echo "data=readonly"
 echo "init=$(tr '\0' ' ' < /proc/1/cmdline)"
 `
 	cfg := drivertest.NewTaskConfig(t, "iso", map[string]any{"command": "/bin/sh", "args": []any{"-c", script}})
@@ -69,11 +71,19 @@ echo "init=$(tr '\0' ' ' < /proc/1/cmdline)"
 	if err := os.Chmod(filepath.Join(cfg.AllocDir, "alloc", "data"), 0o777); err != nil {
 		t.Fatal(err)
 	}
+	data := t.TempDir()
+	if err := os.WriteFile(filepath.Join(data, "in"), []byte("mounted"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(data, 0o777); err != nil { // only the read-only mount stops writes
+		t.Fatal(err)
+	}
+	cfg.Mounts = []*drivers.MountSpec{{HostPath: data, TaskPath: "/data", Readonly: true}}
 	res, out := run(t, cfg)
 	if !res.Successful() {
 		t.Fatalf("exit %+v, stdout %q", res, out)
 	}
-	for _, want := range []string{"user=nobody\n", "host=iso\n", "cwd=/\n", "usr=readonly\n", "etc=readonly\n",
+	for _, want := range []string{"data=mounted\n", "data=readonly\n", "user=nobody\n", "host=iso\n", "cwd=/\n", "usr=readonly\n", "etc=readonly\n",
 		"local=writable\n", "alloc=writable\n", "tmp=writable\n", "shadow=hidden\n", "init=/", "executor --init"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
