@@ -31,9 +31,15 @@ func (s *sched) place(p *placement) *api.Allocation {
 		prevNode = p.prev.NodeID
 	}
 	var c *cand
+	var victims []*api.Allocation
 	evaluated, filtered := 1, 0
 	if p.node != nil {
 		rej, why, picks := s.checkNode(tc, p.node)
+		if rej == rejExhausted && s.preemptionEnabled() {
+			if pc, v := s.preempt(tc, []*nodeState{p.node}, prevNode); pc != nil {
+				c, victims, rej = pc, v, okNode
+			}
+		}
 		if rej != okNode {
 			if rej == rejExhausted {
 				m := s.failed[name]
@@ -51,10 +57,15 @@ func (s *sched) place(p *placement) *api.Allocation {
 			}
 			return nil
 		}
-		tc.cands = append(tc.cands[:0], s.score(tc, p.node, picks, prevNode, 1))
-		c = &tc.cands[0]
+		if c == nil {
+			tc.cands = append(tc.cands[:0], s.score(tc, p.node, picks, prevNode, 1))
+			c = &tc.cands[0]
+		}
 	} else {
 		c, evaluated, filtered = s.selectNode(tc, prevNode, p.tg.Count)
+		if c == nil && s.err == nil && s.preemptionEnabled() {
+			c, victims = s.preempt(tc, s.nodes, prevNode)
+		}
 		if c == nil {
 			if s.err != nil {
 				return nil
@@ -65,12 +76,21 @@ func (s *sched) place(p *placement) *api.Allocation {
 			return nil
 		}
 	}
+	if len(victims) > 0 {
+		for _, v := range victims {
+			c.ns.removeAlloc(v, s.job) // before building: ports and cores come free
+			s.stopped[v.ID] = true
+		}
+	}
 	a := s.buildAlloc(tc, p, c)
 	a.Metrics = &api.AllocMetric{
 		NodesEvaluated: evaluated, NodesFiltered: filtered, NodesInPool: len(s.nodes),
 		ScoreMetaData: scoreMeta(tc.cands, 3),
 	}
 	ns := c.ns
+	if len(victims) > 0 {
+		s.recordEvictions(a, victims)
+	}
 	ns.addAlloc(a, s.job)
 	if len(tc.props) > 0 || len(tc.spreads) > 0 {
 		for _, other := range s.groups {

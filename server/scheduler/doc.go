@@ -13,7 +13,9 @@
 // (readiness, datacenters, pools, constraints, drivers, resources, ports,
 // devices, with per computed-class caching), ranking (bin-packing, job
 // anti-affinity, affinities, spread, device fit and topology) with node
-// sampling, all-at-once (gang) placement, and failure explanations
+// sampling, preemption of allocs of jobs at least 10 priority points lower
+// (system and sysbatch by default; Options.Preemption), all-at-once (gang)
+// placement, and failure explanations
 // (AllocMetric, ExplainFailure).
 //
 // Placement cost: nodes are visited in the shuffled order from a per-group

@@ -26,7 +26,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 //
 //	node NAME dc=dc1 cpu=4000 mem=8192 [class=C] [pool=P] [status=down] [attr.K=V] [meta.K=V] [ports=22,80] [driver=exec]
 //	job                      followed by the job as JSON (ends when the JSON is complete)
-//	schedule JOB [trigger=T] [limit=N] [followup]   run the scheduler, print the result, apply the plan
+//	schedule JOB [trigger=T] [limit=N] [followup] [preempt=service|batch|none]   run the scheduler, print the result, apply the plan
 //	alloc NAME|* status=failed|complete|running|lost [healthy|unhealthy]   change client-owned fields
 //	nodeset NAME [status=S] [eligibility=E] [drain=true]
 //	migrate NAME             mark every live alloc on node NAME for migration
@@ -254,6 +254,10 @@ func (sc *scenario) schedule(job string, o map[string]string) {
 		ev.TriggeredBy = api.EvalTriggerRetryFailedAlloc
 	}
 	opts := Options{Now: sc.now}
+	if pr, ok := o["preempt"]; ok {
+		opts.Preemption = &PreemptionConfig{ServiceSchedulerEnabled: pr == "service", BatchSchedulerEnabled: pr == "batch",
+			SystemSchedulerEnabled: pr != "none", SysBatchSchedulerEnabled: pr != "none"}
+	}
 	if l := o["limit"]; l != "" {
 		opts.SampleLimit, _ = strconv.Atoi(l)
 	}
@@ -330,6 +334,17 @@ func (sc *scenario) print(res *Result) {
 				l += " [canary]"
 			}
 			lines = append(lines, l)
+		}
+	}
+	for _, list := range res.Plan.NodePreemptions {
+		for _, a := range list {
+			byName := "?"
+			for _, l := range res.Plan.NodeAllocation[a.NodeID] {
+				if l.ID == a.PreemptedByAllocation {
+					byName = l.Name
+				}
+			}
+			lines = append(lines, fmt.Sprintf("  preempt %s on %s for %s", a.Name, sc.names[a.NodeID], byName))
 		}
 	}
 	sort.Strings(lines)

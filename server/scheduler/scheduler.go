@@ -37,6 +37,9 @@ type Options struct {
 	// affinities or spreads); a negative value scores every feasible node
 	// (used by tests comparing against an oracle).
 	SampleLimit int
+	// Preemption says which job types may evict allocs of jobs at least
+	// 10 priority points lower; nil means DefaultPreemptionConfig.
+	Preemption *PreemptionConfig
 }
 
 // Result is what one scheduling pass decided.

@@ -95,6 +95,11 @@ func (m *memState) apply(p *api.Plan) {
 			m.upsertAlloc(a)
 		}
 	}
+	for _, node := range sortedNodeKeys(p.NodePreemptions) {
+		for _, a := range p.NodePreemptions[node] {
+			m.upsertAlloc(a)
+		}
+	}
 	for _, node := range sortedNodeKeys(p.NodeAllocation) {
 		for _, a := range p.NodeAllocation[node] {
 			m.upsertAlloc(a)
