@@ -23,8 +23,12 @@ var DefaultPreemptionConfig = PreemptionConfig{SystemSchedulerEnabled: true, Sys
 // priority can be preempted.
 const preemptPriorityDelta = 10
 
-// maxPreemptNodes bounds the nodes examined for one preempting placement.
-const maxPreemptNodes = 64
+// maxPreemptNodes bounds the nodes with preemptible allocs examined for
+// one placement, maxPreemptVisits all nodes looked at.
+const (
+	maxPreemptNodes  = 64
+	maxPreemptVisits = 1024
+)
 
 func (s *sched) preemptionEnabled() bool {
 	cfg := DefaultPreemptionConfig
@@ -57,8 +61,8 @@ func (s *sched) preempt(tc *tgCtx, nodes []*nodeState, prevNode string) (*cand, 
 	var best *cand
 	var bestVictims []*api.Allocation
 	bestMax, examined := 0, 0
-	for _, ns := range nodes {
-		if examined >= maxPreemptNodes {
+	for i, ns := range nodes {
+		if examined >= maxPreemptNodes || i >= maxPreemptVisits {
 			break
 		}
 		if ok, _ := s.classOK(tc, ns); !ok {
