@@ -99,7 +99,9 @@ func (d *DB) put(bucket, key []byte, v any) error {
 	if err != nil {
 		return fmt.Errorf("encode %s/%s: %w", bucket, key, err)
 	}
-	return d.b.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucket).Put(key, b) })
+	// Batch coalesces concurrent writers (many task runners) into one
+	// transaction and one fsync; the function is idempotent as Batch needs.
+	return d.b.Batch(func(tx *bolt.Tx) error { return tx.Bucket(bucket).Put(key, b) })
 }
 
 // PutAlloc stores an allocation as received.
@@ -144,7 +146,7 @@ func (d *DB) PutTask(allocID, task string, r *TaskRecord) error {
 	if err != nil {
 		return fmt.Errorf("encode task %s/%s: %w", allocID, task, err)
 	}
-	return d.b.Update(func(tx *bolt.Tx) error {
+	return d.b.Batch(func(tx *bolt.Tx) error {
 		ab, err := tx.Bucket(bucketTasks).CreateBucketIfNotExists([]byte(allocID))
 		if err != nil {
 			return err
