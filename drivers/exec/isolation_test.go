@@ -206,3 +206,33 @@ func TestCgroupLimits(t *testing.T) {
 		t.Errorf("cgroup holds %v, want the init and the task", pids)
 	}
 }
+
+// TestExecJoinsTaskCgroup: commands run by ExecTask count against the
+// task's cgroup, as the task user.
+func TestExecJoinsTaskCgroup(t *testing.T) {
+	drivertest.NeedRoot(t)
+	d := newDriver(t)
+	cfg := drivertest.NewTaskConfig(t, "execcg", map[string]any{"command": "/bin/sleep", "args": []any{"600"}})
+	h, err := d.StartTask(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.DestroyTask(context.Background(), cfg.ID, true) })
+	var st executor.State
+	if err := json.Unmarshal(h.DriverState, &st); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	res, err := d.(drivers.Execer).ExecTask(context.Background(), cfg.ID, &drivers.ExecOptions{
+		Command: []string{"/bin/sh", "-c", "id -un; cat /proc/self/cgroup"}, Stdout: &out, Stderr: &out})
+	if err != nil || !res.Successful() {
+		t.Fatalf("ExecTask = %+v, %v: %s", res, err, out.String())
+	}
+	want := ":/drover/" + st.Cgroup + "\n"
+	if executor.CgroupsV2() {
+		want = "0::/drover.slice/" + st.Cgroup + ".scope\n"
+	}
+	if !strings.Contains(out.String(), want) || !strings.HasPrefix(out.String(), "nobody\n") {
+		t.Errorf("exec output %q, want user nobody and cgroup %q", out.String(), want)
+	}
+}

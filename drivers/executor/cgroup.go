@@ -228,6 +228,24 @@ func (g *taskCgroup) leave() error {
 	return errors.Join(errs...)
 }
 
+// joinCgroup moves process pid into an existing task cgroup.
+func joinCgroup(name string, pid int) error {
+	b := []byte(strconv.Itoa(pid))
+	if CgroupsV2() {
+		return os.WriteFile(filepath.Join(CgroupDir(name, ""), "cgroup.procs"), b, 0)
+	}
+	for _, c := range v1Controllers {
+		p := filepath.Join(CgroupDir(name, c), "cgroup.procs")
+		if !fileExists(p) {
+			continue
+		}
+		if err := os.WriteFile(p, b, 0); err != nil {
+			return fmt.Errorf("join cgroup %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
 // openDir opens the v2 cgroup directory for clone3(CLONE_INTO_CGROUP).
 func (g *taskCgroup) openDir() (*os.File, error) {
 	return os.Open(CgroupDir(g.name, ""))

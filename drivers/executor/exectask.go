@@ -65,15 +65,15 @@ func (d *Driver) ExecTask(ctx context.Context, id string, opts *drivers.ExecOpti
 		if err != nil {
 			return nil, fmt.Errorf("exec in task %q: %w", id, err)
 		}
-		cmd = exec.CommandContext(ctx, ns, append(args, opts.Command...)...)
+		cmd = d.command(ctx, t, ns, "nsenter", append(args, opts.Command...))
 	} else {
 		path, err := lookPath(opts.Command[0], env)
 		if err != nil {
 			return nil, fmt.Errorf("exec in task %q: %w", id, err)
 		}
-		cmd = exec.CommandContext(ctx, path, opts.Command[1:]...)
+		cmd = d.command(ctx, t, path, opts.Command[0], opts.Command[1:])
 		cmd.Dir = t.cfg.TaskDir
-		if t.cfg.User != "" {
+		if t.cfg.User != "" && t.proc.State.Cgroup == "" {
 			cred, err := lookupUser(t.cfg.User)
 			if err != nil {
 				return nil, fmt.Errorf("exec in task %q: %w", id, err)
@@ -103,6 +103,22 @@ func (d *Driver) ExecTask(ctx context.Context, id string, opts *drivers.ExecOpti
 	return res, nil
 }
 
+// command runs path (as argv0 with args) inside the task's cgroup: via
+// `drover executor --join` when the task has one, so that the command
+// and everything it forks count against the task's limits.
+func (d *Driver) command(ctx context.Context, t *task, path, argv0 string, args []string) *exec.Cmd {
+	if t.proc.State.Cgroup == "" {
+		cmd := exec.CommandContext(ctx, path, args...)
+		cmd.Args[0] = argv0
+		return cmd
+	}
+	helper := []string{"executor", joinFlag, t.proc.State.Cgroup}
+	if !t.proc.State.Isolated && t.cfg.User != "" {
+		helper = append(helper, "--user", t.cfg.User) // nsenter switches users itself
+	}
+	return exec.CommandContext(ctx, d.bin, append(append(helper, "--", path, argv0), args...)...)
+}
+
 func runPlain(cmd *exec.Cmd, opts *drivers.ExecOptions) error {
 	if opts.Stdin != nil {
 		cmd.Stdin = opts.Stdin
@@ -119,7 +135,12 @@ func runPlain(cmd *exec.Cmd, opts *drivers.ExecOptions) error {
 // runTTY runs cmd on a new pseudo-terminal: Stdout gets its output,
 // Stdin feeds it, Resize sets its size.
 func runTTY(cmd *exec.Cmd, opts *drivers.ExecOptions) error {
-	ptmx, err := pty.Start(cmd)
+	attrs := &syscall.SysProcAttr{}
+	if cmd.SysProcAttr != nil {
+		*attrs = *cmd.SysProcAttr
+	}
+	attrs.Setsid, attrs.Setctty = true, true
+	ptmx, err := pty.StartWithAttrs(cmd, nil, attrs)
 	if err != nil {
 		return err
 	}

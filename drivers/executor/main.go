@@ -5,12 +5,17 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"syscall"
 )
 
 // Modes of the executor command.
 const (
 	// initFlag runs the namespace init (PID 1 of an exec task).
 	initFlag = "--init"
+	// joinFlag: `--join <cgroup> [--user <user>] -- <path> <argv0> <args...>`
+	// moves itself into a task cgroup, becomes user and execs path
+	// (ExecTask's commands).
+	joinFlag = "--join"
 )
 
 // Main runs the supervisor: `drover executor <config.json>`; the exec
@@ -24,6 +29,8 @@ func Main(_ context.Context, args []string) int {
 	switch {
 	case len(args) == 2 && args[0] == initFlag:
 		return runInit(args[1])
+	case len(args) >= 2 && args[0] == joinFlag:
+		return joinAndExec(args[1:])
 	case len(args) == 1:
 		if err := supervise(args[0]); err != nil {
 			fmt.Fprintln(os.Stderr, "executor:", err)
@@ -34,4 +41,34 @@ func Main(_ context.Context, args []string) int {
 		fmt.Fprintln(os.Stderr, "usage: drover executor <config.json>")
 		return 2
 	}
+}
+
+// joinAndExec implements --join (see joinFlag).
+func joinAndExec(args []string) int {
+	name, user := args[0], ""
+	args = args[1:]
+	if len(args) >= 2 && args[0] == "--user" {
+		user, args = args[1], args[2:]
+	}
+	if len(args) < 3 || args[0] != "--" {
+		fmt.Fprintln(os.Stderr, "usage: drover executor --join <cgroup> [--user <user>] -- <path> <argv0> [args...]")
+		return 2
+	}
+	if err := joinCgroup(name, os.Getpid()); err != nil {
+		fmt.Fprintln(os.Stderr, "executor:", err)
+		return 126
+	}
+	if user != "" {
+		cred, err := lookupUser(user)
+		if err == nil {
+			err = dropTo(cred)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "executor:", err)
+			return 126
+		}
+	}
+	err := syscall.Exec(args[1], args[2:], os.Environ())
+	fmt.Fprintf(os.Stderr, "executor: exec %s: %v\n", args[1], err)
+	return 127
 }

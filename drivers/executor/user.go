@@ -37,3 +37,21 @@ func lookupUser(name string) (*syscall.Credential, error) {
 	}
 	return cred, nil
 }
+
+// dropTo switches the whole process (all threads) to cred.
+func dropTo(cred *syscall.Credential) error {
+	groups := make([]int, len(cred.Groups))
+	for i, g := range cred.Groups {
+		groups[i] = int(g)
+	}
+	if err := syscall.Setgroups(groups); err != nil {
+		return fmt.Errorf("setgroups: %w", err)
+	}
+	if err := syscall.Setgid(int(cred.Gid)); err != nil {
+		return fmt.Errorf("setgid: %w", err)
+	}
+	if err := syscall.Setuid(int(cred.Uid)); err != nil {
+		return fmt.Errorf("setuid: %w", err)
+	}
+	return nil
+}

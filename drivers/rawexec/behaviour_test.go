@@ -236,3 +236,29 @@ func TestSupervisorKilled(t *testing.T) {
 		}
 	}
 }
+
+// TestExecAsTaskUserInCgroup: raw_exec's ExecTask runs as the task's user
+// and inside its cgroup (when the agent is root).
+func TestExecAsTaskUserInCgroup(t *testing.T) {
+	drivertest.NeedRoot(t)
+	d := newDriver(t)
+	cfg := drivertest.NewTaskConfig(t, "asdaemon", map[string]any{"command": "/bin/sleep", "args": []any{"600"}})
+	cfg.User = "daemon"
+	h := startTask(t, d, cfg)
+	var st executor.State
+	if err := json.Unmarshal(h.DriverState, &st); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	res, err := d.(drivers.Execer).ExecTask(context.Background(), cfg.ID, &drivers.ExecOptions{
+		Command: []string{"sh", "-c", "id -un; pwd; cat /proc/self/cgroup"}, Stdout: &out, Stderr: &out})
+	if err != nil || !res.Successful() {
+		t.Fatalf("ExecTask = %+v, %v: %s", res, err, out.String())
+	}
+	if !strings.HasPrefix(out.String(), "daemon\n"+cfg.TaskDir+"\n") {
+		t.Errorf("exec output %q, want user daemon in %s", out.String(), cfg.TaskDir)
+	}
+	if st.Cgroup == "" || !strings.Contains(out.String(), st.Cgroup) {
+		t.Errorf("exec output %q, want cgroup %q", out.String(), st.Cgroup)
+	}
+}
