@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/server/broker"
@@ -13,45 +14,108 @@ import (
 // runPlanApplier is the leader's single plan applier: for each plan, in
 // priority order, it re-checks every node against the latest state, drops
 // the nodes that no longer fit (everything when the plan is AllAtOnce) and
-// commits the rest through Raft. Plans are applied strictly one after the
-// other, so each is verified against a state that includes its
-// predecessor's commit.
+// commits the rest through Raft.
+//
+// Verification of plan N+1 overlaps the Raft commit of plan N: N+1 is
+// checked against a snapshot plus N's changes (an overlay, deduplicated by
+// alloc ID, so it is right whether or not the snapshot already holds N),
+// and its own commit is issued only after N's returned, keeping the log
+// in plan order. If N fails, N+1 was checked conservatively (N's
+// placements counted), which can only reject more, never overcommit.
 func (s *Server) runPlanApplier(ctx context.Context) {
-	log := s.log.With("component", "plan_applier")
+	var prev *planCommit
+	defer func() {
+		if prev != nil {
+			<-prev.done
+		}
+	}()
 	for {
 		p, err := s.planQueue.Dequeue(ctx)
 		if err != nil {
 			return
 		}
-		res, err := s.applyOnePlan(ctx, p)
-		if err != nil {
-			log.Warn("plan apply failed", "eval", p.Plan.EvalID, "err", err)
+		var overlay *planCommit
+		if prev != nil {
+			select {
+			case <-prev.done:
+				prev = nil
+			default:
+				overlay = prev
+			}
 		}
-		p.Respond(res, err)
+		start := s.clock.Now()
+		snap, res, req, err := s.verifyPlan(p.Plan, overlay)
+		if prev != nil {
+			<-prev.done
+			if res != nil && res.RefreshIndex != 0 && prev.index > res.RefreshIndex {
+				res.RefreshIndex = prev.index
+			}
+			prev = nil
+		}
+		if err != nil {
+			s.log.Warn("plan rejected", "eval", p.Plan.EvalID, "err", err)
+			p.Respond(nil, err)
+			continue
+		}
+		if len(req.AllocsPlaced)+len(req.AllocsStopped)+len(req.AllocsPreempted) == 0 &&
+			req.Deployment == nil && len(req.DeploymentUpdates) == 0 {
+			p.Respond(res, nil)
+			continue
+		}
+		c := newPlanCommit(req)
+		prev = c
+		go func() {
+			defer close(c.done)
+			c.index = s.commitPlan(ctx, p, snap, res, req, start)
+		}()
 	}
 }
 
-func (s *Server) applyOnePlan(ctx context.Context, p *broker.PendingPlan) (*api.PlanResult, error) {
-	plan := p.Plan
+// planCommit is a plan whose Raft commit is in flight.
+type planCommit struct {
+	done    chan struct{}
+	index   uint64 // set before done is closed; 0 on failure
+	placed  map[string][]*api.Allocation
+	removed map[string]bool
+}
+
+func newPlanCommit(req *state.ApplyPlanResultsRequest) *planCommit {
+	c := &planCommit{done: make(chan struct{}), placed: map[string][]*api.Allocation{}, removed: map[string]bool{}}
+	for _, a := range req.AllocsPlaced {
+		c.placed[a.NodeID] = append(c.placed[a.NodeID], a)
+	}
+	for _, a := range req.AllocsStopped {
+		c.removed[a.ID] = true
+	}
+	for _, a := range req.AllocsPreempted {
+		c.removed[a.ID] = true
+	}
+	return c
+}
+
+// verifyPlan checks the eval's token and the plan's fit.
+func (s *Server) verifyPlan(plan *api.Plan, overlay *planCommit) (*state.Snapshot, *api.PlanResult, *state.ApplyPlanResultsRequest, error) {
 	if tok, ok := s.broker.Outstanding(plan.EvalID); !ok || tok != plan.EvalToken {
-		return nil, fmt.Errorf("plan of eval %s: %w", plan.EvalID, errStaleToken)
+		return nil, nil, nil, fmt.Errorf("plan of eval %s: %w", plan.EvalID, errStaleToken)
 	}
 	if h := s.planHook.Load(); h != nil {
 		(*h)(plan)
 	}
-	start := s.clock.Now()
 	snap, err := s.State().Snapshot()
 	if err != nil {
-		return nil, fmt.Errorf("snapshot: %w", err)
+		return nil, nil, nil, fmt.Errorf("snapshot: %w", err)
 	}
-	res, req, err := evaluatePlan(snap, plan)
+	res, req, err := evaluatePlanOverlay(snap, plan, overlay)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	if len(req.AllocsPlaced)+len(req.AllocsStopped)+len(req.AllocsPreempted) == 0 &&
-		req.Deployment == nil && len(req.DeploymentUpdates) == 0 {
-		return res, nil
-	}
+	return snap, res, req, nil
+}
+
+// commitPlan writes a verified plan through Raft, answers the submitter
+// and returns the commit index (0 on failure).
+func (s *Server) commitPlan(ctx context.Context, p *broker.PendingPlan, snap *state.Snapshot, res *api.PlanResult,
+	req *state.ApplyPlanResultsRequest, start time.Time) uint64 {
 	now := s.clock.Now().UnixNano()
 	for _, a := range req.AllocsPlaced {
 		if a.CreateTime == 0 {
@@ -67,7 +131,10 @@ func (s *Server) applyOnePlan(ctx context.Context, p *broker.PendingPlan) (*api.
 	}
 	idx, err := s.applyPlanResults(ctx, req)
 	if err != nil {
-		return nil, fmt.Errorf("commit plan of eval %s: %w", plan.EvalID, err)
+		err = fmt.Errorf("commit plan of eval %s: %w", p.Plan.EvalID, err)
+		s.log.Warn("plan commit failed", "eval", p.Plan.EvalID, "err", err)
+		p.Respond(nil, err)
+		return 0
 	}
 	res.AllocIndex = idx
 	if res.RefreshIndex != 0 && idx > res.RefreshIndex {
@@ -75,6 +142,7 @@ func (s *Server) applyOnePlan(ctx context.Context, p *broker.PendingPlan) (*api.
 	}
 	s.metrics.planApply.Observe(s.clock.Now().Sub(start).Seconds())
 	s.metrics.placements.Add(float64(len(req.AllocsPlaced)))
+	p.Respond(res, nil)
 	// Stops and preemptions freed capacity: wake evals that may now fit.
 	freed := map[string]bool{}
 	for n := range res.NodeUpdate {
@@ -88,12 +156,17 @@ func (s *Server) applyOnePlan(ctx context.Context, p *broker.PendingPlan) (*api.
 			s.blocked.Unblock(node.ComputedClass, idx)
 		}
 	}
-	return res, nil
+	return idx
 }
 
 // evaluatePlan decides which nodes of plan fit on snap and returns the
 // result for the worker and the request to commit.
 func evaluatePlan(snap *state.Snapshot, plan *api.Plan) (*api.PlanResult, *state.ApplyPlanResultsRequest, error) {
+	return evaluatePlanOverlay(snap, plan, nil)
+}
+
+// evaluatePlanOverlay is evaluatePlan on snap plus an uncommitted plan.
+func evaluatePlanOverlay(snap *state.Snapshot, plan *api.Plan, overlay *planCommit) (*api.PlanResult, *state.ApplyPlanResultsRequest, error) {
 	nodes := map[string]bool{}
 	for id := range plan.NodeAllocation {
 		nodes[id] = true
@@ -114,7 +187,7 @@ func evaluatePlan(snap *state.Snapshot, plan *api.Plan) (*api.PlanResult, *state
 	var rejected []string
 	accepted := make([]string, 0, len(ids))
 	for _, id := range ids {
-		ok, _, err := evaluateNodePlan(snap, plan, id)
+		ok, _, err := evaluateNodePlan(snap, plan, id, overlay)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -140,21 +213,21 @@ func evaluatePlan(snap *state.Snapshot, plan *api.Plan) (*api.PlanResult, *state
 				res.NodeAllocation = map[string][]*api.Allocation{}
 			}
 			res.NodeAllocation[id] = as
-			req.AllocsPlaced = appendStripped(req.AllocsPlaced, as, plan.Job)
+			req.AllocsPlaced = appendStripped(req.AllocsPlaced, as, plan.Job, false)
 		}
 		if as := plan.NodeUpdate[id]; len(as) > 0 {
 			if res.NodeUpdate == nil {
 				res.NodeUpdate = map[string][]*api.Allocation{}
 			}
 			res.NodeUpdate[id] = as
-			req.AllocsStopped = appendStripped(req.AllocsStopped, as, nil)
+			req.AllocsStopped = appendStripped(req.AllocsStopped, as, nil, true)
 		}
 		if as := plan.NodePreemptions[id]; len(as) > 0 {
 			if res.NodePreemptions == nil {
 				res.NodePreemptions = map[string][]*api.Allocation{}
 			}
 			res.NodePreemptions[id] = as
-			req.AllocsPreempted = appendStripped(req.AllocsPreempted, as, nil)
+			req.AllocsPreempted = appendStripped(req.AllocsPreempted, as, nil, true)
 		}
 	}
 	return res, req, nil
@@ -164,11 +237,11 @@ func evaluatePlan(snap *state.Snapshot, plan *api.Plan) (*api.PlanResult, *state
 // state store re-attaches (the plan's job for placements; the stored
 // alloc's for stops and preemptions), so a 1,000-alloc plan does not carry
 // 1,000 copies of the job through Raft.
-func appendStripped(dst, allocs []*api.Allocation, planJob *api.Job) []*api.Allocation {
+func appendStripped(dst, allocs []*api.Allocation, planJob *api.Job, always bool) []*api.Allocation {
 	for _, a := range allocs {
-		if a.Job != nil && (planJob == nil || a.Job == planJob ||
+		if a.Job != nil && (always || planJob != nil && (a.Job == planJob ||
 			(a.Job.ID == planJob.ID && a.Job.Namespace == planJob.Namespace && a.Job.Version == planJob.Version &&
-				a.Job.JobModifyIndex == planJob.JobModifyIndex)) {
+				a.Job.JobModifyIndex == planJob.JobModifyIndex))) {
 			c := *a
 			c.Job = nil
 			a = &c
@@ -181,7 +254,7 @@ func appendStripped(dst, allocs []*api.Allocation, planJob *api.Job) []*api.Allo
 // evaluateNodePlan checks one node: a node that only loses allocs always
 // passes; one that gains allocs must exist, be ready, not draining,
 // eligible, and fit everything that stays plus everything placed.
-func evaluateNodePlan(snap *state.Snapshot, plan *api.Plan, nodeID string) (bool, string, error) {
+func evaluateNodePlan(snap *state.Snapshot, plan *api.Plan, nodeID string, overlay *planCommit) (bool, string, error) {
 	placed := plan.NodeAllocation[nodeID]
 	if len(placed) == 0 {
 		return true, "", nil
@@ -215,9 +288,28 @@ func evaluateNodePlan(snap *state.Snapshot, plan *api.Plan, nodeID string) (bool
 		remove[a.ID] = true
 	}
 	proposed := make([]*api.Allocation, 0, len(existing)+len(placed))
-	for _, a := range existing {
-		if !remove[a.ID] && !a.TerminalStatus() {
-			proposed = append(proposed, a)
+	if overlay == nil {
+		for _, a := range existing {
+			if !remove[a.ID] && !a.TerminalStatus() {
+				proposed = append(proposed, a)
+			}
+		}
+	} else {
+		byID := make(map[string]*api.Allocation, len(existing))
+		for _, a := range existing {
+			if !overlay.removed[a.ID] && !a.TerminalStatus() {
+				byID[a.ID] = a
+			}
+		}
+		for _, a := range overlay.placed[nodeID] {
+			if !a.TerminalStatus() {
+				byID[a.ID] = a
+			}
+		}
+		for id, a := range byID {
+			if !remove[id] {
+				proposed = append(proposed, a)
+			}
 		}
 	}
 	proposed = append(proposed, placed...)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -128,6 +129,78 @@ func TestNodeFits(t *testing.T) {
 	for _, c := range cases {
 		if got, why := nodeFits(n, c.allocs); got != c.want {
 			t.Errorf("%s: fits = %v (%s), want %v", c.name, got, why, c.want)
+		}
+	}
+}
+
+// Plan N+1 is verified while plan N's commit is in flight: N's placements
+// count (once, whether or not the snapshot already has them).
+func TestEvaluatePlanWithInflightOverlay(t *testing.T) {
+	s := newTestServer(t)
+	registerNode(t, s, testNode("a", 1000, 4096))
+	registerJob(t, s, testJob("squat", 0, 100, 100))
+	job, _ := s.State().JobByID(nil, api.DefaultNamespace, "squat")
+
+	inflight := squatAlloc(job, "a", 600)
+	overlay := newPlanCommit(&state.ApplyPlanResultsRequest{AllocsPlaced: []*api.Allocation{inflight}})
+	snap, _ := s.State().Snapshot()
+	next := &api.Plan{EvalID: "n1", Job: job}
+	next.AppendAlloc(squatAlloc(job, "a", 600))
+	res, _, err := evaluatePlanOverlay(snap, next, overlay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.RejectedNodes) != 1 {
+		t.Fatalf("plan overcommitting with the in-flight plan was accepted: %+v", res)
+	}
+
+	// Once the in-flight plan is in the snapshot too, it is counted once.
+	if _, err := s.applyPlanResults(context.Background(), &state.ApplyPlanResultsRequest{Job: job, AllocsPlaced: []*api.Allocation{inflight.Copy()}}); err != nil {
+		t.Fatal(err)
+	}
+	snap, _ = s.State().Snapshot()
+	small := &api.Plan{EvalID: "n2", Job: job}
+	small.AppendAlloc(squatAlloc(job, "a", 300))
+	res, req, err := evaluatePlanOverlay(snap, small, overlay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.RejectedNodes) != 0 || len(req.AllocsPlaced) != 1 {
+		t.Fatalf("in-flight alloc counted twice: rejected %v", res.RejectedNodes)
+	}
+	// A stop in flight frees its capacity for the next plan.
+	stopOverlay := newPlanCommit(&state.ApplyPlanResultsRequest{AllocsStopped: []*api.Allocation{inflight}})
+	big := &api.Plan{EvalID: "n3", Job: job}
+	big.AppendAlloc(squatAlloc(job, "a", 900))
+	if res, _, _ := evaluatePlanOverlay(snap, big, stopOverlay); len(res.RejectedNodes) != 0 {
+		t.Fatalf("capacity freed by an in-flight stop not seen: %+v", res)
+	}
+}
+
+// Many concurrent jobs competing for a small cluster never overcommit a
+// node, whatever order the applier sees their plans in.
+func TestConcurrentPlansNeverOvercommit(t *testing.T) {
+	s := newTestServer(t, func(c *Config) { c.NumSchedulers = 4 })
+	for _, n := range []string{"a", "b", "c"} {
+		registerNode(t, s, testNode(n, 1000, 100000))
+	}
+	for i := range 8 {
+		registerJob(t, s, testJob(fmt.Sprintf("j%d", i), 1, 400, 64))
+	}
+	// 3 nodes x 2 allocs of 400 MHz fit; 6 of the 8 jobs place.
+	eventually(t, "six placements", func() bool {
+		all, _ := s.State().Allocs(nil, "*", "")
+		return len(all) == 6
+	})
+	for _, n := range []string{"a", "b", "c"} {
+		allocs, _ := s.State().AllocsByNode(nil, n)
+		var cpu int64
+		for _, a := range allocs {
+			c, _, _ := a.AllocatedResources.Comparable()
+			cpu += c
+		}
+		if cpu > 1000 {
+			t.Fatalf("node %s overcommitted: %d MHz", n, cpu)
 		}
 	}
 }
