@@ -50,6 +50,10 @@ func (h *mockHarness) start(a *api.Allocation, restore bool) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	h.launch(ar)
+}
+
+func (h *mockHarness) launch(ar *AllocRunner) {
 	ctx, cancel := context.WithCancel(context.Background())
 	h.ar, h.stop = ar, cancel
 	go ar.Run(ctx)
