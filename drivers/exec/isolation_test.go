@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -234,5 +235,22 @@ func TestExecJoinsTaskCgroup(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), want) || !strings.HasPrefix(out.String(), "nobody\n") {
 		t.Errorf("exec output %q, want user nobody and cgroup %q", out.String(), want)
+	}
+}
+
+// TestRootTaskCapabilities: even a task running as root gets only the
+// default capability bounding set, so it cannot mount.
+func TestRootTaskCapabilities(t *testing.T) {
+	drivertest.NeedRoot(t)
+	cfg := drivertest.NewTaskConfig(t, "rooty", map[string]any{"command": "/bin/sh", "args": []any{"-c",
+		`grep CapBnd /proc/self/status; mount -t tmpfs none /tmp 2>/dev/null && echo mount=ok || echo mount=denied`}})
+	cfg.User = "root"
+	res, out := run(t, cfg)
+	if !res.Successful() {
+		t.Fatalf("exit %+v: %q", res, out)
+	}
+	want := fmt.Sprintf("CapBnd:\t%016x\n", executor.DefaultCapMask())
+	if !strings.Contains(out, want) || !strings.Contains(out, "mount=denied\n") {
+		t.Errorf("output %q, want %q and mount=denied", out, want)
 	}
 }

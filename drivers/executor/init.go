@@ -72,6 +72,10 @@ func runInit(cfgPath string) int {
 	if iso.Hostname != "" {
 		_ = syscall.Sethostname([]byte(iso.Hostname))
 	}
+	// After the mounts and chroot: the task keeps only the default set.
+	if err := dropBoundingCaps(DefaultCaps); err != nil {
+		return fail(err)
+	}
 	path, err := lookPath(cfg.Command, cfg.Env)
 	if err != nil {
 		return fail(err)
