@@ -94,3 +94,37 @@ func TestPlanJobAndStopAlloc(t *testing.T) {
 		t.Fatalf("stopped alloc desired %q", old.DesiredStatus)
 	}
 }
+
+// Blocked evals survive a restart: the new leader restores them into the
+// tracker and a node joining wakes them.
+func TestRestartRestoresBlockedEvals(t *testing.T) {
+	dir := t.TempDir()
+	cfg := func() *Config {
+		return &Config{DataDir: dir, BootstrapExpect: 1, BindAddr: "127.0.0.1", NumSchedulers: 1, Logger: testLogger()}
+	}
+	s1, err := New(cfg())
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitLeader(t, s1)
+	resp := registerJob(t, s1, testJob("web", 1, 500, 256))
+	e := waitEvalStatus(t, s1, resp.EvalID, api.EvalStatusComplete)
+	if e.BlockedEval == "" {
+		t.Fatal("no blocked eval without nodes")
+	}
+	waitEvalStatus(t, s1, e.BlockedEval, api.EvalStatusBlocked)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := s1.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := New(cfg())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s2.Shutdown(context.Background()) })
+	waitLeader(t, s2)
+	eventually(t, "blocked eval restored", func() bool { return s2.blocked.Stats().TotalBlocked == 1 })
+	registerNode(t, s2, testNode("n1", 4000, 8192))
+	waitLive(t, s2, "web", 1)
+}
