@@ -243,14 +243,14 @@ func TestExecJoinsTaskCgroup(t *testing.T) {
 func TestRootTaskCapabilities(t *testing.T) {
 	drivertest.NeedRoot(t)
 	cfg := drivertest.NewTaskConfig(t, "rooty", map[string]any{"command": "/bin/sh", "args": []any{"-c",
-		`grep CapBnd /proc/self/status; mount -t tmpfs none /tmp 2>/dev/null && echo mount=ok || echo mount=denied`}})
+		`grep -E 'CapBnd|NoNewPrivs' /proc/self/status; mount -t tmpfs none /tmp 2>/dev/null && echo mount=ok || echo mount=denied`}})
 	cfg.User = "root"
 	res, out := run(t, cfg)
 	if !res.Successful() {
 		t.Fatalf("exit %+v: %q", res, out)
 	}
 	want := fmt.Sprintf("CapBnd:\t%016x\n", executor.DefaultCapMask())
-	if !strings.Contains(out, want) || !strings.Contains(out, "mount=denied\n") {
-		t.Errorf("output %q, want %q and mount=denied", out, want)
+	if !strings.Contains(out, want) || !strings.Contains(out, "mount=denied\n") || !strings.Contains(out, "NoNewPrivs:\t1\n") {
+		t.Errorf("output %q, want %q, NoNewPrivs 1 and mount=denied", out, want)
 	}
 }

@@ -76,6 +76,10 @@ func runInit(cfgPath string) int {
 	if err := dropBoundingCaps(DefaultCaps); err != nil {
 		return fail(err)
 	}
+	// No privileges gained through setuid binaries either.
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fail(fmt.Errorf("set no_new_privs: %w", err))
+	}
 	path, err := lookPath(cfg.Command, cfg.Env)
 	if err != nil {
 		return fail(err)
