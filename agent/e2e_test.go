@@ -264,3 +264,112 @@ func TestE2EServerJobLifecycle(t *testing.T) {
 	}
 	p2.stop(t)
 }
+
+// TestE2EClientForwarding runs a server and a separate client process:
+// a raw_exec task's logs are read through the server's API, which
+// forwards /v1/client/... to the client holding the allocation, and
+// through `drover alloc logs` against the server.
+func TestE2EClientForwarding(t *testing.T) {
+	if os.Getuid() != 0 && os.Getenv("CI") != "true" {
+		t.Skip("the client role needs root outside CI")
+	}
+	srvHTTP, srvRaft, cliHTTP := freePort(t), freePort(t), freePort(t)
+	srvBase := fmt.Sprintf("http://127.0.0.1:%d", srvHTTP)
+	cliBase := fmt.Sprintf("http://127.0.0.1:%d", cliHTTP)
+	srv := startAgent(t, "-server", "-bootstrap-expect", "1", "-data-dir", t.TempDir(), "-bind", "127.0.0.1",
+		"-http-port", strconv.Itoa(srvHTTP), "-raft-port", strconv.Itoa(srvRaft))
+	waitLeader(t, srv, srvBase)
+
+	cfgFile := filepath.Join(t.TempDir(), "client.hcl")
+	if err := os.WriteFile(cfgFile, []byte("plugin \"raw_exec\" {\n  config {\n    enabled = true\n  }\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cli := startAgent(t, "-client", "-servers", fmt.Sprintf("127.0.0.1:%d", srvHTTP), "-data-dir", t.TempDir(),
+		"-bind", "127.0.0.1", "-http-port", strconv.Itoa(cliHTTP), "-config", cfgFile, "-node", "e2e-client")
+
+	job := `{"Job":{"ID":"hello","TaskGroups":[{"Name":"hello","Count":1,"Tasks":[{"Name":"hello","Driver":"raw_exec",
+"Config":{"command":"/bin/sh","args":["-c","echo hello from drover; exec sleep 300"]},"Resources":{"CPU":100,"MemoryMB":64}}]}]}}`
+	var reg api.JobRegisterResponse
+	if code := call(t, "PUT", srvBase+"/v1/jobs", job, &reg); code != 200 {
+		t.Fatalf("register = %d", code)
+	}
+
+	// Wait (blocking queries) until the allocation runs on the client.
+	var allocID string
+	var idx uint64
+	deadline := time.Now().Add(30 * time.Second)
+	for allocID == "" {
+		if time.Now().After(deadline) {
+			t.Fatal("allocation not running within 30s")
+		}
+		r, err := http.Get(fmt.Sprintf("%s/v1/job/hello/allocations?index=%d&wait=5s", srvBase, idx))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stubs []*api.AllocListStub
+		_ = json.NewDecoder(r.Body).Decode(&stubs)
+		r.Body.Close()
+		idx, _ = strconv.ParseUint(r.Header.Get(api.HeaderIndex), 10, 64)
+		for _, s := range stubs {
+			if s.ClientStatus == api.AllocClientStatusRunning {
+				allocID = s.ID
+			}
+		}
+	}
+
+	// The log line is written by the task itself; poll with a deadline.
+	logs := func(base string) string {
+		r, err := http.Get(base + "/v1/client/fs/logs/" + allocID + "?task=hello&type=stdout&plain=true")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Body.Close()
+		b, _ := io.ReadAll(r.Body)
+		if r.StatusCode != 200 {
+			t.Fatalf("GET %s logs = %d %s", base, r.StatusCode, b)
+		}
+		return string(b)
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !bytes.Contains([]byte(logs(cliBase)), []byte("hello from drover")) {
+		if time.Now().After(deadline) {
+			t.Fatal("no log line on the client within 10s")
+		}
+		<-tick.C
+	}
+	if got := logs(srvBase); !bytes.Contains([]byte(got), []byte("hello from drover")) {
+		t.Errorf("logs through the server = %q, want the task's line (forwarded to the client)", got)
+	}
+	out, err := exec.Command(droverBin(t), "alloc", "logs", "-address", srvBase, allocID[:8]).CombinedOutput()
+	if err != nil || !bytes.Contains(out, []byte("hello from drover")) {
+		t.Errorf("drover alloc logs via the server: %v %q", err, out)
+	}
+	if code := call(t, "GET", srvBase+"/v1/client/fs/logs/00000000-0000-0000-0000-000000000000?task=x&type=stdout", "", nil); code != 404 {
+		t.Errorf("logs of an unknown alloc through the server: %d, want 404", code)
+	}
+
+	// Stop the job and wait until the task is gone before stopping the agents
+	// (a non-dev client leaves tasks running across its own restarts).
+	call(t, "DELETE", srvBase+"/v1/job/hello?purge=false", "", nil)
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		var a api.Allocation
+		r, err := http.Get(fmt.Sprintf("%s/v1/allocation/%s?index=%d&wait=5s", srvBase, allocID, idx))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = json.NewDecoder(r.Body).Decode(&a)
+		r.Body.Close()
+		idx, _ = strconv.ParseUint(r.Header.Get(api.HeaderIndex), 10, 64)
+		if a.ClientTerminalStatus() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("allocation still %q 30s after the job stopped", a.ClientStatus)
+		}
+	}
+	cli.stop(t)
+	srv.stop(t)
+}

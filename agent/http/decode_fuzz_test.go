@@ -1,0 +1,37 @@
+package http
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	nethttp "net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/drover/drover/api"
+)
+
+// FuzzDecodeBody: any body either decodes or fails with a 400/413 api
+// error; never a panic, never an internal error.
+func FuzzDecodeBody(f *testing.F) {
+	for _, s := range []string{`{"Job":{"ID":"a"}}`, `{"Job":`, ``, `null`, `{"Job":{"TaskGroups":[{"Count":"x"}]}}`, `{} {}`, `[1,2]`, `{"Job":{"Bogus":1}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest("PUT", "/v1/jobs", bytes.NewReader(body))
+		r.Body = nethttp.MaxBytesReader(w, io.NopCloser(bytes.NewReader(body)), 1<<10)
+		var req api.JobRegisterRequest
+		err := decodeBody(r, &req)
+		if err == nil {
+			return
+		}
+		var e *api.Error
+		if !errors.As(err, &e) {
+			t.Fatalf("decodeBody(%q) = %v, not an *api.Error", body, err)
+		}
+		if e.Status != 400 && e.Status != 413 {
+			t.Fatalf("decodeBody(%q) status %d (%s), want 400 or 413", body, e.Status, e.Message)
+		}
+	})
+}
