@@ -1,6 +1,10 @@
 package agent
 
-import nethttp "net/http"
+import (
+	nethttp "net/http"
 
-// uiHandler returns the embedded web UI, or nil for the placeholder page.
-func uiHandler() nethttp.Handler { return nil }
+	"github.com/drover/drover/ui"
+)
+
+// uiHandler returns the embedded web UI served under /ui/.
+func uiHandler() nethttp.Handler { return ui.Handler() }
