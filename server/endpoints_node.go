@@ -54,9 +54,8 @@ func (s *Server) RegisterNode(ctx context.Context, n *api.Node) (*api.NodeRegist
 		return nil, fmt.Errorf("register node %s: %w", n.ID, err)
 	}
 	s.enqueueStored(evalIDs(evals)...)
-	if becameReady {
-		s.blocked.Unblock(node.ComputedClass, idx)
-	}
+	// New node, node back, or a re-fingerprint that may have grown it.
+	s.blocked.Unblock(node.ComputedClass, idx)
 	ttl := s.hb.ttl()
 	s.hb.reset(n.ID, ttl+s.cfg.HeartbeatGrace)
 	return s.registerResponse(ttl, idx), nil
