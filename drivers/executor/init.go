@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 
@@ -73,6 +74,10 @@ func runInit(cfgPath string) int {
 		_ = syscall.Sethostname([]byte(iso.Hostname))
 	}
 	// After the mounts and chroot: the task keeps only the default set.
+	// The bounding set and no_new_privs are per thread and a child
+	// inherits them from the thread that forks it: stay on this thread
+	// from here to cmd.Start.
+	runtime.LockOSThread()
 	if err := dropBoundingCaps(DefaultCaps); err != nil {
 		return fail(err)
 	}
