@@ -49,6 +49,7 @@ type Config struct {
 	// grows with the node count (default 50).
 	MaxHeartbeatsPerSecond float64
 	// NackTimeout and DeliveryLimit tune the eval broker (defaults 60 s, 3).
+	// A nacked eval is redelivered after 1 s, later ones after 20 s.
 	NackTimeout   time.Duration
 	DeliveryLimit int
 	// RaftApplyTimeout bounds every Raft apply (default 30 s).
@@ -140,6 +141,7 @@ func New(cfg *Config) (*Server, error) {
 	s.reap.notify = make(chan struct{}, 1)
 	s.broker = broker.NewEvalBroker(broker.Config{
 		NackTimeout: c.NackTimeout, DeliveryLimit: c.DeliveryLimit, Clock: c.Clock,
+		InitialNackDelay: time.Second, SubsequentNackDelay: 20 * time.Second,
 		OnFailed: s.evalDeliveryFailed,
 	})
 	s.blocked = broker.NewBlockedEvals(s.broker.Enqueue, s.cancelDuplicateBlocked)

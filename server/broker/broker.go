@@ -34,6 +34,11 @@ type Config struct {
 	// reaches it and is nacked fails the eval (default 3).
 	DeliveryLimit int
 	Clock         Clock
+	// InitialNackDelay and SubsequentNackDelay hold a nacked eval back
+	// before its second and later redeliveries (0: redeliver at once), so
+	// a persistent failure does not spin the workers.
+	InitialNackDelay    time.Duration
+	SubsequentNackDelay time.Duration
 	// OnFailed is called (without locks, in the nacking goroutine) with
 	// an eval that reached the delivery limit; the server marks it failed.
 	OnFailed func(*api.Evaluation)
@@ -70,7 +75,8 @@ type EvalBroker struct {
 	unack      map[string]*unacked
 	delayed    map[string]Timer
 	delayedEvs map[string]*api.Evaluation
-	notify     chan struct{} // closed and replaced when something becomes ready
+	nackWait   map[string]Timer // nacked evals waiting for redelivery
+	notify     chan struct{}    // closed and replaced when something becomes ready
 	seq        uint64
 }
 
@@ -97,6 +103,9 @@ func (b *EvalBroker) reset() {
 	for _, t := range b.delayed {
 		t.Stop()
 	}
+	for _, t := range b.nackWait {
+		t.Stop()
+	}
 	b.evals = map[string]int{}
 	b.jobEvals = map[jobKey]string{}
 	b.ready = map[string]*evalHeap{}
@@ -104,6 +113,7 @@ func (b *EvalBroker) reset() {
 	b.unack = map[string]*unacked{}
 	b.delayed = map[string]Timer{}
 	b.delayedEvs = map[string]*api.Evaluation{}
+	b.nackWait = map[string]Timer{}
 }
 
 // SetEnabled turns the broker on (leader) or off (follower). Disabling
@@ -353,24 +363,48 @@ func (b *EvalBroker) Nack(evalID, token string) error {
 		}
 		return nil
 	}
-	// Redeliver: it keeps its job slot and goes back to ready.
-	b.seq++
-	h := b.ready[u.eval.Type]
-	if h == nil {
-		h = &evalHeap{}
-		b.ready[u.eval.Type] = h
+	// Redeliver: it keeps its job slot and goes back to ready, after the
+	// nack delay if one is configured.
+	delay := b.cfg.InitialNackDelay
+	if b.evals[evalID] > 1 {
+		delay = b.cfg.SubsequentNackDelay
 	}
-	heap.Push(h, item{u.eval, b.seq})
-	b.wakeLocked()
+	if delay > 0 {
+		e := u.eval
+		b.nackWait[evalID] = b.cfg.Clock.AfterFunc(delay, func() {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			if _, ok := b.nackWait[e.ID]; !ok {
+				return // flushed meanwhile
+			}
+			delete(b.nackWait, e.ID)
+			b.readyLocked(e)
+		})
+		b.mu.Unlock()
+		return nil
+	}
+	b.readyLocked(u.eval)
 	b.mu.Unlock()
 	return nil
+}
+
+// readyLocked pushes an eval that holds its job slot back to ready.
+func (b *EvalBroker) readyLocked(e *api.Evaluation) {
+	b.seq++
+	h := b.ready[e.Type]
+	if h == nil {
+		h = &evalHeap{}
+		b.ready[e.Type] = h
+	}
+	heap.Push(h, item{e, b.seq})
+	b.wakeLocked()
 }
 
 // Stats returns the current counts.
 func (b *EvalBroker) Stats() Stats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := Stats{ByType: map[string]int{}, TotalUnacked: len(b.unack), TotalDelayed: len(b.delayed)}
+	s := Stats{ByType: map[string]int{}, TotalUnacked: len(b.unack), TotalDelayed: len(b.delayed) + len(b.nackWait)}
 	for t, h := range b.ready {
 		s.TotalReady += h.Len()
 		s.ByType[t] = h.Len()

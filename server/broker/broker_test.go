@@ -234,3 +234,33 @@ func TestDuplicateEnqueueIgnored(t *testing.T) {
 		t.Fatalf("stats = %+v, want exactly one ready", s)
 	}
 }
+
+func TestNackDelays(t *testing.T) {
+	clk := NewFakeClock(t0)
+	b := NewEvalBroker(Config{NackTimeout: time.Hour, DeliveryLimit: 5, Clock: clk,
+		InitialNackDelay: time.Second, SubsequentNackDelay: 20 * time.Second})
+	b.SetEnabled(true)
+	b.Enqueue(ev("e", "job", 50, 1))
+	b.Enqueue(ev("other", "job", 50, 2))
+	e, tok := mustDequeue(t, b)
+	if err := b.Nack(e.ID, tok); err != nil {
+		t.Fatal(err)
+	}
+	assertNoneReady(t, b) // the job's next eval still waits behind e
+	clk.Advance(999 * time.Millisecond)
+	assertNoneReady(t, b)
+	clk.Advance(time.Millisecond)
+	e, tok = mustDequeue(t, b)
+	if e.ID != "e" {
+		t.Fatalf("redelivered %s, want e", e.ID)
+	}
+	if err := b.Nack(e.ID, tok); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(19 * time.Second)
+	assertNoneReady(t, b)
+	clk.Advance(time.Second)
+	if e, _ = mustDequeue(t, b); e.ID != "e" {
+		t.Fatalf("second redelivery %s", e.ID)
+	}
+}
