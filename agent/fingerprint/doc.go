@@ -9,7 +9,8 @@
 //
 // Imports: api and drivers only; never server or other agent packages.
 //
-// Concurrency: the functions are pure apart from reading the host and
+// Concurrency: FingerprintDrivers asks the drivers in parallel and waits
+// for them. The functions are pure apart from reading the host and
 // are safe to call from any goroutine; the caller (agent/client) owns the
 // periodic re-fingerprint loop.
 package fingerprint

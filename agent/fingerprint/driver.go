@@ -3,6 +3,7 @@ package fingerprint
 import (
 	"context"
 	"maps"
+	"sync"
 	"time"
 
 	"github.com/drover/drover/api"
@@ -15,8 +16,24 @@ import (
 func FingerprintDrivers(ctx context.Context, ds map[string]drivers.Driver, now time.Time) (map[string]*api.DriverInfo, map[string]string) {
 	infos := make(map[string]*api.DriverInfo, len(ds))
 	attrs := map[string]string{}
+	// Drivers fingerprint in parallel (one may talk to a daemon); this
+	// function waits for all of them.
+	fps := make(map[string]*drivers.Fingerprint, len(ds))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
 	for name, d := range ds {
-		fp := d.Fingerprint(ctx)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fp := d.Fingerprint(ctx)
+			mu.Lock()
+			fps[name] = fp
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	for name := range ds {
+		fp := fps[name]
 		if fp == nil {
 			fp = &drivers.Fingerprint{Health: drivers.HealthUndetected}
 		}

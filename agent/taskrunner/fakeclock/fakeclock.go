@@ -1,6 +1,3 @@
-// Package fakeclock is a manually advanced clock for runner tests.
-//
-// Imports: standard library only. Concurrency: safe for concurrent use.
 package fakeclock
 
 import (
