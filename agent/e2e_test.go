@@ -252,6 +252,25 @@ func TestE2EServerJobLifecycle(t *testing.T) {
 	p.stop(t)
 	p2 := startAgent(t, args...)
 	waitLeader(t, p2, base)
+	// A restarted server replays its Raft log once it leads again: poll
+	// (with a deadline) until its state index reaches the job's write.
+	deadline = time.Now().Add(20 * time.Second)
+	replay := time.NewTicker(10 * time.Millisecond)
+	defer replay.Stop()
+	for {
+		r, err := http.Get(base + "/v1/jobs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		if n, _ := strconv.ParseUint(r.Header.Get(api.HeaderIndex), 10, 64); n >= job.JobModifyIndex {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("restarted server did not replay to index %d within 20s", job.JobModifyIndex)
+		}
+		<-replay.C
+	}
 	var again api.Job
 	if code := call(t, "GET", base+"/v1/job/web", "", &again); code != 200 {
 		t.Fatalf("after restart GET /v1/job/web = %d, want 200", code)
@@ -346,6 +365,25 @@ func TestE2EClientForwarding(t *testing.T) {
 	if err != nil || !bytes.Contains(out, []byte("hello from drover")) {
 		t.Errorf("drover alloc logs via the server: %v %q", err, out)
 	}
+	drover := func(args ...string) (string, error) {
+		out, err := exec.Command(droverBin(t), append(args, "-address", srvBase)...).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := drover("alloc", "fs", allocID[:8]); err != nil || !bytes.Contains([]byte(out), []byte("hello/")) || !bytes.Contains([]byte(out), []byte("alloc/")) {
+		t.Errorf("drover alloc fs via the server: %v %q, want the alloc dir listing", err, out)
+	}
+	if out, err := drover("alloc", "fs", allocID[:8], "alloc/logs"); err != nil || !bytes.Contains([]byte(out), []byte("hello.stdout")) {
+		t.Errorf("drover alloc fs alloc/logs: %v %q, want the task's log files", err, out)
+	}
+	if out, err := drover("alloc", "signal", "-s", "SIGCONT", allocID[:8], "hello"); err != nil {
+		t.Errorf("drover alloc signal: %v %q", err, out)
+	}
+	if out, err := drover("alloc", "status", allocID[:8]); err != nil || !bytes.Contains([]byte(out), []byte(`Task "hello" is "running"`)) {
+		t.Errorf("drover alloc status: %v %q", err, out)
+	}
+	if out, err := drover("node", "status", "-json"); err != nil || !bytes.Contains([]byte(out), []byte("e2e-client")) {
+		t.Errorf("drover node status -json: %v %q, want the client node", err, out)
+	}
 	if code := call(t, "GET", srvBase+"/v1/client/fs/logs/00000000-0000-0000-0000-000000000000?task=x&type=stdout", "", nil); code != 404 {
 		t.Errorf("logs of an unknown alloc through the server: %d, want 404", code)
 	}
@@ -369,6 +407,29 @@ func TestE2EClientForwarding(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("allocation still %q 30s after the job stopped", a.ClientStatus)
 		}
+	}
+	var nodes []*api.NodeListStub
+	call(t, "GET", srvBase+"/v1/nodes", "", &nodes)
+	if len(nodes) != 1 {
+		t.Fatalf("nodes = %d, want 1", len(nodes))
+	}
+	if out, err := drover("node", "eligibility", "-disable", nodes[0].ID[:8]); err != nil {
+		t.Errorf("drover node eligibility -disable: %v %q", err, out)
+	}
+	if out, err := drover("node", "drain", "-enable", "-yes", "-deadline", "1m", nodes[0].ID[:8]); err != nil {
+		t.Errorf("drover node drain -enable: %v %q", err, out)
+	}
+	var node api.Node
+	call(t, "GET", srvBase+"/v1/node/"+nodes[0].ID, "", &node)
+	if node.SchedulingEligibility != api.NodeSchedulingIneligible || (!node.Drain && node.LastDrain == nil) {
+		t.Errorf("after drain: eligibility %q drain %v last %v, want ineligible and a drain", node.SchedulingEligibility, node.Drain, node.LastDrain)
+	}
+	if out, err := drover("node", "drain", "-disable", nodes[0].ID[:8]); err != nil {
+		t.Errorf("drover node drain -disable: %v %q", err, out)
+	}
+	call(t, "GET", srvBase+"/v1/node/"+nodes[0].ID, "", &node)
+	if node.Drain || node.SchedulingEligibility != api.NodeSchedulingEligible {
+		t.Errorf("after drain -disable: drain %v eligibility %q, want eligible", node.Drain, node.SchedulingEligibility)
 	}
 	cli.stop(t)
 	srv.stop(t)
