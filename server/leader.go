@@ -64,6 +64,7 @@ func (s *Server) establishLeadership() {
 	}
 	s.leaderGo(func() { s.runDrainer(ctx) })
 	s.leaderGo(func() { s.runEvalReaper(ctx) })
+	s.leaderGo(func() { s.runGC(ctx) })
 	s.log.Info("leadership established", "workers", s.cfg.NumSchedulers, "nodes", len(nodes))
 }
 

@@ -4,11 +4,13 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-memdb"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/broker"
 )
 
 func TestSystemJobRunsOnNewNode(t *testing.T) {
@@ -122,4 +124,42 @@ func TestDeliveryLimitMarksEvalFailed(t *testing.T) {
 	if got.StatusDescription == "" {
 		t.Fatal("failed eval has no description")
 	}
+}
+
+func TestEvalGC(t *testing.T) {
+	clk := broker.NewFakeClock(testT0)
+	s := newTestServer(t, withClock(clk))
+	ctx := context.Background()
+	registerNode(t, s, testNode("a", 4000, 8192))
+	first := registerJob(t, s, testJob("web", 1, 100, 64))
+	live := waitLive(t, s, "web", 1)
+	reportAllocs(t, s, "a", api.AllocClientStatusRunning, live[0])
+	stop, err := s.DeregisterJob(ctx, "", "web", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitEvalStatus(t, s, stop.EvalID, api.EvalStatusComplete)
+	waitLive(t, s, "web", 0)
+	// Too young, and the alloc still runs on the client: nothing goes.
+	if n, err := s.gcEvals(ctx); err != nil || n != 0 {
+		t.Fatalf("gc of young evals = %d, %v", n, err)
+	}
+	reportAllocs(t, s, "a", api.AllocClientStatusComplete, live[0])
+	// Two hours pass: the leader's GC timer fires (and node a's heartbeat
+	// TTL runs out, which changes nothing here).
+	clk.Advance(2 * time.Hour)
+	// Collect now too (the background pass may have read the clock while
+	// Advance was still on its way): whichever runs first deletes.
+	if _, err := s.gcEvals(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, s, "evals and alloc collected", func(ws memdb.WatchSet) (bool, error) {
+		e1, err := s.State().EvalByID(ws, first.EvalID)
+		if err != nil {
+			return false, err
+		}
+		e2, _ := s.State().EvalByID(ws, stop.EvalID)
+		a, _ := s.State().AllocByID(ws, live[0].ID)
+		return e1 == nil && e2 == nil && a == nil, nil
+	})
 }

@@ -52,6 +52,10 @@ type Config struct {
 	// A nacked eval is redelivered after 1 s, later ones after 20 s.
 	NackTimeout   time.Duration
 	DeliveryLimit int
+	// EvalGCInterval is how often finished evals are collected (default
+	// 5 min); EvalGCThreshold how long they are kept (default 1 h).
+	EvalGCInterval  time.Duration
+	EvalGCThreshold time.Duration
 	// RaftApplyTimeout bounds every Raft apply (default 30 s).
 	RaftApplyTimeout time.Duration
 	Logger           *slog.Logger
@@ -74,6 +78,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxHeartbeatsPerSecond <= 0 {
 		c.MaxHeartbeatsPerSecond = 50
+	}
+	if c.EvalGCInterval <= 0 {
+		c.EvalGCInterval = 5 * time.Minute
+	}
+	if c.EvalGCThreshold <= 0 {
+		c.EvalGCThreshold = time.Hour
 	}
 	if c.RaftApplyTimeout <= 0 {
 		c.RaftApplyTimeout = 30 * time.Second
