@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -27,6 +28,7 @@ type Client struct {
 	db      *clientstate.DB
 	servers *servers
 	drivers map[string]drivers.Driver
+	devices DeviceSource // nil without device fingerprinting
 	handler http.Handler
 
 	mu        sync.Mutex
@@ -93,6 +95,14 @@ func New(cfg *Config) (*Client, error) {
 		}
 		c.drivers[name] = d
 	}
+	if c.cfg.Devices != nil {
+		ds, err := c.cfg.Devices(id.NodeID)
+		if err != nil {
+			db.Close()
+			return nil, fmt.Errorf("device fingerprint: %w", err)
+		}
+		c.devices = ds
+	}
 	node, err := c.buildNode(context.Background(), id)
 	if err != nil {
 		db.Close()
@@ -135,6 +145,9 @@ func (c *Client) buildNode(ctx context.Context, id *clientstate.Identity) (*api.
 	attrs := host.Attributes
 	maps.Copy(attrs, dattrs)
 	attrs["unique.name"] = name
+	if c.devices != nil {
+		host.Resources.Devices = c.devices.Devices()
+	}
 	return &api.Node{
 		ID: id.NodeID, SecretID: id.SecretID, Datacenter: c.cfg.Datacenter, Name: name, HTTPAddr: c.cfg.HTTPAddr,
 		Attributes: attrs, NodeResources: host.Resources, Meta: maps.Clone(c.cfg.Meta), NodeClass: c.cfg.NodeClass,
@@ -180,7 +193,11 @@ func (c *Client) Start(ctx context.Context) error {
 			c.log.Error("restore allocation", "alloc_id", a.ID, "error", err)
 		}
 	}
-	for _, loop := range []func(context.Context){c.registerLoop, c.watchLoop, c.updateLoop, c.fingerprintLoop} {
+	loops := []func(context.Context){c.registerLoop, c.watchLoop, c.updateLoop, c.fingerprintLoop}
+	if c.devices != nil {
+		loops = append(loops, c.deviceLoop)
+	}
+	for _, loop := range loops {
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
@@ -195,6 +212,7 @@ func (c *Client) Start(ctx context.Context) error {
 // stopped first (its data dir is temporary).
 func (c *Client) Shutdown(ctx context.Context) error {
 	if c.cancel == nil {
+		c.closeDevices()
 		return c.db.Close()
 	}
 	if c.cfg.DevMode {
@@ -226,6 +244,7 @@ func (c *Client) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("client shutdown: %w", ctx.Err())
 	}
+	c.closeDevices()
 	return c.db.Close()
 }
 
@@ -272,4 +291,12 @@ func (c *Client) runner(id string) (*allocrunner.AllocRunner, error) {
 		return ar, nil
 	}
 	return nil, fmt.Errorf("allocation %q: %w", id, api.ErrAllocNotFound)
+}
+
+func (c *Client) closeDevices() {
+	if cl, ok := c.devices.(io.Closer); ok {
+		if err := cl.Close(); err != nil {
+			c.log.Warn("close device fingerprinter", "error", err)
+		}
+	}
 }

@@ -1,15 +1,26 @@
 package client
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
 	"github.com/drover/drover/agent/taskrunner"
+	"github.com/drover/drover/api"
 	"github.com/drover/drover/drivers"
 )
 
 // Clock is the client's time source (taskrunner.RealClock by default).
 type Clock = taskrunner.Clock
+
+// DeviceSource fingerprints devices (agent/fingerprint/nvidia's
+// Fingerprinter satisfies it). Watch runs until ctx ends, calling changed
+// when Devices changed (health events); the client owns that goroutine
+// and closes the source (if it is an io.Closer) after Watch returned.
+type DeviceSource interface {
+	Devices() []*api.NodeDeviceResource
+	Watch(ctx context.Context, changed func())
+}
 
 // Config of the client role.
 type Config struct {
@@ -34,6 +45,9 @@ type Config struct {
 	DevMode bool
 	Logger  *slog.Logger
 	Clock   Clock
+	// Devices, when set, builds the node's device fingerprinter (GPUs)
+	// once the node ID is known (simulated GPUs derive UUIDs from it).
+	Devices func(nodeID string) (DeviceSource, error)
 
 	// Intervals (zero = defaults); tests shorten them.
 	DriverFingerprintInterval   time.Duration // 30 s

@@ -392,3 +392,18 @@ func diskMoved(old, cur int64) bool {
 	}
 	return old == 0 || d*10 > old
 }
+
+// deviceLoop runs the device watcher; a change updates the node's
+// devices and re-registers it.
+func (c *Client) deviceLoop(ctx context.Context) {
+	c.devices.Watch(ctx, func() {
+		devs := c.devices.Devices()
+		c.mu.Lock()
+		n := c.node.Copy()
+		n.NodeResources.Devices = devs
+		c.node = n
+		c.mu.Unlock()
+		c.log.Info("device fingerprint changed, re-registering")
+		c.reregister()
+	})
+}
