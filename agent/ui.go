@@ -6,5 +6,5 @@ import (
 	"github.com/drover/drover/ui"
 )
 
-// uiHandler returns the embedded web UI served under /ui/.
+// uiHandler returns the embedded web UI (package ui), mounted at /ui/.
 func uiHandler() nethttp.Handler { return ui.Handler() }

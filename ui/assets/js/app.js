@@ -1,0 +1,76 @@
+// app.js: the entry module. Registers the pages, starts the router, the
+// shared event stream and the connection indicator.
+import { route, start } from './router.js';
+import { onConnection, runEventStream, probe, delay } from './api.js';
+
+route('/ui/jobs', () => import('./pages/jobs.js'), 'jobs');
+route('/ui/jobs/:id', () => import('./pages/job.js'), 'jobs');
+route('/ui/allocations/:id', () => import('./pages/alloc.js'), 'jobs');
+route('/ui/nodes', () => import('./pages/nodes.js'), 'nodes');
+route('/ui/nodes/:id', () => import('./pages/node.js'), 'nodes');
+route('/ui/topology', () => import('./pages/topology.js'), 'topology');
+route('/ui/servers', () => import('./pages/servers.js'), 'servers');
+route('/ui/evaluations', () => import('./pages/evals.js'), 'evaluations');
+route('/ui/run', () => import('./pages/run.js'), 'run');
+
+function highlight(nav) {
+  for (const a of document.querySelectorAll('#nav a')) a.classList.toggle('active', a.dataset.nav === nav);
+}
+
+// The indicator: "live" while the agent answers, "disconnected" as soon as a
+// request or the event stream fails, "reconnected" for a while after.
+const conn = document.getElementById('conn');
+const banner = document.getElementById('banner');
+let lostAt = 0;
+let recoveredTimer = null;
+const probing = new AbortController();
+
+onConnection((ok) => {
+  clearTimeout(recoveredTimer);
+  if (!ok) {
+    lostAt = Date.now();
+    conn.className = 'conn lost';
+    conn.textContent = 'disconnected';
+    banner.className = 'banner';
+    banner.textContent = 'Lost the connection to the drover agent. Retrying… the data below may be stale.';
+    banner.hidden = false;
+    probeUntilBack();
+    return;
+  }
+  if (lostAt) {
+    conn.className = 'conn ok recovered';
+    conn.textContent = 'reconnected';
+    banner.className = 'banner recovered';
+    banner.textContent = `Connection to the agent is back (lost for ${Math.round((Date.now() - lostAt) / 1000)} s).`;
+    banner.hidden = false;
+    lostAt = 0;
+    recoveredTimer = setTimeout(() => {
+      conn.className = 'conn ok';
+      conn.textContent = 'live';
+      banner.hidden = true;
+    }, 6000);
+    return;
+  }
+  conn.className = 'conn ok';
+  conn.textContent = 'live';
+});
+
+let probingNow = false;
+async function probeUntilBack() {
+  if (probingNow) return;
+  probingNow = true;
+  try {
+    let wait = 1000;
+    while (lostAt && !(await probe(probing.signal))) {
+      await delay(wait, probing.signal);
+      wait = Math.min(wait * 2, 5000);
+    }
+  } catch {
+    // aborted
+  } finally {
+    probingNow = false;
+  }
+}
+
+start(highlight);
+runEventStream(new AbortController().signal);

@@ -1,0 +1,184 @@
+// pages/job.js: one job: groups and tasks, allocations, evaluations,
+// versions, placement failures, and stop/start/re-evaluate.
+import { watch, get, put, post, del, url, onEvents } from '../api.js';
+import {
+  h, replace, table, td, pill, link, when, errorBox, loading, countsView, enc, shortId, kv, mhz, mb, restarts, confirmButton, debounce,
+} from '../dom.js';
+import { failuresView } from './failures.js';
+
+export function render(root, { id }, { signal, query }) {
+  const ns = query.get('namespace') || 'default';
+  const q = { namespace: ns };
+  const base = `/v1/job/${enc(id)}`;
+  let job = null;
+  let allocs = null;
+  let evals = null;
+  let versions = null;
+  const errs = {};
+
+  const head = h('div', { class: 'page-head' }, h('h1', null, id));
+  const note = h('div', { id: 'job-note' });
+  const body = h('div', { id: 'job' }, loading());
+  root.append(h('div', { class: 'sub' }, link('/ui/jobs', 'Jobs'), ' / ', id), head, note, body);
+
+  const act = async (what, fn) => {
+    replace(note);
+    try {
+      const r = await fn();
+      const ev = r?.EvalID ? [' evaluation ', h('span', { class: 'mono' }, shortId(r.EvalID)), ' created.'] : '';
+      replace(note, h('div', { class: 'notice', id: 'job-action-result' }, `${what}: done.`, ev));
+      refreshSide();
+    } catch (e) {
+      replace(note, errorBox(e, `${what} failed`));
+    }
+  };
+  const stop = () => act('Stop', () => del(url(base, q)));
+  const start = () => act('Start', async () => {
+    const j = await get(url(base, q));
+    j.Stop = false;
+    return put(url('/v1/jobs', q), { Job: j });
+  });
+  const reeval = () => act('Re-evaluate', () => post(url(`${base}/evaluate`, q), { JobID: id }));
+
+  let headKey = null;
+  const drawHead = () => {
+    // Re-render only on a change, so a half-confirmed Stop stays armed.
+    const key = job ? `${job.Status}|${job.Stop}` : 'none';
+    if (key === headKey) return;
+    headKey = key;
+    const items = [h('h1', null, id, job ? pill(job.Stop && job.Status !== 'dead' ? 'stopping' : job.Status) : null,
+      job?.Stop ? h('span', { class: 'pill idle', id: 'job-stopped' }, 'stopped') : null)];
+    if (job) {
+      items.push(h('div', { class: 'actions' },
+        job.Stop
+          ? h('button', { class: 'primary', id: 'job-start', type: 'button', onclick: start }, 'Start')
+          : confirmButton('Stop', 'Confirm stop', stop),
+        h('button', { type: 'button', id: 'job-eval', onclick: reeval }, 'Re-evaluate')));
+    }
+    replace(head, items);
+    const sb = head.querySelector('button.danger');
+    if (sb) sb.id = 'job-stop';
+  };
+
+  const draw = () => {
+    drawHead();
+    if (!job) {
+      replace(body, errs.job ? errorBox(errs.job, 'Could not load the job') : loading());
+      return;
+    }
+    const live = (allocs || []).filter((a) => a.DesiredStatus === 'run');
+    const counts = { pending: 0, running: 0, complete: 0, failed: 0, lost: 0 };
+    for (const a of allocs || []) counts[a.ClientStatus] = (counts[a.ClientStatus] || 0) + 1;
+    replace(body,
+      h('div', { class: 'grid' },
+        h('div', { class: 'panel' }, kv([
+          ['Type', job.Type], ['Namespace', job.Namespace], ['Priority', job.Priority],
+          ['Version', job.Version], ['Datacenters', (job.Datacenters || []).join(', ')],
+          ['Node pool', job.NodePool], ['Submitted', when(job.SubmitTime)],
+          job.StatusDescription ? ['Status', job.StatusDescription] : null,
+        ])),
+        h('div', { class: 'panel' }, h('h3', null, 'Allocations'), countsView(counts),
+          h('div', { class: 'sub' }, `${live.length} desired running`))),
+      failures(),
+      h('h2', null, 'Task groups'), groupsView(),
+      h('h2', null, 'Allocations'), errs.allocs ? errorBox(errs.allocs, 'Could not list allocations') : null, allocsView(),
+      h('h2', null, 'Evaluations'), errs.evals ? errorBox(errs.evals, 'Could not list evaluations') : null, evalsView(),
+      h('h2', null, 'Versions'), errs.versions ? errorBox(errs.versions, 'Could not list versions') : null, versionsView());
+  };
+
+  const failures = () => {
+    if (!evals) return null;
+    const sorted = [...evals].sort((a, b) => b.CreateIndex - a.CreateIndex);
+    const failed = {};
+    // The newest eval's failures, and any blocked eval still waiting for capacity.
+    for (const e of sorted) {
+      const relevant = e === sorted[0] || e.Status === 'blocked';
+      if (!relevant) continue;
+      for (const [g, m] of Object.entries(e.FailedTGAllocs || {})) if (!failed[g]) failed[g] = m;
+    }
+    return failuresView(failed, 'Placement failures (why allocations are pending)');
+  };
+
+  const groupsView = () => table(['Group', { label: 'Count', class: 'num' }, 'Tasks'], (job.TaskGroups || []).map((g) => [
+    g.Name, td('num', g.Count ?? 1),
+    td('wrap', (g.Tasks || []).map((t) => h('div', null,
+      h('b', null, t.Name), ` · ${t.Driver} · ${mhz(t.Resources?.CPU)} · ${mb(t.Resources?.MemoryMB)}`,
+      t.Config?.command ? h('span', { class: 'mono muted' }, ` · ${t.Config.command} ${(t.Config.args || []).join(' ')}`.slice(0, 140)) : null,
+      (t.Resources?.Devices || []).length ? ` · devices: ${t.Resources.Devices.map((d) => `${d.Count ?? 1}× ${d.Name}`).join(', ')}` : null))),
+  ]));
+
+  const allocsView = () => {
+    if (!allocs) return loading();
+    const rows = [...allocs].sort((a, b) => b.CreateIndex - a.CreateIndex).map((a) => h('tr', { dataset: { allocId: a.ID, status: a.ClientStatus } },
+      td('', link(`/ui/allocations/${a.ID}`, shortId(a.ID), { class: 'mono alloc-link' })),
+      td('opt', a.Name),
+      td('', pill(a.ClientStatus)),
+      td('opt', a.DesiredStatus),
+      td('', a.NodeID ? link(`/ui/nodes/${a.NodeID}`, a.NodeName || shortId(a.NodeID)) : '–'),
+      td('', when(a.CreateTime)),
+      td('num', restarts(a)),
+      td('num opt', a.JobVersion)));
+    return table(['ID', { label: 'Name', class: 'opt' }, 'Status', { label: 'Desired', class: 'opt' }, 'Node', 'Age', { label: 'Restarts', class: 'num' }, { label: 'Version', class: 'num opt' }],
+      rows, { id: 'allocs-table', empty: 'No allocations.' });
+  };
+
+  const evalsView = () => {
+    if (!evals) return loading();
+    const rows = [...evals].sort((a, b) => b.CreateIndex - a.CreateIndex).slice(0, 25).map((e) => [
+      h('span', { class: 'mono' }, shortId(e.ID)), pill(e.Status), e.TriggeredBy,
+      td('wrap', e.StatusDescription || (Object.keys(e.FailedTGAllocs || {}).length ? `failed to place: ${Object.keys(e.FailedTGAllocs).join(', ')}` : '')),
+      when(e.CreateTime),
+    ]);
+    return table(['ID', 'Status', 'Triggered by', 'Description', 'Created'], rows, { id: 'evals-table', empty: 'No evaluations.' });
+  };
+
+  const versionsView = () => {
+    if (!versions) return loading();
+    const rows = (versions.Versions || []).map((v) => [
+      td('num', v.Version), v.Stable ? pill('stable', 'ok') : '', v.Stop ? 'stopped' : '', when(v.SubmitTime),
+      td('wrap', (v.TaskGroups || []).map((g) => `${g.Name}×${g.Count ?? 1}`).join(', ')),
+    ]);
+    return table([{ label: 'Version', class: 'num' }, 'Stable', 'Stop', 'Submitted', 'Groups'], rows, { id: 'versions-table' });
+  };
+
+  const load = async (key, path, set) => {
+    try {
+      set(await get(path, { signal }));
+      delete errs[key];
+    } catch (e) {
+      if (e.name === 'AbortError') return;
+      errs[key] = e;
+    }
+    if (!signal.aborted) draw();
+  };
+  const refreshSide = debounce(() => {
+    load('evals', url(`${base}/evaluations`, q), (v) => { evals = v || []; });
+    load('versions', url(`${base}/versions`, q), (v) => { versions = v; });
+  }, 150);
+
+  watch(url(base, q), (j) => {
+    job = j;
+    delete errs.job;
+    draw();
+    refreshSide();
+  }, (e) => {
+    errs.job = e;
+    if (e.status === 404) job = null;
+    draw();
+  }, signal);
+  watch(url(`${base}/allocations`, q), (a) => {
+    allocs = a || [];
+    delete errs.allocs;
+    if (job) draw();
+  }, (e) => {
+    errs.allocs = e;
+    if (job) draw();
+  }, signal);
+  const off = onEvents(['Evaluation'], (evs) => {
+    if (evs.some((e) => e.Topic === 'Reconnect' || (e.Payload?.Evaluation?.JobID ?? id) === id)) refreshSide();
+  });
+  signal.addEventListener('abort', off);
+  // Ages tick without new data.
+  const tick = setInterval(() => { if (job && !document.hidden) draw(); }, 10000);
+  signal.addEventListener('abort', () => clearInterval(tick));
+}

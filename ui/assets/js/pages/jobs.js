@@ -1,0 +1,78 @@
+// pages/jobs.js: the job list with namespace filter and search, live through a blocking query.
+import { watch, url } from '../api.js';
+import { setQuery } from '../router.js';
+import { h, replace, table, td, pill, link, when, errorBox, loading, summaryCounts, countsView, enc } from '../dom.js';
+
+export function render(root, _params, { signal, query }) {
+  let jobs = null;
+  let err = null;
+  const search = h('input', { type: 'search', placeholder: 'Search jobs by ID or name', value: query.get('q') || '', 'aria-label': 'Search jobs', id: 'job-search' });
+  const ns = h('select', { 'aria-label': 'Namespace', id: 'job-ns' }, h('option', { value: '' }, 'All namespaces'));
+  const type = h('select', { 'aria-label': 'Type', id: 'job-type' }, ['', 'service', 'batch', 'system', 'sysbatch'].map((t) => h('option', { value: t }, t || 'All types')));
+  type.value = query.get('type') || '';
+  const wantNs = query.get('namespace') || '';
+  const out = h('div', { id: 'jobs' }, loading());
+  const status = h('span', { class: 'sub' });
+
+  root.append(
+    h('div', { class: 'page-head' }, h('h1', null, 'Jobs'), status,
+      h('div', { class: 'actions' }, link('/ui/run', 'Run a job', { class: 'btn' }))),
+    h('div', { class: 'toolbar' }, search, ns, type),
+    out,
+  );
+
+  const draw = () => {
+    if (err) {
+      replace(out, errorBox(err, 'Could not list jobs'), jobs ? view() : null);
+      return;
+    }
+    if (!jobs) return;
+    const namespaces = [...new Set(jobs.map((j) => j.Namespace))].sort();
+    const chosen = ns.value || wantNs;
+    replace(ns, h('option', { value: '' }, 'All namespaces'), namespaces.map((n) => h('option', { value: n }, n)));
+    if (chosen && !namespaces.includes(chosen)) ns.append(h('option', { value: chosen }, chosen));
+    ns.value = chosen;
+    replace(out, view());
+  };
+
+  const view = () => {
+    const q = search.value.trim().toLowerCase();
+    const list = jobs
+      .filter((j) => !ns.value || j.Namespace === ns.value)
+      .filter((j) => !type.value || j.Type === type.value)
+      .filter((j) => !q || j.ID.toLowerCase().includes(q) || (j.Name || '').toLowerCase().includes(q))
+      .sort((a, b) => a.ID.localeCompare(b.ID) || a.Namespace.localeCompare(b.Namespace));
+    status.textContent = `${list.length} of ${jobs.length}`;
+    const rows = list.map((j) => {
+      const st = j.Stop && j.Status !== 'dead' ? 'stopping' : j.Status;
+      const href = `/ui/jobs/${enc(j.ID)}${j.Namespace !== 'default' ? `?namespace=${enc(j.Namespace)}` : ''}`;
+      return h('tr', { dataset: { jobId: j.ID, status: j.Status } },
+        td('', link(href, j.ID, { class: 'job-link' })),
+        td('opt', j.Namespace),
+        td('', j.Type),
+        td('num opt', j.Priority),
+        td('', pill(st, j.Stop ? 'idle' : undefined), j.Stop ? h('span', { class: 'sub' }, ' stopped') : null),
+        td('', countsView(summaryCounts(j.JobSummary))),
+        td('opt', when(j.SubmitTime)));
+    });
+    return table(['ID', { label: 'Namespace', class: 'opt' }, 'Type', { label: 'Priority', class: 'num opt' }, 'Status', 'Allocations', { label: 'Submitted', class: 'opt' }],
+      rows, { id: 'jobs-table', empty: jobs.length ? 'No job matches the filter.' : 'No jobs yet. Run one from the Run page.' });
+  };
+
+  const refilter = () => {
+    setQuery({ q: search.value.trim(), namespace: ns.value, type: type.value });
+    if (jobs) replace(out, err ? errorBox(err, 'Could not list jobs') : null, view());
+  };
+  search.addEventListener('input', refilter);
+  ns.addEventListener('change', refilter);
+  type.addEventListener('change', refilter);
+
+  watch(url('/v1/jobs', { namespace: '*' }), (data) => {
+    jobs = data || [];
+    err = null;
+    draw();
+  }, (e) => {
+    err = e;
+    draw();
+  }, signal);
+}

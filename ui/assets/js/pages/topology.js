@@ -1,0 +1,83 @@
+// pages/topology.js: every node as a box sized by its capacity and filled by
+// its allocated CPU, memory and GPUs, grouped by datacenter, with cluster totals.
+import { watch, url } from '../api.js';
+import { h, replace, errorBox, loading, bar, mhz, mb, nodeCapacity, usageByNode, stat, shortId } from '../dom.js';
+
+export function render(root, _params, { signal }) {
+  let nodes = null;
+  let allocs = null;
+  const errs = {};
+  const totals = h('div', { class: 'stats', id: 'cluster-totals' });
+  const out = h('div', { id: 'topology' }, loading());
+  root.append(h('div', { class: 'page-head' }, h('h1', null, 'Cluster topology'),
+    h('span', { class: 'sub' }, 'Each box is a node, its width proportional to its memory; the bars show what allocations hold.')), totals, out);
+
+  const draw = () => {
+    if (!nodes) {
+      replace(out, errs.nodes ? errorBox(errs.nodes, 'Could not list nodes') : loading());
+      return;
+    }
+    const use = usageByNode(allocs || []);
+    const t = { cpu: 0, cpuUsed: 0, mem: 0, memUsed: 0, gpu: 0, gpuUsed: 0, ready: 0, allocs: 0 };
+    const maxMem = Math.max(1, ...nodes.map((n) => nodeCapacity(n).mem));
+    const byDc = new Map();
+    for (const n of [...nodes].sort((a, b) => a.Name.localeCompare(b.Name))) {
+      const cap = nodeCapacity(n);
+      const u = use.get(n.ID) || { cpu: 0, mem: 0, gpus: [], allocs: [] };
+      if (n.Status === 'ready') {
+        t.ready++;
+        t.cpu += cap.cpu;
+        t.mem += cap.mem;
+        t.gpu += cap.gpus.length;
+      }
+      t.cpuUsed += u.cpu;
+      t.memUsed += u.mem;
+      t.gpuUsed += u.gpus.length;
+      t.allocs += u.allocs.length;
+      const used = new Set(u.gpus);
+      // Width grows with the square root of memory so small nodes stay legible.
+      const w = Math.round(150 + 170 * Math.sqrt(cap.mem / maxMem));
+      const box = h('a', {
+        class: `nodebox ${n.Status === 'ready' ? '' : 'down'}`, href: `/ui/nodes/${n.ID}`, dataset: { nodeId: n.ID },
+        title: `${n.Name} (${n.Status}, ${n.SchedulingEligibility})`,
+      },
+      h('div', { class: 'name' }, n.Name || shortId(n.ID)),
+      h('div', { class: 'sub' }, `${u.allocs.length} alloc${u.allocs.length === 1 ? '' : 's'} · ${n.Status}${n.SchedulingEligibility === 'ineligible' ? ' · ineligible' : ''}`),
+      h('div', { class: 'fill' },
+        bar(u.cpu, cap.cpu, 'cpu', `cpu ${mhz(u.cpu)} / ${mhz(cap.cpu)}`),
+        bar(u.mem, cap.mem, 'mem', `mem ${mb(u.mem)} / ${mb(cap.mem)}`)),
+      cap.gpus.length ? h('div', { class: 'gpus', title: 'GPUs: filled = allocated' }, cap.gpus.map((g) => h('i', { class: used.has(g.ID) ? 'used' : g.Healthy ? '' : 'sick', title: g.ID }))) : null,
+      h('div', { class: 'allocmap' }, u.allocs.map((a) => {
+        const i = h('i', { title: `${a.Name} (${a.ClientStatus})` });
+        const r = a.AllocatedResources;
+        const m = Object.values(r?.Tasks || {}).reduce((s, x) => s + (x.Memory?.MemoryMB || 0), 0);
+        i.style.width = `${Math.max(3, Math.round((m / Math.max(1, cap.mem)) * (w - 18)))}px`;
+        i.style.background = colour(a.JobID);
+        return i;
+      })));
+      box.style.width = `${w}px`;
+      const dc = n.Datacenter || '–';
+      if (!byDc.has(dc)) byDc.set(dc, []);
+      byDc.get(dc).push(box);
+    }
+    replace(totals,
+      stat(`${t.ready} / ${nodes.length}`, 'nodes ready'),
+      stat(String(t.allocs), 'live allocations'),
+      h('div', { class: 'stat' }, h('span', null, 'CPU'), bar(t.cpuUsed, t.cpu, 'cpu', `${mhz(t.cpuUsed)} / ${mhz(t.cpu)}`)),
+      h('div', { class: 'stat' }, h('span', null, 'Memory'), bar(t.memUsed, t.mem, 'mem', `${mb(t.memUsed)} / ${mb(t.mem)}`)),
+      h('div', { class: 'stat' }, h('span', null, 'GPUs'), t.gpu ? bar(t.gpuUsed, t.gpu, 'gpu', `${t.gpuUsed} / ${t.gpu}`) : h('b', null, 'none')));
+    replace(out, errs.allocs ? errorBox(errs.allocs, 'Could not list allocations (fill may be stale)') : null,
+      nodes.length ? [...byDc.entries()].map(([dc, boxes]) => h('div', { class: 'dc' }, h('h3', null, `Datacenter ${dc} · ${boxes.length} node${boxes.length === 1 ? '' : 's'}`), h('div', { class: 'boxes' }, boxes)))
+        : h('div', { class: 'empty' }, 'No client nodes have registered.'));
+  };
+
+  watch('/v1/nodes', (n) => { nodes = n || []; delete errs.nodes; draw(); }, (e) => { errs.nodes = e; draw(); }, signal);
+  watch(url('/v1/allocations', { namespace: '*' }), (a) => { allocs = a || []; delete errs.allocs; draw(); }, (e) => { errs.allocs = e; draw(); }, signal);
+}
+
+// colour gives each job a stable hue.
+function colour(s) {
+  let x = 0;
+  for (const c of String(s)) x = (x * 31 + c.charCodeAt(0)) >>> 0;
+  return `hsl(${x % 360} 55% 50%)`;
+}
