@@ -136,6 +136,13 @@ func (c *Client) watchLoop(ctx context.Context) {
 			continue
 		}
 		attempt = 0
+		if meta.LastIndex == 0 {
+			// A server that sets no index cannot block: do not spin on it.
+			c.log.Warn("allocations response without an index")
+			if !c.sleep(ctx, time.Second) {
+				return
+			}
+		}
 		if meta.LastIndex < index {
 			index = 0 // the server's index went backwards (new cluster): start over
 		} else {

@@ -100,8 +100,12 @@ func BuildEnv(in EnvInput) map[string]string {
 				set("CPU_CORES", strings.Join(cs, ","))
 			}
 			for _, nw := range tr.Networks {
-				addPorts(set, nw.IP, nw.ReservedPorts)
-				addPorts(set, nw.IP, nw.DynamicPorts)
+				ip := nw.IP
+				if ip == "" && in.Node != nil {
+					ip = in.Node.Attributes["unique.network.ip-address"]
+				}
+				addPorts(set, ip, nw.ReservedPorts)
+				addPorts(set, ip, nw.DynamicPorts)
 			}
 			if ids := GPUIDs(tr); len(ids) > 0 {
 				j := strings.Join(ids, ",")
@@ -112,6 +116,9 @@ func BuildEnv(in EnvInput) map[string]string {
 		}
 		for _, p := range ar.Shared.Ports {
 			ip := p.HostIP
+			if ip == "" && in.Node != nil {
+				ip = in.Node.Attributes["unique.network.ip-address"]
+			}
 			to := p.To
 			if to == 0 {
 				to = p.Value

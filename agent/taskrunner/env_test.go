@@ -157,3 +157,15 @@ func TestRenderTemplates(t *testing.T) {
 		t.Error("unknown template function: want an error")
 	}
 }
+
+func TestPortIPFallsBackToNodeAddress(t *testing.T) {
+	a, tk, n := testAlloc()
+	a.AllocatedResources.Shared.Ports = []api.AllocatedPort{{Label: "db", Value: 25000}}
+	n.Attributes["unique.network.ip-address"] = "192.0.2.7"
+	env := BuildEnv(EnvInput{Alloc: a, Task: tk, Node: n, Dirs: MountedDirs()})
+	for k, v := range map[string]string{"NOMAD_PORT_db": "25000", "DROVER_HOST_PORT_db": "25000", "NOMAD_IP_db": "192.0.2.7", "DROVER_ADDR_db": "192.0.2.7:25000"} {
+		if env[k] != v {
+			t.Errorf("%s = %q, want %q", k, env[k], v)
+		}
+	}
+}
