@@ -112,12 +112,17 @@ func New(cfg Config) (*AllocRunner, error) {
 }
 
 // mountsDirs: drivers that mount /alloc, /local and /secrets into the
-// task say so with a MountsTaskDirs() bool method; containerd does.
+// task (containerd, and exec's chroot) get in-task paths in the env; a
+// driver may also say so with a MountsTaskDirs() bool method.
 func mountsDirs(d drivers.Driver) bool {
 	if m, ok := d.(interface{ MountsTaskDirs() bool }); ok {
 		return m.MountsTaskDirs()
 	}
-	return d.Name() == "containerd"
+	switch d.Name() {
+	case "containerd", "exec":
+		return true
+	}
+	return false
 }
 
 func (ar *AllocRunner) notify() {
