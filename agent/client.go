@@ -11,6 +11,7 @@ import (
 	"github.com/drover/drover/drivers"
 	"github.com/drover/drover/drivers/containerd"
 	"github.com/drover/drover/drivers/exec"
+	"github.com/drover/drover/drivers/qemu"
 	"github.com/drover/drover/drivers/rawexec"
 )
 
@@ -29,6 +30,7 @@ var Drivers = map[string]drivers.Factory{
 	exec.Name:       exec.New,
 	rawexec.Name:    rawexec.New,
 	containerd.Name: containerd.Factory,
+	qemu.Name:       qemu.New,
 }
 
 // newClient builds (but does not start) the client role. In dev mode
