@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -17,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover/drover/agent"
+	"github.com/drover/drover/agent/config"
 	"github.com/drover/drover/api"
 )
 
@@ -381,6 +384,9 @@ func TestE2EClientForwarding(t *testing.T) {
 	if out, err := drover("alloc", "status", allocID[:8]); err != nil || !bytes.Contains([]byte(out), []byte(`Task "hello" is "running"`)) {
 		t.Errorf("drover alloc status: %v %q", err, out)
 	}
+	if out, err := drover("job", "status", "hello"); err != nil || !bytes.Contains([]byte(out), []byte("Recent Task Events")) || !bytes.Contains([]byte(out), []byte("running")) {
+		t.Errorf("drover job status hello: %v %q, want the running allocation and its task events", err, out)
+	}
 	if out, err := drover("node", "status", "-json"); err != nil || !bytes.Contains([]byte(out), []byte("e2e-client")) {
 		t.Errorf("drover node status -json: %v %q, want the client node", err, out)
 	}
@@ -433,4 +439,44 @@ func TestE2EClientForwarding(t *testing.T) {
 	}
 	cli.stop(t)
 	srv.stop(t)
+}
+
+// BenchmarkDevAgentStart measures `drover agent -dev` start-up in
+// process: from New to a leader and a ready client node (target < 0.5 s).
+func BenchmarkDevAgentStart(b *testing.B) {
+	if os.Getuid() != 0 {
+		b.Skip("the client role needs root")
+	}
+	for i := 0; i < b.N; i++ {
+		cfg := config.Dev()
+		cfg.Ports.HTTP = 0
+		cfg.Name = "bench"
+		a, err := agent.New(cfg, slog.New(slog.DiscardHandler))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		if err := a.Start(ctx); err != nil {
+			b.Fatal(err)
+		}
+		c := api.NewClient(a.HTTPAddr())
+		var idx uint64
+		for {
+			// Blocking query on the node list: wakes when the node registers.
+			nodes, m, err := c.Nodes(ctx, &api.QueryOptions{WaitIndex: idx, WaitTime: 5 * time.Second})
+			if err == nil && len(nodes) == 1 && nodes[0].Status == api.NodeStatusReady {
+				break
+			}
+			if m != nil {
+				idx = m.LastIndex
+			}
+		}
+		b.StopTimer()
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		if err := a.Shutdown(sctx); err != nil {
+			b.Fatal(err)
+		}
+		cancel()
+		b.StartTimer()
+	}
 }

@@ -315,6 +315,35 @@ func printJobStatus(w io.Writer, job *api.Job, summary *api.JobSummary, allocs [
 		rows = append(rows, fmt.Sprintf("%s\t%s\t%s\t%d\t%s\t%s\t%s", short(a.ID), short(a.NodeID), a.TaskGroup, a.JobVersion, a.DesiredStatus, a.ClientStatus, fmtUnixNano(a.ModifyTime)))
 	}
 	table(w, "ID\tNode ID\tTask Group\tVersion\tDesired\tStatus\tModified", rows)
+	printRecentEvents(w, allocs)
+}
+
+// printRecentEvents shows the latest event of each task of the newest
+// allocations (task states come with the allocation stubs).
+func printRecentEvents(w io.Writer, allocs []*api.AllocListStub) {
+	var rows []string
+	for i, a := range allocs {
+		if i == 5 {
+			break
+		}
+		for _, task := range sortedKeys(a.TaskStates) {
+			ts := a.TaskStates[task]
+			if ts == nil || len(ts.Events) == 0 {
+				continue
+			}
+			e := ts.Events[len(ts.Events)-1]
+			msg := e.DisplayMessage
+			if msg == "" {
+				msg = e.Message
+			}
+			rows = append(rows, fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", short(a.ID), task, ts.State, fmtUnixNano(e.Time), e.Type, msg))
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nRecent Task Events")
+	table(w, "Alloc ID\tTask\tState\tTime\tType\tDescription", rows)
 }
 
 func newJobStopCmd() *cobra.Command {
