@@ -297,7 +297,7 @@ func TestExecStdinAndTTY(t *testing.T) {
 	resize <- drivers.TerminalSize{Height: 33, Width: 111}
 	var tty lockedBuilder
 	res, err = d.ExecTask(ctx, cfg.ID, &drivers.ExecOptions{
-		Command: []string{"/bin/sh", "-c", `i=0; while [ "$(stty size)" != "33 111" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done; stty size; [ -t 1 ] && echo is-a-tty`},
+		Command: []string{"/bin/sh", "-c", `i=0; while [ "$(stty size 2>/dev/null)" != "33 111" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done; stty size; [ -t 1 ] && echo is-a-tty`},
 		TTY:     true, Stdout: &tty, Resize: resize,
 	})
 	if err != nil {

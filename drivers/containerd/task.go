@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -337,17 +339,35 @@ func (d *Driver) StopTask(ctx context.Context, taskID string, timeout time.Durat
 		return nil
 	}
 	ctx = d.nsCtx(ctx)
-	if err := d.kill(ctx, ts, sig); err != nil {
+	// The task is PID 1 of its namespace: the kernel drops a signal it has
+	// no handler for, so a shell that has not reached its `trap` yet would
+	// miss the stop signal. When the signal surely went unhandled (no
+	// handler before and after sending) it is sent again once PID 1
+	// catches it; it is never delivered twice.
+	pending, err := d.sendStop(ctx, ts, sig)
+	if err != nil {
 		return fmt.Errorf("stop task %q: %w", taskID, err)
 	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	select {
-	case <-ts.done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("stop task %q: %w", taskID, ctx.Err())
-	case <-timer.C:
+	poll := time.NewTicker(50 * time.Millisecond)
+	defer poll.Stop()
+wait:
+	for {
+		select {
+		case <-ts.done:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("stop task %q: %w", taskID, ctx.Err())
+		case <-timer.C:
+			break wait
+		case <-poll.C:
+			if pending && catches(ts.task.Pid(), sig) {
+				if pending, err = d.sendStop(ctx, ts, sig); err != nil {
+					return fmt.Errorf("stop task %q: %w", taskID, err)
+				}
+			}
+		}
 	}
 	d.logger.Info("task did not stop in time, killing", "task_id", taskID, "timeout", timeout)
 	if err := d.kill(ctx, ts, syscall.SIGKILL); err != nil {
@@ -569,4 +589,40 @@ func drainFIFO(path string, w io.Writer) {
 			return
 		}
 	}
+}
+
+// sendStop sends sig to the task and reports whether it certainly went
+// unhandled by PID 1 (no handler before and after the kill).
+func (d *Driver) sendStop(ctx context.Context, ts *taskState, sig syscall.Signal) (unhandled bool, err error) {
+	pid := ts.task.Pid()
+	before := sig == syscall.SIGKILL || catches(pid, sig)
+	if err := d.kill(ctx, ts, sig); err != nil {
+		return false, err
+	}
+	return !before && !catches(pid, sig), nil
+}
+
+// catches reports whether process pid has a handler for sig (SigCgt of
+// /proc/<pid>/status; false while it is still runc's init); true when
+// unknown, so nothing is resent.
+func catches(pid uint32, sig syscall.Signal) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return true
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		// Until runc's init has exec'd the task, a signal it catches is
+		// lost with it.
+		if v, ok := strings.CutPrefix(line, "Name:"); ok && strings.HasPrefix(strings.TrimSpace(v), "runc:") {
+			return false
+		}
+		if v, ok := strings.CutPrefix(line, "SigCgt:"); ok {
+			mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			if err != nil {
+				return true
+			}
+			return mask&(1<<(uint(sig)-1)) != 0
+		}
+	}
+	return true
 }
