@@ -38,7 +38,7 @@ func TestFailedAllocCreatesEval(t *testing.T) {
 	waitState(t, s, "alloc-failure eval", func(ws memdb.WatchSet) (bool, error) {
 		evals, err := s.State().EvalsByJob(ws, api.DefaultNamespace, "web")
 		for _, e := range evals {
-			if e.TriggeredBy == api.EvalTriggerRetryFailedAlloc {
+			if e.TriggeredBy == api.EvalTriggerRetryFailedAlloc && e.NodeID == "a" {
 				retry = e
 			}
 		}
@@ -50,10 +50,11 @@ func TestFailedAllocCreatesEval(t *testing.T) {
 	// A second report of the same failure creates no new eval.
 	n := func() int { e, _ := s.State().EvalsByJob(nil, api.DefaultNamespace, "web"); return len(e) }()
 	reportAllocs(t, s, "a", api.AllocClientStatusFailed, live[0])
+	// (The scheduler's delayed reschedule follow-ups carry no NodeID.)
 	failures := 0
 	evals, _ := s.State().EvalsByJob(nil, api.DefaultNamespace, "web")
 	for _, e := range evals {
-		if e.TriggeredBy == api.EvalTriggerRetryFailedAlloc {
+		if e.TriggeredBy == api.EvalTriggerRetryFailedAlloc && e.NodeID == "a" {
 			failures++
 		}
 	}
