@@ -28,7 +28,9 @@ func testConfig(dir string, servers ...string) *Config {
 		Drivers: map[string]drivers.Factory{"fake": fakeFactory, "raw_exec": fakeFactory}, UpdateCoalesce: 20 * time.Millisecond}
 }
 
-func startClient(t *testing.T, cfg *Config) *Client {
+func startClientF(tb testing.TB) *Client { return startClient(tb, testConfig(tb.TempDir())) }
+
+func startClient(t testing.TB, cfg *Config) *Client {
 	t.Helper()
 	c, err := New(cfg)
 	if err != nil {

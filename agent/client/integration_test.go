@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover/drover/agent"
 	"github.com/drover/drover/agent/client"
 	agenthttp "github.com/drover/drover/agent/http"
 	"github.com/drover/drover/api"
@@ -60,9 +59,10 @@ func TestClientWithRealServer(t *testing.T) {
 		_ = s.Shutdown(ctx)
 	})
 	poll(t, "leadership", s.IsLeader)
-	st, ev := agent.HTTPBackends(s)
+	// The state store itself serves reads (no snapshot restore happens
+	// here, so the agent's store-swapping adapter is not needed).
 	lazy := &lazyClient{}
-	h, err := agenthttp.New(agenthttp.Config{Server: s, State: st, Events: ev, Client: lazy, Logger: log})
+	h, err := agenthttp.New(agenthttp.Config{Server: s, State: s.State(), Client: lazy, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

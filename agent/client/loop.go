@@ -384,6 +384,7 @@ func (c *Client) refingerprint(ctx context.Context, full bool) bool {
 		if old.Cpu.CpuShares != host.Resources.Cpu.CpuShares || old.Memory.MemoryMB != host.Resources.Memory.MemoryMB ||
 			diskMoved(old.Disk.DiskMB, host.Resources.Disk.DiskMB) {
 			changed = true
+			host.Resources.Devices = old.Devices // owned by the device source
 			n.NodeResources = host.Resources
 		}
 	}
