@@ -16,6 +16,7 @@ import (
 
 	"github.com/drover/drover/agent/config"
 	agenthttp "github.com/drover/drover/agent/http"
+	"github.com/drover/drover/agent/http/serverstate"
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/server"
 )
@@ -95,7 +96,11 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 			return fmt.Errorf("start server: %w", serr)
 		}
 		a.server = s
-		hcfg.Server, hcfg.State, hcfg.Events = s, serverState{s}, serverEvents{s}
+		hcfg.Server = s
+		hcfg.State, hcfg.Events = serverstate.New(s)
+	}
+	if !cfg.Server.Enabled {
+		hcfg.Servers = cfg.Client.Servers
 	}
 	if cfg.Client.Enabled {
 		c, cerr := a.newClient()

@@ -387,6 +387,14 @@ func TestE2EClientForwarding(t *testing.T) {
 	if out, err := drover("job", "status", "hello"); err != nil || !bytes.Contains([]byte(out), []byte("Recent Task Events")) || !bytes.Contains([]byte(out), []byte("running")) {
 		t.Errorf("drover job status hello: %v %q, want the running allocation and its task events", err, out)
 	}
+	// The client agent has no server role: it proxies server API calls.
+	var viaClient api.Job
+	if code := call(t, "GET", cliBase+"/v1/job/hello", "", &viaClient); code != 200 || viaClient.ID != "hello" {
+		t.Errorf("GET /v1/job/hello on the client agent = %d %+v, want the job (proxied to the server)", code, viaClient.ID)
+	}
+	if code := call(t, "GET", cliBase+"/v1/job/nope", "", nil); code != 404 {
+		t.Errorf("GET /v1/job/nope on the client agent = %d, want 404 from the server", code)
+	}
 	if out, err := drover("node", "status", "-json"); err != nil || !bytes.Contains([]byte(out), []byte("e2e-client")) {
 		t.Errorf("drover node status -json: %v %q, want the client node", err, out)
 	}

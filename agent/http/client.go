@@ -52,6 +52,7 @@ func (s *HTTPServer) clientRoute(w nethttp.ResponseWriter, r *nethttp.Request) {
 	}
 	if local != nil && local.HasAlloc(a.ID) {
 		r.URL.Path = strings.Replace(r.URL.Path, "/"+allocID, "/"+a.ID, 1)
+		r.URL.RawPath = ""
 		local.Handler().ServeHTTP(w, r)
 		return
 	}
@@ -78,6 +79,7 @@ func (s *HTTPServer) clientRoute(w nethttp.ResponseWriter, r *nethttp.Request) {
 		return
 	}
 	r.URL.Path = strings.Replace(r.URL.Path, "/"+allocID, "/"+a.ID, 1)
+	r.URL.RawPath = ""
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(u)
@@ -89,4 +91,61 @@ func (s *HTTPServer) clientRoute(w nethttp.ResponseWriter, r *nethttp.Request) {
 		},
 	}
 	proxy.ServeHTTP(w, r)
+}
+
+// serverRoute reports whether a path is answered by the server role
+// (everything under /v1/ except the agent's own endpoints).
+func serverRoute(path string) bool {
+	if !strings.HasPrefix(path, "/v1/") {
+		return false
+	}
+	for _, p := range []string{"/v1/client/", "/v1/agent/", "/v1/metrics"} {
+		if strings.HasPrefix(path, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// forwardToServers proxies server API requests of an agent without the
+// server role to its servers, trying each in turn when one is unreachable
+// (only requests without a body are retried on the next server).
+func (s *HTTPServer) forwardToServers(next nethttp.Handler) nethttp.Handler {
+	targets := make([]*url.URL, 0, len(s.cfg.Servers))
+	for _, addr := range s.cfg.Servers {
+		if !strings.Contains(addr, "://") {
+			addr = "http://" + addr
+		}
+		if u, err := url.Parse(addr); err == nil {
+			targets = append(targets, u)
+		}
+	}
+	return nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		if !serverRoute(r.URL.Path) || r.Header.Get(headerForwarded) != "" || len(targets) == 0 {
+			next.ServeHTTP(w, r)
+			return
+		}
+		r.Pattern = "forward /v1/"
+		retry := r.Method == nethttp.MethodGet || r.Method == nethttp.MethodHead
+		for i, u := range targets {
+			failed := false
+			proxy := &httputil.ReverseProxy{
+				Rewrite: func(pr *httputil.ProxyRequest) {
+					pr.SetURL(u)
+					pr.Out.Header.Set(headerForwarded, "1")
+				},
+				FlushInterval: -1,
+				ErrorHandler: func(w nethttp.ResponseWriter, _ *nethttp.Request, err error) {
+					failed = true
+					if !retry || i == len(targets)-1 {
+						writeError(w, api.Errorf(api.ErrUnavailable, fmt.Sprintf("forward to server %s: %v", u.Host, err)))
+					}
+				},
+			}
+			proxy.ServeHTTP(w, r)
+			if !failed || !retry {
+				return
+			}
+		}
+	})
 }

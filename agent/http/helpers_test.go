@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover/drover/agent"
 	agenthttp "github.com/drover/drover/agent/http"
+	"github.com/drover/drover/agent/http/serverstate"
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/server"
 )
@@ -50,7 +50,7 @@ func newTestAPI(t *testing.T, mod ...func(*agenthttp.Config)) *testAPI {
 		case <-tick.C:
 		}
 	}
-	st, ev := agent.HTTPBackends(s)
+	st, ev := serverstate.New(s)
 	cfg := agenthttp.Config{Server: s, State: st, Events: ev, Logger: log, EventHeartbeat: 50 * time.Millisecond}
 	for _, m := range mod {
 		m(&cfg)

@@ -34,6 +34,9 @@ type Config struct {
 	Client ClientRole
 	// Parse converts HCL for POST /v1/jobs/parse (default ParseHCL).
 	Parse Parser
+	// Servers are HTTP addresses (host:port) of servers; an agent without
+	// the server role proxies server API requests to the first that answers.
+	Servers []string
 	// UI serves /ui/ (nil: a placeholder page).
 	UI nethttp.Handler
 	// Self answers /v1/agent/self; Members /v1/agent/members.
@@ -91,7 +94,11 @@ func New(cfg Config) (*HTTPServer, error) {
 	}
 	s.metrics = m
 	s.routes()
-	s.handler = s.middleware(s.mux)
+	var h nethttp.Handler = s.mux
+	if cfg.Server == nil && len(cfg.Servers) > 0 {
+		h = s.forwardToServers(h)
+	}
+	s.handler = s.middleware(h)
 	return s, nil
 }
 

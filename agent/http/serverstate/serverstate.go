@@ -1,4 +1,11 @@
-package agent
+// Package serverstate adapts a *server.Server to the read and event
+// interfaces of agent/http (http.State, http.EventSource). It exists so
+// that agent/http itself imports no server package, while the agent and
+// the HTTP tests bind a real server with one call.
+//
+// It imports agent/http, api and server; nothing but the agent and tests
+// import it. Its adapters are stateless and safe for concurrent use.
+package serverstate
 
 import (
 	"context"
@@ -88,8 +95,8 @@ func (e serverEvents) Subscribe(ctx context.Context, topics map[string][]string,
 	return sub, nil
 }
 
-// HTTPBackends returns the read and event sides of s for agenthttp.Config
-// (tests of the HTTP layer run against a real in-memory server with these).
-func HTTPBackends(s *server.Server) (http.State, http.EventSource) {
+// New returns the read and event sides of s for http.Config (tests of the
+// HTTP layer run against a real in-memory server with these).
+func New(s *server.Server) (http.State, http.EventSource) {
 	return serverState{s}, serverEvents{s}
 }
