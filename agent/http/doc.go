@@ -8,10 +8,13 @@
 // body limits, request logging, metrics and blocking queries (?index=&wait=,
 // woken by go-memdb watch sets, never by polling).
 //
-// It consumes the server role through the small interfaces in backend.go
-// (satisfied by *server.Server and *state.StateStore, or thin adapters in
-// package agent) and the client role through ClientRole. It must not import
-// package agent, server/* or drivers/*: the agent wires concrete types in.
+// It consumes the server role through the interfaces in backend.go
+// (*server.Server satisfies Server; agent/http/serverstate adapts its state
+// store to State and EventSource) and the client role through ClientRole.
+// An agent without the server role proxies server API calls to
+// Config.Servers. It must not import package agent, server/* or drivers/*
+// (serverstate may): the agent wires concrete types in. It imports jobspec
+// for POST /v1/jobs/parse.
 //
 // Concurrency: a *Server is safe for concurrent use; net/http runs each
 // request on its own goroutine. Start launches one serving goroutine that
