@@ -126,3 +126,30 @@ func TestBlockedEvalCancelledWhenJobFitsAgain(t *testing.T) {
 		t.Fatalf("%d blocked evals still tracked", n)
 	}
 }
+
+// Writes on a server that is not the leader fail with ErrNotLeader (the
+// multi-server issue adds forwarding in raftApply).
+func TestWritesOnNonLeaderFail(t *testing.T) {
+	s := newTestServer(t)
+	registerNode(t, s, testNode("a", 4000, 8192))
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if s.IsLeader() {
+		t.Fatal("still leader after shutdown")
+	}
+	ctx := context.Background()
+	if _, err := s.RegisterJob(ctx, &api.JobRegisterRequest{Job: testJob("web", 1, 100, 64)}); !errors.Is(err, api.ErrNotLeader) {
+		t.Fatalf("register job: %v, want ErrNotLeader", err)
+	}
+	if _, err := s.HeartbeatNode(ctx, "a", "secret-a", nil); !errors.Is(err, api.ErrNotLeader) {
+		t.Fatalf("heartbeat: %v, want ErrNotLeader", err)
+	}
+	if _, _, err := s.raftApply(ctx, []byte{1}); !errors.Is(err, api.ErrNotLeader) {
+		t.Fatalf("raftApply: %v, want ErrNotLeader", err)
+	}
+	// Reads still work.
+	if n, err := s.State().NodeByID(nil, "a"); err != nil || n == nil {
+		t.Fatalf("read after shutdown: %v, %v", n, err)
+	}
+}
