@@ -69,7 +69,9 @@ func newServerMembersCmd() *cobra.Command {
 		sort.Slice(m.Members, func(i, j int) bool { return m.Members[i].Name < m.Members[j].Name })
 		rows := make([]string, 0, len(m.Members))
 		for _, s := range m.Members {
-			isLeader := s.Tags["raft_addr"] != "" && s.Tags["raft_addr"] == leader
+			// A lone server that knows a leader is it (dev mode's in-memory
+			// Raft has no host:port address to compare).
+			isLeader := leader != "" && (s.Tags["raft_addr"] == leader || len(m.Members) == 1)
 			rows = append(rows, fmt.Sprintf("%s\t%s\t%d\t%s\t%v\t%s\t%s", s.Name, s.Addr, s.Port, s.Status, isLeader, s.Tags["region"], s.Tags["dc"]))
 		}
 		table(out, "Name\tAddress\tPort\tStatus\tLeader\tRegion\tDatacenter", rows)
