@@ -65,6 +65,7 @@ func (s *Server) establishLeadership() {
 	s.leaderGo(func() { s.runDrainer(ctx) })
 	s.leaderGo(func() { s.runEvalReaper(ctx) })
 	s.leaderGo(func() { s.runGC(ctx) })
+	s.leaderGo(func() { s.runPeriodic(ctx) })
 	s.log.Info("leadership established", "workers", s.cfg.NumSchedulers, "nodes", len(nodes))
 }
 

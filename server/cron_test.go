@@ -1,0 +1,35 @@
+package server
+
+import (
+	"testing"
+	"time"
+)
+
+func TestCronNext(t *testing.T) {
+	base := time.Date(2026, 3, 1, 12, 7, 30, 0, time.UTC) // a Sunday
+	cases := []struct{ spec, want string }{
+		{"*/5 * * * *", "2026-03-01T12:10:00Z"},
+		{"0 * * * *", "2026-03-01T13:00:00Z"},
+		{"@daily", "2026-03-02T00:00:00Z"},
+		{"30 9 * * 1-5", "2026-03-02T09:30:00Z"},
+		{"0 0 1 * *", "2026-04-01T00:00:00Z"},
+		{"15,45 12 * * *", "2026-03-01T12:15:00Z"},
+		{"0 0 29 2 *", "2028-02-29T00:00:00Z"},
+		{"0 12 * * 7", "2026-03-08T12:00:00Z"},
+		{"0 12 * * 6-7", "2026-03-07T12:00:00Z"},
+	}
+	for _, c := range cases {
+		spec, err := parseCron(c.spec)
+		if err != nil {
+			t.Fatalf("%s: %v", c.spec, err)
+		}
+		if got := spec.next(base).Format(time.RFC3339); got != c.want {
+			t.Errorf("%s: next = %s, want %s", c.spec, got, c.want)
+		}
+	}
+	for _, bad := range []string{"* * * *", "61 * * * *", "*/0 * * * *", "a * * * *", "5-1 * * * *"} {
+		if _, err := parseCron(bad); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}

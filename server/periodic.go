@@ -1,0 +1,193 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/broker"
+	"github.com/drover/drover/server/state"
+)
+
+// periodicChildPrefix joins a periodic job's ID and a launch time into
+// the child job's ID, as Nomad names them.
+const periodicChildPrefix = "/periodic-"
+
+// runPeriodic is the leader's periodic-job launcher. For every enabled,
+// running periodic job it computes the next cron time after the later of
+// "leadership start" and the newest child's launch, arms one timer (the
+// injected clock) for the earliest, and registers a child job (ParentID
+// set, Periodic cleared, with its eval) when it fires. ProhibitOverlap
+// skips a launch while a previous child is not dead. Launches missed while
+// no leader ran are not made up. Job changes re-plan at once (memdb watch).
+func (s *Server) runPeriodic(ctx context.Context) {
+	since := s.clock.Now()
+	for {
+		ws := memdb.NewWatchSet()
+		next, err := s.periodicPass(ctx, ws, since)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			s.log.Warn("periodic launch", "err", err)
+		}
+		wake := make(chan struct{})
+		var t broker.Timer
+		if !next.IsZero() {
+			t = s.clock.AfterFunc(next.Sub(s.clock.Now()), func() { close(wake) })
+		}
+		ws.Add(s.State().AbandonCh())
+		wctx, cancel := context.WithCancel(ctx)
+		select {
+		case <-ctx.Done():
+		case <-ws.WatchCh(wctx):
+		case <-wake:
+		}
+		cancel()
+		if t != nil {
+			t.Stop()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// periodicPass launches the due children and returns the next launch time.
+func (s *Server) periodicPass(ctx context.Context, ws memdb.WatchSet, since time.Time) (time.Time, error) {
+	st := s.State()
+	jobs, err := st.Jobs(ws, state.AllNamespaces, "")
+	if err != nil {
+		return time.Time{}, fmt.Errorf("list jobs: %w", err)
+	}
+	now := s.clock.Now()
+	var earliest time.Time
+	var firstErr error
+	for _, j := range jobs {
+		if !j.IsPeriodic() || j.Stop || j.ParentID != "" {
+			continue
+		}
+		due, err := s.periodicNext(j, since)
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		if due.IsZero() {
+			continue
+		}
+		if !due.After(now) {
+			if err := s.launchPeriodic(ctx, j, due); err != nil && firstErr == nil {
+				firstErr = err
+			}
+			// The launch wrote a child: the job watch wakes the next pass.
+			continue
+		}
+		if earliest.IsZero() || due.Before(earliest) {
+			earliest = due
+		}
+	}
+	return earliest, firstErr
+}
+
+// periodicNext is the job's next launch after max(since, newest child).
+func (s *Server) periodicNext(j *api.Job, since time.Time) (time.Time, error) {
+	specs := j.Periodic.Specs
+	if j.Periodic.Spec != "" {
+		specs = append([]string{j.Periodic.Spec}, specs...)
+	}
+	loc := time.UTC
+	if tz := j.Periodic.TimeZone; tz != "" {
+		l, err := time.LoadLocation(tz)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("periodic job %q time zone %q: %w", j.ID, tz, err)
+		}
+		loc = l
+	}
+	after := since
+	if last := s.lastPeriodicLaunch(j); last.After(after) {
+		after = last
+	}
+	var next time.Time
+	for _, sp := range specs {
+		c, err := parseCron(sp)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("periodic job %q: %w", j.ID, err)
+		}
+		if n := c.next(after.In(loc)); !n.IsZero() && (next.IsZero() || n.Before(next)) {
+			next = n
+		}
+	}
+	return next, nil
+}
+
+// lastPeriodicLaunch reads the newest child's launch time from its ID.
+func (s *Server) lastPeriodicLaunch(j *api.Job) time.Time {
+	children, err := s.State().Jobs(nil, j.Namespace, j.ID+periodicChildPrefix)
+	if err != nil {
+		return time.Time{}
+	}
+	var last time.Time
+	for _, c := range children {
+		if c.ParentID != j.ID {
+			continue
+		}
+		sec, err := strconv.ParseInt(c.ID[len(j.ID)+len(periodicChildPrefix):], 10, 64)
+		if err != nil {
+			continue
+		}
+		if t := time.Unix(sec, 0); t.After(last) {
+			last = t
+		}
+	}
+	return last
+}
+
+func (s *Server) launchPeriodic(ctx context.Context, parent *api.Job, at time.Time) error {
+	if parent.Periodic.ProhibitOverlap {
+		children, err := s.State().Jobs(nil, parent.Namespace, parent.ID+periodicChildPrefix)
+		if err != nil {
+			return err
+		}
+		for _, c := range children {
+			if c.ParentID == parent.ID && c.Status != api.JobStatusDead {
+				s.log.Info("periodic launch skipped: previous child still running", "job", parent.ID, "child", c.ID)
+				return s.registerPeriodicChild(ctx, parent, at, true)
+			}
+		}
+	}
+	return s.registerPeriodicChild(ctx, parent, at, false)
+}
+
+// registerPeriodicChild registers the child job launched at at. A skipped
+// launch (overlap) registers it stopped, so the launch time is recorded
+// and the next one is computed from it.
+func (s *Server) registerPeriodicChild(ctx context.Context, parent *api.Job, at time.Time, skipped bool) error {
+	child := parent.Copy()
+	child.ID = parent.ID + periodicChildPrefix + strconv.FormatInt(at.Unix(), 10)
+	child.Name = child.ID
+	child.ParentID = parent.ID
+	child.Periodic = nil
+	child.Status, child.StatusDescription = "", ""
+	child.Version, child.CreateIndex, child.ModifyIndex, child.JobModifyIndex = 0, 0, 0, 0
+	child.SubmitTime = s.clock.Now().UnixNano()
+	child.Stop = skipped
+	var eval *api.Evaluation
+	if !skipped {
+		eval = s.newJobEval(child, api.EvalTriggerPeriodicJob)
+	}
+	actx, cancel := context.WithTimeout(ctx, s.cfg.RaftApplyTimeout)
+	defer cancel()
+	if _, err := s.applyJobRegister(actx, child, eval); err != nil {
+		return fmt.Errorf("launch periodic job %q: %w", parent.ID, err)
+	}
+	if eval != nil {
+		s.enqueueStored(eval.ID)
+	}
+	return nil
+}
