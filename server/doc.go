@@ -4,8 +4,9 @@
 //
 // Owns: Config/New/Shutdown, the leader loop (leader.go), scheduler workers
 // (worker.go), the plan applier (plan_apply.go, fit.go), node heartbeats
-// (heartbeat.go), the drainer (drain.go), the job diff (jobdiff.go), the
-// endpoint methods (endpoints_*.go) and metrics. Every write goes through
+// (heartbeat.go), the drainer (drain.go), eval GC (gc.go), the periodic
+// launcher (periodic.go, cron.go), the job diff (jobdiff.go), the endpoint
+// methods (endpoints_*.go) and metrics. Every write goes through
 // Server.raftApply (apply.go encodes the fsm commands); on a follower it
 // fails with api.ErrNotLeader — forwarding to the leader hooks in there.
 //
@@ -15,8 +16,8 @@
 // Concurrency: endpoint methods are safe for concurrent use. One goroutine
 // (monitorLeadership, owned by New/Shutdown) turns leader duties on and
 // off; each leadership term starts the plan applier, NumSchedulers
-// workers, the drainer and the eval reaper under one context and waits for
-// all of them on revocation. Heartbeat timers come from the injected clock;
+// workers, the drainer, the eval reaper, the GC and the periodic launcher
+// under one context and waits for all of them on revocation. Heartbeat timers come from the injected clock;
 // a missed TTL spawns a node-down write the heartbeat tracker waits for.
 // Evals are handed to the broker by the code that committed them (after
 // Raft returns), and restored from state on gaining leadership.
