@@ -198,6 +198,7 @@ func (d *Driver) StartTask(ctx context.Context, cfg *drivers.TaskConfig) (*drive
 		closeAll(logs)
 		return fail(fmt.Errorf("start: %w", err))
 	}
+	waitExec(ctx, task.Pid())
 	d.own(ts, ownerCtx, exitCh)
 	state, _ := json.Marshal(st)
 	d.logger.Info("task started", "task_id", cfg.ID, "container", cid, "pid", task.Pid())
@@ -625,4 +626,28 @@ func catches(pid uint32, sig syscall.Signal) bool {
 		}
 	}
 	return true
+}
+
+// waitExec returns once process pid is no longer runc's init (it has
+// exec'd the task, or exited), or after a short bound: runc start returns
+// just before that exec, and a signal sent in between would be lost.
+func waitExec(ctx context.Context, pid uint32) {
+	path := fmt.Sprintf("/proc/%d/comm", pid)
+	deadline := time.NewTimer(2 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for {
+		b, err := os.ReadFile(path)
+		if err != nil || !strings.HasPrefix(string(b), "runc:") {
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
