@@ -63,10 +63,9 @@ func (s *Server) RegisterNode(ctx context.Context, n *api.Node) (*api.NodeRegist
 
 func (s *Server) registerResponse(ttl time.Duration, idx uint64) *api.NodeRegisterResponse {
 	r := &api.NodeRegisterResponse{Index: idx, HeartbeatTTL: ttl}
-	if s.cfg.HTTPAddr != "" {
-		r.Servers = []string{s.cfg.HTTPAddr}
-		r.LeaderHTTP = s.cfg.HTTPAddr
-	}
+	// Every alive server of the region (from gossip), the leader first.
+	r.Servers = s.ServerHTTPAddrs()
+	r.LeaderHTTP = s.LeaderHTTPAddr()
 	return r
 }
 

@@ -28,6 +28,13 @@ func (s *Server) monitorLeadership() {
 			if isLeader {
 				s.establishLeadership()
 			}
+		case <-s.cluster.reestablish:
+			// Membership was set or a snapshot was restored: restart the
+			// leader duties from the current state.
+			if s.IsLeader() {
+				s.revokeLeadership()
+				s.establishLeadership()
+			}
 		}
 	}
 }
@@ -65,6 +72,7 @@ func (s *Server) establishLeadership() {
 	s.leaderGo(func() { s.runDrainer(ctx) })
 	s.leaderGo(func() { s.runEvalReaper(ctx) })
 	s.leaderGo(func() { s.runGC(ctx) })
+	s.leaderGo(func() { s.runAutopilot(ctx) })
 	s.leaderGo(func() { s.runPeriodic(ctx) })
 	s.log.Info("leadership established", "workers", s.cfg.NumSchedulers, "nodes", len(nodes))
 }

@@ -58,7 +58,15 @@ type Config struct {
 	EvalGCThreshold time.Duration
 	// RaftApplyTimeout bounds every Raft apply (default 30 s).
 	RaftApplyTimeout time.Duration
-	Logger           *slog.Logger
+	// DeadServerGrace is how long the leader keeps a failed server in the
+	// Raft configuration before removing it (default 2 min);
+	// ServerStabilization how long a new server stays a non-voter before
+	// promotion (default 3 s); MaxTrailingLogs how far behind it may be
+	// then (default 500). See autopilot.go.
+	DeadServerGrace     time.Duration
+	ServerStabilization time.Duration
+	MaxTrailingLogs     int
+	Logger              *slog.Logger
 	// Clock drives the broker, heartbeats and drains (default the wall
 	// clock); tests inject broker.NewFakeClock.
 	Clock broker.Clock
@@ -136,6 +144,9 @@ type Server struct {
 	// planHook, when set (tests only), is called by the plan applier with
 	// each plan before it is verified.
 	planHook atomic.Pointer[func(*api.Plan)]
+
+	// cluster is gossip membership, bootstrap and autopilot (membership.go).
+	cluster cluster
 }
 
 // New starts a server: Raft (bootstrapping a single-server cluster in dev
@@ -149,6 +160,7 @@ func New(cfg *Config) (*Server, error) {
 	s := &Server{cfg: c, log: c.Logger.With("component", "server"), clock: c.Clock}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.reap.notify = make(chan struct{}, 1)
+	s.cluster.init()
 	s.broker = broker.NewEvalBroker(broker.Config{
 		NackTimeout: c.NackTimeout, DeliveryLimit: c.DeliveryLimit, Clock: c.Clock,
 		InitialNackDelay: time.Second, SubsequentNackDelay: 20 * time.Second,
