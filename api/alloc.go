@@ -215,6 +215,11 @@ type AllocMetric struct {
 	ScoreMetaData      []*NodeScoreMeta `json:"ScoreMetaData,omitempty"`
 	AllocationTime     time.Duration    `json:"AllocationTime"`
 	CoalescedFailures  int              `json:"CoalescedFailures"`
+	// DeviceShortfalls explains device asks that fit nowhere, one line
+	// per ask naming the node with the most free matching devices: "needs
+	// 4 nvidia/gpu with memory >= 80 GiB; node gpu-3 has 2 free" (drover
+	// addition).
+	DeviceShortfalls []string `json:"DeviceShortfalls,omitempty"`
 }
 
 // NodeScoreMeta is a top-scoring node's score breakdown.

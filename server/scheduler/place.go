@@ -582,6 +582,7 @@ func (s *sched) spreadScore(tc *tgCtx, n *api.Node) float64 {
 // placement failed.
 func (s *sched) explain(tc *tgCtx) *api.AllocMetric {
 	m := &api.AllocMetric{NodesInPool: len(s.nodes), NodesAvailable: s.dcAvail}
+	var short devShortfall
 	for _, ns := range s.nodes {
 		m.NodesEvaluated++
 		rej, why, _ := s.checkNode(tc, ns)
@@ -597,8 +598,12 @@ func (s *sched) explain(tc *tgCtx) *api.AllocMetric {
 			m.NodesExhausted++
 			inc(&m.ClassExhausted, ns.class)
 			inc(&m.DimensionExhausted, why)
+			if isDeviceDim(why) {
+				short.note(s, tc, ns)
+			}
 		}
 	}
+	m.DeviceShortfalls = short.lines()
 	return m
 }
 

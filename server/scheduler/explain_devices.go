@@ -1,0 +1,84 @@
+package scheduler
+
+import (
+	"strings"
+
+	"github.com/drover/drover/api"
+)
+
+// devShortfall collects, while explaining a failed placement, the node
+// with the most free matching devices for each device ask that did not
+// fit, for lines such as "needs 4 nvidia/gpu with memory >= 80 GiB; node
+// gpu-3 has 2 free".
+type devShortfall struct {
+	asks []*api.RequestedDevice
+	best map[*api.RequestedDevice]devFree
+}
+
+type devFree struct {
+	node string
+	free int
+}
+
+// note records ns for the first device ask it cannot satisfy.
+func (d *devShortfall) note(s *sched, tc *tgCtx, ns *nodeState) {
+	for i := range tc.devs {
+		if _, ok := s.pickDevices(ns, tc.devs[i:i+1]); ok {
+			continue
+		}
+		req := tc.devs[i].req
+		free := s.freeMatching(ns, req)
+		if d.best == nil {
+			d.best = map[*api.RequestedDevice]devFree{}
+		}
+		cur, seen := d.best[req]
+		if !seen {
+			d.asks = append(d.asks, req)
+		}
+		if !seen || free > cur.free || (free == cur.free && ns.node.Name < cur.node) {
+			d.best[req] = devFree{node: ns.node.Name, free: free}
+		}
+		return
+	}
+}
+
+// lines renders one line per ask.
+func (d *devShortfall) lines() []string {
+	var out []string
+	for _, req := range d.asks {
+		b := d.best[req]
+		line := "needs " + describeAsk(req) + "; "
+		if b.free == 0 {
+			line += "no node has a matching one free"
+		} else {
+			line += "node " + b.node + " has " + itoa(b.free) + " free"
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// freeMatching counts the healthy, unused instances on ns of the largest
+// device group that matches req's name and constraints.
+func (s *sched) freeMatching(ns *nodeState, req *api.RequestedDevice) int {
+	res := ns.node.NodeResources
+	if res == nil {
+		return 0
+	}
+	best := 0
+	for _, g := range res.Devices {
+		if !deviceNameMatch(req.Name, g) || !s.deviceConstraintsOK(req, g) {
+			continue
+		}
+		n := 0
+		for _, in := range g.Instances {
+			if _, used := ns.devUsed[in.ID]; in.Healthy && !used {
+				n++
+			}
+		}
+		best = max(best, n)
+	}
+	return best
+}
+
+func isDeviceDim(why string) bool { return strings.HasPrefix(why, "devices: ") }
