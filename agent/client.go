@@ -74,8 +74,12 @@ func (a *Agent) newClient() (clientRole, error) {
 		}
 		plugins[name] = c
 	}
+	devices, err := deviceSource(cfg.Client.DevGPUs, a.base)
+	if err != nil {
+		return nil, err
+	}
 	c, err := client.New(&client.Config{
-		DataDir: filepath.Join(dataDir, "client"), Servers: servers, NodeName: cfg.Name,
+		DataDir: filepath.Join(dataDir, "client"), Servers: servers, NodeName: cfg.Name, Devices: devices,
 		Datacenter: cfg.Datacenter, Region: cfg.Region, NodePool: cfg.Client.NodePool,
 		NodeClass: cfg.Client.NodeClass, Meta: cfg.Client.Meta, HTTPAddr: cfg.AdvertisedHTTP(),
 		BindAddr: cfg.BindAddr, Drivers: Drivers, PluginConfig: plugins, Options: options,

@@ -24,6 +24,7 @@ type agentFlags struct {
 	dev, server, client             bool
 	dataDir, bind, logLevel, config string
 	name, dc, region, nodeClass     string
+	devGPUs                         string
 	httpPort, raftPort, gossipPort  int
 	bootstrapExpect                 int
 	servers, join                   []string
@@ -57,6 +58,7 @@ Settings come from -config FILE (HCL, Nomad's agent grammar), then flags.`,
 	fl.StringVar(&f.region, "region", "", "region (default global)")
 	fl.StringVar(&f.nodeClass, "node-class", "", "node class of the client")
 	fl.StringVar(&f.logLevel, "log-level", "", "log level: debug, info, warn, error")
+	fl.StringVar(&f.devGPUs, "dev-gpus", "", "simulate a DGX server's GPUs: dgxa100, dgxh100, dgxh200 or dgxb200 (add :mig for MIG mode)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		cfg, err := f.build(cmd)
 		if err != nil {
@@ -125,6 +127,9 @@ func (f *agentFlags) build(cmd *cobra.Command) (*config.Config, error) {
 	}
 	if set("log-level") {
 		cfg.LogLevel = f.logLevel
+	}
+	if set("dev-gpus") {
+		cfg.Client.DevGPUs = f.devGPUs
 	}
 	if _, err := parseLevel(cfg.LogLevel); err != nil {
 		return nil, err

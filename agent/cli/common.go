@@ -218,6 +218,9 @@ func metricLines(m *api.AllocMetric) []string {
 	for _, q := range m.QuotaExhausted {
 		out = append(out, fmt.Sprintf("  * Quota limit hit %q", q))
 	}
+	for _, d := range m.DeviceShortfalls {
+		out = append(out, "  * Devices: "+d)
+	}
 	return out
 }
 

@@ -86,6 +86,7 @@ func printNode(w io.Writer, n *api.Node, allocs []*api.Allocation, verbose bool)
 	if r := n.NodeResources; r != nil {
 		fmt.Fprintln(w, "\nNode Resources")
 		fmt.Fprintf(w, "CPU %d MHz, Memory %d MiB, Disk %d MiB\n", r.Cpu.CpuShares, r.Memory.MemoryMB, r.Disk.DiskMB)
+		printDeviceSummary(w, n, allocs)
 	}
 	if len(n.Events) > 0 {
 		fmt.Fprintln(w, "\nNode Events")
@@ -108,6 +109,7 @@ func printNode(w io.Writer, n *api.Node, allocs []*api.Allocation, verbose bool)
 			rows = append(rows, fmt.Sprintf("%s\t%v\t%v\t%s", d, di.Detected, di.Healthy, di.HealthDescription))
 		}
 		table(w, "Driver\tDetected\tHealthy\tMessage", rows)
+		printDevices(w, n, allocs)
 		fmt.Fprintln(w, "\nAttributes")
 		pairs := []string{}
 		for _, k := range sortedKeys(n.Attributes) {

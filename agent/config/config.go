@@ -68,6 +68,9 @@ type Client struct {
 	NodePool  string
 	Meta      map[string]string
 	Options   map[string]string
+	// DevGPUs simulates a DGX server's GPUs ("dgxh100", "dgxa100:mig",
+	// ...; -dev-gpus) instead of fingerprinting the host's NVML.
+	DevGPUs string
 }
 
 // Default returns the settings used when nothing else is given.
@@ -127,6 +130,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Server.Enabled && !c.DevMode && c.DataDir == "" {
 		errs = append(errs, "a server needs data_dir (-data-dir) outside dev mode")
+	}
+	if c.Client.DevGPUs != "" && !c.Client.Enabled {
+		errs = append(errs, "dev_gpus needs the client role")
 	}
 	if c.Client.Enabled && !c.Server.Enabled && len(c.Client.Servers) == 0 {
 		errs = append(errs, "a client without the server role needs servers (-servers host:port)")

@@ -1,0 +1,48 @@
+package cli
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/drover/drover/api"
+)
+
+func TestPrintDevices(t *testing.T) {
+	mem := int64(81920)
+	link := func(kind string, level, nv int) api.DeviceLink {
+		return api.DeviceLink{Kind: kind, Level: level, NVLinks: nv}
+	}
+	n := &api.Node{ID: "n1", NodeResources: &api.NodeResources{Devices: []*api.NodeDeviceResource{{
+		Vendor: "nvidia", Type: "gpu", Name: "NVIDIA H100 80GB HBM3",
+		Attributes: map[string]*api.Attribute{"memory": {IntVal: &mem, Unit: "MiB"}},
+		Instances: []*api.NodeDevice{
+			{ID: "GPU-a", Healthy: true, Locality: &api.NodeDeviceLocality{PciBusID: "00000000:18:00.0"},
+				Links: map[string]api.DeviceLink{"GPU-b": link("nvlink", 0, 18), "GPU-c": link("system", 3, 0)}},
+			{ID: "GPU-b", Healthy: true, Locality: &api.NodeDeviceLocality{PciBusID: "00000000:2A:00.0"},
+				Links: map[string]api.DeviceLink{"GPU-c": link("pcie-switch", 1, 0)}},
+			{ID: "GPU-c", Healthy: false, HealthDescription: "XID 79 critical error", Locality: &api.NodeDeviceLocality{NUMANode: 1}},
+		},
+	}}}}
+	allocs := []*api.Allocation{{ID: "0123456789", DesiredStatus: "run", ClientStatus: "running",
+		AllocatedResources: &api.AllocatedResources{Tasks: map[string]*api.AllocatedTaskResources{
+			"train": {Devices: []*api.AllocatedDeviceResource{{Vendor: "nvidia", Type: "gpu", DeviceIDs: []string{"GPU-b"}}}},
+		}}}}
+	var b bytes.Buffer
+	printDevices(&b, n, allocs)
+	out := b.String()
+	for _, want := range []string{
+		"nvidia/gpu/NVIDIA H100 80GB HBM3", "memory = 81920 MiB",
+		"GPU-b", "01234567", "UNHEALTHY: XID 79 critical error", "00000000:18:00.0",
+		"Topology", "NV18", "PIX", "SYS",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	b.Reset()
+	printDeviceSummary(&b, n, allocs)
+	if got, want := strings.TrimSpace(b.String()), "Devices: 3 nvidia/gpu/NVIDIA H100 80GB HBM3 (2 healthy, 1 in use)"; got != want {
+		t.Errorf("summary = %q, want %q", got, want)
+	}
+}
