@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"testing"
+
+	"github.com/drover/drover/agent/config"
+)
+
+// TestAgentFlagsOverConfigFile: defaults < -dev < -config file < flags that were set.
+func TestAgentFlagsOverConfigFile(t *testing.T) {
+	p := writeFile(t, t.TempDir(), "agent.hcl", `
+datacenter = "file-dc"
+region     = "file-region"
+ports {
+  http = 5000
+}
+client {
+  node_class = "file-class"
+  meta {
+    rack = "r9"
+  }
+}
+`)
+	cmd := newAgentCmd()
+	if err := cmd.ParseFlags([]string{"--dev", "--config", p, "--dc", "flag-dc", "--raft-port", "6000"}); err != nil {
+		t.Fatal(err)
+	}
+	var f agentFlags
+	f.dev, _ = cmd.Flags().GetBool("dev")
+	f.config, _ = cmd.Flags().GetString("config")
+	f.dc, _ = cmd.Flags().GetString("dc")
+	f.raftPort, _ = cmd.Flags().GetInt("raft-port")
+	cfg, err := f.build(cmd)
+	if err != nil {
+		t.Fatalf("build: %v", err)
+	}
+	if !cfg.DevMode || !cfg.Server.Enabled || !cfg.Client.Enabled {
+		t.Errorf("dev roles lost: %+v", cfg)
+	}
+	for _, c := range []struct{ name, got, want string }{
+		{"datacenter (flag over file)", cfg.Datacenter, "flag-dc"},
+		{"region (file)", cfg.Region, "file-region"},
+		{"node class (file)", cfg.Client.NodeClass, "file-class"},
+		{"meta (file)", cfg.Client.Meta["rack"], "r9"},
+		{"bind (dev)", cfg.BindAddr, "127.0.0.1"},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %q, want %q", c.name, c.got, c.want)
+		}
+	}
+	if cfg.Ports.HTTP != 5000 || cfg.Ports.Raft != 6000 || cfg.Ports.Gossip != config.DefaultGossipPort {
+		t.Errorf("ports = %+v, want http 5000 (file), raft 6000 (flag), gossip default", cfg.Ports)
+	}
+}
