@@ -1,18 +1,31 @@
 # vm-qemu.hcl: a virtual machine booted from a kernel and an initramfs.
 #
 #   make images   # builds build/images/vmlinuz and build/images/initramfs.cpio.gz
-#   drover job run examples/vm-qemu.hcl
 #
-# Paths are read on the client. Without /dev/kvm QEMU emulates (TCG):
-# expect about ten seconds to userspace.
+# The client only hands qemu files from the alloc dir or from its
+# image_paths, so allow the image directory in the agent config:
+#
+#   plugin "qemu" {
+#     config {
+#       image_paths = ["/path/to/drover/build/images"]
+#     }
+#   }
+#
+#   drover agent -dev -config qemu.hcl
+#   drover job run -var kernel=$PWD/build/images/vmlinuz \
+#       -var initrd=$PWD/build/images/initramfs.cpio.gz examples/vm-qemu.hcl
+#
+# Paths are read on the client (relative ones from the task dir). Without
+# a usable /dev/kvm QEMU emulates (TCG): expect about ten seconds until the
+# guest prints drover-guest-ready on its console (`drover alloc logs`).
 variable "kernel" {
   type    = string
-  default = "build/images/vmlinuz"
+  default = "/var/lib/drover/images/vmlinuz"
 }
 
 variable "initrd" {
   type    = string
-  default = "build/images/initramfs.cpio.gz"
+  default = "/var/lib/drover/images/initramfs.cpio.gz"
 }
 
 variable "kernel_args" {
@@ -23,7 +36,7 @@ variable "kernel_args" {
 job "vm" {
   group "vm" {
     network {
-      port "ssh" {}
+      port "http" {}
     }
 
     task "vm" {
@@ -33,14 +46,16 @@ job "vm" {
         kernel      = var.kernel
         initrd      = var.initrd
         kernel_args = var.kernel_args
-        accelerator = "tcg"
-        # Forward the host port labelled "ssh" to port 22 in the guest.
+        # accelerator: kvm when /dev/kvm is usable, else tcg (unless set).
+        # Forward the host port labelled "http" to the guest's port 8080,
+        # where the test image's busybox httpd answers.
         port_map = {
-          ssh = 22
+          http = 8080
         }
       }
 
-      # A VM gets a graceful ACPI power-down, then is killed after this.
+      # `job stop` presses the VM's ACPI power button; after this long
+      # the VM is quit, then killed.
       kill_timeout = "30s"
 
       resources {

@@ -29,7 +29,9 @@ type vmSpec struct {
 	KernelArgs string
 	// Forwards are host -> guest port forwards.
 	Forwards []forward
-	Extra    []string
+	// VFIO are host PCI addresses passed through with vfio-pci.
+	VFIO  []string
+	Extra []string
 }
 
 type disk struct {
@@ -144,6 +146,9 @@ func (v *vmSpec) args() []string {
 			}
 		}
 		a = append(a, "-netdev", netdev, "-device", "virtio-net-pci,netdev=net0")
+	}
+	for _, addr := range v.VFIO {
+		a = append(a, "-device", "vfio-pci,host="+addr)
 	}
 	return append(a, v.Extra...)
 }

@@ -87,13 +87,33 @@ type TaskConfig struct {
 	PortMap map[string]int
 	Args    []string
 	Drives  []Drive
+	// VFIODevices are host PCI addresses ("0000:18:00.0") passed through
+	// to the guest with vfio-pci (the devices must be bound to vfio-pci).
+	VFIODevices []string
 }
 
 var (
 	machineRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 	formats   = map[string]bool{"": true, "qcow2": true, "raw": true}
 	ifaces    = map[string]bool{"": true, "virtio": true, "ide": true, "scsi": true}
+	pciRE     = regexp.MustCompile(`^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$`)
 )
+
+// pciAddr normalises a PCI address to qemu's domain:bus:dev.fn form:
+// lower case, a 4-digit domain (NVML's 8-digit "00000000:18:00.0" and a
+// missing domain are accepted).
+func pciAddr(s string) (string, bool) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	switch strings.Count(s, ":") {
+	case 1:
+		s = "0000:" + s
+	case 2:
+		if dom, rest, _ := strings.Cut(s, ":"); len(dom) == 8 && strings.HasPrefix(dom, "0000") {
+			s = dom[4:] + ":" + rest
+		}
+	}
+	return s, pciRE.MatchString(s)
+}
 
 // ParseTaskConfig checks a task's config block. Errors wrap
 // drivers.ErrInvalidConfig and name the offending key. Paths are checked
@@ -160,6 +180,18 @@ func ParseTaskConfig(m map[string]any) (*TaskConfig, error) {
 				return nil, bad(k, "%v", err)
 			}
 			c.Args = a
+		case "vfio_devices":
+			a, err := stringList(v)
+			if err != nil {
+				return nil, bad(k, "%v", err)
+			}
+			for _, addr := range a {
+				norm, ok := pciAddr(addr)
+				if !ok {
+					return nil, bad(k, "%q is not a PCI address like 0000:18:00.0", addr)
+				}
+				c.VFIODevices = append(c.VFIODevices, norm)
+			}
 		case "drives", "drive":
 			ds, err := drives(v)
 			if err != nil {

@@ -184,7 +184,7 @@ func (d *Driver) prepare(ctx context.Context, cfg *drivers.TaskConfig, c *TaskCo
 	pol := newPathPolicy(cfg.TaskDir, cfg.AllocDir, d.cfg.ImagePaths)
 	v := &vmSpec{
 		Name: cfg.Name, Machine: c.Machine, MemoryMB: memoryMB(cfg.Resources), VCPUs: vcpus(cfg.Resources),
-		QMPSocket: sock, KernelArgs: c.KernelArgs, Extra: c.Args,
+		QMPSocket: sock, KernelArgs: c.KernelArgs, Extra: c.Args, VFIO: c.VFIODevices,
 	}
 	switch c.Accelerator {
 	case "":
@@ -435,12 +435,13 @@ func (d *Driver) StopTask(ctx context.Context, id string, timeout time.Duration,
 		return nil
 	}
 	if t.state.Graceful {
+		end := time.Now().Add(timeout)
 		deadline := time.NewTimer(timeout)
 		defer deadline.Stop()
 		press := time.NewTicker(powerdownEvery)
 		defer press.Stop()
 		for done := false; !done; {
-			pctx, cancel := context.WithTimeout(ctx, powerdownEvery)
+			pctx, cancel := context.WithTimeout(ctx, min(powerdownEvery, time.Until(end)))
 			if err := t.qmp.Powerdown(pctx); err != nil && !t.proc.Exited() {
 				d.logger.Warn("vm power-down", "task", id, "error", err)
 			}
