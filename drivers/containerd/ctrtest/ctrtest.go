@@ -107,7 +107,9 @@ disabled_plugins = [%s]
 	}
 	d.cmd = exec.Command("containerd", "--config", cfgPath)
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: a test process that dies (timeout panic, SIGKILL) takes
+	// its daemon along instead of leaking it.
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	if err := d.cmd.Start(); err != nil {
 		logf.Close()
 		return nil, fmt.Errorf("start containerd: %w", err)
