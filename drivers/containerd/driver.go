@@ -41,6 +41,9 @@ type Driver struct {
 	evMu    sync.RWMutex
 	onEvent func(Event)
 
+	importMu sync.Mutex
+	imported map[archiveKey]string // archive file version -> image name
+
 	mu    sync.Mutex
 	tasks map[string]*taskState // by drover task ID
 
@@ -73,6 +76,7 @@ func New(opts drivers.Options) (*Driver, error) {
 		cfg:        cfg,
 		logger:     logger.With("component", "driver", "driver", Name),
 		tasks:      map[string]*taskState{},
+		imported:   map[archiveKey]string{},
 		mhzPerCore: cpuMHz(),
 	}, nil
 }

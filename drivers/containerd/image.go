@@ -82,12 +82,34 @@ func (d *Driver) image(ctx context.Context, c *containerd.Client, cfg *drivers.T
 	return img, nil
 }
 
+// archiveKey identifies an archive file version for the import cache.
+type archiveKey struct {
+	path  string
+	size  int64
+	mtime time.Time
+}
+
 func (d *Driver) importArchive(ctx context.Context, c *containerd.Client, taskID, path string) (containerd.Image, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: image: open archive: %v", drivers.ErrInvalidConfig, err)
 	}
 	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("%w: image: stat archive: %v", drivers.ErrInvalidConfig, err)
+	}
+	key := archiveKey{path: path, size: st.Size(), mtime: st.ModTime()}
+	d.importMu.Lock()
+	name, seen := d.imported[key]
+	d.importMu.Unlock()
+	if seen {
+		// The same file was imported before: reuse the image unless it
+		// was removed from the daemon since.
+		if img, err := c.GetImage(ctx, name); err == nil {
+			return img, nil
+		}
+	}
 	d.emit(taskID, "importing image archive %s", path)
 	matcher := platforms.Default()
 	imgs, err := c.Import(ctx, f,
@@ -104,6 +126,9 @@ func (d *Driver) importArchive(ctx context.Context, c *containerd.Client, taskID
 		if im.Target.Platform != nil && !matcher.Match(*im.Target.Platform) {
 			continue
 		}
+		d.importMu.Lock()
+		d.imported[key] = im.Name
+		d.importMu.Unlock()
 		return containerd.NewImageWithPlatform(c, im, matcher), nil
 	}
 	return nil, fmt.Errorf("%w: image: archive %s holds no image for %s", drivers.ErrInvalidConfig, path, platforms.DefaultString())

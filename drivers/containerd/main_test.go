@@ -81,3 +81,7 @@ func newDriver(t *testing.T, extra map[string]any) *Driver {
 func busyboxImage(t *testing.T) string {
 	return ArchivePrefix + testimage.BusyboxArchive(t)
 }
+
+func busyboxImageB(b *testing.B) string {
+	return ArchivePrefix + testimage.BusyboxArchive(b)
+}
