@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/drover/drover/agent/config"
+	"github.com/drover/drover/agent/gossip"
 	agenthttp "github.com/drover/drover/agent/http"
 	"github.com/drover/drover/agent/http/serverstate"
 	"github.com/drover/drover/api"
@@ -30,6 +31,8 @@ type Agent struct {
 	registry *prometheus.Registry
 
 	server *server.Server
+	// gossip is the servers' membership pool (nil: dev mode, client only).
+	gossip *gossip.Gossip
 	client clientRole
 	http   *agenthttp.HTTPServer
 	// tmpDir is the dev-mode data dir this agent created (removed on Shutdown).
@@ -73,6 +76,9 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 		}
 		cfg.Ports.HTTP = port
 	}
+	if err := a.resolveClusterPorts(); err != nil {
+		return err
+	}
 	if err := a.registry.Register(collectors.NewGoCollector()); err != nil {
 		return fmt.Errorf("register go metrics: %w", err)
 	}
@@ -87,7 +93,7 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 		}
 		s, serr := server.New(&server.Config{
 			NodeName: cfg.Name, Region: cfg.Region, Datacenter: cfg.Datacenter, DataDir: dataDir,
-			BindAddr: cfg.BindAddr, RaftPort: cfg.Ports.Raft, HTTPAddr: cfg.AdvertisedHTTP(),
+			BindAddr: cfg.BindAddr, RaftPort: cfg.Ports.Raft, RaftAddr: a.raftAdvertise(), HTTPAddr: cfg.AdvertisedHTTP(),
 			BootstrapExpect: cfg.Server.BootstrapExpect, DevMode: cfg.DevMode,
 			NumSchedulers: cfg.Server.NumSchedulers, Logger: a.base,
 			Registry: a.registry,
@@ -96,6 +102,12 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 			return fmt.Errorf("start server: %w", serr)
 		}
 		a.server = s
+		if a.gossipEnabled() {
+			if err := a.startGossip(s); err != nil {
+				return fmt.Errorf("start gossip: %w", err)
+			}
+			hcfg.Keyring = a.KeyringOperation
+		}
 		hcfg.Server = s
 		hcfg.State, hcfg.Events = serverstate.New(s)
 	}
@@ -156,6 +168,11 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("server shutdown: %w", err))
 		}
 	}
+	if a.gossip != nil {
+		if err := a.gossip.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if a.tmpDir != "" {
 		_ = os.RemoveAll(a.tmpDir)
 	}
@@ -207,6 +224,9 @@ func (a *Agent) selfMember() *api.AgentMember {
 // knows itself only.
 func (a *Agent) members() *api.ServerMembers {
 	c := a.cfg
+	if a.gossip != nil {
+		return a.gossipMembers()
+	}
 	out := &api.ServerMembers{ServerName: c.Name, ServerRegion: c.Region, ServerDC: c.Datacenter, Members: []*api.AgentMember{}}
 	if c.Server.Enabled {
 		out.Members = append(out.Members, a.selfMember())

@@ -28,6 +28,8 @@ type agentFlags struct {
 	httpPort, raftPort, gossipPort  int
 	bootstrapExpect                 int
 	servers, join                   []string
+	encrypt                         string
+	retryJoin                       []string
 }
 
 func newAgentCmd() *cobra.Command {
@@ -53,6 +55,8 @@ Settings come from -config FILE (HCL, Nomad's agent grammar), then flags.`,
 	fl.IntVar(&f.bootstrapExpect, "bootstrap-expect", 0, "number of servers to wait for before bootstrapping Raft")
 	fl.StringSliceVar(&f.servers, "servers", nil, "HTTP addresses of servers for the client (host:port,...)")
 	fl.StringArrayVar(&f.join, "join", nil, "gossip address of a server to join (repeatable)")
+	fl.StringArrayVar(&f.retryJoin, "retry-join", nil, "like -join (joins are always retried until one answers)")
+	fl.StringVar(&f.encrypt, "encrypt", "", "gossip encryption key (base64, 16/24/32 bytes; see operator gossip keyring)")
 	fl.StringVar(&f.name, "node", "", "node name (default the hostname)")
 	fl.StringVar(&f.dc, "dc", "", "datacenter (default dc1)")
 	fl.StringVar(&f.region, "region", "", "region (default global)")
@@ -112,6 +116,12 @@ func (f *agentFlags) build(cmd *cobra.Command) (*config.Config, error) {
 	}
 	if set("join") {
 		cfg.Join = append(cfg.Join, f.join...)
+	}
+	if set("retry-join") {
+		cfg.Join = append(cfg.Join, f.retryJoin...)
+	}
+	if set("encrypt") {
+		cfg.Server.Encrypt = f.encrypt
 	}
 	if set("node") {
 		cfg.Name = f.name

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -58,6 +59,8 @@ type Server struct {
 	Enabled         bool
 	BootstrapExpect int
 	NumSchedulers   int
+	// Encrypt is the base64 gossip encryption key (-encrypt).
+	Encrypt string
 }
 
 // Client is the client role's settings.
@@ -125,6 +128,11 @@ func (c *Config) Validate() error {
 	if c.BindAddr != "" && net.ParseIP(c.BindAddr) == nil {
 		errs = append(errs, fmt.Sprintf("bind address %q is not an IP address", c.BindAddr))
 	}
+	if c.Server.Encrypt != "" {
+		if k, err := base64.StdEncoding.DecodeString(c.Server.Encrypt); err != nil || (len(k) != 16 && len(k) != 24 && len(k) != 32) {
+			errs = append(errs, "encrypt must be a base64 key of 16, 24 or 32 bytes (drover operator gossip keyring generate)")
+		}
+	}
 	if c.Server.BootstrapExpect < 0 {
 		errs = append(errs, "bootstrap_expect must not be negative")
 	}
@@ -170,6 +178,7 @@ type fileServer struct {
 	Enabled         *bool     `hcl:"enabled,optional"`
 	BootstrapExpect *int      `hcl:"bootstrap_expect,optional"`
 	NumSchedulers   *int      `hcl:"num_schedulers,optional"`
+	Encrypt         *string   `hcl:"encrypt,optional"`
 	ServerJoin      *fileJoin `hcl:"server_join,block"`
 	Remain          hcl.Body  `hcl:",remain"`
 }
@@ -260,6 +269,9 @@ func Parse(src []byte, filename string, base *Config) (*Config, error) {
 		}
 		if s.NumSchedulers != nil {
 			c.Server.NumSchedulers = *s.NumSchedulers
+		}
+		if s.Encrypt != nil {
+			c.Server.Encrypt = *s.Encrypt
 		}
 		if s.ServerJoin != nil {
 			c.Join = append(c.Join, s.ServerJoin.RetryJoin...)

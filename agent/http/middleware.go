@@ -77,7 +77,7 @@ func (s *HTTPServer) middleware(next nethttp.Handler) nethttp.Handler {
 	return nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
-		if r.Body != nil {
+		if r.Body != nil && !isSnapshotRestore(r) {
 			r.Body = nethttp.MaxBytesReader(sw, r.Body, s.cfg.MaxBodyBytes)
 		}
 		defer func() {

@@ -61,6 +61,8 @@ func (s *HTTPServer) routes() {
 	h("GET /v1/agent/health", s.agentHealth)
 	h("GET /v1/agent/members", s.agentMembers)
 
+	s.operatorRoutes()
+
 	m.HandleFunc("GET /v1/event/stream", s.eventStream)
 	prom := promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{})
 	m.Handle("GET /v1/metrics", prom)

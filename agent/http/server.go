@@ -42,6 +42,9 @@ type Config struct {
 	// Self answers /v1/agent/self; Members /v1/agent/members.
 	Self    func() *api.AgentSelf
 	Members func() *api.ServerMembers
+	// Keyring runs gossip keyring operations (/v1/agent/keyring/...);
+	// nil on agents that do not gossip.
+	Keyring KeyringFunc
 	// Registry receives the HTTP metrics and is served at /v1/metrics.
 	Registry *prometheus.Registry
 	Logger   *slog.Logger
@@ -95,6 +98,9 @@ func New(cfg Config) (*HTTPServer, error) {
 	s.metrics = m
 	s.routes()
 	var h nethttp.Handler = s.mux
+	if cfg.Server != nil {
+		h = s.forwardToLeader(h)
+	}
 	if cfg.Server == nil && len(cfg.Servers) > 0 {
 		h = s.forwardToServers(h)
 	}
