@@ -26,11 +26,11 @@ func TestParseTaskConfig(t *testing.T) {
 			"image_path": "disk.qcow2", "image_format": "qcow2", "accelerator": "tcg", "machine": "pc-q35-7.2",
 			"graceful_shutdown": false, "port_map": map[string]any{"http": int64(8080), "ssh": float64(22)},
 			"args":   []any{"-device", "virtio-rng-pci"},
-			"drives": []any{"data.raw", map[string]any{"path": "b.qcow2", "format": "qcow2", "interface": "ide", "readonly": true}},
+			"drives": []any{"data.raw", map[string]any{"path": "b.qcow2", "format": "qcow2", "interface": "virtio", "readonly": true}},
 		}, want: &TaskConfig{
 			ImagePath: "disk.qcow2", ImageFormat: "qcow2", Accelerator: "tcg", Machine: "pc-q35-7.2",
 			PortMap: map[string]int{"http": 8080, "ssh": 22}, Args: []string{"-device", "virtio-rng-pci"},
-			Drives: []Drive{{Path: "data.raw"}, {Path: "b.qcow2", Format: "qcow2", Interface: "ide", Readonly: true}},
+			Drives: []Drive{{Path: "data.raw"}, {Path: "b.qcow2", Format: "qcow2", Interface: "virtio", Readonly: true}},
 		}},
 		{name: "port_map block form", in: map[string]any{"kernel": "k", "port_map": []any{map[string]any{"http": int64(80)}}},
 			want: &TaskConfig{Kernel: "k", GracefulShutdown: true, PortMap: map[string]int{"http": 80}}},
@@ -47,6 +47,8 @@ func TestParseTaskConfig(t *testing.T) {
 		{name: "port_map string", in: map[string]any{"kernel": "k", "port_map": "http=80"}, err: `"port_map"`},
 		{name: "args not a list", in: map[string]any{"kernel": "k", "args": "-s"}, err: `"args"`},
 		{name: "drive format", in: map[string]any{"kernel": "k", "drives": []any{map[string]any{"path": "p", "format": "vmdk"}}}, err: `"drives"`},
+		{name: "read-only ide drive", in: map[string]any{"kernel": "k", "drives": []any{map[string]any{"path": "p", "interface": "ide", "readonly": true}}}, err: "read-only"},
+		{name: "scsi drive", in: map[string]any{"kernel": "k", "drives": []any{map[string]any{"path": "p", "interface": "scsi"}}}, err: "virtio or ide"},
 		{name: "drive without path", in: map[string]any{"kernel": "k", "drives": []any{map[string]any{"readonly": true}}}, err: "path is required"},
 		{name: "drive unknown key", in: map[string]any{"kernel": "k", "drives": []any{map[string]any{"path": "p", "cache": "none"}}}, err: `unknown key "cache"`},
 		{name: "graceful not bool", in: map[string]any{"kernel": "k", "graceful_shutdown": "yes"}, err: `"graceful_shutdown"`},
@@ -122,12 +124,12 @@ func TestVMSpecArgs(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := &vmSpec{Name: "web,1", Accelerator: "tcg", Machine: "q35", MemoryMB: memoryMB(res), VCPUs: vcpus(res),
-		QMPSocket: "/a/qmp.sock", Disks: []disk{{Path: "/t/d,0.qcow2"}, {Path: "/t/d1.qcow2", Interface: "ide", Readonly: true}},
+		QMPSocket: "/a/qmp.sock", Disks: []disk{{Path: "/t/d,0.qcow2", Readonly: true}, {Path: "/t/d1.qcow2", Interface: "ide"}},
 		Kernel: "/i/vmlinuz", Initrd: "/i/initrd", KernelArgs: "console=ttyS0 quiet", Forwards: fw, Extra: []string{"-device", "virtio-rng-pci"}}
 	got := strings.Join(v.args(), " ")
 	want := "-name web,,1 -nodefaults -no-user-config -display none -accel tcg -machine q35 -m 512 -smp 2 -serial stdio" +
-		" -qmp unix:/a/qmp.sock,server=on,wait=off -drive file=/t/d,,0.qcow2,format=qcow2,if=virtio" +
-		" -drive file=/t/d1.qcow2,format=qcow2,if=ide,readonly=on -kernel /i/vmlinuz -initrd /i/initrd -append console=ttyS0 quiet" +
+		" -qmp unix:/a/qmp.sock,server=on,wait=off -drive file=/t/d,,0.qcow2,format=qcow2,if=virtio,readonly=on" +
+		" -drive file=/t/d1.qcow2,format=qcow2,if=ide -kernel /i/vmlinuz -initrd /i/initrd -append console=ttyS0 quiet" +
 		" -netdev user,id=net0,hostfwd=tcp:127.0.0.1:24000-:8080,hostfwd=udp:127.0.0.1:24000-:8080 -device virtio-net-pci,netdev=net0" +
 		" -device virtio-rng-pci"
 	if got != want {

@@ -17,6 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/digitalocean/go-qemu/qmp/raw"
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/drivers"
 	"github.com/drover/drover/drivers/drivertest"
@@ -463,5 +466,71 @@ func TestFingerprintVersion(t *testing.T) {
 	}
 	if fp := d2.Fingerprint(ctx); fp.Health != drivers.HealthUndetected {
 		t.Errorf("fingerprint without qemu = %+v, want undetected", fp)
+	}
+}
+
+// A task dir too deep for a unix socket path gets its QMP socket in a
+// short directory (recorded in the handle, removed on destroy); drives are
+// attached through their own overlays, read-only when asked.
+func TestLongTaskDirAndDrives(t *testing.T) {
+	needQEMU(t)
+	d := newDriver(t, nil)
+	cfg := drivertest.NewTaskConfig(t, "deep", nil)
+	cfg.TaskDir = filepath.Join(cfg.AllocDir, strings.Repeat("d", 110))
+	if err := os.MkdirAll(cfg.TaskDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("drover"), 1<<16)
+	for name, b := range map[string][]byte{"blank.img": make([]byte, 1<<20), "data.raw": data} {
+		if err := os.WriteFile(filepath.Join(cfg.TaskDir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg.Config = map[string]any{"image_path": "blank.img", "accelerator": "tcg", "graceful_shutdown": false,
+		"drives": []any{map[string]any{"path": "data.raw", "format": "raw", "readonly": true}}}
+	ctx, cancel := context.WithTimeout(context.Background(), vmTimeout)
+	defer cancel()
+	h, err := d.StartTask(ctx, cfg)
+	if err != nil {
+		t.Fatalf("StartTask: %v", err)
+	}
+	t.Cleanup(func() { _ = d.DestroyTask(context.Background(), cfg.ID, true) })
+	st := handleState(t, h)
+	if !st.OwnSocketDir || len(st.QMPSocket) > maxSocketPath || strings.HasPrefix(st.QMPSocket, cfg.TaskDir) {
+		t.Errorf("QMP socket %s (own dir %v) for a %d-byte task dir", st.QMPSocket, st.OwnSocketDir, len(cfg.TaskDir))
+	}
+	tk, err := d.get(cfg.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blocks []raw.BlockInfo
+	if err := tk.qmp.do(ctx, "query-block", func(m *raw.Monitor) error {
+		var err error
+		blocks, err = m.QueryBlock()
+		return err
+	}); err != nil {
+		t.Fatalf("query-block over the short socket: %v", err)
+	}
+	files := map[string]bool{}
+	for _, b := range blocks {
+		if b.Inserted != nil {
+			files[b.Inserted.File] = b.Inserted.Ro
+		}
+	}
+	want := map[string]bool{filepath.Join(cfg.TaskDir, "qemu-disk0.qcow2"): false, filepath.Join(cfg.TaskDir, "qemu-disk1.qcow2"): true}
+	if diff := cmp.Diff(want, files); diff != "" {
+		t.Errorf("VM block devices (file -> read-only) (-want +got):\n%s", diff)
+	}
+	if err := d.StopTask(ctx, cfg.ID, time.Minute, ""); err != nil {
+		t.Fatalf("StopTask: %v", err)
+	}
+	if got, err := os.ReadFile(filepath.Join(cfg.TaskDir, "data.raw")); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("drive image changed (err %v)", err)
+	}
+	if err := d.DestroyTask(ctx, cfg.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(st.QMPSocket); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("short-dir socket %s left after destroy (%v)", st.QMPSocket, err)
 	}
 }

@@ -68,6 +68,7 @@ var vmModules = []string{"evdev", "button", "virtio_pci", "virtio_net"}
 const vmInit = `#!/bin/sh
 # drover test VM init, written by drivers/drivertest/testimage.
 export PATH=/bin
+/bin/busybox --install -s /bin 2>/dev/null
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
