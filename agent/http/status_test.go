@@ -183,3 +183,71 @@ func TestEventStream(t *testing.T) {
 	}
 	t.Fatalf("stream ended without the JobRegistered event of web: %v", sc.Err())
 }
+
+// TestEventStreamReplay: ?index= delivers buffered events written before
+// the subscription.
+func TestEventStreamReplay(t *testing.T) {
+	a := newTestAPI(t)
+	reg := a.register(webJob(1))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, _ := nethttp.NewRequestWithContext(ctx, "GET", fmt.Sprintf("%s/v1/event/stream?topic=Job:*&index=%d", a.ts.URL, reg.JobModifyIndex), nil)
+	res, err := a.ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var evs api.Events
+		if err := json.Unmarshal(sc.Bytes(), &evs); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		if len(evs.Events) == 0 {
+			t.Fatal("heartbeat before the replayed JobRegistered event")
+		}
+		for _, e := range evs.Events {
+			if e.Key == "web" && e.Type == "JobRegistered" && e.Index == reg.JobModifyIndex {
+				return
+			}
+		}
+	}
+	t.Fatalf("no replayed JobRegistered event: %v", sc.Err())
+}
+
+// TestBlockingList: a blocking node list returns when a node registers.
+func TestBlockingList(t *testing.T) {
+	a := newTestAPI(t)
+	r := a.ok("GET", "/v1/nodes", nil, nil)
+	idx := headerIndex(t, r)
+	done := make(chan *resp, 1)
+	go func() {
+		res, err := a.ts.Client().Get(fmt.Sprintf("%s/v1/nodes?index=%d&wait=60s", a.ts.URL, idx))
+		if err != nil {
+			done <- &resp{status: -1, body: []byte(err.Error())}
+			return
+		}
+		defer res.Body.Close()
+		var b strings.Builder
+		_, _ = bufio.NewReader(res.Body).WriteTo(&b)
+		done <- &resp{status: res.StatusCode, header: res.Header, body: []byte(b.String())}
+	}()
+	a.register(webJob(1)) // a job write does not wake a node list
+	select {
+	case got := <-done:
+		t.Fatalf("node list returned before any node registered: %d %s", got.status, got.body)
+	default:
+	}
+	a.ok("PUT", "/v1/node/register", &api.NodeRegisterRequest{Node: testNode(nodeID)}, nil)
+	var got *resp
+	select {
+	case got = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("blocking node list did not return within 30s of the registration")
+	}
+	var stubs []*api.NodeListStub
+	if err := json.Unmarshal(got.body, &stubs); err != nil || len(stubs) != 1 || headerIndex(t, got) <= idx {
+		t.Errorf("blocking node list = %d %s (index %s), want the new node at an index > %d", got.status, got.body, got.header.Get(api.HeaderIndex), idx)
+	}
+}
