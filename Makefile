@@ -5,13 +5,16 @@ BIN := bin/drover
 PKGS := ./...
 export CGO_ENABLED ?= 0
 
-.PHONY: help build dev test test-short lint bench fuzz ui e2e images deps
+.PHONY: help build build-nvml dev test test-short lint bench fuzz ui e2e images deps
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-11s %s\n", $$1, $$2}'
 
 build: ## build bin/drover (a static binary with the UI embedded)
 	$(GO) build -trimpath -o $(BIN) .
+
+build-nvml: ## build bin/drover-nvml for GPU hosts: NVML support through go-nvml (cgo, links libc dynamically)
+	CGO_ENABLED=1 $(GO) build -trimpath -tags nvml -ldflags=-extldflags=-Wl,-z,lazy -o bin/drover-nvml .
 
 dev: build ## build and run the dev agent (server + client, API and UI on 127.0.0.1:4646)
 	./$(BIN) agent -dev
@@ -25,6 +28,7 @@ images: build ## build the test images (busybox OCI archive, VM kernel + initram
 test: deps build images ## install test dependencies (as root) and run every test
 	DROVER_TEST_BIN=$(CURDIR)/$(BIN) DROVER_TEST_IMAGES=$(CURDIR)/build/images DROVER_UI_SCREENSHOTS=$(CURDIR)/build/ui-screenshots \
 		$(GO) test -count=1 -timeout 40m $(PKGS)
+	CGO_ENABLED=1 $(GO) test -count=1 -tags nvml ./agent/fingerprint/nvidia/
 
 test-short: ## run the fast unit tests only
 	$(GO) test -short -count=1 $(PKGS)

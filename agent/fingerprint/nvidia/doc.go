@@ -5,14 +5,23 @@
 // watches their health (XID critical errors, uncorrected ECC errors).
 //
 // NVML is reached through the small Library interface. Three
-// implementations exist: the host's NVML through github.com/NVIDIA/go-nvml
-// (cgo builds only; go-nvml does not compile without cgo), go-nvml's mock
-// DGX servers with a realistic topology and node-derived UUIDs (cgo
-// builds; `drover agent -dev -dev-gpus dgxh100`), and an equivalent
-// pure-Go simulator used when drover is built with CGO_ENABLED=0 (the
-// default static build). A test keeps the two simulators identical.
+// implementations exist:
+//   - the host's NVML through github.com/NVIDIA/go-nvml (Open);
+//   - go-nvml's mock DGX servers, completed with a realistic topology,
+//     ECC counters, events, MIG handles and node-derived UUIDs (Simulate,
+//     `drover agent -dev -dev-gpus dgxh100`);
+//   - an equivalent pure-Go simulator (NewPureSim).
 //
-// Imports: api and the standard library (plus go-nvml in cgo builds);
+// go-nvml needs cgo, and binaries linking it must bind symbols lazily
+// (-ldflags=-extldflags=-Wl,-z,lazy: NVML's symbols resolve only once
+// libnvidia-ml.so.1 is loaded). So the go-nvml files build only with the
+// "nvml" tag and cgo (`make build-nvml`; `make test` runs this package's
+// tests that way). Default builds (the static CGO_ENABLED=0 binary, or
+// any build without the tag) have no host NVML (Open returns ErrNoNVML)
+// and simulate with the pure-Go twin; TestPureSimMatchesGoNVMLMock keeps
+// both simulators identical.
+//
+// Imports: api and the standard library (plus go-nvml with the nvml tag);
 // never server, drivers or other agent packages.
 //
 // Concurrency: a Fingerprinter's Devices may be called from any

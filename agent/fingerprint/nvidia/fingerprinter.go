@@ -103,8 +103,8 @@ func (f *Fingerprinter) Watch(ctx context.Context, changed func()) {
 // eventLoop waits for NVML events until ctx ends or events fail.
 func (f *Fingerprinter) eventLoop(ctx context.Context, changed func()) {
 	for ctx.Err() == nil {
-		ev, err := f.cfg.Library.WaitEvent(f.cfg.EventWait)
-		if errors.Is(err, ErrTimeout) {
+		ev, err := f.cfg.Library.WaitEvent(ctx, f.cfg.EventWait)
+		if errors.Is(err, ErrTimeout) || ctx.Err() != nil {
 			continue
 		}
 		if err != nil {

@@ -1,6 +1,7 @@
 package nvidia
 
 import (
+	"context"
 	"errors"
 	"time"
 )
@@ -18,9 +19,10 @@ type Library interface {
 	// Snapshot reads the system: versions, every GPU in NVML index
 	// order with its MIG instances, and the links between GPUs.
 	Snapshot() (*System, error)
-	// WaitEvent waits up to timeout for a critical event (XID error,
+	// WaitEvent waits up to timeout (or until ctx ends, where the
+	// library can be interrupted) for a critical event (XID error,
 	// double-bit ECC error); ErrTimeout when none came.
-	WaitEvent(timeout time.Duration) (Event, error)
+	WaitEvent(ctx context.Context, timeout time.Duration) (Event, error)
 	// Close releases the library.
 	Close() error
 }

@@ -1,8 +1,9 @@
-//go:build cgo
+//go:build cgo && nvml
 
 package nvidia
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -274,7 +275,9 @@ func (l *nvmlLib) events() (nvml.EventSet, error) {
 	return l.evSet, l.evErr
 }
 
-func (l *nvmlLib) WaitEvent(timeout time.Duration) (Event, error) {
+// WaitEvent waits in NVML (which cannot be interrupted: ctx is seen
+// after at most timeout).
+func (l *nvmlLib) WaitEvent(_ context.Context, timeout time.Duration) (Event, error) {
 	set, err := l.events()
 	if err != nil {
 		return Event{}, err

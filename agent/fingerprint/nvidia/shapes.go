@@ -1,6 +1,7 @@
 package nvidia
 
 import (
+	"context"
 	"crypto/sha256"
 	"fmt"
 	"sort"
@@ -113,13 +114,15 @@ func (e *events) queue() chan Event {
 	return e.ch
 }
 
-func (e *events) wait(timeout time.Duration) (Event, error) {
+func (e *events) wait(ctx context.Context, timeout time.Duration) (Event, error) {
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
 	case ev := <-e.queue():
 		return ev, nil
 	case <-t.C:
+		return Event{}, ErrTimeout
+	case <-ctx.Done():
 		return Event{}, ErrTimeout
 	}
 }

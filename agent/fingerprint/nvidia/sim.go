@@ -1,6 +1,7 @@
 package nvidia
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -57,7 +58,9 @@ func (s *pureSim) Snapshot() (*System, error) {
 	return sys, nil
 }
 
-func (s *pureSim) WaitEvent(timeout time.Duration) (Event, error) { return s.ev.wait(timeout) }
+func (s *pureSim) WaitEvent(ctx context.Context, timeout time.Duration) (Event, error) {
+	return s.ev.wait(ctx, timeout)
+}
 
 func (s *pureSim) Close() error { return nil }
 

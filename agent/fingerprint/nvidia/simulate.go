@@ -1,8 +1,9 @@
-//go:build cgo
+//go:build cgo && nvml
 
 package nvidia
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -51,6 +52,7 @@ type mockSim struct {
 	ev    events
 	mu    sync.Mutex
 	ecc   map[string]uint64 // UUID -> count
+	ctx   context.Context   // of the WaitEvent in progress
 }
 
 func (s *mockSim) setup() error {
@@ -76,7 +78,7 @@ func (s *mockSim) setup() error {
 	s.srv.EventSetCreateFunc = func() (nvml.EventSet, nvml.Return) {
 		return &mock.EventSet{
 			WaitFunc: func(ms uint32) (nvml.EventData, nvml.Return) {
-				ev, err := s.ev.wait(time.Duration(ms) * time.Millisecond)
+				ev, err := s.ev.wait(s.waitCtx(), time.Duration(ms)*time.Millisecond)
 				if err != nil {
 					return nvml.EventData{}, nvml.ERROR_TIMEOUT
 				}
@@ -194,6 +196,23 @@ func (s *mockSim) carveMIG(d *server.Device, i int) error {
 		return migs[k], nvml.SUCCESS
 	}
 	return nil
+}
+
+// WaitEvent passes ctx to the mock event set's Wait (NVML's has none).
+func (s *mockSim) WaitEvent(ctx context.Context, timeout time.Duration) (Event, error) {
+	s.mu.Lock()
+	s.ctx = ctx
+	s.mu.Unlock()
+	return s.Library.WaitEvent(ctx, timeout)
+}
+
+func (s *mockSim) waitCtx() context.Context {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ctx == nil {
+		return context.Background()
+	}
+	return s.ctx
 }
 
 func (s *mockSim) InjectXID(index int, xid uint64) {
