@@ -76,7 +76,10 @@ func TestJobRoutes(t *testing.T) {
 	// Update through POST /v1/job/{id}: a second version.
 	job2 := webJob(2)
 	var up api.JobRegisterResponse
-	a.ok("POST", "/v1/job/web", job2, &up)
+	r = a.ok("POST", "/v1/job/web", job2, &up)
+	if up.Index > 0 && headerIndex(t, r) != up.Index {
+		t.Errorf("write %s header %d, want the answer's Index %d", api.HeaderIndex, headerIndex(t, r), up.Index)
+	}
 	if up.JobModifyIndex <= reg.JobModifyIndex {
 		t.Errorf("update JobModifyIndex %d, want > %d", up.JobModifyIndex, reg.JobModifyIndex)
 	}

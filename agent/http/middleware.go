@@ -128,8 +128,28 @@ func (s *HTTPServer) wrap(f apiFunc) nethttp.HandlerFunc {
 			writeError(w, e)
 			return
 		}
+		if idx := writeIndex(out); idx > 0 && w.Header().Get(api.HeaderIndex) == "" {
+			w.Header().Set(api.HeaderIndex, strconv.FormatUint(idx, 10))
+		}
 		writeJSON(w, nethttp.StatusOK, out)
 	}
+}
+
+// writeIndex is the Raft index a write answered with (0 for reads).
+func writeIndex(out any) uint64 {
+	switch r := out.(type) {
+	case *api.JobRegisterResponse:
+		return r.Index
+	case *api.JobDeregisterResponse:
+		return r.Index
+	case *api.NodeUpdateResponse:
+		return r.Index
+	case *api.NodeRegisterResponse:
+		return r.Index
+	case *api.AllocStopResponse:
+		return r.Index
+	}
+	return 0
 }
 
 func writeJSON(w nethttp.ResponseWriter, status int, v any) {
