@@ -274,7 +274,7 @@ func TestStopQuitsAfterTimeout(t *testing.T) {
 func TestStopWithoutGracefulShutdown(t *testing.T) {
 	needQEMU(t)
 	d := newDriver(t, nil)
-	cfg, _, _ := biosVM(t, d, map[string]any{"graceful_shutdown": false})
+	cfg, h, _ := biosVM(t, d, map[string]any{"graceful_shutdown": false})
 	ctx, cancel := context.WithTimeout(context.Background(), vmTimeout)
 	defer cancel()
 	start := time.Now()
@@ -287,6 +287,15 @@ func TestStopWithoutGracefulShutdown(t *testing.T) {
 	}
 	if res := waitExit(t, d, cfg.ID); res.Signal != int(syscall.SIGTERM) {
 		t.Errorf("exit = %+v, want SIGTERM (quit)", res)
+	}
+	// A driver started after the VM ended recovers its recorded exit,
+	// forced stop included.
+	d2 := newDriver(t, nil)
+	if err := d2.RecoverTask(ctx, roundTrip(t, h)); err != nil {
+		t.Fatalf("RecoverTask of an exited VM: %v", err)
+	}
+	if res := waitExit(t, d2, cfg.ID); res.Signal != int(syscall.SIGTERM) || res.Successful() {
+		t.Errorf("recovered exit = %+v, want SIGTERM (quit)", res)
 	}
 }
 
@@ -356,6 +365,14 @@ func TestStartRejects(t *testing.T) {
 		{"missing image", map[string]any{"image_path": "nope.img"}, drivers.ErrInvalidConfig, "nope.img"},
 		{"arg not allowed", map[string]any{"kernel": "k", "args": []any{"-monitor", "stdio"}}, drivers.ErrInvalidConfig, "args_allowlist"},
 		{"unknown port label", map[string]any{"image_path": "blank.img", "port_map": map[string]any{"db": 5432}}, drivers.ErrInvalidConfig, `"db"`},
+	}
+	if !KVMUsable() {
+		tests = append(tests, struct {
+			name string
+			cfg  map[string]any
+			is   error
+			msg  string
+		}{"kvm without kvm", map[string]any{"image_path": "blank.img", "accelerator": "kvm"}, drivers.ErrInvalidConfig, "/dev/kvm"})
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
