@@ -378,6 +378,9 @@ func TestE2EClientForwarding(t *testing.T) {
 	if out, err := drover("alloc", "fs", allocID[:8], "alloc/logs"); err != nil || !bytes.Contains([]byte(out), []byte("hello.stdout")) {
 		t.Errorf("drover alloc fs alloc/logs: %v %q, want the task's log files", err, out)
 	}
+	if out, err := drover("alloc", "logs", "-tail", "-n", "1", allocID[:8], "hello"); err != nil || string(out) != "hello from drover\n" {
+		t.Errorf("drover alloc logs -tail -n 1: %v %q, want the last line", err, out)
+	}
 	if out, err := drover("alloc", "signal", "-s", "SIGCONT", allocID[:8], "hello"); err != nil {
 		t.Errorf("drover alloc signal: %v %q", err, out)
 	}

@@ -126,6 +126,9 @@ func newAllocLogsCmd() *cobra.Command {
 	follow := cmd.Flags().BoolP("f", "f", false, "follow the log")
 	stderr := cmd.Flags().Bool("stderr", false, "print stderr instead of stdout")
 	taskFlag := cmd.Flags().String("task", "", "task name")
+	tail := cmd.Flags().Bool("tail", false, "start at the end of the log (see -n and -c)")
+	lines := cmd.Flags().IntP("n", "n", 10, "with -tail, the number of lines to print")
+	bytesN := cmd.Flags().Int64P("c", "c", 0, "with -tail, the number of bytes to print (instead of lines)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		c := apiClient(cmd)
 		a, err := resolveAlloc(cmd.Context(), c, args[0])
@@ -144,12 +147,32 @@ func newAllocLogsCmd() *cobra.Command {
 		if *stderr {
 			typ = "stderr"
 		}
-		rc, err := c.Logs(cmd.Context(), a.ID, task, typ, *follow, "", 0)
+		if *lines < 0 || *bytesN < 0 {
+			return usageErr("alloc logs: -n and -c must not be negative")
+		}
+		origin, offset := "", int64(0)
+		if *tail {
+			origin, offset = "end", *bytesN
+			if offset == 0 {
+				// Enough bytes for -n lines of ordinary length; trimmed below.
+				offset = int64(*lines+1) * 512
+			}
+		}
+		rc, err := c.Logs(cmd.Context(), a.ID, task, typ, *follow, origin, offset)
 		if err != nil {
 			return cmdErr("logs of %s/%s: %w", short(a.ID), task, err)
 		}
 		defer rc.Close()
-		if _, err := io.Copy(cmd.OutOrStdout(), rc); err != nil && cmd.Context().Err() == nil {
+		out := cmd.OutOrStdout()
+		if *tail && *bytesN == 0 && !*follow {
+			b, err := io.ReadAll(rc)
+			if err != nil {
+				return cmdErr("read logs: %w", err)
+			}
+			_, err = out.Write(lastLines(b, *lines))
+			return err
+		}
+		if _, err := io.Copy(out, rc); err != nil && cmd.Context().Err() == nil {
 			return cmdErr("read logs: %w", err)
 		}
 		return nil
@@ -304,4 +327,24 @@ func newAllocStopCmd() *cobra.Command {
 		return nil
 	}
 	return cmd
+}
+
+// lastLines returns the last n lines of b.
+func lastLines(b []byte, n int) []byte {
+	if n == 0 {
+		return nil
+	}
+	end := len(b)
+	if end > 0 && b[end-1] == '\n' {
+		end--
+	}
+	for i := end - 1; i >= 0; i-- {
+		if b[i] == '\n' {
+			n--
+			if n == 0 {
+				return b[i+1:]
+			}
+		}
+	}
+	return b
 }

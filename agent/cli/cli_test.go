@@ -253,3 +253,21 @@ func TestCLIAgainstServer(t *testing.T) {
 		t.Errorf("job status after purge: exit %d, want 1", code)
 	}
 }
+
+func TestLastLines(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"a\nb\nc\n", 2, "b\nc\n"},
+		{"a\nb\nc", 2, "b\nc"},
+		{"a\nb\n", 5, "a\nb\n"},
+		{"a\nb\n", 0, ""},
+		{"", 3, ""},
+	} {
+		if got := string(lastLines([]byte(tc.in), tc.n)); got != tc.want {
+			t.Errorf("lastLines(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}
