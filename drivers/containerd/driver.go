@@ -74,7 +74,7 @@ func New(opts drivers.Options) (*Driver, error) {
 	}
 	return &Driver{
 		cfg:        cfg,
-		logger:     logger.With("component", "driver", "driver", Name),
+		logger:     logger.With("component", "driver"),
 		tasks:      map[string]*taskState{},
 		imported:   map[archiveKey]string{},
 		mhzPerCore: cpuMHz(),
