@@ -96,6 +96,7 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 			BindAddr: cfg.BindAddr, RaftPort: cfg.Ports.Raft, RaftAddr: a.raftAdvertise(), HTTPAddr: cfg.AdvertisedHTTP(),
 			BootstrapExpect: cfg.Server.BootstrapExpect, DevMode: cfg.DevMode,
 			NumSchedulers: cfg.Server.NumSchedulers, Logger: a.base,
+			DeadServerGrace: cfg.Server.DeadServerGrace, ServerStabilization: cfg.Server.ServerStabilization,
 			Registry: a.registry,
 		})
 		if serr != nil {

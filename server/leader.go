@@ -28,6 +28,8 @@ func (s *Server) monitorLeadership() {
 			if isLeader {
 				s.establishLeadership()
 			}
+		case req := <-s.cluster.pause:
+			s.pauseLeadership(req)
 		case <-s.cluster.reestablish:
 			// Membership was set or a snapshot was restored: restart the
 			// leader duties from the current state.

@@ -53,6 +53,9 @@ type cluster struct {
 	// reestablish asks the leader loop to restart leader duties (after a
 	// snapshot restore replaced the state).
 	reestablish chan struct{}
+	// pause asks the leader loop to stop leader duties until resumed
+	// (around a snapshot restore).
+	pause chan pauseRequest
 	// autopilot bookkeeping (leader only, touched by its loop).
 	nonvoterSince map[raft.ServerID]time.Time
 	failedSince   map[raft.ServerID]time.Time
@@ -60,6 +63,7 @@ type cluster struct {
 
 func (c *cluster) init() {
 	c.reestablish = make(chan struct{}, 1)
+	c.pause = make(chan pauseRequest)
 	c.nonvoterSince = map[raft.ServerID]time.Time{}
 	c.failedSince = map[raft.ServerID]time.Time{}
 }
@@ -279,4 +283,45 @@ func peerCount(ctx context.Context, httpAddr string) (int, error) {
 		return 0, err
 	}
 	return len(peers), nil
+}
+
+// pauseRequest stops leader duties: paused is closed once they stopped;
+// closing resume restarts them (if still leader).
+type pauseRequest struct {
+	paused chan struct{}
+	resume chan struct{}
+}
+
+// pauseLeadership runs on the leader loop.
+func (s *Server) pauseLeadership(req pauseRequest) {
+	s.revokeLeadership()
+	close(req.paused)
+	select {
+	case <-req.resume:
+	case <-s.ctx.Done():
+		return
+	}
+	if s.IsLeader() {
+		s.establishLeadership()
+	}
+}
+
+// withLeaderDutiesPaused runs fn while no leader duty (worker, plan
+// applier, heartbeat timer ...) runs, so nothing writes from old state.
+func (s *Server) withLeaderDutiesPaused(ctx context.Context, fn func() error) error {
+	req := pauseRequest{paused: make(chan struct{}), resume: make(chan struct{})}
+	select {
+	case s.cluster.pause <- req:
+	case <-ctx.Done():
+		return fmt.Errorf("pause leader duties: %w", ctx.Err())
+	case <-s.ctx.Done():
+		return fmt.Errorf("pause leader duties: %w", api.ErrUnavailable)
+	}
+	defer close(req.resume)
+	select {
+	case <-req.paused:
+	case <-s.ctx.Done():
+		return fmt.Errorf("pause leader duties: %w", api.ErrUnavailable)
+	}
+	return fn()
 }

@@ -132,15 +132,16 @@ func (s *Server) RestoreSnapshot(ctx context.Context, r io.Reader) (uint64, erro
 		timeout = time.Until(dl)
 	}
 	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Index: h.Index, Size: h.Size}
-	if err := s.rs.raft.Restore(meta, bytes.NewReader(body), timeout); err != nil {
+	// Leader duties stop first (no worker commits a plan computed from the
+	// old state after the restore) and restart from the restored state.
+	err = s.withLeaderDutiesPaused(ctx, func() error {
+		return s.rs.raft.Restore(meta, bytes.NewReader(body), timeout)
+	})
+	if err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
 			return 0, fmt.Errorf("restore snapshot: %v: %w", err, errNotLeader())
 		}
 		return 0, fmt.Errorf("restore snapshot: %w", err)
-	}
-	select {
-	case s.cluster.reestablish <- struct{}{}:
-	default:
 	}
 	idx := s.rs.raft.LastIndex()
 	s.log.Info("snapshot restored", "snapshot_index", h.Index, "raft_index", idx)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
@@ -61,6 +62,12 @@ type Server struct {
 	NumSchedulers   int
 	// Encrypt is the base64 gossip encryption key (-encrypt).
 	Encrypt string
+	// DeadServerGrace: a failed server is removed from Raft after it
+	// (default 2m); ServerStabilization: a new server is a non-voter for
+	// at least this long (default 3s). HCL: dead_server_grace,
+	// server_stabilization_time.
+	DeadServerGrace     time.Duration
+	ServerStabilization time.Duration
 }
 
 // Client is the client role's settings.
@@ -179,6 +186,8 @@ type fileServer struct {
 	BootstrapExpect *int      `hcl:"bootstrap_expect,optional"`
 	NumSchedulers   *int      `hcl:"num_schedulers,optional"`
 	Encrypt         *string   `hcl:"encrypt,optional"`
+	DeadServerGrace *string   `hcl:"dead_server_grace,optional"`
+	Stabilization   *string   `hcl:"server_stabilization_time,optional"`
 	ServerJoin      *fileJoin `hcl:"server_join,block"`
 	Remain          hcl.Body  `hcl:",remain"`
 }
@@ -272,6 +281,20 @@ func Parse(src []byte, filename string, base *Config) (*Config, error) {
 		}
 		if s.Encrypt != nil {
 			c.Server.Encrypt = *s.Encrypt
+		}
+		for _, d := range []struct {
+			name string
+			v    *string
+			dst  *time.Duration
+		}{{"dead_server_grace", s.DeadServerGrace, &c.Server.DeadServerGrace}, {"server_stabilization_time", s.Stabilization, &c.Server.ServerStabilization}} {
+			if d.v == nil {
+				continue
+			}
+			v, err := time.ParseDuration(*d.v)
+			if err != nil || v < 0 {
+				return nil, fmt.Errorf("%w: %s: server.%s = %q: want a duration such as 30s", ErrInvalid, filename, d.name, *d.v)
+			}
+			*d.dst = v
 		}
 		if s.ServerJoin != nil {
 			c.Join = append(c.Join, s.ServerJoin.RetryJoin...)
