@@ -130,7 +130,7 @@ export function bytes(n) {
 }
 
 export const mb = (n) => bytes((n || 0) * 1024 * 1024);
-export const mhz = (n) => (n >= 10000 ? `${(n / 1000).toFixed(1)} GHz` : `${n || 0} MHz`);
+export const mhz = (n) => (n >= 1000 ? `${(n / 1000).toFixed(1)} GHz` : `${n || 0} MHz`);
 
 /** kv renders a definition list from [label, value] pairs (value may be a node). */
 export function kv(pairs) {

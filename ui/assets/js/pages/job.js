@@ -2,7 +2,7 @@
 // versions, placement failures, and stop/start/re-evaluate.
 import { watch, get, put, post, del, url, onEvents } from '../api.js';
 import {
-  h, replace, table, td, pill, link, when, errorBox, loading, countsView, enc, shortId, kv, mhz, mb, restarts, confirmButton, debounce,
+  h, replace, table, td, pill, link, when, errorBox, loading, countsView, summaryCounts, enc, shortId, kv, mhz, mb, restarts, confirmButton, debounce,
 } from '../dom.js';
 import { failuresView } from './failures.js';
 
@@ -14,6 +14,7 @@ export function render(root, { id }, { signal, query }) {
   let allocs = null;
   let evals = null;
   let versions = null;
+  let summary = null;
   const errs = {};
 
   const head = h('div', { class: 'page-head' }, h('h1', null, id));
@@ -67,8 +68,10 @@ export function render(root, { id }, { signal, query }) {
       return;
     }
     const live = (allocs || []).filter((a) => a.DesiredStatus === 'run');
-    const counts = { pending: 0, running: 0, complete: 0, failed: 0, lost: 0 };
+    let counts = { pending: 0, running: 0, complete: 0, failed: 0, lost: 0 };
     for (const a of allocs || []) counts[a.ClientStatus] = (counts[a.ClientStatus] || 0) + 1;
+    // The summary also counts what is queued (not placed yet).
+    if (summary) counts = summaryCounts(summary);
     replace(body,
       h('div', { class: 'grid' },
         h('div', { class: 'panel' }, kv([
@@ -90,11 +93,11 @@ export function render(root, { id }, { signal, query }) {
     if (!evals) return null;
     const sorted = [...evals].sort((a, b) => b.CreateIndex - a.CreateIndex);
     const failed = {};
-    // The newest eval's failures, and any blocked eval still waiting for capacity.
+    // The newest finished eval says whether placements still fail; blocked
+    // evals waiting for capacity carry no metrics of their own.
     for (const e of sorted) {
-      const relevant = e === sorted[0] || e.Status === 'blocked';
-      if (!relevant) continue;
       for (const [g, m] of Object.entries(e.FailedTGAllocs || {})) if (!failed[g]) failed[g] = m;
+      if (e.Status !== 'blocked' && e.Status !== 'pending') break;
     }
     return failuresView(failed, 'Placement failures (why allocations are pending)');
   };
@@ -154,6 +157,7 @@ export function render(root, { id }, { signal, query }) {
   const refreshSide = debounce(() => {
     load('evals', url(`${base}/evaluations`, q), (v) => { evals = v || []; });
     load('versions', url(`${base}/versions`, q), (v) => { versions = v; });
+    load('summary', url(`${base}/summary`, q), (v) => { summary = v; });
   }, 150);
 
   watch(url(base, q), (j) => {
@@ -170,6 +174,7 @@ export function render(root, { id }, { signal, query }) {
     allocs = a || [];
     delete errs.allocs;
     if (job) draw();
+    refreshSide();
   }, (e) => {
     errs.allocs = e;
     if (job) draw();

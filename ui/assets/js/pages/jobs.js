@@ -1,7 +1,7 @@
 // pages/jobs.js: the job list with namespace filter and search, live through a blocking query.
-import { watch, url } from '../api.js';
+import { watch, get, url, onEvents } from '../api.js';
 import { setQuery } from '../router.js';
-import { h, replace, table, td, pill, link, when, errorBox, loading, summaryCounts, countsView, enc } from '../dom.js';
+import { h, replace, table, td, pill, link, when, errorBox, loading, summaryCounts, countsView, enc, debounce } from '../dom.js';
 
 export function render(root, _params, { signal, query }) {
   let jobs = null;
@@ -67,7 +67,8 @@ export function render(root, _params, { signal, query }) {
   ns.addEventListener('change', refilter);
   type.addEventListener('change', refilter);
 
-  watch(url('/v1/jobs', { namespace: '*' }), (data) => {
+  const path = url('/v1/jobs', { namespace: '*' });
+  watch(path, (data) => {
     jobs = data || [];
     err = null;
     draw();
@@ -75,4 +76,18 @@ export function render(root, _params, { signal, query }) {
     err = e;
     draw();
   }, signal);
+  // The list's index follows the jobs table only; allocation counts change
+  // with allocations, which the event stream reports.
+  const refresh = debounce(async () => {
+    try {
+      jobs = (await get(path, { signal })) || [];
+      err = null;
+    } catch (e) {
+      if (e.name === 'AbortError') return;
+      err = e;
+    }
+    if (!signal.aborted) draw();
+  }, 200);
+  const off = onEvents(['Allocation', 'Job'], refresh);
+  signal.addEventListener('abort', off);
 }

@@ -25,7 +25,10 @@ export function render(root, _params, { signal }) {
     if (members.status === 'fulfilled') {
       const ms = [...(members.value?.Members || [])].sort((a, b) => a.Name.localeCompare(b.Name));
       const raftAddr = (m) => m.Tags?.raft_addr || (m.Tags?.port ? `${m.Addr}:${m.Tags.port}` : '');
-      const isLeader = (m) => leaderAddr !== '' && raftAddr(m) === leaderAddr;
+      // A lone server with a known leader is the leader (dev mode's in-memory
+      // Raft names the leader by server ID, not by address).
+      const servers = ms.filter((m) => (m.Tags?.role || 'server') === 'server' && m.Status === 'alive');
+      const isLeader = (m) => leaderAddr !== '' && (raftAddr(m) === leaderAddr || (servers.length === 1 && servers[0] === m));
       parts.push(table(['Name', 'Gossip address', 'Raft address', 'HTTP', 'Status', 'Leader', 'Region', 'Datacenter', 'Role', 'Build'], ms.map((m) => [
         h('b', null, m.Name), h('span', { class: 'mono' }, `${m.Addr}:${m.Port}`), h('span', { class: 'mono' }, raftAddr(m) || '–'),
         m.Tags?.http_addr ? h('span', { class: 'mono' }, m.Tags.http_addr) : '–', pill(m.Status), isLeader(m) ? pill('leader') : '',

@@ -1,7 +1,7 @@
 // pages/topology.js: every node as a box sized by its capacity and filled by
 // its allocated CPU, memory and GPUs, grouped by datacenter, with cluster totals.
 import { watch, url } from '../api.js';
-import { h, replace, errorBox, loading, bar, mhz, mb, nodeCapacity, usageByNode, stat, shortId } from '../dom.js';
+import { h, replace, errorBox, loading, bar, mhz, mb, nodeCapacity, usageByNode, stat, shortId, allocResources } from '../dom.js';
 
 export function render(root, _params, { signal }) {
   let nodes = null;
@@ -43,18 +43,10 @@ export function render(root, _params, { signal }) {
       },
       h('div', { class: 'name' }, n.Name || shortId(n.ID)),
       h('div', { class: 'sub' }, `${u.allocs.length} alloc${u.allocs.length === 1 ? '' : 's'} · ${n.Status}${n.SchedulingEligibility === 'ineligible' ? ' · ineligible' : ''}`),
-      h('div', { class: 'fill' },
-        bar(u.cpu, cap.cpu, 'cpu', `cpu ${mhz(u.cpu)} / ${mhz(cap.cpu)}`),
-        bar(u.mem, cap.mem, 'mem', `mem ${mb(u.mem)} / ${mb(cap.mem)}`)),
-      cap.gpus.length ? h('div', { class: 'gpus', title: 'GPUs: filled = allocated' }, cap.gpus.map((g) => h('i', { class: used.has(g.ID) ? 'used' : g.Healthy ? '' : 'sick', title: g.ID }))) : null,
-      h('div', { class: 'allocmap' }, u.allocs.map((a) => {
-        const i = h('i', { title: `${a.Name} (${a.ClientStatus})` });
-        const r = a.AllocatedResources;
-        const m = Object.values(r?.Tasks || {}).reduce((s, x) => s + (x.Memory?.MemoryMB || 0), 0);
-        i.style.width = `${Math.max(3, Math.round((m / Math.max(1, cap.mem)) * (w - 18)))}px`;
-        i.style.background = colour(a.JobID);
-        return i;
-      })));
+      strip('cpu', u.allocs, cap.cpu, (r) => r.cpu, `${mhz(u.cpu)} / ${mhz(cap.cpu)}`),
+      strip('mem', u.allocs, cap.mem, (r) => r.mem, `${mb(u.mem)} / ${mb(cap.mem)}`),
+      cap.gpus.length ? h('div', { class: 'strip-label' }, h('span', null, 'gpu'), h('span', null, `${u.gpus.length} / ${cap.gpus.length}`)) : null,
+      cap.gpus.length ? h('div', { class: 'gpus', title: 'GPUs: filled = allocated' }, cap.gpus.map((g) => h('i', { class: used.has(g.ID) ? 'used' : g.Healthy ? '' : 'sick', title: `${g.ID}${used.has(g.ID) ? ' (allocated)' : ''}` }))) : null);
       box.style.width = `${w}px`;
       const dc = n.Datacenter || '–';
       if (!byDc.has(dc)) byDc.set(dc, []);
@@ -73,6 +65,24 @@ export function render(root, _params, { signal }) {
 
   watch('/v1/nodes', (n) => { nodes = n || []; delete errs.nodes; draw(); }, (e) => { errs.nodes = e; draw(); }, signal);
   watch(url('/v1/allocations', { namespace: '*' }), (a) => { allocs = a || []; delete errs.allocs; draw(); }, (e) => { errs.allocs = e; draw(); }, signal);
+}
+
+// strip draws one resource of a node as a bin: each live allocation is a
+// block as wide as its share, coloured by job, so free space and its
+// fragmentation show at a glance.
+function strip(kind, allocs, total, pick, label) {
+  const usedSum = allocs.reduce((n, a) => n + pick(allocResources(a.AllocatedResources)), 0);
+  const pct = total > 0 ? Math.min(100, (usedSum / total) * 100) : 0;
+  const el = h('div', { class: `strip ${kind}`, dataset: { pct: pct.toFixed(1) }, role: 'meter', 'aria-label': kind,
+    'aria-valuemin': '0', 'aria-valuemax': String(total), 'aria-valuenow': String(usedSum), title: `${kind}: ${pct.toFixed(0)}% allocated` },
+  allocs.map((a) => {
+    const v = pick(allocResources(a.AllocatedResources));
+    const i = h('i', { title: `${a.Name} · ${kind === 'cpu' ? mhz(v) : mb(v)}` });
+    i.style.width = `${total > 0 ? Math.max(0.5, (v / total) * 100) : 0}%`;
+    i.style.background = colour(a.JobID);
+    return i;
+  }));
+  return [h('div', { class: 'strip-label' }, h('span', null, kind), h('span', null, label)), el];
 }
 
 // colour gives each job a stable hue.
