@@ -399,7 +399,7 @@ func TestUIBrowser(t *testing.T) {
 	until(t, ctx, "GPU node shows 6 of 8 GPUs allocated", textHas(fmt.Sprintf(`#nodes-table tr[data-node-id="%s"] .bar.gpu`, gpuID), "6 / 8"), long)
 	shot.take("nodes")
 	do(t, ctx, "open GPU node", chromedp.Click(chromedp.CSS(fmt.Sprintf(`#nodes-table tr[data-node-id="%s"] a.node-link`, gpuID))))
-	until(t, ctx, "GPU link matrix", textHas("#gpu-matrix", "NV4") + " && " + textHas("#gpu-matrix", "SYS"), long)
+	until(t, ctx, "GPU link matrix", textHas("#gpu-matrix", "NV4")+" && "+textHas("#gpu-matrix", "SYS"), long)
 	until(t, ctx, "unhealthy GPU shown", textHas("#devices", "fallen off the bus"), long)
 	shot.take("node-gpu")
 	do(t, ctx, "back to nodes", chromedp.Click(chromedp.CSS(`#nav a[data-nav="nodes"]`)))
