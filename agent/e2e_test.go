@@ -452,9 +452,9 @@ func TestE2EClientForwarding(t *testing.T) {
 	srv.stop(t)
 }
 
-// BenchmarkDevAgentStart measures `drover agent -dev` start-up in
+// BenchmarkDevAgentStartInProcess measures `drover agent -dev` start-up in
 // process: from New to a leader and a ready client node (target < 0.5 s).
-func BenchmarkDevAgentStart(b *testing.B) {
+func BenchmarkDevAgentStartInProcess(b *testing.B) {
 	if os.Getuid() != 0 {
 		b.Skip("the client role needs root")
 	}
