@@ -41,8 +41,9 @@
 //     client to turn into task events.
 //
 // Logs survive an agent restart through containerd's FIFOs: the shim
-// writes the container's stdout/stderr into two FIFOs kept in the task
-// directory (TaskDir/.containerd/). The shim holds its own read end open,
+// writes the container's stdout/stderr into two FIFOs kept in the
+// driver's data dir (DataDir/fifo/<container id>/; TaskDir/.containerd/
+// without one). The shim holds its own read end open,
 // so nothing is lost and the container never sees EPIPE while no agent
 // reads; output waits in the pipe (and, once that is full, the writer
 // blocks) until a restarted agent re-opens the same FIFOs in RecoverTask

@@ -51,6 +51,7 @@ type Driver struct {
 	// host paths (NVIDIA libraries) in tests.
 	mhzPerCore int64
 	hostRoot   string
+	dataDir    string
 
 	wg sync.WaitGroup // task owner goroutines
 }
@@ -77,6 +78,7 @@ func New(opts drivers.Options) (*Driver, error) {
 		logger:     logger.With("component", "driver"),
 		tasks:      map[string]*taskState{},
 		imported:   map[archiveKey]string{},
+		dataDir:    opts.DataDir,
 		mhzPerCore: cpuMHz(),
 	}, nil
 }

@@ -2,6 +2,7 @@ package containerd
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,7 +25,7 @@ func startTask(t *testing.T, d *Driver, cfg *drivers.TaskConfig) *drivers.TaskHa
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := d.DestroyTask(ctx, cfg.ID, true); err != nil && !strings.Contains(err.Error(), "not found") {
+		if err := d.DestroyTask(ctx, cfg.ID, true); err != nil && !errors.Is(err, drivers.ErrTaskNotFound) {
 			t.Errorf("DestroyTask: %v", err)
 		}
 	})
@@ -62,7 +63,13 @@ func shTask(t *testing.T, script string) *drivers.TaskConfig {
 }
 
 func TestStartLogsAndExitCode(t *testing.T) {
-	d := newDriver(t, nil)
+	// Without a data dir the FIFOs live in the task dir.
+	needDaemon(t)
+	d, err := New(drivers.Options{Config: map[string]any{"address": daemon.Address, "namespace": "drover-test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
 	cfg := shTask(t, `echo hello $DROVER_TASK_NAME; echo oops >&2; ls -d /alloc /local /secrets; exit 3`)
 	startTask(t, d, cfg)
 	res := waitExit(t, d, cfg.ID, 30*time.Second)
@@ -74,6 +81,35 @@ func TestStartLogsAndExitCode(t *testing.T) {
 	}
 	if got, want := readLog(t, cfg, "stderr"), "oops\n"; got != want {
 		t.Errorf("stderr = %q, want %q", got, want)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.TaskDir, ".containerd", "stdout.fifo")); err != nil {
+		t.Errorf("fifo not in the task dir: %v", err)
+	}
+	if err := d.DestroyTask(context.Background(), cfg.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.TaskDir, ".containerd")); !os.IsNotExist(err) {
+		t.Errorf("fifo dir left after destroy: %v", err)
+	}
+}
+
+func TestFIFOsInDataDir(t *testing.T) {
+	d := newDriver(t, nil)
+	cfg := shTask(t, "echo x")
+	startTask(t, d, cfg)
+	waitExit(t, d, cfg.ID, 30*time.Second)
+	fifo := filepath.Join(dataDir, "fifo", ContainerID(cfg.ID), "stdout.fifo")
+	if st, err := os.Stat(fifo); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+		t.Fatalf("stat %s: %v", fifo, err)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.TaskDir, ".containerd")); !os.IsNotExist(err) {
+		t.Errorf("fifos in the task dir too: %v", err)
+	}
+	if err := d.DestroyTask(context.Background(), cfg.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Dir(fifo)); !os.IsNotExist(err) {
+		t.Errorf("fifo dir left after destroy: %v", err)
 	}
 }
 

@@ -18,6 +18,9 @@ import (
 var (
 	daemon    *ctrtest.Daemon
 	daemonErr error
+	// dataDir is the driver data dir shared by all instances, like an
+	// agent's across restarts.
+	dataDir string
 )
 
 func TestMain(m *testing.M) {
@@ -42,6 +45,7 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	dataDir = dir + "/data"
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	daemon, daemonErr = ctrtest.Start(ctx, dir)
 	cancel()
@@ -69,7 +73,7 @@ func newDriver(t *testing.T, extra map[string]any) *Driver {
 	for k, v := range extra {
 		cfg[k] = v
 	}
-	d, err := New(drivers.Options{Config: cfg, Logger: testLogger(t)})
+	d, err := New(drivers.Options{Config: cfg, Logger: testLogger(t), DataDir: dataDir})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

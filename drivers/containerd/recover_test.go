@@ -64,6 +64,7 @@ func TestHelperAgent(t *testing.T) {
 	}
 	var in struct {
 		Address string
+		DataDir string
 		Config  *drivers.TaskConfig
 		Out     string
 	}
@@ -74,7 +75,7 @@ func TestHelperAgent(t *testing.T) {
 	if err := json.Unmarshal(b, &in); err != nil {
 		t.Fatal(err)
 	}
-	d, err := New(drivers.Options{Config: map[string]any{"address": in.Address, "namespace": "drover-test"}})
+	d, err := New(drivers.Options{Config: map[string]any{"address": in.Address, "namespace": "drover-test"}, DataDir: in.DataDir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func TestRecoverAfterAgentKill(t *testing.T) {
 	cfg := shTask(t, waitForGo)
 	dir := t.TempDir()
 	spec, handlePath := filepath.Join(dir, "spec.json"), filepath.Join(dir, "handle.json")
-	b, _ := json.Marshal(map[string]any{"Address": dm.Address, "Config": cfg, "Out": handlePath})
+	b, _ := json.Marshal(map[string]any{"Address": dm.Address, "DataDir": dataDir, "Config": cfg, "Out": handlePath})
 	if err := os.WriteFile(spec, b, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -85,7 +85,13 @@ var (
 	live   = map[string]*taskState{}
 )
 
+// fifoDir is where a task's log FIFOs live: the driver's data dir (it
+// outlives agent restarts and is not served by the alloc fs API, where a
+// reader would steal the output), else the task dir.
 func (d *Driver) fifoDir(cfg *drivers.TaskConfig) string {
+	if d.dataDir != "" {
+		return filepath.Join(d.dataDir, "fifo", ContainerID(cfg.ID))
+	}
 	if cfg.TaskDir != "" {
 		return filepath.Join(cfg.TaskDir, ".containerd")
 	}
