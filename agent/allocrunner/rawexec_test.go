@@ -73,6 +73,9 @@ func newRawHarness(t *testing.T) *rawHarness {
 	return &rawHarness{mockHarness: mockHarness{t: t, dir: dir, db: db}, bin: bin, stateDir: filepath.Join(dir, "drivers")}
 }
 
+// noRestart makes a driver failure fail the test at once.
+var noRestart = &api.RestartPolicy{Attempts: 0, Mode: api.RestartModeFail}
+
 func shTask(script string) *api.Task {
 	return &api.Task{Name: "web", Driver: rawexec.Name, KillTimeout: 2 * time.Second,
 		Config: map[string]any{"command": "/bin/sh", "args": []any{"-c", script}}}
@@ -82,11 +85,15 @@ func TestRawExecEnvTemplateAndLogs(t *testing.T) {
 	h := newRawHarness(t)
 	tk := shTask(`echo "id=$DROVER_ALLOC_ID task=$NOMAD_TASK_NAME idx=$NOMAD_ALLOC_INDEX node=$DROVER_NODE_NAME"; cat "$NOMAD_TASK_DIR/app.conf"; echo oops >&2; test -d "$DROVER_SECRETS_DIR"`)
 	tk.Templates = []*api.Template{{EmbeddedTmpl: `cpu={{ env "DROVER_CPU_LIMIT" }} job=${NOMAD_JOB_ID}` + "\n", DestPath: "local/app.conf"}}
-	a := newAlloc(api.JobTypeBatch, nil, tk)
+	a := newAlloc(api.JobTypeBatch, noRestart, tk)
 	h.run(a, false)
 	<-h.ar.WaitCh()
 	if st := h.ar.Alloc(); st.ClientStatus != api.AllocClientStatusComplete {
-		t.Fatalf("client status %s, events %v", st.ClientStatus, eventTypes(st.TaskStates["web"]))
+		var msgs []string
+		for _, e := range st.TaskStates["web"].Events {
+			msgs = append(msgs, e.Type+": "+e.DisplayMessage)
+		}
+		t.Fatalf("client status %s, events %q", st.ClientStatus, msgs)
 	}
 	logDir := filepath.Join(h.dir, "alloc", a.ID, "alloc", "logs")
 	out, err := logging.ReadAll(logDir, "web.stdout")
@@ -106,7 +113,7 @@ func TestRawExecReattachAndKill(t *testing.T) {
 	h := newRawHarness(t)
 	// The task records its PID, then waits for a signal.
 	tk := shTask(`echo $$ > "$NOMAD_ALLOC_DIR/data/pid"; trap 'exit 7' TERM; while :; do sleep 0.05; done`)
-	a := newAlloc(api.JobTypeService, nil, tk)
+	a := newAlloc(api.JobTypeService, noRestart, tk)
 	h.run(a, false)
 	pidFile := filepath.Join(h.dir, "alloc", a.ID, "alloc", "data", "pid")
 	eventually(t, "task wrote its pid", func() bool {
@@ -114,6 +121,7 @@ func TestRawExecReattachAndKill(t *testing.T) {
 		return err == nil && strings.HasSuffix(string(b), "\n")
 	})
 	pid, _ := os.ReadFile(pidFile)
+	eventually(t, "task running", func() bool { return h.state("web").State == api.TaskStateRunning })
 	h.stop()
 	<-h.ar.WaitCh()
 	if _, err := os.Stat("/proc/" + strings.TrimSpace(string(pid))); err != nil {
@@ -125,7 +133,18 @@ func TestRawExecReattachAndKill(t *testing.T) {
 		t.Fatalf("stored allocs %d, %v", len(allocs), err)
 	}
 	h.run(allocs[0], true)
-	eventually(t, "Reattached", func() bool { return contains(eventTypes(h.state("web")), api.TaskReattached) })
+	deadline := time.Now().Add(10 * time.Second)
+	for !contains(eventTypes(h.state("web")), api.TaskReattached) {
+		if time.Now().After(deadline) {
+			var msgs []string
+			for _, e := range h.state("web").Events {
+				msgs = append(msgs, e.Type+": "+e.DisplayMessage)
+			}
+			t.Fatalf("no Reattached event: %q", msgs)
+		}
+		tick := time.NewTimer(time.Millisecond)
+		<-tick.C
+	}
 	if s := h.state("web"); s.State != api.TaskStateRunning || s.Restarts != 0 {
 		t.Errorf("after reattach: %s restarts=%d", s.State, s.Restarts)
 	}

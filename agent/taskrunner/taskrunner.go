@@ -497,13 +497,18 @@ func (tr *TaskRunner) start(ctx context.Context) (*drivers.TaskHandle, <-chan *d
 	tr.mu.Lock()
 	alloc, task := tr.alloc, tr.task
 	tr.mu.Unlock()
-	tcfg, err := tr.setup(alloc, task)
+	tcfg, err := tr.setup(ctx, alloc, task)
 	if err != nil {
 		tr.emit(&api.TaskEvent{Type: api.TaskSetupFailure, DisplayMessage: err.Error(), FailsTask: true})
 		return nil, nil, fmt.Errorf("%w: %w", errSetup, err)
 	}
 	h, err := tr.cfg.Driver.StartTask(ctx, tcfg)
 	if err != nil {
+		if ctx.Err() != nil {
+			// Agent shutdown interrupted the start: not a task failure;
+			// the next agent starts the task again.
+			return nil, nil, fmt.Errorf("start task %q: %w", task.Name, ctx.Err())
+		}
 		if errors.Is(err, drivers.ErrInvalidConfig) {
 			tr.emit(&api.TaskEvent{Type: api.TaskFailedValidation, DisplayMessage: err.Error(), FailsTask: true})
 			return nil, nil, fmt.Errorf("%w: %w", errSetup, err)
@@ -534,7 +539,7 @@ func (tr *TaskRunner) start(ctx context.Context) (*drivers.TaskHandle, <-chan *d
 }
 
 // setup creates the task dirs, builds env and config, renders templates.
-func (tr *TaskRunner) setup(alloc *api.Allocation, task *api.Task) (*drivers.TaskConfig, error) {
+func (tr *TaskRunner) setup(ctx context.Context, alloc *api.Allocation, task *api.Task) (*drivers.TaskConfig, error) {
 	taskDir := filepath.Join(tr.cfg.AllocDir, task.Name)
 	host := HostDirs(tr.cfg.AllocDir, task.Name)
 	for _, d := range []struct {
@@ -553,6 +558,17 @@ func (tr *TaskRunner) setup(alloc *api.Allocation, task *api.Task) (*drivers.Tas
 		dirs = MountedDirs()
 	}
 	env := BuildEnv(EnvInput{Alloc: alloc, Task: task, Node: tr.cfg.Node, Region: tr.cfg.Region, Dirs: dirs})
+	if alloc.Job != nil {
+		if err := WritePayload(taskDir, task.DispatchPayload, alloc.Job.Payload); err != nil {
+			return nil, fmt.Errorf("dispatch payload: %w", err)
+		}
+	}
+	if len(task.Artifacts) > 0 {
+		tr.emit(&api.TaskEvent{Type: api.TaskDownloadingArtifacts, DisplayMessage: fmt.Sprintf("Client is downloading %d artifact(s)", len(task.Artifacts))})
+		if err := FetchArtifacts(ctx, task.Artifacts, taskDir, env, tr.cfg.Node); err != nil {
+			return nil, err
+		}
+	}
 	// Templates are rendered on the host, with the env the task will see.
 	extra, err := RenderTemplates(task.Templates, taskDir, env, tr.cfg.Node)
 	if err != nil {
