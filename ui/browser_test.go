@@ -391,6 +391,20 @@ func TestUIBrowser(t *testing.T) {
 	until(t, ctx, "resource usage", `!!document.querySelector('#alloc-stats .bar.mem')`, long)
 	until(t, ctx, "file browser lists the alloc dir", `!!document.querySelector('#files-table a.dir')`, long)
 	shot.take("allocation")
+	// Follow off pauses the tail; the file browser reads the same log file.
+	do(t, ctx, "follow off", chromedp.Click(chromedp.ID("log-follow")))
+	until(t, ctx, "tail paused", textHas("#log-state", "paused"), long)
+	clickText := func(what, sel, text string) {
+		t.Helper()
+		do(t, ctx, what, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(
+			`[...document.querySelectorAll(%s)].find((a) => a.textContent === %s).click()`, jsString(sel), jsString(text))))
+	}
+	clickText("open alloc/", "#files-table a.dir", "alloc/")
+	until(t, ctx, "alloc/ listed", `[...document.querySelectorAll('#files-table a.dir')].some((a) => a.textContent === 'logs/')`, long)
+	clickText("open logs/", "#files-table a.dir", "logs/")
+	until(t, ctx, "logs/ listed", `[...document.querySelectorAll('#files-table a.file')].some((a) => a.textContent === 'hello.stdout.0')`, long)
+	clickText("open hello.stdout.0", "#files-table a.file", "hello.stdout.0")
+	until(t, ctx, "file content", textHas("#file-content", "hello from drover"), long)
 
 	// Nodes: the node with its allocated-resource bars.
 	do(t, ctx, "open nodes", chromedp.Click(chromedp.CSS(`#nav a[data-nav="nodes"]`)))
@@ -402,6 +416,15 @@ func TestUIBrowser(t *testing.T) {
 	until(t, ctx, "GPU link matrix", textHas("#gpu-matrix", "NV4")+" && "+textHas("#gpu-matrix", "SYS"), long)
 	until(t, ctx, "unhealthy GPU shown", textHas("#devices", "fallen off the bus"), long)
 	shot.take("node-gpu")
+	// Eligibility toggle from the UI, checked through the API.
+	do(t, ctx, "mark ineligible", chromedp.Click(chromedp.ID("node-eligibility")))
+	until(t, ctx, "shown ineligible", textHas("#node-eligibility", "Mark eligible"), long)
+	var gn api.Node
+	if err := agent.getJSON("/v1/node/"+gpuID, &gn); err != nil || gn.SchedulingEligibility != api.NodeSchedulingIneligible {
+		t.Fatalf("after Mark ineligible: eligibility %q (%v), want ineligible", gn.SchedulingEligibility, err)
+	}
+	do(t, ctx, "mark eligible", chromedp.Click(chromedp.ID("node-eligibility")))
+	until(t, ctx, "shown eligible", textHas("#node-eligibility", "Mark ineligible"), long)
 	do(t, ctx, "back to nodes", chromedp.Click(chromedp.CSS(`#nav a[data-nav="nodes"]`)))
 	do(t, ctx, "open node", chromedp.Click(chromedp.CSS(fmt.Sprintf(`#nodes-table tr[data-node-id="%s"] a.node-link`, localID))))
 	until(t, ctx, "node drivers", textHas("#drivers-table", "exec"), long)

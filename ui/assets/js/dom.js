@@ -70,7 +70,7 @@ export function bar(used, total, kind, label) {
   return h('div', {
     class: `bar ${kind}${pct >= 90 ? ' hot' : ''}`, title: `${label}: ${pct.toFixed(0)}%`, dataset: { pct: pct.toFixed(1) },
     role: 'meter', 'aria-valuemin': '0', 'aria-valuemax': String(total), 'aria-valuenow': String(used), 'aria-label': kind,
-  }, fill, h('span', null, label));
+  }, h('div', { class: 'track' }, fill), h('span', null, label));
 }
 
 /** errorBox shows an API error in place: its code and message. */

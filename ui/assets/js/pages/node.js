@@ -159,5 +159,5 @@ function matrix(inst) {
   })));
   return h('div', null, h('h3', null, 'Topology'),
     h('div', { class: 'table-wrap' }, h('table', { class: 'matrix', id: 'gpu-matrix' }, h('thead', null, head), h('tbody', null, rows))),
-    h('div', { class: 'legend' }, 'NV# = NVLink (count)', 'PIX = same PCIe switch', 'PHB = same host bridge', 'SYS = across NUMA nodes'));
+    h('div', { class: 'legend' }, ['NV# = NVLink (count)', 'PIX = same PCIe switch', 'PHB = same host bridge', 'SYS = across NUMA nodes'].map((x) => h('span', null, x))));
 }
