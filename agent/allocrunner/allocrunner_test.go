@@ -386,3 +386,34 @@ func TestBadDriverConfigFailsTask(t *testing.T) {
 		t.Errorf("starts = %v, want none", got)
 	}
 }
+
+func TestInPlaceUpdateAppliesOnNextStart(t *testing.T) {
+	h := newHarness(t, newAlloc(api.JobTypeService, nil, task("main", map[string]any{"command": "v1"})))
+	h.waitState("main", api.TaskStateRunning)
+	a := h.ar.Alloc()
+	a.TaskStates = nil
+	job := *a.Job
+	tg := *job.TaskGroups[0]
+	tk := *tg.Tasks[0]
+	tk.Config = map[string]any{"command": "v2"}
+	tg.Tasks = []*api.Task{&tk}
+	job.TaskGroups = []*api.TaskGroup{&tg}
+	job.Version = 1
+	a.Job = &job
+	a.AllocModifyIndex++
+	h.ar.Update(a)
+	if got := callsMatching(h.procs.Calls(), "start"); len(got) != 1 {
+		t.Fatalf("starts after an in-place update = %v, want no restart", got)
+	}
+	if err := h.ar.Restart(context.Background(), "main"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "restarted with the new config", func() bool {
+		ids := h.procs.Running("main")
+		return len(ids) == 1 && h.procs.Config(ids[0]).Config["command"] == "v2"
+	})
+	stored, err := h.db.Allocs()
+	if err != nil || len(stored) != 1 || stored[0].Job.Version != 1 {
+		t.Errorf("stored alloc job version = %v (%v), want 1", stored, err)
+	}
+}
