@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -130,7 +131,18 @@ func TestE2EGPUSimulatedDGX(t *testing.T) {
 	if call(t, "GET", base+"/v1/job/train-3", "", &job); job.Status != api.JobStatusPending {
 		t.Errorf("train-3 status %q, want pending", job.Status)
 	}
-	out, err := exec.Command(droverBin(t), "node", "status", "-verbose", "-address", base, node.ID).CombinedOutput()
+	// `drover job plan` of the example explains the device shortfall (CPU
+	// and memory made small as above).
+	small := strings.NewReplacer("cpu    = 2000", "cpu    = 100", "memory = 4096", "memory = 64").Replace(string(hcl))
+	planFile := filepath.Join(t.TempDir(), "gpu-train.hcl")
+	if err := os.WriteFile(planFile, []byte(small), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(droverBin(t), "job", "plan", "-address", base, planFile).CombinedOutput()
+	if !strings.Contains(string(out), "Devices: needs 4 nvidia/gpu with memory >= 40 GiB; no node has a matching one free") {
+		t.Errorf("drover job plan: %v\n%s\nwant the device shortfall", err, out)
+	}
+	out, err = exec.Command(droverBin(t), "node", "status", "-verbose", "-address", base, node.ID).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "nvidia/gpu/NVIDIA H100 80GB HBM3") || !strings.Contains(string(out), "NV18") {
 		t.Errorf("drover node status -verbose: %v\n%s\nwant the GPUs and their NVLink topology", err, out)
 	}

@@ -37,9 +37,11 @@ job "train" {
             value     = "40 GiB"
           }
 
-          # Soft preference among the GPUs that qualify.
+          # Soft preference among the GPUs that qualify. NVML names
+          # models like "NVIDIA H100 80GB HBM3", hence the regexp.
           affinity {
             attribute = "${device.model}"
+            operator  = "regexp"
             value     = "H100"
             weight    = 50
           }
