@@ -2,6 +2,7 @@ package containerd
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -45,5 +46,20 @@ func BenchmarkStartWaitDestroy(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		run()
+	}
+}
+
+// BenchmarkFingerprintNoSocket is the cost of a fingerprint on a node
+// without containerd (the goal: well under 100 ms, so agent start-up is not
+// held up).
+func BenchmarkFingerprintNoSocket(b *testing.B) {
+	d, err := New(drivers.Options{Config: map[string]any{"address": filepath.Join(b.TempDir(), "none.sock")}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < b.N; i++ {
+		if fp := d.Fingerprint(context.Background()); fp.Health != drivers.HealthUnhealthy {
+			b.Fatalf("fingerprint %+v", fp)
+		}
 	}
 }
