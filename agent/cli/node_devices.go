@@ -105,14 +105,14 @@ func printDevices(w io.Writer, n *api.Node, allocs []*api.Allocation) {
 // topoMatrix renders the links between a group's instances; "" when the
 // group has no link information.
 func topoMatrix(g *api.NodeDeviceResource) string {
-	any := false
+	hasLinks := false
 	for _, in := range g.Instances {
 		if len(in.Links) > 0 {
-			any = true
+			hasLinks = true
 			break
 		}
 	}
-	if !any {
+	if !hasLinks {
 		return ""
 	}
 	var b strings.Builder

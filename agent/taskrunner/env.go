@@ -178,8 +178,9 @@ func GPUIDs(tr *api.AllocatedTaskResources) []string {
 }
 
 // GPUDeviceSpecs returns the device nodes a task with GPUs needs: for
-// each assigned GPU /dev/nvidia<N>, where N is the GPU's position among
-// the node's fingerprinted NVIDIA instances (NVML enumeration order), plus
+// each assigned GPU /dev/nvidia<N>, where N is the minor number the NVIDIA
+// driver reports for the device's PCI address (see gpuMinor), else the
+// GPU's position among the node's fingerprinted NVIDIA instances, plus
 // /dev/nvidiactl, /dev/nvidia-uvm and /dev/nvidia-uvm-tools. Only nodes
 // present on the host (under devRoot, "" = "/") are returned.
 func GPUDeviceSpecs(tr *api.AllocatedTaskResources, node *api.Node, devRoot string) []*drivers.DeviceSpec {
@@ -196,13 +197,18 @@ func GPUDeviceSpecs(tr *api.AllocatedTaskResources, node *api.Node, devRoot stri
 			}
 			for _, inst := range d.Instances {
 				index[inst.ID] = i
+				if m, ok := gpuMinor(orDefault(devRoot, "/"), inst); ok {
+					index[inst.ID] = m
+				}
 				i++
 			}
 		}
 	}
 	var paths []string
+	seen := map[int]bool{}
 	for _, id := range ids {
-		if i, ok := index[id]; ok {
+		if i, ok := index[id]; ok && !seen[i] { // MIG instances share their GPU's node
+			seen[i] = true
 			paths = append(paths, "/dev/nvidia"+strconv.Itoa(i))
 		}
 	}
