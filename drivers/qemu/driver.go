@@ -237,13 +237,18 @@ func (d *Driver) prepare(ctx context.Context, cfg *drivers.TaskConfig, c *TaskCo
 				return nil, err
 			}
 			// The overlay stays in the task dir: a restarted task boots
-			// from the disk its previous run left.
+			// from the disk its previous run left (its chain is checked
+			// again, like any image).
 			ov := filepath.Join(cfg.TaskDir, fmt.Sprintf("qemu-disk%d.qcow2", i))
-			if _, err := os.Stat(ov); errors.Is(err, os.ErrNotExist) {
+			if _, err := os.Lstat(ov); errors.Is(err, os.ErrNotExist) {
 				if err := overlay(ctx, qi, real, format, ov); err != nil {
 					return nil, err
 				}
 			} else if err != nil {
+				return nil, err
+			} else if _, err := pol.resolve(im.key, ov); err != nil {
+				return nil, err
+			} else if _, err := pol.inspectImage(ctx, qi, im.key, ov, "qcow2"); err != nil {
 				return nil, err
 			}
 			v.Disks = append(v.Disks, disk{Path: ov, Interface: im.iface, Readonly: im.readonly})

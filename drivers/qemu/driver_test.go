@@ -551,3 +551,58 @@ func TestLongTaskDirAndDrives(t *testing.T) {
 		t.Errorf("short-dir socket %s left after destroy (%v)", st.QMPSocket, err)
 	}
 }
+
+// A restarted task (same task dir, new ID) boots from the overlay its
+// previous run left; an overlay planted there that points outside the
+// allowed directories is refused like any image.
+func TestOverlayReusedAndChecked(t *testing.T) {
+	needQEMU(t)
+	d := newDriver(t, nil)
+	cfg, _, _ := biosVM(t, d, map[string]any{"graceful_shutdown": false})
+	ctx, cancel := context.WithTimeout(context.Background(), vmTimeout)
+	defer cancel()
+	ov := filepath.Join(cfg.TaskDir, "qemu-disk0.qcow2")
+	before, err := os.Stat(ov)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.StopTask(ctx, cfg.ID, time.Minute, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.DestroyTask(ctx, cfg.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	again := *cfg
+	again.ID = cfg.AllocID + "/" + cfg.Name + "/" + drivertest.RandID(4)
+	if _, err := d.StartTask(ctx, &again); err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	t.Cleanup(func() { _ = d.DestroyTask(context.Background(), again.ID, true) })
+	if after, err := os.Stat(ov); err != nil || !os.SameFile(before, after) {
+		t.Errorf("restart replaced the overlay (err %v)", err)
+	}
+	if err := d.DestroyTask(ctx, again.ID, true); err != nil {
+		t.Fatal(err)
+	}
+
+	outside := filepath.Join(t.TempDir(), "host.raw")
+	if err := os.WriteFile(outside, make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	qi, err := qemuImg()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(ov); err != nil {
+		t.Fatal(err)
+	}
+	if err := overlay(ctx, qi, outside, "raw", ov); err != nil {
+		t.Fatal(err)
+	}
+	planted := *cfg
+	planted.ID = cfg.AllocID + "/" + cfg.Name + "/" + drivertest.RandID(4)
+	if _, err := d.StartTask(ctx, &planted); !errors.Is(err, ErrPathNotAllowed) {
+		_ = d.DestroyTask(ctx, planted.ID, true)
+		t.Fatalf("start with a planted overlay backed by %s = %v, want ErrPathNotAllowed", outside, err)
+	}
+}
