@@ -232,3 +232,25 @@ func TestStatsReportUsage(t *testing.T) {
 		t.Fatalf("unknown task: %v, want ErrTaskNotFound", err)
 	}
 }
+
+func TestReservedCores(t *testing.T) {
+	if isCgroup2() {
+		t.Skip("checks cgroup v1 files; this host is cgroup v2")
+	}
+	d := newDriver(t, nil)
+	cfg := shTask(t, `echo ready; while true; do sleep 0.1; done`)
+	cfg.Resources.Cpu.ReservedCores = []uint16{0}
+	startTask(t, d, cfg)
+	waitForLog(t, cfg, "ready", 20*time.Second)
+	ts, err := d.get(cfg.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := ts.task.Pid()
+	if got := readTrim(t, filepath.Join(cgroupOf(t, pid, "cpuset"), "cpuset.cpus")); got != "0" {
+		t.Errorf("cpuset.cpus = %s, want 0", got)
+	}
+	if got := readTrim(t, filepath.Join(cgroupOf(t, pid, "cpu"), "cpu.cfs_quota_us")); got != "100000" {
+		t.Errorf("cpu.cfs_quota_us = %s, want one core", got)
+	}
+}
