@@ -211,7 +211,7 @@ func browser(t *testing.T) (context.Context, func() []string) {
 	)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(actx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 4*time.Minute)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 8*time.Minute)
 	t.Cleanup(func() {
 		cancelTimeout()
 		cancelCtx()
@@ -310,6 +310,15 @@ func jsString(s string) string {
 	return string(b)
 }
 
+// click clicks an element from the page's own JavaScript once it exists:
+// pages re-render live, and a click dispatched at coordinates could land
+// on a replaced node.
+func click(t *testing.T, ctx context.Context, what, sel string) {
+	t.Helper()
+	until(t, ctx, what+" (waiting for "+sel+")", fmt.Sprintf(`!!document.querySelector(%s)`, jsString(sel)), 90*time.Second)
+	do(t, ctx, what, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelector(%s).click()`, jsString(sel))))
+}
+
 // textHas is a predicate: the element's text contains want.
 func textHas(sel, want string) string {
 	return fmt.Sprintf(`(document.querySelector(%s)?.textContent ?? '').includes(%s)`, jsString(sel), jsString(want))
@@ -378,14 +387,14 @@ func TestUIBrowser(t *testing.T) {
 	shot.take("jobs")
 
 	// Job detail: the allocation turns running live.
-	do(t, ctx, "open job", chromedp.Click(chromedp.CSS(`#jobs-table tr[data-job-id="hello"] a.job-link`)))
+	click(t, ctx, "open job", `#jobs-table tr[data-job-id="hello"] a.job-link`)
 	until(t, ctx, "alloc running on the job page", `!!document.querySelector('#allocs-table tr[data-status="running"]')`, long)
 	until(t, ctx, "versions listed", `!!document.querySelector('#versions-table')`, long)
 	until(t, ctx, "evaluations listed", textHas("#evals-table", "job-register"), long)
 	shot.take("job")
 
 	// Allocation: the live log tail shows the task's output.
-	do(t, ctx, "open allocation", chromedp.Click(chromedp.CSS(`#allocs-table tr[data-status="running"] a.alloc-link`)))
+	click(t, ctx, "open allocation", `#allocs-table tr[data-status="running"] a.alloc-link`)
 	until(t, ctx, "log line", textHas("#log", "hello from drover"), long)
 	until(t, ctx, "task event timeline", textHas("#alloc-tasks", "Started"), long)
 	until(t, ctx, "resource usage", `!!document.querySelector('#alloc-stats .bar.mem')`, long)
@@ -412,21 +421,21 @@ func TestUIBrowser(t *testing.T) {
 		fmt.Sprintf(`[...document.querySelectorAll('#nodes-table tr[data-node-id="%s"] .bar')].filter((b) => parseFloat(b.dataset.pct) > 0).length >= 2`, localID), long)
 	until(t, ctx, "GPU node shows 6 of 8 GPUs allocated", textHas(fmt.Sprintf(`#nodes-table tr[data-node-id="%s"] .bar.gpu`, gpuID), "6 / 8"), long)
 	shot.take("nodes")
-	do(t, ctx, "open GPU node", chromedp.Click(chromedp.CSS(fmt.Sprintf(`#nodes-table tr[data-node-id="%s"] a.node-link`, gpuID))))
+	click(t, ctx, "open GPU node", fmt.Sprintf(`#nodes-table tr[data-node-id="%s"] a.node-link`, gpuID))
 	until(t, ctx, "GPU link matrix", textHas("#gpu-matrix", "NV4")+" && "+textHas("#gpu-matrix", "SYS"), long)
 	until(t, ctx, "unhealthy GPU shown", textHas("#devices", "fallen off the bus"), long)
 	shot.take("node-gpu")
 	// Eligibility toggle from the UI, checked through the API.
-	do(t, ctx, "mark ineligible", chromedp.Click(chromedp.ID("node-eligibility")))
+	click(t, ctx, "mark ineligible", "#node-eligibility")
 	until(t, ctx, "shown ineligible", textHas("#node-eligibility", "Mark eligible"), long)
 	var gn api.Node
 	if err := agent.getJSON("/v1/node/"+gpuID, &gn); err != nil || gn.SchedulingEligibility != api.NodeSchedulingIneligible {
 		t.Fatalf("after Mark ineligible: eligibility %q (%v), want ineligible", gn.SchedulingEligibility, err)
 	}
-	do(t, ctx, "mark eligible", chromedp.Click(chromedp.ID("node-eligibility")))
+	click(t, ctx, "mark eligible", "#node-eligibility")
 	until(t, ctx, "shown eligible", textHas("#node-eligibility", "Mark ineligible"), long)
 	do(t, ctx, "back to nodes", chromedp.Click(chromedp.CSS(`#nav a[data-nav="nodes"]`)))
-	do(t, ctx, "open node", chromedp.Click(chromedp.CSS(fmt.Sprintf(`#nodes-table tr[data-node-id="%s"] a.node-link`, localID))))
+	click(t, ctx, "open node", fmt.Sprintf(`#nodes-table tr[data-node-id="%s"] a.node-link`, localID))
 	until(t, ctx, "node drivers", textHas("#drivers-table", "exec"), long)
 	until(t, ctx, "node allocations", textHas("#node", "hello"), long)
 	shot.take("node")
@@ -456,7 +465,7 @@ func TestUIBrowser(t *testing.T) {
 	shot.take("evaluations")
 
 	// Why pending: the job that cannot be placed shows the scheduler's reasons.
-	do(t, ctx, "open too-big job", chromedp.Click(chromedp.CSS(`#evals-table tr[data-status="blocked"] a`)))
+	click(t, ctx, "open too-big job", `#evals-table tr[data-status="blocked"] a`)
 	until(t, ctx, "placement failures shown", textHas("#placement-failures", `group "huge"`), long)
 	shot.take("job-failures")
 
@@ -466,13 +475,11 @@ func TestUIBrowser(t *testing.T) {
 	do(t, ctx, "set marker after navigation", chromedp.Evaluate[chromedp.Void](`window.__droverNoReload = true`))
 
 	// Stop the job from the UI (two-step confirm).
-	do(t, ctx, "back to the job", chromedp.Click(chromedp.CSS(`#nav a[data-nav="jobs"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`#jobs-table tr[data-job-id="hello"] a.job-link`)),
-		chromedp.Click(chromedp.CSS(`#jobs-table tr[data-job-id="hello"] a.job-link`)),
-		chromedp.WaitVisible(chromedp.ID("job-stop")),
-		chromedp.Click(chromedp.ID("job-stop")))
+	do(t, ctx, "back to the jobs", chromedp.Click(chromedp.CSS(`#nav a[data-nav="jobs"]`)))
+	click(t, ctx, "back to the job", `#jobs-table tr[data-job-id="hello"] a.job-link`)
+	click(t, ctx, "stop", "#job-stop")
 	until(t, ctx, "stop armed", textHas("#job-stop", "Confirm"), long)
-	do(t, ctx, "confirm stop", chromedp.Click(chromedp.ID("job-stop")))
+	click(t, ctx, "confirm stop", "#job-stop")
 	until(t, ctx, "job shown stopped", `!!document.querySelector('#job-stopped') && !!document.querySelector('#job-start')`, long)
 	var job api.Job
 	if err := agent.getJSON("/v1/job/hello", &job); err != nil || !job.Stop {
