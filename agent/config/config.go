@@ -201,6 +201,7 @@ type fileClient struct {
 	Servers   []string `hcl:"servers,optional"`
 	NodeClass *string  `hcl:"node_class,optional"`
 	NodePool  *string  `hcl:"node_pool,optional"`
+	DevGPUs   *string  `hcl:"dev_gpus,optional"`
 	Remain    hcl.Body `hcl:",remain"`
 }
 
@@ -312,6 +313,7 @@ func Parse(src []byte, filename string, base *Config) (*Config, error) {
 			c.Client.Servers = cl.Servers
 		}
 		set(&c.Client.NodeClass, cl.NodeClass)
+		set(&c.Client.DevGPUs, cl.DevGPUs)
 		set(&c.Client.NodePool, cl.NodePool)
 		for k, v := range meta {
 			c.Client.Meta[k] = v
