@@ -1,8 +1,12 @@
 package http
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	nethttp "net/http"
 	"net/http/httputil"
 	"net/url"
@@ -91,13 +95,72 @@ func (s *HTTPServer) forwardToLeader(next nethttp.Handler) nethttp.Handler {
 			return
 		}
 		if r.Header.Get(headerLeaderForwarded) != "" {
+			// Not processed at all: the sender may safely try again.
+			w.Header().Set(headerNotProcessed, "1")
 			writeError(w, api.Errorf(api.ErrNotLeader, "request forwarded to a server that is not the leader (leadership changed); retry"))
+			return
+		}
+		s.forwardWithHold(w, r, ls, next)
+	})
+}
+
+// headerNotProcessed marks an answer to a forwarded request that was not
+// processed, so the forwarding server may retry it.
+const headerNotProcessed = "X-Drover-Not-Processed"
+
+// LeaderHoldTimeout is how long a request waits for a leader (during an
+// election) before failing with no_leader.
+var LeaderHoldTimeout = 5 * time.Second
+
+// errRetryForward makes the proxy's ErrorHandler try again.
+var errRetryForward = errors.New("leader did not process the request")
+
+// forwardWithHold proxies r to the leader. While no leader is known, or
+// the one known refuses connections or hands the request back unprocessed
+// (an election is under way), it waits and tries again, up to
+// LeaderHoldTimeout: a failover costs writers a pause, not an error.
+// Requests that may have reached the leader are never sent twice.
+func (s *HTTPServer) forwardWithHold(w nethttp.ResponseWriter, r *nethttp.Request, ls LeaderServer, next nethttp.Handler) {
+	var body []byte
+	replay := r.Body == nil || r.Body == nethttp.NoBody || !isSnapshotRestore(r)
+	if replay && r.Body != nil {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			writeError(w, api.AsError(bodyError(err)))
+			return
+		}
+		body = b
+	}
+	r.Pattern = "forward leader"
+	hold := time.NewTimer(LeaderHoldTimeout)
+	defer hold.Stop()
+	wait := func() bool {
+		select {
+		case <-hold.C:
+			return false
+		case <-r.Context().Done():
+			return false
+		case <-time.After(50 * time.Millisecond):
+			return true
+		}
+	}
+	var lastErr error
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 && (!replay || !wait()) {
+			break
+		}
+		if replay {
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			r.ContentLength = int64(len(body))
+		}
+		if ls.IsLeader() {
+			next.ServeHTTP(w, r)
 			return
 		}
 		addr := ls.LeaderHTTPAddr()
 		if addr == "" {
-			writeError(w, api.Errorf(api.ErrNoLeader, "no cluster leader known; retry"))
-			return
+			lastErr = api.Errorf(api.ErrNoLeader, "no cluster leader known; retry")
+			continue
 		}
 		target := addr
 		if !strings.Contains(target, "://") {
@@ -108,18 +171,36 @@ func (s *HTTPServer) forwardToLeader(next nethttp.Handler) nethttp.Handler {
 			writeError(w, api.Errorf(api.ErrInternal, fmt.Sprintf("leader HTTP address %q: %v", addr, err)))
 			return
 		}
-		r.Pattern = "forward leader"
+		retry := false
 		proxy := &httputil.ReverseProxy{
 			Rewrite: func(pr *httputil.ProxyRequest) {
 				pr.SetURL(u)
 				pr.Out.Header.Set(headerLeaderForwarded, "1")
 				pr.SetXForwarded()
 			},
+			ModifyResponse: func(resp *nethttp.Response) error {
+				if resp.Header.Get(headerNotProcessed) != "" {
+					return errRetryForward
+				}
+				return nil
+			},
 			FlushInterval: -1,
 			ErrorHandler: func(w nethttp.ResponseWriter, _ *nethttp.Request, err error) {
+				var op *net.OpError
+				if errors.Is(err, errRetryForward) || (errors.As(err, &op) && op.Op == "dial") {
+					retry, lastErr = true, api.Errorf(api.ErrNoLeader, fmt.Sprintf("leader at %s unavailable: %v", addr, err))
+					return
+				}
 				writeError(w, api.Errorf(api.ErrUnavailable, fmt.Sprintf("forward to leader at %s: %v", addr, err)))
 			},
 		}
 		proxy.ServeHTTP(w, r)
-	})
+		if !retry {
+			return
+		}
+	}
+	if lastErr == nil {
+		lastErr = api.Errorf(api.ErrNoLeader, "no cluster leader; retry")
+	}
+	writeError(w, api.AsError(lastErr))
 }
