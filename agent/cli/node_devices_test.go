@@ -46,3 +46,12 @@ func TestPrintDevices(t *testing.T) {
 		t.Errorf("summary = %q, want %q", got, want)
 	}
 }
+
+func TestMetricLinesDeviceShortfall(t *testing.T) {
+	m := &api.AllocMetric{NodesEvaluated: 2, NodesExhausted: 2, DimensionExhausted: map[string]int{"devices: nvidia/gpu": 2},
+		DeviceShortfalls: []string{"needs 4 nvidia/gpu with memory >= 80 GiB; node x has 2 free"}}
+	out := strings.Join(metricLines(m), "\n")
+	if want := "  * Devices: needs 4 nvidia/gpu with memory >= 80 GiB; node x has 2 free"; !strings.Contains(out, want) {
+		t.Errorf("metric lines:\n%s\nwant %q", out, want)
+	}
+}
