@@ -38,8 +38,24 @@ lint: ## gofmt, go vet and staticcheck
 	$(GO) vet $(PKGS)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 $(PKGS)
 
-bench: ## run the benchmarks and print placements/s and startup/memory figures
-	@mkdir -p build && $(GO) test -run '^$$' -bench . -benchtime 3x -benchmem ./server/scheduler/ > build/bench.txt || { cat build/bench.txt; exit 1; }; awk '/^Benchmark/ { p = ""; n = ""; for (i = 2; i < NF; i++) { if ($$(i+1) == "placements/s") p = $$i; if ($$(i+1) == "nodes") n = $$i } sub(/-[0-9]+$$/, "", $$1); sub(/^Benchmark/, "", $$1); if (p != "") printf "%-14s %10.0f placements/s %6.0f nodes\n", $$1, p, n }' build/bench.txt
+# BENCH_SUMMARY turns `go test -bench` output into one line per figure:
+# name, value, unit, target (and ok/MISS where the project sets one).
+BENCH_SUMMARY = BEGIN { \
+	t["Service1000 placements/s"] = ">= 12000"; t["Batch10000 placements/s"] = ">= 50000"; \
+	t["DevAgentStart start-ms"] = "<= 500"; t["DevAgentIdleRSS idle-RSS-MB"] = "<= 30"; \
+	t["RawExec100 run100-s"] = "<= 3.5"; t["RawExec100 helpers-RSS-MB"] = "<= 300"; t["RawExec100 helpers-PSS-MB"] = "<= 300" } \
+	/^Benchmark/ { name = $$1; sub(/-[0-9]+$$/, "", name); sub(/^Benchmark/, "", name); \
+	for (i = 3; i < NF; i += 2) { u = $$(i+1); v = $$i; \
+		if (u == "ns/op" || u == "B/op" || u == "allocs/op" || u == "nodes") continue; \
+		k = name " " u; tg = (k in t) ? t[k] : "-"; verdict = ""; \
+		if (tg != "-") { split(tg, p, " "); verdict = ((p[1] == ">=" && v + 0 >= p[2] + 0) || (p[1] == "<=" && v + 0 <= p[2] + 0)) ? "ok" : "MISS" } \
+		printf "%-16s %12.6g %-15s target %-9s %s\n", name, v, u, tg, verdict } }
+
+bench: build ## run the benchmarks; print placements/s, start-up, memory and 100-task figures (also to build/bench.txt)
+	@mkdir -p build && { $(GO) test -run '^$$' -bench . -benchtime 3x -benchmem ./server/scheduler/ && \
+		DROVER_TEST_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench 'Benchmark(DevAgentStart|DevAgentIdleRSS|RawExec100)$$' -benchtime 3x -timeout 20m ./agent/; } \
+		> build/bench.out 2>&1 || { cat build/bench.out; exit 1; }
+	@awk '$(BENCH_SUMMARY)' build/bench.out | tee build/bench.txt
 
 fuzz: ## fuzz the decoders a stranger can reach (30 s each)
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./jobspec/

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"path"
 	"strings"
+	"sync"
 
 	"github.com/drover/drover/api"
 )
@@ -41,9 +42,12 @@ type handler struct {
 // Handler returns the web UI for the paths below /ui/. Requests for
 // /ui/assets/... get that file or a JSON 404; every other path gets
 // index.html, whose router renders the page named by the URL.
-func Handler() http.Handler { return defaultHandler }
+func Handler() http.Handler { return defaultHandler() }
 
-var defaultHandler = mustLoad(files)
+// defaultHandler loads the assets on first use, not at package
+// initialisation: every drover process (each task's executor, each CLI
+// command) links this package, and only the agent serves the UI.
+var defaultHandler = sync.OnceValue(func() *handler { return mustLoad(files) })
 
 func mustLoad(fsys fs.FS) *handler {
 	h, err := load(fsys)
