@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -118,6 +119,13 @@ func TestE2EQEMU(t *testing.T) {
 			}
 		}
 	}
+	// Whatever happens to the agent, the test leaves no VM behind.
+	allocID := alloc.ID
+	t.Cleanup(func() {
+		for _, pid := range qemuPIDs(allocID) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
 	logs := func() string {
 		r, err := http.Get(base + "/v1/client/fs/logs/" + alloc.ID + "?task=vm&type=stdout&plain=true")
 		if err != nil {
