@@ -205,6 +205,13 @@ func TestE2EClusterLeaderKill(t *testing.T) {
 		})
 	}
 
+	// The node never went down: the new leaders rebuilt its heartbeat
+	// timer with a grace period and the client followed the leader.
+	var nodes []*api.NodeListStub
+	if code, _ := getJSON(servers[1].base+"/v1/nodes", &nodes); code != 200 || len(nodes) != 1 || nodes[0].Status != api.NodeStatusReady {
+		t.Errorf("nodes after the failovers: %d %+v, want the client node ready", code, nodes)
+	}
+
 	// The client's allocations kept running: same IDs, no restart.
 	after := waitRunning(t, servers, 2, 20*time.Second)
 	if !slices.Equal(after, running) {
