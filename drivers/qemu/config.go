@@ -22,6 +22,9 @@ type PluginConfig struct {
 	ExecutorPath string
 	// Emulator is the qemu binary (default qemu-system-x86_64 on PATH).
 	Emulator string
+	// VFIOAllowlist are the host PCI addresses a job's vfio_devices may
+	// pass through (normalised). Empty: no passthrough at all.
+	VFIOAllowlist []string
 }
 
 // ParsePluginConfig checks the plugin config; errors wrap
@@ -38,6 +41,18 @@ func ParsePluginConfig(m map[string]any) (*PluginConfig, error) {
 			for _, a := range pc.ArgsAllowlist {
 				if !strings.HasPrefix(a, "-") {
 					err = fmt.Errorf("%q is not an option (options start with -)", a)
+				}
+			}
+		case "vfio_allowlist":
+			var l []string
+			if l, err = stringList(v); err == nil {
+				for _, a := range l {
+					norm, ok := pciAddr(a)
+					if !ok {
+						err = fmt.Errorf("%q is not a PCI address like 0000:18:00.0", a)
+						break
+					}
+					pc.VFIOAllowlist = append(pc.VFIOAllowlist, norm)
 				}
 			}
 		case "executor_path", "emulator":
@@ -377,6 +392,20 @@ func checkArgs(args, allow []string) error {
 				return fmt.Errorf("%w: %q: option %q not allowed (the client's args_allowlist is empty)", drivers.ErrInvalidConfig, "args", opt)
 			}
 			return fmt.Errorf("%w: %q: option %q not in the client's args_allowlist %v", drivers.ErrInvalidConfig, "args", opt, allow)
+		}
+	}
+	return nil
+}
+
+// checkVFIO enforces the client's vfio_allowlist on a job's vfio_devices.
+func checkVFIO(devs, allow []string) error {
+	for _, dev := range devs {
+		found := false
+		for _, a := range allow {
+			found = found || a == dev
+		}
+		if !found {
+			return fmt.Errorf("%w: %q: %s is not in the client's vfio_allowlist %v", drivers.ErrInvalidConfig, "vfio_devices", dev, allow)
 		}
 	}
 	return nil

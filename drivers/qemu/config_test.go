@@ -83,7 +83,11 @@ func TestParsePluginConfig(t *testing.T) {
 	if diff := cmp.Diff(want, pc); diff != "" {
 		t.Errorf("plugin config (-want +got):\n%s", diff)
 	}
+	if pc, err := ParsePluginConfig(map[string]any{"vfio_allowlist": []any{"18:00.0"}}); err != nil || len(pc.VFIOAllowlist) != 1 || pc.VFIOAllowlist[0] != "0000:18:00.0" {
+		t.Errorf("vfio_allowlist = %+v, %v; want [0000:18:00.0]", pc, err)
+	}
 	for _, bad := range []map[string]any{
+		{"vfio_allowlist": []any{"eth0"}},
 		{"image_paths": "/srv"}, {"args_allowlist": []any{"device"}}, {"executor_path": ""}, {"enabled": true},
 	} {
 		if _, err := ParsePluginConfig(bad); !errors.Is(err, drivers.ErrInvalidConfig) {
@@ -258,6 +262,24 @@ func TestPathPolicy(t *testing.T) {
 			t.Errorf("resolve(%q) error %v does not wrap ErrInvalidConfig", tc.path, err)
 		case tc.deny != errors.Is(err, ErrPathNotAllowed):
 			t.Errorf("resolve(%q) = %v; ErrPathNotAllowed want %v", tc.path, err, tc.deny)
+		}
+	}
+}
+
+// vfio_devices pass only the host PCI devices the client allows.
+func TestVFIOAllowlist(t *testing.T) {
+	cfg := map[string]any{"kernel": "/k", "vfio_devices": []any{"0000:18:00.0"}}
+	for _, tc := range []struct {
+		allow []any
+		ok    bool
+	}{{nil, false}, {[]any{"0000:3b:00.0"}, false}, {[]any{"18:00.0", "3b:00.0"}, true}} {
+		d, err := NewDriver(drivers.Options{Config: map[string]any{"vfio_allowlist": tc.allow}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = d.ValidateConfig(cfg)
+		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, drivers.ErrInvalidConfig)) {
+			t.Errorf("allowlist %v: ValidateConfig = %v, want ok=%v", tc.allow, err, tc.ok)
 		}
 	}
 }

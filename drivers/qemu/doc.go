@@ -12,7 +12,9 @@
 // usable, else tcg); machine; graceful_shutdown (default true); port_map
 // (group port label -> guest port, user-mode network host forwards);
 // args (extra qemu options, each allowed by the client's args_allowlist);
-// drives (more overlaid disks). Memory is the task's MemoryMB; vCPUs are
+// drives (more overlaid disks); vfio_devices (host PCI devices passed
+// through with vfio-pci, each listed in the client's vfio_allowlist).
+// Memory is the task's MemoryMB; vCPUs are
 // max(1, reserved cores or CpuShares/1000).
 //
 // Lifecycle: StartTask returns once QMP query-status says "running".
@@ -25,7 +27,9 @@
 //
 // Security: image_path, kernel, initrd, drives and every file of an
 // image's backing chain must resolve (symlinks followed, ".." rejected)
-// into the alloc dir or a directory of the client's image_paths.
+// into the alloc dir or a directory of the client's image_paths; args
+// must be in args_allowlist and vfio_devices in vfio_allowlist (both
+// empty by default: nothing allowed).
 //
 // Imports: api, drivers, drivers/executor and drivers/logging; never agent
 // or server.

@@ -87,7 +87,7 @@ var (
 )
 
 // New builds the qemu driver. Plugin config: image_paths, args_allowlist,
-// executor_path, emulator (see PluginConfig).
+// vfio_allowlist, executor_path, emulator (see PluginConfig).
 func New(opts drivers.Options) (drivers.Driver, error) {
 	return NewDriver(opts)
 }
@@ -150,6 +150,9 @@ func (d *Driver) parse(cfg map[string]any) (*TaskConfig, error) {
 		return nil, err
 	}
 	if err := checkArgs(c.Args, d.cfg.ArgsAllowlist); err != nil {
+		return nil, err
+	}
+	if err := checkVFIO(c.VFIODevices, d.cfg.VFIOAllowlist); err != nil {
 		return nil, err
 	}
 	return c, nil
