@@ -227,15 +227,18 @@ export async function runEventStream(signal) {
     } catch (e) {
       if (e.name === 'AbortError' || signal.aborted) return;
       if (e.status === 0) setConnected(false);
-      // An agent without the server role has no event stream: stop quietly.
-      if (e.status === 503 || e.status === 404) return;
+      // No event stream on this agent (an old or client-only agent): the
+      // pages still update through their blocking queries.
+      if (e.status === 404) return;
+      // 503 (no server role, or no leader yet): try again, less often.
+      if (e.status === 503) backoff = Math.max(backoff, 15000);
     }
     try {
       await delay(backoff, signal);
     } catch {
       return;
     }
-    backoff = Math.min(backoff * 2, 5000);
+    backoff = Math.min(backoff * 2, backoff > 5000 ? 30000 : 5000);
   }
 }
 

@@ -6,6 +6,7 @@ import { h, replace, table, td, pill, link, when, errorBox, loading, summaryCoun
 export function render(root, _params, { signal, query }) {
   let jobs = null;
   let err = null;
+  let nsKey = null;
   const search = h('input', { type: 'search', placeholder: 'Search jobs by ID or name', value: query.get('q') || '', 'aria-label': 'Search jobs', id: 'job-search' });
   const ns = h('select', { 'aria-label': 'Namespace', id: 'job-ns' }, h('option', { value: '' }, 'All namespaces'));
   const type = h('select', { 'aria-label': 'Type', id: 'job-type' }, ['', 'service', 'batch', 'system', 'sysbatch'].map((t) => h('option', { value: t }, t || 'All types')));
@@ -27,11 +28,14 @@ export function render(root, _params, { signal, query }) {
       return;
     }
     if (!jobs) return;
-    const namespaces = [...new Set(jobs.map((j) => j.Namespace))].sort();
     const chosen = ns.value || wantNs;
-    replace(ns, h('option', { value: '' }, 'All namespaces'), namespaces.map((n) => h('option', { value: n }, n)));
-    if (chosen && !namespaces.includes(chosen)) ns.append(h('option', { value: chosen }, chosen));
-    ns.value = chosen;
+    const namespaces = [...new Set([...jobs.map((j) => j.Namespace), ...(chosen ? [chosen] : [])])].sort();
+    // Rebuild the options only when the set changes, so an open list stays open.
+    if (namespaces.join('\n') !== nsKey) {
+      nsKey = namespaces.join('\n');
+      replace(ns, h('option', { value: '' }, 'All namespaces'), namespaces.map((n) => h('option', { value: n }, n)));
+      ns.value = chosen;
+    }
     replace(out, view());
   };
 

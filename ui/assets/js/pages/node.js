@@ -27,6 +27,7 @@ export function render(root, { id }, { signal }) {
   };
 
   let headKey = null;
+  let sections = null;
   const drawHead = () => {
     const key = node ? `${node.Status}|${node.SchedulingEligibility}|${node.Drain}` : '';
     if (key === headKey) return;
@@ -50,33 +51,41 @@ export function render(root, { id }, { signal }) {
   const draw = () => {
     drawHead();
     if (!node) {
+      sections = null;
       replace(body, errs.node ? errorBox(errs.node, 'Could not load the node') : loading());
       return;
     }
     const cap = nodeCapacity(node);
     const u = usageByNode((allocs || []).map((a) => ({ ...a, NodeID: id }))).get(id) || { cpu: 0, mem: 0, gpus: [], allocs: [] };
     const nr = node.NodeResources || {};
-    replace(body,
-      errs.node ? errorBox(errs.node, 'Lost track of the node') : null,
-      h('div', { class: 'grid' },
-        h('div', { class: 'panel' }, kv([
-          ['ID', h('span', { class: 'mono' }, node.ID)], ['Datacenter', node.Datacenter], ['Node pool', node.NodePool],
-          ['Class', node.NodeClass || '–'], ['Address', node.HTTPAddr], ['Version', node.Version || '–'],
-          ['Status updated', when((node.StatusUpdatedAt || 0) * (node.StatusUpdatedAt > 1e12 ? 1 : 1000))],
-          node.StatusDescription ? ['Status', node.StatusDescription] : null,
-        ])),
-        h('div', { class: 'panel', id: 'node-resources' }, h('h3', null, 'Allocated / available'), kv([
-          ['CPU', bar(u.cpu, cap.cpu, 'cpu', `${mhz(u.cpu)} / ${mhz(cap.cpu)}`)],
-          ['Memory', bar(u.mem, cap.mem, 'mem', `${mb(u.mem)} / ${mb(cap.mem)}`)],
-          ['GPUs', cap.gpus.length ? bar(u.gpus.length, cap.gpus.length, 'gpu', `${u.gpus.length} / ${cap.gpus.length}`) : 'none'],
-          ['Cores', nr.Cpu?.TotalCpuCores || '–'], ['Disk', mb(nr.Disk?.DiskMB)],
-          ['Reserved', `${mhz(node.ReservedResources?.Cpu?.CpuShares || 0)}, ${mb(node.ReservedResources?.Memory?.MemoryMB || 0)}`],
-        ]))),
-      h('h2', null, 'Allocations'), errs.allocs ? errorBox(errs.allocs, 'Could not list allocations') : null, allocsView(),
-      h('h2', null, 'Devices'), devicesView(nr.Devices || [], new Set(u.gpus)),
-      h('h2', null, 'Drivers'), driversView(),
-      h('h2', null, 'Attributes'), attrFilter, h('div', { id: 'node-attrs' }, attrsView()),
-      h('h2', null, 'Events'), eventsView());
+    if (!sections) {
+      // Built once, so the attribute filter keeps its focus across live updates.
+      sections = { err: h('div'), top: h('div'), allocs: h('div'), devices: h('div'), drivers: h('div'), attrs: h('div', { id: 'node-attrs' }), events: h('div') };
+      replace(body, sections.err, sections.top,
+        h('h2', null, 'Allocations'), sections.allocs, h('h2', null, 'Devices'), sections.devices,
+        h('h2', null, 'Drivers'), sections.drivers, h('h2', null, 'Attributes'), attrFilter, sections.attrs,
+        h('h2', null, 'Events'), sections.events);
+    }
+    replace(sections.err, errs.node ? errorBox(errs.node, 'Lost track of the node') : null);
+    replace(sections.top, h('div', { class: 'grid' },
+      h('div', { class: 'panel' }, kv([
+        ['ID', h('span', { class: 'mono' }, node.ID)], ['Datacenter', node.Datacenter], ['Node pool', node.NodePool],
+        ['Class', node.NodeClass || '–'], ['Address', node.HTTPAddr], ['Version', node.Version || '–'],
+        ['Status updated', when((node.StatusUpdatedAt || 0) * (node.StatusUpdatedAt > 1e12 ? 1 : 1000))],
+        node.StatusDescription ? ['Status', node.StatusDescription] : null,
+      ])),
+      h('div', { class: 'panel', id: 'node-resources' }, h('h3', null, 'Allocated / available'), kv([
+        ['CPU', bar(u.cpu, cap.cpu, 'cpu', `${mhz(u.cpu)} / ${mhz(cap.cpu)}`)],
+        ['Memory', bar(u.mem, cap.mem, 'mem', `${mb(u.mem)} / ${mb(cap.mem)}`)],
+        ['GPUs', cap.gpus.length ? bar(u.gpus.length, cap.gpus.length, 'gpu', `${u.gpus.length} / ${cap.gpus.length}`) : 'none'],
+        ['Cores', nr.Cpu?.TotalCpuCores || '–'], ['Disk', mb(nr.Disk?.DiskMB)],
+        ['Reserved', `${mhz(node.ReservedResources?.Cpu?.CpuShares || 0)}, ${mb(node.ReservedResources?.Memory?.MemoryMB || 0)}`],
+      ]))));
+    replace(sections.allocs, errs.allocs ? errorBox(errs.allocs, 'Could not list allocations') : null, allocsView());
+    replace(sections.devices, devicesView(nr.Devices || [], new Set(u.gpus)));
+    replace(sections.drivers, driversView());
+    replace(sections.attrs, attrsView());
+    replace(sections.events, eventsView());
   };
 
   const allocsView = () => {
@@ -104,8 +113,7 @@ export function render(root, { id }, { signal }) {
     return table(['Attribute', 'Value'], rows, { empty: 'No attributes match.' });
   };
   attrFilter.addEventListener('input', () => {
-    const el = root.querySelector('#node-attrs');
-    if (el && node) replace(el, attrsView());
+    if (sections && node) replace(sections.attrs, attrsView());
   });
 
   const eventsView = () => {
