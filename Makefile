@@ -36,7 +36,7 @@ test-short: ## run the fast unit tests only
 lint: ## gofmt, go vet and staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
-	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 $(PKGS)
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $(PKGS)
 
 # BENCH_SUMMARY turns `go test -bench` output into one line per figure:
 # name, value, unit, target (and ok/MISS where the project sets one).

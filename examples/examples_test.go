@@ -1,6 +1,7 @@
 package examples_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -70,10 +71,10 @@ func TestQemuVariables(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := job.TaskGroups[0].Tasks[0].Config
-	if cfg["kernel"] != "/boot/k" || cfg["initrd"] != "build/images/initramfs.cpio.gz" {
+	if cfg["kernel"] != "/boot/k" || cfg["initrd"] != "/var/lib/drover/images/initramfs.cpio.gz" {
 		t.Errorf("config = %v", cfg)
 	}
-	if pm, _ := cfg["port_map"].(map[string]any); pm["ssh"] != int64(22) {
+	if pm, _ := cfg["port_map"].(map[string]any); fmt.Sprint(pm["http"]) != "8080" {
 		t.Errorf("port_map = %#v", cfg["port_map"])
 	}
 }
