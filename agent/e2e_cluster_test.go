@@ -79,14 +79,12 @@ func TestE2EClusterLeaderKill(t *testing.T) {
 		servers[i] = &procServer{name: fmt.Sprintf("s%d", i+1), http: freePort(t), raft: freePort(t), gossip: freePort(t), dataDir: t.TempDir()}
 		servers[i].base = fmt.Sprintf("http://127.0.0.1:%d", servers[i].http)
 	}
-	var httpAddrs []string
 	for _, s := range servers {
 		for _, o := range servers {
 			if o != s {
 				s.join = append(s.join, fmt.Sprintf("127.0.0.1:%d", o.gossip))
 			}
 		}
-		httpAddrs = append(httpAddrs, fmt.Sprintf("127.0.0.1:%d", s.http))
 	}
 	for _, s := range servers {
 		s.start(t)
@@ -97,7 +95,9 @@ func TestE2EClusterLeaderKill(t *testing.T) {
 	if err := os.WriteFile(cfgFile, []byte("plugin \"raw_exec\" {\n  config {\n    enabled = true\n  }\n}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	startAgent(t, "-client", "-servers", strings.Join(httpAddrs, ","), "-data-dir", t.TempDir(), "-bind", "127.0.0.1",
+	// The client is told about s1 only: it learns the others from the
+	// servers' register/heartbeat answers.
+	startAgent(t, "-client", "-servers", fmt.Sprintf("127.0.0.1:%d", servers[0].http), "-data-dir", t.TempDir(), "-bind", "127.0.0.1",
 		"-http-port", strconv.Itoa(freePort(t)), "-config", cfgFile, "-node", "e2e-cluster-client")
 
 	job := `{"Job":{"ID":"pinned","TaskGroups":[{"Name":"g","Count":2,"Tasks":[{"Name":"t","Driver":"raw_exec",
@@ -105,8 +105,23 @@ func TestE2EClusterLeaderKill(t *testing.T) {
 	if code := call(t, "PUT", servers[0].base+"/v1/jobs", job, nil); code != 200 {
 		t.Fatalf("register pinned = %d", code)
 	}
-	running := waitRunning(t, servers, 2, 30*time.Second)
+	running := waitRunning(t, servers, "pinned", 2, 30*time.Second)
 	t.Logf("running allocations: %v", running)
+
+	// s1, the only server the client was configured with, dies: the
+	// client fails over to the servers it learned and still receives work.
+	servers[0].kill(t)
+	if leader == servers[0] {
+		leader = waitProcLeader(t, servers, servers[0], 10*time.Second)
+	}
+	probe := strings.Replace(job, `"pinned"`, `"probe"`, 1)
+	probe = strings.Replace(probe, `"Count":2`, `"Count":1`, 1)
+	if code := call(t, "PUT", servers[1].base+"/v1/jobs", probe, nil); code != 200 {
+		t.Fatalf("register probe = %d", code)
+	}
+	probeAllocs := waitRunning(t, servers, "probe", 1, 30*time.Second)
+	servers[0].start(t)
+	leader = waitProcLeader(t, servers, nil, 20*time.Second)
 
 	// The writer: one registration after another, round-robin over servers.
 	ctx, stopWriter := context.WithCancel(context.Background())
@@ -213,11 +228,14 @@ func TestE2EClusterLeaderKill(t *testing.T) {
 	}
 
 	// The client's allocations kept running: same IDs, no restart.
-	after := waitRunning(t, servers, 2, 20*time.Second)
+	after := waitRunning(t, servers, "pinned", 2, 20*time.Second)
 	if !slices.Equal(after, running) {
 		t.Errorf("running allocations changed across failovers: %v, then %v", running, after)
 	}
-	for _, id := range after {
+	if got := waitRunning(t, servers, "probe", 1, 20*time.Second); !slices.Equal(got, probeAllocs) {
+		t.Errorf("probe allocation changed across failovers: %v, then %v", probeAllocs, got)
+	}
+	for _, id := range append(after, probeAllocs...) {
 		var a api.Allocation
 		if code, _ := getJSON(servers[0].base+"/v1/allocation/"+id, &a); code != 200 {
 			t.Fatalf("GET allocation %s = %d", id, code)
@@ -256,9 +274,9 @@ func waitProcLeader(t *testing.T, servers []*procServer, not *procServer, d time
 	return leader
 }
 
-// waitRunning waits until the pinned job has n running allocations (as
-// any live server sees them) and returns their sorted IDs.
-func waitRunning(t *testing.T, servers []*procServer, n int, d time.Duration) []string {
+// waitRunning waits until the job has n running allocations (as any
+// live server sees them) and returns their sorted IDs.
+func waitRunning(t *testing.T, servers []*procServer, job string, n int, d time.Duration) []string {
 	t.Helper()
 	var ids []string
 	waitFor(t, d, fmt.Sprintf("%d running allocations", n), func() (bool, string) {
@@ -267,7 +285,7 @@ func waitRunning(t *testing.T, servers []*procServer, n int, d time.Duration) []
 				continue
 			}
 			var stubs []*api.AllocListStub
-			if code, _ := getJSON(s.base+"/v1/job/pinned/allocations", &stubs); code != 200 {
+			if code, _ := getJSON(s.base+"/v1/job/"+job+"/allocations", &stubs); code != 200 {
 				continue
 			}
 			ids = ids[:0]
