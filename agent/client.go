@@ -29,7 +29,7 @@ type clientRole interface {
 var Drivers = map[string]drivers.Factory{
 	exec.Name:       exec.New,
 	rawexec.Name:    rawexec.New,
-	containerd.Name: containerd.Factory,
+	containerd.Name: containerdFactory,
 	qemu.Name:       qemu.New,
 }
 

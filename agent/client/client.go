@@ -116,6 +116,7 @@ func New(cfg *Config) (*Client, error) {
 	c.registerCh = make(chan struct{}, 1)
 	c.registeredCh = make(chan struct{})
 	c.handler = c.routes()
+	c.hookDriverEvents()
 	return c, nil
 }
 
@@ -188,6 +189,7 @@ func (c *Client) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("restore allocations: %w", err)
 	}
+	c.reportLeftovers(c.ctx, allocs)
 	for _, a := range allocs {
 		if err := c.startRunner(a, true); err != nil {
 			c.log.Error("restore allocation", "alloc_id", a.ID, "error", err)
@@ -233,6 +235,7 @@ func (c *Client) Shutdown(ctx context.Context) error {
 		}
 	}
 	c.cancel()
+	c.unhookDriverEvents()
 	done := make(chan struct{})
 	go func() {
 		c.wg.Wait()
