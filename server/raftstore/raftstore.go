@@ -32,7 +32,7 @@ type Config struct {
 	NodeID string
 	// BootstrapExpect: with 1 (or 0 in the in-memory mode), a
 	// single-server cluster is bootstrapped when there is no existing
-	// state; with <= 1 the fast single-voter timeouts are used.
+	// state, and then the fast single-voter timeouts are used.
 	BootstrapExpect int
 	// FSM is the state machine (required).
 	FSM raft.FSM
@@ -91,8 +91,10 @@ func New(cfg Config) (*Raft, error) {
 	conf.SnapshotThreshold = 8192
 	conf.SnapshotInterval = 2 * time.Minute
 	conf.TrailingLogs = 10240
-	if cfg.BootstrapExpect <= 1 {
-		// One voter: nobody to wait for. Election after 50-100 ms.
+	if cfg.BootstrapExpect == 1 || (cfg.DataDir == "" && cfg.BootstrapExpect == 0) {
+		// One voter: nobody to wait for. Election after 50-100 ms. (A
+		// server with BootstrapExpect 0 and a data dir joins a cluster:
+		// it keeps the default, multi-server timeouts.)
 		conf.HeartbeatTimeout = 50 * time.Millisecond
 		conf.ElectionTimeout = 50 * time.Millisecond
 		conf.LeaderLeaseTimeout = 50 * time.Millisecond
