@@ -486,6 +486,15 @@ func TestUIBrowser(t *testing.T) {
 		t.Fatalf("after Stop in the UI: job %+v (%v), want Stop=true", job, err)
 	}
 	until(t, ctx, "alloc stops", `!document.querySelector('#allocs-table tr[data-status="running"]')`, long)
+	// Start it again, then re-evaluate it.
+	click(t, ctx, "start", "#job-start")
+	until(t, ctx, "running again", `!!document.querySelector('#allocs-table tr[data-status="running"]') && !!document.querySelector('#job-stop')`, long)
+	click(t, ctx, "re-evaluate", "#job-eval")
+	until(t, ctx, "re-evaluation created", textHas("#job-action-result", "evaluation"), long)
+	var started api.Job // fresh: Stop=false is omitted from the JSON
+	if err := agent.getJSON("/v1/job/hello", &started); err != nil || started.Stop || started.ID != "hello" {
+		t.Fatalf("after Start in the UI: job %q Stop=%v (%v), want hello with Stop=false", started.ID, started.Stop, err)
+	}
 
 	// Phone width: the jobs page still renders its table.
 	do(t, ctx, "phone viewport", chromedp.EmulateViewport(390, 844), chromedp.Click(chromedp.CSS(`#nav a[data-nav="jobs"]`)),
