@@ -1,0 +1,461 @@
+package agent_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/drover/drover/api"
+)
+
+// devDeadline bounds every wait of the dev-agent tests: generous, since
+// `make test` runs them on a loaded 2-core machine.
+const devDeadline = 60 * time.Second
+
+// devCluster is one `drover agent -dev` with a data dir, restartable on it.
+type devCluster struct {
+	t       *testing.T
+	bin     string
+	dataDir string
+	base    string
+	args    []string
+	p       *agentProc
+}
+
+func startDevCluster(t *testing.T) *devCluster {
+	t.Helper()
+	d := &devCluster{t: t, bin: droverBin(t), dataDir: t.TempDir()}
+	httpPort := freePort(t)
+	d.base = fmt.Sprintf("http://127.0.0.1:%d", httpPort)
+	d.args = []string{"-dev", "-data-dir", d.dataDir, "-bind", "127.0.0.1", "-http-port", strconv.Itoa(httpPort),
+		"-raft-port", strconv.Itoa(freePort(t)), "-gossip-port", strconv.Itoa(freePort(t))}
+	d.start()
+	return d
+}
+
+// start runs the agent on the data dir and waits for a leader and a
+// ready client node. A test that fails leaves no task behind: the agent
+// is stopped with SIGTERM first (a dev agent stops its allocations on
+// the way out) before startAgent's cleanup kills it.
+func (d *devCluster) start() {
+	t := d.t
+	t.Helper()
+	p := startAgent(t, d.args...)
+	d.p = p
+	t.Cleanup(func() {
+		if p.cmd.ProcessState != nil {
+			return // stopped or killed by the test
+		}
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-p.done:
+			p.done <- err
+		case <-time.After(30 * time.Second):
+		}
+	})
+	waitLeader(t, p, d.base)
+	devWait(t, "a ready client node", func() (bool, string) {
+		var nodes []*api.NodeListStub
+		if code := devGet(d.base+"/v1/nodes", &nodes); code != 200 || len(nodes) != 1 {
+			return false, fmt.Sprintf("status %d, %d nodes", code, len(nodes))
+		}
+		return nodes[0].Status == api.NodeStatusReady, "node " + nodes[0].Status
+	})
+}
+
+// kill SIGKILLs the agent and waits for it to be gone.
+func (d *devCluster) kill() {
+	d.t.Helper()
+	if err := d.p.cmd.Process.Kill(); err != nil {
+		d.t.Fatal(err)
+	}
+	<-d.p.done
+}
+
+// drover runs the real CLI against the agent.
+func (d *devCluster) drover(args ...string) (string, error) {
+	cmd := exec.Command(d.bin, args...)
+	cmd.Env = append(os.Environ(), "DROVER_ADDR="+d.base)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// runJob submits an HCL job file with `drover job run` and returns its
+// single allocation once it runs.
+func (d *devCluster) runJob(file, jobID string) string {
+	d.t.Helper()
+	if out, err := d.drover("job", "run", file); err != nil {
+		d.t.Fatalf("drover job run %s: %v\n%s", file, err, out)
+	}
+	var allocID string
+	d.waitBlocking("/v1/job/"+jobID+"/allocations", "a running allocation of "+jobID, func(b []byte) (bool, string) {
+		var stubs []*api.AllocListStub
+		if err := json.Unmarshal(b, &stubs); err != nil {
+			return false, err.Error()
+		}
+		var got []string
+		for _, s := range stubs {
+			got = append(got, s.ClientStatus)
+			if s.ClientStatus == api.AllocClientStatusRunning {
+				allocID = s.ID
+			}
+		}
+		return allocID != "", fmt.Sprint(got)
+	})
+	return allocID
+}
+
+// waitBlocking follows path with blocking queries until cond holds.
+func (d *devCluster) waitBlocking(path, what string, cond func(body []byte) (bool, string)) {
+	d.t.Helper()
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	var idx uint64
+	devWait(d.t, what, func() (bool, string) {
+		r, err := http.Get(fmt.Sprintf("%s%s%sindex=%d&wait=5s", d.base, path, sep, idx))
+		if err != nil {
+			return false, err.Error()
+		}
+		defer r.Body.Close()
+		b, _ := io.ReadAll(r.Body)
+		if r.StatusCode != 200 {
+			return false, fmt.Sprintf("status %d: %s", r.StatusCode, b)
+		}
+		idx, _ = strconv.ParseUint(r.Header.Get(api.HeaderIndex), 10, 64)
+		return cond(b)
+	})
+}
+
+// alloc waits until the allocation satisfies cond and returns it.
+func (d *devCluster) alloc(id, what string, cond func(a *api.Allocation) (bool, string)) *api.Allocation {
+	d.t.Helper()
+	var a *api.Allocation
+	d.waitBlocking("/v1/allocation/"+id, what, func(b []byte) (bool, string) {
+		a = &api.Allocation{}
+		if err := json.Unmarshal(b, a); err != nil {
+			return false, err.Error()
+		}
+		return cond(a)
+	})
+	return a
+}
+
+// logs reads a task's stdout through the client API.
+func (d *devCluster) logs(allocID, task string) string {
+	r, err := http.Get(d.base + "/v1/client/fs/logs/" + allocID + "?task=" + task + "&type=stdout&plain=true")
+	if err != nil {
+		return ""
+	}
+	defer r.Body.Close()
+	b, _ := io.ReadAll(r.Body)
+	if r.StatusCode != 200 {
+		return ""
+	}
+	return string(b)
+}
+
+var pidLine = regexp.MustCompile(`(?m)^pid=(\d+)$`)
+
+// taskPID waits for the task's "pid=N" line and returns N.
+func (d *devCluster) taskPID(allocID, task string) int {
+	d.t.Helper()
+	var pid int
+	devWait(d.t, "the task's pid line", func() (bool, string) {
+		out := d.logs(allocID, task)
+		m := pidLine.FindStringSubmatch(out)
+		if m == nil {
+			return false, fmt.Sprintf("stdout %q", out)
+		}
+		pid, _ = strconv.Atoi(m[1])
+		return true, ""
+	})
+	return pid
+}
+
+func devWait(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(devDeadline)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ok, last := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within %v; last: %s", what, devDeadline, last)
+		}
+		<-tick.C
+	}
+}
+
+func devGet(url string, out any) int {
+	r, err := http.Get(url)
+	if err != nil {
+		return 0
+	}
+	defer r.Body.Close()
+	if r.StatusCode == 200 && out != nil && json.NewDecoder(r.Body).Decode(out) != nil {
+		return -1
+	}
+	return r.StatusCode
+}
+
+// allocProcs lists the live processes whose environment carries the
+// allocation's ID (the task and anything it started, not its executor).
+func allocProcs(allocID string) []int {
+	ents, _ := os.ReadDir("/proc")
+	want := []byte("DROVER_ALLOC_ID=" + allocID + "\x00")
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil || !bytes.Contains(env, want) {
+			continue
+		}
+		if st, err := procState(pid); err == nil && st != "Z" {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// alive reports whether pid is a live (not zombie) process.
+func alive(pid int) bool {
+	st, err := procState(pid)
+	return err == nil && st != "Z"
+}
+
+// reapTasks kills what an allocation left running when a test fails
+// before it could stop its job.
+func reapTasks(t *testing.T, allocID string) {
+	t.Cleanup(func() {
+		for _, pid := range allocProcs(allocID) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+}
+
+func events(ts *api.TaskState) (types []string, n map[string]int) {
+	n = map[string]int{}
+	for _, e := range ts.Events {
+		types = append(types, e.Type)
+		n[e.Type]++
+	}
+	return types, n
+}
+
+const pidJobHCL = `job "pidjob" {
+  group "g" {
+    task "long" {
+      driver = "exec"
+      config {
+        command  = "/bin/sh"
+        args     = ["-c", "echo pid=$$; exec sleep 3600"]
+        pid_mode = "host"
+      }
+      resources {
+        cpu    = 100
+        memory = 64
+      }
+    }
+  }
+}
+`
+
+// exitJobHCL's task prints its PID, waits for the test to create
+// /alloc/go (while the agent is down), then exits 3; it must be neither
+// restarted nor rescheduled.
+const exitJobHCL = `job "exit3" {
+  type = "batch"
+  group "g" {
+    restart {
+      attempts = 0
+      mode     = "fail"
+    }
+    reschedule {
+      attempts  = 0
+      unlimited = false
+    }
+    task "exit3" {
+      driver = "exec"
+      config {
+        command  = "/bin/sh"
+        args     = ["-c", "echo pid=$$; while [ ! -e /alloc/go ]; do sleep 0.05; done; exit 3"]
+        pid_mode = "host"
+      }
+      resources {
+        cpu    = 100
+        memory = 64
+      }
+    }
+  }
+}
+`
+
+// TestE2EDevAgent is issue 4's end-to-end check with the built binary:
+// `drover agent -dev` runs examples/hello-exec.hcl submitted by the real
+// CLI, serves its log, stops it; a long task survives a SIGKILLed agent
+// and is reattached (same process, no restart, no duplicate); a task
+// that exits while the agent is down has its exit code captured after
+// the restart and is not run again.
+func TestE2EDevAgent(t *testing.T) {
+	if os.Getuid() != 0 && os.Getenv("CI") != "true" {
+		t.Skip("the exec driver needs root outside CI")
+	}
+	d := startDevCluster(t)
+
+	// 1. hello-exec.hcl through the CLI: running, its log, stopped.
+	hello := d.runJob("../examples/hello-exec.hcl", "hello")
+	reapTasks(t, hello)
+	devWait(t, "hello's log line", func() (bool, string) {
+		out := d.logs(hello, "hello")
+		return strings.Contains(out, "hello from drover"), fmt.Sprintf("stdout %q", out)
+	})
+	if out, err := d.drover("job", "stop", "hello"); err != nil {
+		t.Fatalf("drover job stop hello: %v\n%s", err, out)
+	}
+	d.alloc(hello, "hello's allocation complete", func(a *api.Allocation) (bool, string) {
+		return a.ClientStatus == api.AllocClientStatusComplete, a.ClientStatus
+	})
+	devWait(t, "hello's task process gone", func() (bool, string) {
+		p := allocProcs(hello)
+		return len(p) == 0, fmt.Sprint(p)
+	})
+
+	// 2. A long task survives a SIGKILLed agent and is reattached.
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pidjob.hcl")
+	exitFile := filepath.Join(dir, "exit3.hcl")
+	for f, s := range map[string]string{pidFile: pidJobHCL, exitFile: exitJobHCL} {
+		if err := os.WriteFile(f, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	long := d.runJob(pidFile, "pidjob")
+	reapTasks(t, long)
+	pid := d.taskPID(long, "long")
+	if got := allocProcs(long); len(got) != 1 || got[0] != pid {
+		t.Fatalf("processes of the long task = %v, want only pid %d (the one it printed)", got, pid)
+	}
+	d.kill()
+	if !alive(pid) {
+		t.Fatalf("task pid %d died with the agent", pid)
+	}
+	d.start()
+	a := d.alloc(long, "the long task reattached", func(a *api.Allocation) (bool, string) {
+		ts := a.TaskStates["long"]
+		if ts == nil {
+			return false, "no task state"
+		}
+		types, n := events(ts)
+		return n[api.TaskReattached] > 0, fmt.Sprintf("%s %v", ts.State, types)
+	})
+	ts := a.TaskStates["long"]
+	types, n := events(ts)
+	if a.ClientStatus != api.AllocClientStatusRunning || ts.State != api.TaskStateRunning || ts.Restarts != 0 || n[api.TaskStarted] != 1 {
+		t.Errorf("after reattach: alloc %s, task %s, restarts %d, events %v; want running, running, 0, one Started",
+			a.ClientStatus, ts.State, ts.Restarts, types)
+	}
+	t.Logf("long task pid %d reattached: events %v", pid, types)
+	if !alive(pid) {
+		t.Errorf("task pid %d gone after the agent restarted", pid)
+	}
+	if got := allocProcs(long); len(got) != 1 || got[0] != pid {
+		t.Errorf("processes of the long task after restart = %v, want only pid %d (no duplicate)", got, pid)
+	}
+	if out := d.logs(long, "long"); len(pidLine.FindAllString(out, -1)) != 1 {
+		t.Errorf("stdout after restart %q, want a single pid line (started once)", out)
+	}
+	var stubs []*api.AllocListStub
+	if code := devGet(d.base+"/v1/job/pidjob/allocations", &stubs); code != 200 || len(stubs) != 1 {
+		t.Errorf("pidjob allocations = %d (status %d), want 1", len(stubs), code)
+	}
+	if out, err := d.drover("job", "stop", "pidjob"); err != nil {
+		t.Fatalf("drover job stop pidjob: %v\n%s", err, out)
+	}
+	d.alloc(long, "the reattached allocation complete", func(a *api.Allocation) (bool, string) {
+		return a.ClientStatus == api.AllocClientStatusComplete, a.ClientStatus
+	})
+	devWait(t, "the reattached task's process gone", func() (bool, string) {
+		return !alive(pid), fmt.Sprintf("pid %d alive", pid)
+	})
+
+	// 3. A task that exits while the agent is down: its exit code is
+	// captured after the restart; it is neither restarted nor rescheduled.
+	batch := d.runJob(exitFile, "exit3")
+	reapTasks(t, batch)
+	bpid := d.taskPID(batch, "exit3")
+	d.kill()
+	if !alive(bpid) {
+		t.Fatalf("batch task pid %d died with the agent", bpid)
+	}
+	gate := filepath.Join(d.dataDir, "client", "alloc", batch, "alloc", "go")
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatalf("release the batch task: %v", err)
+	}
+	devWait(t, "the batch task's exit while the agent is down", func() (bool, string) {
+		return !alive(bpid), fmt.Sprintf("pid %d alive", bpid)
+	})
+	d.start()
+	a = d.alloc(batch, "the batch allocation failed", func(a *api.Allocation) (bool, string) {
+		return a.ClientStatus == api.AllocClientStatusFailed, a.ClientStatus
+	})
+	ts = a.TaskStates["exit3"]
+	if ts == nil {
+		t.Fatalf("failed allocation has no state for task exit3: %+v", a.TaskStates)
+	}
+	types, n = events(ts)
+	var term *api.TaskEvent
+	for _, e := range ts.Events {
+		if e.Type == api.TaskTerminated {
+			term = e
+		}
+	}
+	t.Logf("batch task pid %d exited while the agent was down: events %v", bpid, types)
+	if term == nil || term.ExitCode != 3 {
+		t.Errorf("batch task events %v, want a Terminated event with exit code 3 (got %+v)", types, term)
+	}
+	if ts.State != api.TaskStateDead || !ts.Failed || ts.Restarts != 0 || n[api.TaskStarted] != 1 {
+		t.Errorf("batch task: state %s failed %v restarts %d events %v; want dead, failed, 0 restarts, one Started",
+			ts.State, ts.Failed, ts.Restarts, types)
+	}
+	// Not re-run: once every evaluation of the job is done, it still has
+	// its one allocation.
+	d.waitBlocking("/v1/job/exit3/evaluations", "exit3's evaluations done", func(b []byte) (bool, string) {
+		var evals []*api.Evaluation
+		if err := json.Unmarshal(b, &evals); err != nil {
+			return false, err.Error()
+		}
+		var st []string
+		done := true
+		for _, e := range evals {
+			st = append(st, e.Status)
+			done = done && e.TerminalStatus()
+		}
+		return done, fmt.Sprint(st)
+	})
+	if code := devGet(d.base+"/v1/job/exit3/allocations", &stubs); code != 200 || len(stubs) != 1 {
+		t.Errorf("exit3 allocations = %d (status %d), want 1 (not rescheduled)", len(stubs), code)
+	}
+	if out := d.logs(batch, "exit3"); len(pidLine.FindAllString(out, -1)) != 1 {
+		t.Errorf("batch stdout %q, want a single pid line (not restarted)", out)
+	}
+	d.p.stop(t)
+}
