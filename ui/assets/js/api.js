@@ -130,6 +130,8 @@ export async function watch(path, onData, onError, signal, wait = '60s') {
       }
     } catch (e) {
       if (e.name === 'AbortError' || signal.aborted) return;
+      // A bug in a page's renderer lands here too: show it in place and log it.
+      if (!(e instanceof ApiError)) console.error('page update failed:', e);
       first = true;
       index = 0;
       onError(e);
