@@ -18,6 +18,7 @@ import (
 	"github.com/drover/drover/agent"
 	"github.com/drover/drover/agent/config"
 	"github.com/drover/drover/agent/gossip"
+	agenthttp "github.com/drover/drover/agent/http"
 	"github.com/drover/drover/api"
 )
 
@@ -185,6 +186,10 @@ func raftPeers(t *testing.T, base string) *api.RaftConfiguration {
 }
 
 func TestClusterJoinFailoverCleanupRejoin(t *testing.T) {
+	// Hold writes through the election for long enough on a slow machine.
+	hold := agenthttp.LeaderHoldTimeout
+	agenthttp.LeaderHoldTimeout = 15 * time.Second
+	t.Cleanup(func() { agenthttp.LeaderHoldTimeout = hold }) // after the agents stop
 	servers := startCluster(t, nil)
 	leader := waitOneLeader(t, 15*time.Second, servers)
 	var followers []*clusterServer
@@ -243,9 +248,13 @@ func TestClusterJoinFailoverCleanupRejoin(t *testing.T) {
 	}
 
 	// The leader goes away: the two others elect a new one within 10 s.
+	// A write sent during the election is held until there is a leader.
 	oldLeader := leader
 	lostAt := time.Now()
 	oldLeader.stop(t)
+	if code := putJob(t, followers[0].base, "during-election"); code != 200 {
+		t.Errorf("register during the election = %d, want 200 once a leader is elected", code)
+	}
 	leader = waitOneLeader(t, 10*time.Second, followers)
 	t.Logf("new leader %s after %v", leader.name, time.Since(lostAt).Round(time.Millisecond))
 	for _, s := range followers {
@@ -286,7 +295,7 @@ func TestClusterJoinFailoverCleanupRejoin(t *testing.T) {
 	})
 	waitFor(t, 10*time.Second, "the returning server has every job", func() (bool, string) {
 		ids, _ := jobIDs(t, back.base)
-		return slices.Equal(ids, []string{"after-kill", "before-kill"}), fmt.Sprint(ids)
+		return slices.Equal(ids, []string{"after-kill", "before-kill", "during-election"}), fmt.Sprint(ids)
 	})
 
 	// operator raft remove-peer (forwarded to the leader); unknown peer is 404.

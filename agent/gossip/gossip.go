@@ -99,6 +99,7 @@ type Gossip struct {
 	leaveIntents map[string]bool
 
 	keyOps keyOps
+	addr   string // advertised host:port
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -177,6 +178,9 @@ func New(cfg Config) (*Gossip, error) {
 		return nil, fmt.Errorf("gossip: start memberlist on %s:%d: %w", mc.BindAddr, cfg.BindPort, err)
 	}
 	g.ml = ml
+	// memberlist's nodes change under its own lock: read ours once, now.
+	ln := ml.LocalNode()
+	g.addr = net.JoinHostPort(ln.Addr.String(), strconv.Itoa(int(ln.Port)))
 	g.wg.Add(2)
 	go func() {
 		defer g.wg.Done()
@@ -191,8 +195,7 @@ func New(cfg Config) (*Gossip, error) {
 
 // Addr is the advertised gossip address (host:port) of this member.
 func (g *Gossip) Addr() string {
-	n := g.ml.LocalNode()
-	return net.JoinHostPort(n.Addr.String(), strconv.Itoa(int(n.Port)))
+	return g.addr
 }
 
 // Name is this member's name.
@@ -287,12 +290,20 @@ func (g *Gossip) Members() []Member {
 
 // LocalMember is this member as the pool sees it.
 func (g *Gossip) LocalMember() Member {
-	m := toMember(g.ml.LocalNode())
 	g.mu.Lock()
+	defer g.mu.Unlock()
+	var m Member
+	if st, ok := g.members[g.cfg.Name]; ok {
+		m = st.Member
+		m.Tags = maps.Clone(st.Tags)
+	} else {
+		host, port, _ := net.SplitHostPort(g.addr)
+		p, _ := strconv.Atoi(port)
+		m = Member{Name: g.cfg.Name, Addr: host, Port: uint16(p), Status: StatusAlive, Tags: maps.Clone(g.tags)}
+	}
 	if g.leaving {
 		m.Status = StatusLeaving
 	}
-	g.mu.Unlock()
 	return m
 }
 
@@ -350,7 +361,7 @@ func (g *Gossip) Leave(ctx context.Context) error {
 	// Tell every member first (reliably, over TCP), so they record "left"
 	// and not "failed" when memberlist reports us gone.
 	intent := append([]byte{msgLeaveIntent}, g.cfg.Name...)
-	for _, n := range g.ml.Members() {
+	for _, n := range g.aliveNodes() {
 		if n.Name == g.cfg.Name || ctx.Err() != nil {
 			continue
 		}
@@ -483,4 +494,19 @@ func toMember(n *memberlist.Node) Member {
 		_ = json.Unmarshal(n.Meta, &m.Tags) // a malformed peer keeps no tags
 	}
 	return m
+}
+
+// aliveNodes returns addressable copies of the alive members from our own
+// table (memberlist's *Node values change under its lock, so they are
+// never read outside its callbacks).
+func (g *Gossip) aliveNodes() []*memberlist.Node {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []*memberlist.Node
+	for _, m := range g.members {
+		if m.Status == StatusAlive {
+			out = append(out, &memberlist.Node{Name: m.Name, Addr: net.ParseIP(m.Addr), Port: m.Port})
+		}
+	}
+	return out
 }

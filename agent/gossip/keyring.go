@@ -132,7 +132,7 @@ func (g *Gossip) handleKeyMsg(b []byte) {
 		ans := g.applyKeyOp(req.Op, req.Key)
 		ans.ID = req.ID
 		var to *memberlist.Node
-		for _, n := range g.ml.Members() {
+		for _, n := range g.aliveNodes() {
 			if n.Name == req.From {
 				to = n
 			}
@@ -217,7 +217,7 @@ func (g *Gossip) KeyOperation(ctx context.Context, op string, key []byte) (*KeyR
 	var id [16]byte
 	_, _ = rand.Read(id[:])
 	req := keyRequest{ID: hex.EncodeToString(id[:]), From: g.cfg.Name, Op: op, Key: key}
-	nodes := g.ml.Members()
+	nodes := g.aliveNodes()
 	ch := make(chan keyAnswer, len(nodes))
 	g.keyOps.mu.Lock()
 	g.keyOps.pending[req.ID] = ch
