@@ -12,6 +12,7 @@
 // Imports: the standard library and api only (a layout test enforces it);
 // package agent mounts Handler.
 //
-// Concurrency: the handler is immutable after package initialisation and
-// safe for concurrent use.
+// Concurrency: Handler loads the assets once, on first use (sync.OnceValue;
+// processes that never serve the UI, such as executors, pay nothing); the
+// handler is immutable after that and safe for concurrent use.
 package ui
