@@ -10,7 +10,7 @@ export function render(root, _params, { signal }) {
   const totals = h('div', { class: 'stats', id: 'cluster-totals' });
   const out = h('div', { id: 'topology' }, loading());
   root.append(h('div', { class: 'page-head' }, h('h1', null, 'Cluster topology'),
-    h('span', { class: 'sub' }, 'Each box is a node, its width proportional to its memory; the bars show what allocations hold.')), totals, out);
+    h('span', { class: 'sub' }, 'Each box is a node; wider boxes have more memory. Each coloured block is a live allocation (one colour per job), so free space and fragmentation show at a glance.')), totals, out);
 
   const draw = () => {
     if (!nodes) {
