@@ -6,6 +6,14 @@
 // reattaches to running tasks, and serves the /v1/client/... endpoints
 // (logs, alloc filesystem, stats, restart, signal).
 //
+// Optional driver abilities, found by type assertion: a driver with
+// OnTaskEvent(func(taskID, message, at)) has its progress messages (image
+// import, pull) routed to the task's runner as "Driver" task events; a
+// driver with Leftovers(ctx, knownTaskIDs) is asked once at Start, after
+// the allocations are read back and before their runners start, for what
+// it runs that no restored task owns: each is logged at WARN, never
+// stopped.
+//
 // Imports: api, drivers, agent/{fingerprint,allocrunner,taskrunner,
 // clientstate}. It talks to servers only through api.Client; never
 // imports server.
