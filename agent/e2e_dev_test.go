@@ -3,6 +3,7 @@ package agent_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -458,4 +459,174 @@ func TestE2EDevAgent(t *testing.T) {
 		t.Errorf("batch stdout %q, want a single pid line (not restarted)", out)
 	}
 	d.p.stop(t)
+}
+
+// TestE2EJobFileCLI is issue 2's check with the binary `make build`
+// produces: every example validates, a job file with a typo'd attribute
+// and `count = "x"` fails with both errors as file:line:col, and
+// `job run -output` prints the job's JSON without any server.
+func TestE2EJobFileCLI(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("make is missing: %v", err)
+		}
+		t.Skip("make is not installed")
+	}
+	bin := filepath.Join(t.TempDir(), "bin", "drover")
+	mk := exec.Command("make", "build", "BIN="+bin)
+	mk.Dir = ".."
+	if out, err := mk.CombinedOutput(); err != nil {
+		t.Fatalf("make build: %v\n%s", err, out)
+	}
+	if st, err := os.Stat(bin); err != nil || st.Mode()&0o111 == 0 {
+		t.Fatalf("make build left no executable at %s: %v", bin, err)
+	}
+	drover := func(args ...string) (code int, stdout, stderr string) {
+		t.Helper()
+		cmd := exec.Command(bin, args...)
+		// Nothing listens there: these commands must not need a server.
+		cmd.Env = append(os.Environ(), fmt.Sprintf("DROVER_ADDR=http://127.0.0.1:%d", freePort(t)))
+		var o, e bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &e
+		err := cmd.Run()
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+		case errors.As(err, &ee):
+			code = ee.ExitCode()
+		default:
+			t.Fatalf("run drover %v: %v", args, err)
+		}
+		return code, o.String(), e.String()
+	}
+
+	examples, err := filepath.Glob("../examples/*.hcl")
+	if err != nil || len(examples) == 0 {
+		t.Fatalf("no examples: %v", err)
+	}
+	code, out, errOut := drover(append([]string{"job", "validate"}, examples...)...)
+	if code != 0 {
+		t.Errorf("drover job validate examples/*.hcl: exit %d, want 0\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	for _, f := range examples {
+		if !strings.Contains(out, f+": Job validation successful") {
+			t.Errorf("validate output %q does not report %s valid", out, f)
+		}
+	}
+
+	bad := filepath.Join(t.TempDir(), "bad.hcl")
+	if err := os.WriteFile(bad, []byte(`job "bad" {
+  group "g" {
+    count = "x"
+    task "t" {
+      drivr = "exec"
+    }
+  }
+}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = drover("job", "validate", bad)
+	if code != 1 {
+		t.Errorf("validate a bad file: exit %d, want 1\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	for _, want := range []string{bad + `:3:13: Invalid value for "count"`, bad + `:5:7: Unsupported argument: An argument named "drivr"`} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr %q does not contain %q", errOut, want)
+		}
+	}
+
+	code, out, errOut = drover("job", "run", "-output", "../examples/hello-exec.hcl")
+	var req struct {
+		Job map[string]json.RawMessage
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &req) != nil {
+		t.Fatalf("job run -output: exit %d, stdout %q, stderr %q; want 0 and JSON", code, out, errOut)
+	}
+	var groups []*api.TaskGroup
+	if err := json.Unmarshal(req.Job["TaskGroups"], &groups); err != nil || len(groups) != 1 || groups[0].Name != "hello" {
+		t.Errorf("job run -output: TaskGroups %s (%v), want the hello group", req.Job["TaskGroups"], err)
+	}
+}
+
+// TestE2EServerBlockingQuery completes issue 3's checks on a single
+// server process (TestE2EServerJobLifecycle covers the rest): a blocking
+// query with ?index= and no change holds for its wait and answers the
+// same index; one held when a job registers returns with the job and a
+// higher index; the job's evaluation is listed as complete.
+func TestE2EServerBlockingQuery(t *testing.T) {
+	httpPort := freePort(t)
+	base := fmt.Sprintf("http://127.0.0.1:%d", httpPort)
+	p := startAgent(t, "-server", "-bootstrap-expect", "1", "-data-dir", t.TempDir(), "-bind", "127.0.0.1",
+		"-http-port", strconv.Itoa(httpPort), "-raft-port", strconv.Itoa(freePort(t)), "-gossip-port", strconv.Itoa(freePort(t)))
+	waitLeader(t, p, base)
+
+	type answer struct {
+		jobs    []*api.JobListStub
+		index   uint64
+		elapsed time.Duration
+		err     error
+	}
+	jobs := func(index uint64, wait string) answer {
+		start := time.Now()
+		r, err := http.Get(fmt.Sprintf("%s/v1/jobs?index=%d&wait=%s", base, index, wait))
+		if err != nil {
+			return answer{err: err}
+		}
+		defer r.Body.Close()
+		var a answer
+		if r.StatusCode != 200 {
+			b, _ := io.ReadAll(r.Body)
+			return answer{err: fmt.Errorf("status %d: %s", r.StatusCode, b)}
+		}
+		a.err = json.NewDecoder(r.Body).Decode(&a.jobs)
+		a.index, _ = strconv.ParseUint(r.Header.Get(api.HeaderIndex), 10, 64)
+		a.elapsed = time.Since(start)
+		return a
+	}
+	first := jobs(0, "1s")
+	if first.err != nil || first.index == 0 || len(first.jobs) != 0 {
+		t.Fatalf("GET /v1/jobs = %+v, want no jobs and an index", first)
+	}
+	// Nothing changes: the query holds for its whole wait (a lower bound,
+	// which load can only lengthen), then answers the same index.
+	if idle := jobs(first.index, "1s"); idle.err != nil || idle.index != first.index || idle.elapsed < time.Second {
+		t.Errorf("blocking query without a change = index %d after %v (%v), want index %d after >= 1s",
+			idle.index, idle.elapsed, idle.err, first.index)
+	}
+
+	// A change: the held query returns with it.
+	held := make(chan answer, 1)
+	go func() { held <- jobs(first.index, "60s") }()
+	var reg api.JobRegisterResponse
+	if code := call(t, "PUT", base+"/v1/jobs", e2eJob, &reg); code != 200 {
+		t.Fatalf("PUT /v1/jobs = %d", code)
+	}
+	got := <-held
+	if got.err != nil || got.index <= first.index || len(got.jobs) != 1 || got.jobs[0].ID != "web" || got.elapsed >= 60*time.Second {
+		t.Errorf("blocking query across a registration = %d jobs, index %d after %v (%v), want job web at an index > %d before the wait ends",
+			len(got.jobs), got.index, got.elapsed, got.err, first.index)
+	}
+
+	// The registration's evaluation is listed under the job as complete.
+	var idx uint64
+	devWait(t, "the register evaluation listed complete", func() (bool, string) {
+		r, err := http.Get(fmt.Sprintf("%s/v1/job/web/evaluations?index=%d&wait=5s", base, idx))
+		if err != nil {
+			return false, err.Error()
+		}
+		defer r.Body.Close()
+		var evals []*api.Evaluation
+		if err := json.NewDecoder(r.Body).Decode(&evals); err != nil {
+			return false, err.Error()
+		}
+		idx, _ = strconv.ParseUint(r.Header.Get(api.HeaderIndex), 10, 64)
+		for _, e := range evals {
+			if e.ID == reg.EvalID {
+				return e.Status == api.EvalStatusComplete, e.Status
+			}
+		}
+		return false, fmt.Sprintf("%d evaluations, none is %s", len(evals), reg.EvalID)
+	})
+	p.stop(t)
 }
