@@ -23,11 +23,9 @@ const (
 // It returns the process exit code. ctx is ignored on purpose: the
 // supervisor outlives the agent and ends only with its task.
 func Main(_ context.Context, args []string) int {
-	// The supervisor is long-lived and must stay small.
-	debug.SetGCPercent(25)
-	debug.SetMemoryLimit(4 << 20)
 	switch {
 	case len(args) == 2 && args[0] == initFlag:
+		lowGC()
 		return runInit(args[1])
 	case len(args) >= 2 && args[0] == joinFlag:
 		return joinAndExec(args[1:])
@@ -71,4 +69,13 @@ func joinAndExec(args []string) int {
 	err := syscall.Exec(args[1], args[2:], os.Environ())
 	fmt.Fprintf(os.Stderr, "executor: exec %s: %v\n", args[1], err)
 	return 127
+}
+
+// lowGC tunes the garbage collector of a long-lived supervisor, which must
+// stay small. The supervisor calls it once its task runs (see run): a low
+// GOGC or memory limit while the binary initialises and starts the task
+// only adds collections (and CPU) to every task start.
+func lowGC() {
+	debug.SetGCPercent(25)
+	debug.SetMemoryLimit(4 << 20)
 }

@@ -71,7 +71,9 @@ func Launch(ctx context.Context, bin string, cfg *Config) (*Process, error) {
 	}
 	defer startR.Close()
 	cmd := exec.Command(bin, "executor", cfgPath)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "GOMAXPROCS=1", "GOGC=25"}
+	// No GOGC here: Main lowers it once the binary's package initialisation
+	// is done; set in the environment it only adds collections to start-up.
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "GOMAXPROCS=1"}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.ExtraFiles = []*os.File{startW}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

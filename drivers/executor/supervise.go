@@ -145,8 +145,10 @@ func run(cfg *Config, cfgPath string, report func(started)) (*Result, error) {
 		}
 	}
 	report(started{TaskPID: cmd.Process.Pid})
-	// From here on the supervisor only copies and waits: hand the start-up
-	// garbage (package initialisation of the whole binary) back to the OS.
+	// From here on the supervisor only copies and waits: collect with a low
+	// GOGC and hand the start-up garbage (package initialisation of the
+	// whole binary) back to the OS.
+	lowGC()
 	debug.FreeOSMemory()
 
 	var initStatus *initReport
