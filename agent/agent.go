@@ -107,7 +107,7 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 			if err := a.startGossip(s); err != nil {
 				return fmt.Errorf("start gossip: %w", err)
 			}
-			hcfg.Keyring = a.KeyringOperation
+			hcfg.Keyring, hcfg.ForceLeave = a.KeyringOperation, a.ForceLeave
 		}
 		hcfg.Server = s
 		hcfg.State, hcfg.Events = serverstate.New(s)

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -169,6 +170,26 @@ func (a *Agent) resolveClusterPorts() error {
 			return err
 		}
 		*p = port
+	}
+	return nil
+}
+
+// ForceLeave marks a failed server as left on every server: the leader
+// removes it from Raft without waiting for the dead-server grace.
+func (a *Agent) ForceLeave(ctx context.Context, node string) error {
+	if a.gossip == nil {
+		return api.Errorf(api.ErrBadRequest, "this agent does not gossip (not a server, or dev mode)")
+	}
+	err := a.gossip.ForceLeave(ctx, node)
+	if errors.Is(err, gossip.ErrNotFailed) {
+		// Accept the bare name too, as `server members` shows name.region.
+		if e2 := a.gossip.ForceLeave(ctx, node+"."+a.cfg.Region); e2 == nil {
+			return nil
+		}
+		return fmt.Errorf("force-leave %s: %w", node, api.Errorf(api.ErrBadRequest, err.Error()))
+	}
+	if err != nil {
+		return fmt.Errorf("force-leave %s: %w", node, api.Errorf(api.ErrInternal, err.Error()))
 	}
 	return nil
 }

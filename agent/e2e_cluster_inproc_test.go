@@ -339,7 +339,8 @@ func TestClusterSnapshotAndKeyring(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	servers := startCluster(t, func(c *config.Config) { c.Server.Encrypt = key })
+	// A long dead-server grace: only force-leave removes a dead server.
+	servers := startCluster(t, func(c *config.Config) { c.Server.Encrypt, c.Server.DeadServerGrace = key, time.Hour })
 	leader := waitOneLeader(t, 15*time.Second, servers)
 	follower := servers[0]
 	if follower == leader {
@@ -412,7 +413,8 @@ func TestClusterSnapshotAndKeyring(t *testing.T) {
 	// -encrypt key is the old one) and rejoins.
 	s := servers[0]
 	s.stop(t)
-	back := startClusterServer(t, s.name, s.cfg.DataDir, s.cfg.Ports, []string{servers[1].gossipAddr()}, func(c *config.Config) { c.Server.Encrypt = key })
+	back := startClusterServer(t, s.name, s.cfg.DataDir, s.cfg.Ports, []string{servers[1].gossipAddr()},
+		func(c *config.Config) { c.Server.Encrypt, c.Server.DeadServerGrace = key, time.Hour })
 	waitFor(t, 15*time.Second, "the restarted server alive in gossip", func() (bool, string) {
 		var m api.ServerMembers
 		getJSON(servers[1].base+"/v1/agent/members", &m)
@@ -425,5 +427,51 @@ func TestClusterSnapshotAndKeyring(t *testing.T) {
 	waitFor(t, 10*time.Second, "jobs on the restarted server", func() (bool, string) {
 		ids, _ := jobIDs(t, back.base)
 		return slices.Equal(ids, []string{"a", "b", "d"}), fmt.Sprint(ids)
+	})
+
+	// force-leave: a stopped server stays a Raft peer (grace 1 h) until an
+	// operator force-leaves it; then the leader removes it at once.
+	running := []*clusterServer{back, servers[1], servers[2]}
+	leader = waitOneLeader(t, 15*time.Second, running)
+	var victim, witness *clusterServer
+	for _, s := range running {
+		switch {
+		case s == leader:
+		case victim == nil:
+			victim = s
+		default:
+			witness = s
+		}
+	}
+	if code := call(t, "PUT", witness.base+"/v1/agent/force-leave?node="+leader.name, "", nil); code != 400 {
+		t.Errorf("force-leave of an alive server = %d, want 400", code)
+	}
+	victim.stop(t)
+	waitFor(t, 15*time.Second, victim.name+" failed in the leader's gossip", func() (bool, string) {
+		var m api.ServerMembers
+		getJSON(leader.base+"/v1/agent/members", &m)
+		for _, mb := range m.Members {
+			if mb.Name == victim.name+".global" {
+				return mb.Status == "failed", mb.Status
+			}
+		}
+		return false, "not listed"
+	})
+	if c := raftPeers(t, leader.base); c == nil || len(c.Servers) != 3 {
+		t.Fatalf("raft peers right after the failure: %+v, want all 3 (grace 1 h)", c)
+	}
+	if code := call(t, "PUT", witness.base+"/v1/agent/force-leave?node="+victim.name, "", nil); code != 200 {
+		t.Fatalf("force-leave %s = %d", victim.name, code)
+	}
+	waitFor(t, 10*time.Second, victim.name+" removed from raft", func() (bool, string) {
+		c := raftPeers(t, leader.base)
+		if c == nil {
+			return false, "no answer"
+		}
+		var addrs []string
+		for _, sv := range c.Servers {
+			addrs = append(addrs, sv.Address)
+		}
+		return len(addrs) == 2 && !slices.Contains(addrs, victim.raftAddr()), fmt.Sprint(addrs)
 	})
 }

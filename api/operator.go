@@ -79,3 +79,9 @@ func (c *Client) KeyringOperation(ctx context.Context, op, key string) (*Keyring
 	err := c.Write(ctx, http.MethodPut, "/v1/agent/keyring/"+url.PathEscape(op), &KeyringRequest{Key: key}, &out, nil)
 	return &out, err
 }
+
+// ForceLeave marks a failed server as left in gossip (PUT
+// /v1/agent/force-leave?node=NAME): its Raft peer is removed at once.
+func (c *Client) ForceLeave(ctx context.Context, node string) error {
+	return c.Write(ctx, http.MethodPut, "/v1/agent/force-leave", nil, nil, &WriteOptions{Params: map[string]string{"node": node}})
+}

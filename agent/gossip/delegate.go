@@ -25,10 +25,14 @@ func (d *delegate) NotifyMsg(b []byte) {
 	if len(b) == 0 {
 		return
 	}
-	if b[0] == msgLeaveIntent {
+	switch b[0] {
+	case msgLeaveIntent:
 		d.g.mu.Lock()
 		d.g.leaveIntents[string(b[1:])] = true
 		d.g.mu.Unlock()
+		return
+	case msgForceLeave:
+		_ = d.g.RemoveFailed(string(b[1:])) // not failed here (yet): nothing to do
 		return
 	}
 	d.g.keyOps.queue(append([]byte(nil), b...), d.g.log)

@@ -456,17 +456,41 @@ func (g *Gossip) pickFailed() (Member, bool) {
 	return failed[rand.IntN(len(failed))], true
 }
 
-// RemoveFailed marks a failed member as left (Nomad's force-leave), so
-// it is reaped after LeftTimeout and not dialled again.
+// ForceLeave marks a failed member as left on every alive member
+// (Nomad's force-leave): the leader then removes it from Raft at once
+// instead of after the dead-server grace, and nobody dials it again.
+func (g *Gossip) ForceLeave(ctx context.Context, name string) error {
+	if err := g.RemoveFailed(name); err != nil {
+		return err
+	}
+	msg := append([]byte{msgForceLeave}, name...)
+	var errs []error
+	for _, n := range g.aliveNodes() {
+		if n.Name == g.cfg.Name || ctx.Err() != nil {
+			continue
+		}
+		if err := g.ml.SendReliable(n, msg); err != nil {
+			errs = append(errs, fmt.Errorf("tell %s: %w", n.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ErrNotFailed is returned by RemoveFailed and ForceLeave for a member
+// that is unknown or not failed.
+var ErrNotFailed = errors.New("gossip: not a failed member")
+
+// RemoveFailed marks a failed member as left (locally), so it is reaped
+// after LeftTimeout and not dialled again.
 func (g *Gossip) RemoveFailed(name string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	m, ok := g.members[name]
 	if !ok {
-		return fmt.Errorf("gossip: no member %q", name)
+		return fmt.Errorf("no member %q: %w", name, ErrNotFailed)
 	}
 	if m.Status != StatusFailed {
-		return fmt.Errorf("gossip: member %q is %s, not failed", name, m.Status)
+		return fmt.Errorf("member %q is %s: %w", name, m.Status, ErrNotFailed)
 	}
 	m.Status, m.since = StatusLeft, time.Now()
 	g.notifyLocked()

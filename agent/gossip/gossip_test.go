@@ -309,3 +309,29 @@ func key(t *testing.T) []byte {
 	}
 	return k
 }
+
+func TestForceLeave(t *testing.T) {
+	a, b, c := start(t, "a", nil, nil), start(t, "b", nil, nil), start(t, "c", nil, nil)
+	joinAll(t, a, b, c)
+	for _, g := range []*Gossip{a, b} {
+		wantStatuses(t, g, map[string]string{"a": StatusAlive, "b": StatusAlive, "c": StatusAlive})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := a.ForceLeave(ctx, "b"); !errors.Is(err, ErrNotFailed) {
+		t.Errorf("ForceLeave(alive member) = %v, want ErrNotFailed", err)
+	}
+	if err := c.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []*Gossip{a, b} {
+		wantStatuses(t, g, map[string]string{"a": StatusAlive, "b": StatusAlive, "c": StatusFailed})
+	}
+	if err := a.ForceLeave(ctx, "c"); err != nil {
+		t.Fatalf("ForceLeave(c): %v", err)
+	}
+	// Every member, not just a, now lists c as left.
+	for _, g := range []*Gossip{a, b} {
+		wantStatuses(t, g, map[string]string{"a": StatusAlive, "b": StatusAlive, "c": StatusLeft})
+	}
+}

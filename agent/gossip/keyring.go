@@ -70,6 +70,7 @@ const (
 	msgKeyRequest  byte = 1
 	msgKeyResponse byte = 2
 	msgLeaveIntent byte = 3
+	msgForceLeave  byte = 4
 )
 
 type keyRequest struct {

@@ -39,6 +39,8 @@ func (s *HTTPServer) operatorRoutes() {
 	h("PUT /v1/operator/snapshot", s.snapshotRestore)
 	h("POST /v1/operator/snapshot", s.snapshotRestore)
 	h("GET /v1/agent/keyring/list", s.keyringList)
+	h("PUT /v1/agent/force-leave", s.forceLeave)
+	h("POST /v1/agent/force-leave", s.forceLeave)
 	h("PUT /v1/agent/keyring/{op}", s.keyringOp)
 	h("POST /v1/agent/keyring/{op}", s.keyringOp)
 }
@@ -137,4 +139,18 @@ func (s *HTTPServer) keyringOp(w nethttp.ResponseWriter, r *nethttp.Request) (an
 		return nil, api.Errorf(api.ErrBadRequest, "Key is required")
 	}
 	return s.cfg.Keyring(r.Context(), op, req.Key)
+}
+
+func (s *HTTPServer) forceLeave(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if s.cfg.ForceLeave == nil {
+		return nil, api.Errorf(api.ErrBadRequest, "this agent does not gossip (not a server, or dev mode)")
+	}
+	node := r.URL.Query().Get("node")
+	if node == "" {
+		return nil, api.Errorf(api.ErrBadRequest, "?node= (the member name) is required")
+	}
+	if err := s.cfg.ForceLeave(r.Context(), node); err != nil {
+		return nil, err
+	}
+	return struct{}{}, nil
 }

@@ -45,6 +45,9 @@ type Config struct {
 	// Keyring runs gossip keyring operations (/v1/agent/keyring/...);
 	// nil on agents that do not gossip.
 	Keyring KeyringFunc
+	// ForceLeave marks a failed server as left in gossip
+	// (PUT /v1/agent/force-leave?node=); nil on agents that do not gossip.
+	ForceLeave func(ctx context.Context, node string) error
 	// Registry receives the HTTP metrics and is served at /v1/metrics.
 	Registry *prometheus.Registry
 	Logger   *slog.Logger
