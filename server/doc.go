@@ -6,7 +6,14 @@
 // (worker.go), the plan applier (plan_apply.go, fit.go), node heartbeats
 // (heartbeat.go), the drainer (drain.go), eval GC (gc.go), the periodic
 // launcher (periodic.go, cron.go), the job diff (jobdiff.go), the endpoint
-// methods (endpoints_*.go) and metrics. Every write goes through
+// methods (endpoints_*.go) and metrics. Multi-server: membership.go
+// (Membership, the consumer view of gossip the agent adapts; bootstrap
+// with BootstrapExpect; leader lookup by Raft address), autopilot.go (a
+// leader duty: new servers join as non-voters and are promoted once caught
+// up, left ones are removed, failed ones after DeadServerGrace without
+// risking quorum; operator peer list/removal) and membership_snapshot.go
+// (operator snapshot save/restore, verified before use; leader duties
+// pause around a restore). Every write goes through
 // Server.raftApply (apply.go encodes the fsm commands); on a follower it
 // fails with api.ErrNotLeader — forwarding to the leader hooks in there.
 //

@@ -12,7 +12,13 @@
 // (*server.Server satisfies Server; agent/http/serverstate adapts its state
 // store to State and EventSource) and the client role through ClientRole.
 // An agent without the server role proxies server API calls to
-// Config.Servers. It must not import package agent, server/* or drivers/*
+// Config.Servers. On a server (leader.go), writes and ?consistent reads
+// that arrive at a follower are reverse-proxied to the leader's HTTP
+// address (held through an election for up to LeaderHoldTimeout,
+// retrying only requests the leader never saw); ?consistent on the leader
+// verifies leadership first; plain and ?stale reads are served locally.
+// operator.go serves Raft peers, snapshots, the gossip keyring and
+// force-leave through optional interfaces found by type assertion. It must not import package agent, server/* or drivers/*
 // (serverstate may): the agent wires concrete types in. It imports jobspec
 // for POST /v1/jobs/parse.
 //
