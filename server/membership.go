@@ -94,10 +94,13 @@ func (s *Server) SetMembership(m Membership) {
 			s.runBootstrap(m)
 		}()
 	}
-	// A leader elected before membership was set starts autopilot now.
-	select {
-	case s.cluster.reestablish <- struct{}{}:
-	default:
+	// A leader elected before membership was set starts autopilot now
+	// (one elected later finds the membership when it starts its duties).
+	if s.IsLeader() {
+		select {
+		case s.cluster.reestablish <- struct{}{}:
+		default:
+		}
 	}
 }
 
