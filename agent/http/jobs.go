@@ -12,7 +12,8 @@ import (
 func (s *HTTPServer) jobList(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
 	ns, prefix := nsParam(r), r.URL.Query().Get("prefix")
 	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
-		idx := s.maxIndex("jobs")
+		// Each stub carries its job's summary: the summaries' index counts.
+		idx := s.maxIndex("jobs", "job_summary")
 		jobs, err := s.cfg.State.Jobs(ws, ns, prefix)
 		if err != nil {
 			return nil, 0, err

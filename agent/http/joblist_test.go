@@ -1,0 +1,79 @@
+package http_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	nethttp "net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover/drover/api"
+)
+
+// TestBlockingJobListWakesOnSummary: a blocking GET /v1/jobs returns when
+// only a job's allocation counts change (the job row itself is untouched),
+// since the list carries each job's summary.
+func TestBlockingJobListWakesOnSummary(t *testing.T) {
+	a := newTestAPI(t)
+	n := testNode(nodeID)
+	a.ok("PUT", "/v1/node/register", &api.NodeRegisterRequest{Node: n}, nil)
+	reg := a.register(webJob(1))
+	a.waitEval(reg.EvalID)
+	var allocs []*api.AllocListStub
+	a.ok("GET", "/v1/job/web/allocations", nil, &allocs)
+	if len(allocs) != 1 {
+		t.Fatalf("job allocations = %d, want 1", len(allocs))
+	}
+	var before []*api.JobListStub
+	r := a.ok("GET", "/v1/jobs", nil, &before)
+	idx := headerIndex(t, r)
+	if len(before) != 1 || before[0].JobSummary == nil || before[0].JobSummary.Summary["web"].Starting != 1 {
+		t.Fatalf("job list before = %s, want web with 1 starting", r.body)
+	}
+
+	done := make(chan *resp, 1)
+	go func() {
+		res, err := a.ts.Client().Get(fmt.Sprintf("%s/v1/jobs?index=%d&wait=60s", a.ts.URL, idx))
+		if err != nil {
+			done <- &resp{status: -1, body: []byte(err.Error())}
+			return
+		}
+		defer res.Body.Close()
+		var b strings.Builder
+		_, _ = io.Copy(&b, res.Body)
+		done <- &resp{status: res.StatusCode, header: res.Header, body: []byte(b.String())}
+	}()
+
+	upd := &api.Allocation{ID: allocs[0].ID, ClientStatus: api.AllocClientStatusRunning,
+		TaskStates: map[string]*api.TaskState{"srv": {State: api.TaskStateRunning}}}
+	req, _ := nethttp.NewRequest("PUT", a.ts.URL+"/v1/node/"+nodeID+"/allocations/update",
+		strings.NewReader(mustJSON(t, &api.NodeAllocUpdateRequest{Allocs: []*api.Allocation{upd}})))
+	req.Header.Set(api.NodeSecretHeader, n.SecretID)
+	ur, err := a.ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ur.Body.Close()
+	if ur.StatusCode != 200 {
+		t.Fatalf("allocations/update = %d, want 200", ur.StatusCode)
+	}
+
+	var got *resp
+	select {
+	case got = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("blocking job list did not return within 30s of the summary change")
+	}
+	var after []*api.JobListStub
+	if err := json.Unmarshal(got.body, &after); err != nil || len(after) != 1 || after[0].JobSummary == nil {
+		t.Fatalf("blocking job list = %d %s: %v", got.status, got.body, err)
+	}
+	if s := after[0].JobSummary.Summary["web"]; s.Running != 1 || s.Starting != 0 {
+		t.Errorf("summary after the client update = %+v, want 1 running, 0 starting", s)
+	}
+	if gi := headerIndex(t, got); gi <= idx {
+		t.Errorf("blocking job list index %d, want > %d", gi, idx)
+	}
+}
