@@ -97,7 +97,9 @@ func TestE2EClusterLeaderKill(t *testing.T) {
 	}
 	// The client is told about s1 only: it learns the others from the
 	// servers' register/heartbeat answers.
-	startAgent(t, "-client", "-servers", fmt.Sprintf("127.0.0.1:%d", servers[0].http), "-data-dir", t.TempDir(), "-bind", "127.0.0.1",
+	clientDir := t.TempDir()
+	reapLeftovers(t, clientDir)
+	startAgent(t, "-client", "-servers", fmt.Sprintf("127.0.0.1:%d", servers[0].http), "-data-dir", clientDir, "-bind", "127.0.0.1",
 		"-http-port", strconv.Itoa(freePort(t)), "-config", cfgFile, "-node", "e2e-cluster-client")
 
 	job := `{"Job":{"ID":"pinned","TaskGroups":[{"Name":"g","Count":2,"Tasks":[{"Name":"t","Driver":"raw_exec",

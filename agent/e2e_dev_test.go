@@ -630,3 +630,55 @@ func TestE2EServerBlockingQuery(t *testing.T) {
 	})
 	p.stop(t)
 }
+
+// reapLeftovers registers a cleanup that SIGKILLs every process whose
+// command line names dir (a client's executors: their config lives under
+// its data dir) and all their descendants (the tasks). A client outside
+// dev mode leaves its tasks running when it stops, by design; a test
+// whose client it is must not leave them behind. Register it before the
+// agent starts, so that it runs after the agent's own cleanup.
+func reapLeftovers(t *testing.T, dir string) {
+	t.Helper()
+	t.Cleanup(func() {
+		parent := map[int]int{}
+		var roots []int
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+			if err != nil {
+				continue
+			}
+			f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+			if len(f) < 2 {
+				continue
+			}
+			parent[pid], _ = strconv.Atoi(f[1])
+			if cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && bytes.Contains(cmdline, []byte(dir)) {
+				roots = append(roots, pid)
+			}
+		}
+		var kill []int
+		var under func(int)
+		under = func(p int) {
+			kill = append(kill, p)
+			for c, pp := range parent {
+				if pp == p {
+					under(c)
+				}
+			}
+		}
+		for _, r := range roots {
+			under(r)
+		}
+		for _, p := range kill {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+		if left := waitGone(kill, 10*time.Second); len(left) > 0 {
+			t.Errorf("processes of %s still alive after SIGKILL: %v", dir, left)
+		}
+	})
+}
