@@ -38,7 +38,8 @@ type Client struct {
 
 	dirtyMu sync.Mutex
 	dirty   map[string]bool
-	// failedAllocs could not be set up; reported once.
+	// failedAllocs have no runner (failed setup, stopped before they
+	// ran); each status is reported once.
 	failedAllocs []*api.Allocation
 	dirtyCh      chan struct{}
 

@@ -101,6 +101,22 @@ func TestRegisterHeartbeatAndRunAlloc(t *testing.T) {
 	eventually(t, "alloc forgotten", func() bool { return !c.HasAlloc(a.ID) })
 }
 
+// TestStoppedBeforeStartReportedComplete: an alloc the server stopped
+// before this client ran it is reported complete (never started), so the
+// server stops counting it as starting.
+func TestStoppedBeforeStartReportedComplete(t *testing.T) {
+	srv := newFakeServer(t)
+	c := startClient(t, testConfig(t.TempDir(), srv.addr()))
+	eventually(t, "registered", func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.node != nil })
+	a := testAlloc(c.NodeID(), "cccccccc-0000-4000-8000-000000000001", nil)
+	a.DesiredStatus = api.AllocDesiredStatusStop
+	srv.putAlloc(a)
+	eventually(t, "never-run alloc reported complete", func() bool { return srv.lastStatus(a.ID) == api.AllocClientStatusComplete })
+	if c.HasAlloc(a.ID) {
+		t.Error("HasAlloc = true for an alloc stopped before it ran, want no runner")
+	}
+}
+
 func TestUpdatesAreCoalesced(t *testing.T) {
 	srv := newFakeServer(t)
 	cfg := testConfig(t.TempDir(), srv.addr())
@@ -215,10 +231,17 @@ func TestDiffAllocs(t *testing.T) {
 	}
 	stopped := run("s", 5)
 	stopped.DesiredStatus = api.AllocDesiredStatusStop
+	stopped.ClientStatus = api.AllocClientStatusPending
+	done := run("done", 6)
+	done.DesiredStatus = api.AllocDesiredStatusStop
+	done.ClientStatus = api.AllocClientStatusComplete
 	have := map[string]uint64{"a": 3, "b": 3, "gone": 1}
-	d := diffAllocs(have, []*api.Allocation{run("a", 3), run("b", 4), run("new", 9), stopped})
+	d := diffAllocs(have, []*api.Allocation{run("a", 3), run("b", 4), run("new", 9), stopped, done})
 	if len(d.added) != 1 || d.added[0].ID != "new" {
 		t.Errorf("added = %v, want [new] (terminal allocs never started)", d.added)
+	}
+	if len(d.neverRun) != 1 || d.neverRun[0].ID != "s" {
+		t.Errorf("neverRun = %v, want [s] (stopped while pending; done is already complete)", d.neverRun)
 	}
 	if len(d.updated) != 1 || d.updated[0].ID != "b" {
 		t.Errorf("updated = %v, want [b]", d.updated)

@@ -164,11 +164,15 @@ type allocDiff struct {
 	added   []*api.Allocation
 	updated []*api.Allocation
 	removed []string
+	// neverRun were stopped by the server before this client ran them but
+	// still read pending there: the client reports them complete, or the
+	// job summary would count them as starting forever.
+	neverRun []*api.Allocation
 }
 
 // diffAllocs compares the server's allocs with the runners (id -> last
-// applied AllocModifyIndex). Terminal allocs the client never ran are
-// ignored.
+// applied AllocModifyIndex). Terminal allocs the client never ran are not
+// started; those the server still sees as pending go to neverRun.
 func diffAllocs(have map[string]uint64, server []*api.Allocation) allocDiff {
 	var d allocDiff
 	seen := make(map[string]bool, len(server))
@@ -179,6 +183,8 @@ func diffAllocs(have map[string]uint64, server []*api.Allocation) allocDiff {
 		case !ok:
 			if !a.TerminalStatus() {
 				d.added = append(d.added, a)
+			} else if a.ClientStatus == api.AllocClientStatusPending || a.ClientStatus == "" {
+				d.neverRun = append(d.neverRun, a)
 			}
 		case a.AllocModifyIndex > idx:
 			d.updated = append(d.updated, a)
@@ -201,6 +207,9 @@ func (c *Client) applyAllocs(server []*api.Allocation) {
 	}
 	c.mu.Unlock()
 	d := diffAllocs(have, server)
+	for _, a := range d.neverRun {
+		c.report(a, api.AllocClientStatusComplete, "stopped before it started")
+	}
 	for _, a := range d.added {
 		if err := c.startRunner(a, false); err != nil {
 			c.log.Error("start allocation", "alloc_id", a.ID, "error", err)
@@ -243,10 +252,15 @@ func (c *Client) applyAllocs(server []*api.Allocation) {
 
 // reportFailed tells the server an alloc could not even be set up.
 func (c *Client) reportFailed(a *api.Allocation, err error) {
+	c.report(a, api.AllocClientStatusFailed, err.Error())
+}
+
+// report queues a status for an alloc that has no runner.
+func (c *Client) report(a *api.Allocation, status, desc string) {
 	c.dirtyMu.Lock()
 	defer c.dirtyMu.Unlock()
 	c.failedAllocs = append(c.failedAllocs, &api.Allocation{ID: a.ID, NodeID: a.NodeID, JobID: a.JobID, Namespace: a.Namespace,
-		TaskGroup: a.TaskGroup, ClientStatus: api.AllocClientStatusFailed, ClientDescription: err.Error()})
+		TaskGroup: a.TaskGroup, ClientStatus: status, ClientDescription: desc})
 	select {
 	case c.dirtyCh <- struct{}{}:
 	default:

@@ -250,3 +250,52 @@ func TestDeploymentsByJob(t *testing.T) {
 		t.Error("deployment without job: no error")
 	}
 }
+
+// TestSummaryStoppedBeforeClientRan follows an alloc the server stops while
+// the client has not reported it yet: pending (starting) -> stop desired
+// (still starting: the client may be starting it) -> the client reports it
+// complete. The counts must be right at every step.
+func TestSummaryStoppedBeforeClientRan(t *testing.T) {
+	s := NewStateStore()
+	must(t, s.UpsertJob(1, testJob("web")))
+	must(t, s.UpsertEvals(2, []*api.Evaluation{{ID: "e1", JobID: "web", Status: api.EvalStatusComplete,
+		QueuedAllocations: map[string]int{"web": 1}}}))
+	must(t, s.UpsertAllocs(3, []*api.Allocation{testAlloc("a1", "web", "n1")}))
+	steps := []struct {
+		name  string
+		write func(idx uint64) error
+		want  api.TaskGroupSummary
+	}{
+		{"job stopped", func(i uint64) error {
+			j := testJob("web")
+			j.Stop = true
+			return s.UpsertJob(i, j)
+		}, api.TaskGroupSummary{Starting: 1}},
+		{"plan stops the pending alloc", func(i uint64) error {
+			stop := &api.Allocation{ID: "a1", DesiredStatus: api.AllocDesiredStatusStop, DesiredDescription: "job stopped"}
+			ev := testEval("e2", "web")
+			ev.Status, ev.QueuedAllocations = api.EvalStatusComplete, map[string]int{"web": 0}
+			return s.UpsertPlanResults(i, &ApplyPlanResultsRequest{AllocsStopped: []*api.Allocation{stop}, Evals: []*api.Evaluation{ev}})
+		}, api.TaskGroupSummary{Starting: 1}},
+		{"client reports it complete", func(i uint64) error {
+			return s.UpdateAllocsFromClient(i, []*api.Allocation{{ID: "a1", ClientStatus: api.AllocClientStatusComplete, ClientDescription: "stopped before it started"}})
+		}, api.TaskGroupSummary{Complete: 1}},
+		{"a repeated report changes nothing", func(i uint64) error {
+			return s.UpdateAllocsFromClient(i, []*api.Allocation{{ID: "a1", ClientStatus: api.AllocClientStatusComplete}})
+		}, api.TaskGroupSummary{Complete: 1}},
+		{"a late server re-upsert keeps the client's status", func(i uint64) error {
+			a := testAlloc("a1", "web", "n1")
+			a.DesiredStatus = api.AllocDesiredStatusStop
+			return s.UpsertAllocs(i, []*api.Allocation{a})
+		}, api.TaskGroupSummary{Complete: 1}},
+	}
+	for i, st := range steps {
+		must(t, st.write(uint64(10+i)))
+		if diff := cmp.Diff(st.want, summaryOf(t, s, "web", "web")); diff != "" {
+			t.Errorf("after %s (-want +got):\n%s", st.name, diff)
+		}
+	}
+	if j := mustGet[api.Job](t)(s.JobByID(nil, "", "web")); j.Status != api.JobStatusDead {
+		t.Errorf("job status after its only alloc completed: %q, want dead", j.Status)
+	}
+}
