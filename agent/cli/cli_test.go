@@ -201,6 +201,14 @@ func TestCLIAgainstServer(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &vs) != nil || len(vs.Versions) == 0 {
 		t.Errorf("job history -json: exit %d out %q", code, out)
 	}
+	scaled := writeFile(t, dir, "web3.hcl", strings.Replace(webHCL, "count = 2", "count = 3", 1))
+	if code, out, stderr = cli("job", "run", "-detach", scaled); code != 0 {
+		t.Fatalf("job run -detach (count 3): exit %d out %q stderr %q", code, out, stderr)
+	}
+	code, out, _ = cli("job", "history", "-p", "web")
+	if code != 0 || !strings.Contains(out, `+/- Task Group: "web"`) || !strings.Contains(out, `+/- Count: "2" => "3"`) {
+		t.Errorf("job history -p: exit %d out %q, want the group's Count 2 => 3", code, out)
+	}
 
 	code, out, _ = cli("eval", "status", "-json", rr.EvalID[:8])
 	var ev api.Evaluation

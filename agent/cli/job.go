@@ -430,6 +430,30 @@ func newJobInspectCmd() *cobra.Command {
 	return cmd
 }
 
+// printVersionDiff prints what a version changed against the one before.
+func printVersionDiff(w io.Writer, d *api.JobDiff) {
+	if d.Type == api.DiffTypeNone || len(d.Fields) == 0 && len(d.TaskGroups) == 0 {
+		fmt.Fprintln(w, "Diff: none")
+		return
+	}
+	fmt.Fprintln(w, "Diff:")
+	for _, f := range d.Fields {
+		printFieldDiff(w, "", f)
+	}
+	for _, tg := range d.TaskGroups {
+		fmt.Fprintf(w, "%s Task Group: %q\n", diffMark(tg.Type), tg.Name)
+		for _, f := range tg.Fields {
+			printFieldDiff(w, "  ", f)
+		}
+		for _, t := range tg.Tasks {
+			fmt.Fprintf(w, "  %s Task: %q\n", diffMark(t.Type), t.Name)
+			for _, f := range t.Fields {
+				printFieldDiff(w, "    ", f)
+			}
+		}
+	}
+}
+
 func newJobHistoryCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "history [flags] ID",
@@ -452,13 +476,7 @@ func newJobHistoryCmd() *cobra.Command {
 			kv(out, "Version", strconv.FormatUint(j.Version, 10), "Stable", strconv.FormatBool(j.Stable),
 				"Submit Date", fmtUnixNano(j.SubmitTime))
 			if *diffs && i < len(resp.Diffs) && resp.Diffs[i] != nil {
-				d := resp.Diffs[i]
-				for _, f := range d.Fields {
-					printFieldDiff(out, "", f)
-				}
-				for _, tg := range d.TaskGroups {
-					fmt.Fprintf(out, "%s Task Group: %q\n", diffMark(tg.Type), tg.Name)
-				}
+				printVersionDiff(out, resp.Diffs[i])
 			}
 			fmt.Fprintln(out)
 		}

@@ -53,6 +53,13 @@ type Server interface {
 	LastContact() time.Duration
 }
 
+// JobDiffer is an optional ability of Server (found by type assertion):
+// the diff between two versions of a job (either may be nil), for
+// GET /v1/job/{id}/versions?diffs=true. It must be pure.
+type JobDiffer interface {
+	JobDiff(old, new *api.Job) *api.JobDiff
+}
+
 // EventSource streams state change events: topics maps topic -> keys
 // ("*" = all); with fromIndex > 0 buffered batches from that index come first.
 type EventSource interface {

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	agenthttp "github.com/drover/drover/agent/http"
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/server"
 )
 
 // TestBlockingJobListWakesOnSummary: a blocking GET /v1/jobs returns when
@@ -76,4 +78,41 @@ func TestBlockingJobListWakesOnSummary(t *testing.T) {
 	if gi := headerIndex(t, got); gi <= idx {
 		t.Errorf("blocking job list index %d, want > %d", gi, idx)
 	}
+}
+
+var _ agenthttp.JobDiffer = (*server.Server)(nil)
+
+// TestJobVersionsDiffs: ?diffs=true answers, newest first, what each
+// version changed against the one before.
+func TestJobVersionsDiffs(t *testing.T) {
+	a := newTestAPI(t)
+	a.register(webJob(1))
+	a.register(webJob(3))
+	var plain api.JobVersionsResponse
+	a.ok("GET", "/v1/job/web/versions", nil, &plain)
+	if len(plain.Versions) != 2 || len(plain.Diffs) != 0 {
+		t.Fatalf("versions without diffs = %d versions %d diffs, want 2 and 0", len(plain.Versions), len(plain.Diffs))
+	}
+	var vr api.JobVersionsResponse
+	a.ok("GET", "/v1/job/web/versions?diffs=true", nil, &vr)
+	if len(vr.Versions) != 2 || vr.Versions[0].Version != 1 || vr.Versions[1].Version != 0 {
+		t.Fatalf("versions = %d, want versions 1 and 0 newest first", len(vr.Versions))
+	}
+	if len(vr.Diffs) != 1 || vr.Diffs[0] == nil {
+		t.Fatalf("diffs = %+v, want one (version 1 against 0)", vr.Diffs)
+	}
+	d := vr.Diffs[0]
+	if d.Type != api.DiffTypeEdited || len(d.TaskGroups) != 1 || d.TaskGroups[0].Name != "web" {
+		t.Fatalf("diff = %s, want group web edited", mustJSON(t, d))
+	}
+	var count *api.FieldDiff
+	for _, f := range d.TaskGroups[0].Fields {
+		if f.Name == "Count" {
+			count = f
+		}
+	}
+	if count == nil || count.Old != "1" || count.New != "3" || count.Type != api.DiffTypeEdited {
+		t.Errorf("group fields = %s, want Count 1 => 3", mustJSON(t, d.TaskGroups[0].Fields))
+	}
+	a.fails("GET", "/v1/job/web/versions?diffs=maybe", nil, 400, "bad_request")
 }

@@ -176,8 +176,17 @@ func (s *HTTPServer) jobEvals(w nethttp.ResponseWriter, r *nethttp.Request) (any
 
 func (s *HTTPServer) jobVersions(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
 	ns, id := nsParam(r), r.PathValue("id")
-	if _, err := boolParam(r, "diffs"); err != nil {
+	diffs, err := boolParam(r, "diffs")
+	if err != nil {
 		return nil, err
+	}
+	var differ JobDiffer
+	if diffs {
+		d, ok := s.cfg.Server.(JobDiffer)
+		if !ok {
+			return nil, api.Errorf(api.ErrUnavailable, "job diffs are not available on this agent")
+		}
+		differ = d
 	}
 	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
 		idx := s.maxIndex("jobs")
@@ -188,7 +197,15 @@ func (s *HTTPServer) jobVersions(w nethttp.ResponseWriter, r *nethttp.Request) (
 		if len(vs) == 0 {
 			return nil, 0, notFound(api.ErrJobNotFound, "job", id)
 		}
-		return &api.JobVersionsResponse{Versions: vs}, idx, nil
+		resp := &api.JobVersionsResponse{Versions: vs}
+		if differ != nil {
+			// Versions are newest first: Diffs[i] is what Versions[i]
+			// changed against Versions[i+1].
+			for i := 0; i+1 < len(vs); i++ {
+				resp.Diffs = append(resp.Diffs, differ.JobDiff(vs[i+1], vs[i]))
+			}
+		}
+		return resp, idx, nil
 	})
 }
 
