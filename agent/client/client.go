@@ -99,6 +99,7 @@ func New(cfg *Config) (*Client, error) {
 	if c.cfg.Devices != nil {
 		ds, err := c.cfg.Devices(id.NodeID)
 		if err != nil {
+			c.closeDrivers()
 			db.Close()
 			return nil, fmt.Errorf("device fingerprint: %w", err)
 		}
@@ -106,6 +107,8 @@ func New(cfg *Config) (*Client, error) {
 	}
 	node, err := c.buildNode(context.Background(), id)
 	if err != nil {
+		c.closeDrivers()
+		c.closeDevices()
 		db.Close()
 		return nil, err
 	}
@@ -215,6 +218,7 @@ func (c *Client) Start(ctx context.Context) error {
 // stopped first (its data dir is temporary).
 func (c *Client) Shutdown(ctx context.Context) error {
 	if c.cancel == nil {
+		c.closeDrivers()
 		c.closeDevices()
 		return c.db.Close()
 	}
@@ -248,6 +252,9 @@ func (c *Client) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("client shutdown: %w", ctx.Err())
 	}
+	// Runners are stopped or detached: drivers may let go of their
+	// connections and goroutines (their tasks keep running).
+	c.closeDrivers()
 	c.closeDevices()
 	return c.db.Close()
 }
@@ -295,6 +302,18 @@ func (c *Client) runner(id string) (*allocrunner.AllocRunner, error) {
 		return ar, nil
 	}
 	return nil, fmt.Errorf("allocation %q: %w", id, api.ErrAllocNotFound)
+}
+
+// closeDrivers calls Close on each driver that has one (containerd's
+// connection, qemu's monitors). Drivers must not stop tasks on Close.
+func (c *Client) closeDrivers() {
+	for name, d := range c.drivers {
+		if cl, ok := d.(io.Closer); ok {
+			if err := cl.Close(); err != nil {
+				c.log.Warn("close driver", "driver", name, "error", err)
+			}
+		}
+	}
 }
 
 func (c *Client) closeDevices() {
