@@ -157,6 +157,9 @@ func Reattach(st State) (*Process, error) {
 			close(p.done)
 			return p, nil
 		}
+		// Nothing supervises the task any more: it must not run on,
+		// unwatched, beside the new copy a restart policy starts.
+		(&Process{State: st}).killOrphans()
 		return nil, fmt.Errorf("reattach executor pid %d: %w", st.ExecutorPID, ErrGone)
 	}
 	pidfd, err := unix.PidfdOpen(st.ExecutorPID, 0)
