@@ -174,7 +174,21 @@ func putJob(t *testing.T, base, id string) int {
 	t.Helper()
 	body := fmt.Sprintf(`{"Job":{"ID":%q,"Type":"batch","Datacenters":["nowhere"],"TaskGroups":[{"Name":"g","Count":1,
 "Tasks":[{"Name":"t","Driver":"raw_exec","Config":{"command":"/bin/true"},"Resources":{"CPU":10,"MemoryMB":16}}]}]}}`, id)
-	return call(t, "PUT", base+"/v1/jobs", body, nil)
+	req, err := http.NewRequest("PUT", base+"/v1/jobs", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Logf("PUT job %s on %s: %v", id, base, err)
+		return 0
+	}
+	defer r.Body.Close()
+	b, _ := io.ReadAll(r.Body)
+	if r.StatusCode != 200 {
+		t.Logf("PUT job %s on %s = %d %s", id, base, r.StatusCode, b)
+	}
+	return r.StatusCode
 }
 
 func raftPeers(t *testing.T, base string) *api.RaftConfiguration {

@@ -112,6 +112,17 @@ const headerNotProcessed = "X-Drover-Not-Processed"
 // election) before failing with no_leader.
 var LeaderHoldTimeout = 5 * time.Second
 
+// leaderTransport carries forwarded requests on fresh connections: a
+// pooled connection to a leader that just went away fails after the
+// request was written, and such a request cannot be safely retried; a
+// refused dial can.
+var leaderTransport = &nethttp.Transport{
+	Proxy:                 nil,
+	DialContext:           (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+	DisableKeepAlives:     true,
+	ResponseHeaderTimeout: 0, // blocking queries may be forwarded (?consistent)
+}
+
 // errRetryForward makes the proxy's ErrorHandler try again.
 var errRetryForward = errors.New("leader did not process the request")
 
@@ -173,6 +184,7 @@ func (s *HTTPServer) forwardWithHold(w nethttp.ResponseWriter, r *nethttp.Reques
 		}
 		retry := false
 		proxy := &httputil.ReverseProxy{
+			Transport: leaderTransport,
 			Rewrite: func(pr *httputil.ProxyRequest) {
 				pr.SetURL(u)
 				pr.Out.Header.Set(headerLeaderForwarded, "1")
