@@ -24,7 +24,7 @@ type DeviceSource interface {
 
 // Config of the client role.
 type Config struct {
-	// DataDir holds client/state.db and alloc/<id>/ (required).
+	// DataDir holds state.db, alloc/<id>/ and drivers/<name>/ (required).
 	DataDir string
 	// Servers are server HTTP addresses (host:port or URLs).
 	Servers    []string

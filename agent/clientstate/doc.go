@@ -1,5 +1,7 @@
 // Package clientstate persists a client's state in a bbolt file
-// (DataDir/client/state.db): the node identity, every allocation as
+// (<client data dir>/state.db, i.e. <agent data dir>/client/state.db; a
+// file at the old <client data dir>/client/state.db is moved there on
+// Open): the node identity, every allocation as
 // received from the server, and per task the runner state (TaskState,
 // restart tracking, the driver's TaskHandle). An agent restart reads it
 // back to reattach to running tasks instead of restarting them.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -45,13 +46,19 @@ type DB struct {
 	b *bolt.DB
 }
 
-// Open opens (creating) DataDir/client/state.db.
+// Open opens (creating) dataDir/state.db, the client's data dir being
+// <agent data dir>/client. A state file at the old place,
+// dataDir/client/state.db, is moved there first when the new one does not
+// exist yet, so an existing data dir keeps its node identity and tasks.
 func Open(dataDir string) (*DB, error) {
-	dir := filepath.Join(dataDir, "client")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("client state dir: %w", err)
 	}
-	b, err := bolt.Open(filepath.Join(dir, "state.db"), 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	path := filepath.Join(dataDir, "state.db")
+	if err := migrateLegacy(dataDir, path); err != nil {
+		return nil, err
+	}
+	b, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
 	if err != nil {
 		return nil, fmt.Errorf("open client state: %w", err)
 	}
@@ -173,4 +180,23 @@ func (d *DB) Task(allocID, task string) (*TaskRecord, error) {
 		return nil, fmt.Errorf("read task %s/%s: %w", allocID, task, err)
 	}
 	return &r, nil
+}
+
+// migrateLegacy moves dataDir/client/state.db (where releases before the
+// fix put it) to path when path does not exist; it removes the then empty
+// legacy dir.
+func migrateLegacy(dataDir, path string) error {
+	legacyDir := filepath.Join(dataDir, "client")
+	legacy := filepath.Join(legacyDir, "state.db")
+	if _, err := os.Stat(path); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return nil // the new file exists (or cannot be checked: bolt.Open will say)
+	}
+	if _, err := os.Stat(legacy); err != nil {
+		return nil
+	}
+	if err := os.Rename(legacy, path); err != nil {
+		return fmt.Errorf("move client state %s to %s: %w", legacy, path, err)
+	}
+	_ = os.Remove(legacyDir) // only succeeds when empty
+	return nil
 }

@@ -2,6 +2,9 @@ package clientstate
 
 import (
 	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -74,5 +77,62 @@ func TestRoundTripAcrossReopen(t *testing.T) {
 	}
 	if allocs, _ := db.Allocs(); len(allocs) != 0 {
 		t.Errorf("allocs after delete = %d, want 0", len(allocs))
+	}
+}
+
+// TestOpenMovesLegacyFile: a state file at the old place
+// (<dir>/client/state.db) is moved to <dir>/state.db with its contents;
+// when both exist the new one wins and the old one is left alone.
+func TestOpenMovesLegacyFile(t *testing.T) {
+	dir := t.TempDir()
+	legacyDir := filepath.Join(dir, "client")
+	old, err := Open(legacyDir) // writes legacyDir/state.db: the old layout of dir
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.PutIdentity(&Identity{NodeID: "n-old", SecretID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	db, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := db.Identity()
+	if err != nil || id.NodeID != "n-old" {
+		t.Errorf("identity after the move = %+v, %v; want n-old", id, err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "state.db")); err != nil {
+		t.Errorf("new state file: %v", err)
+	}
+	if _, err := os.Stat(legacyDir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("legacy dir after the move: stat err = %v, want it removed", err)
+	}
+
+	// Both present: the new file is used, the old one untouched.
+	stale, err := Open(legacyDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stale.PutIdentity(&Identity{NodeID: "n-stale"}); err != nil {
+		t.Fatal(err)
+	}
+	stale.Close()
+	db, err = Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if id, err := db.Identity(); err != nil || id.NodeID != "n-old" {
+		t.Errorf("identity with both files = %+v, %v; want the new file's n-old", id, err)
+	}
+	if _, err := os.Stat(filepath.Join(legacyDir, "state.db")); err != nil {
+		t.Errorf("legacy file with both present: %v, want it left alone", err)
 	}
 }
