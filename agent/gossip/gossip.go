@@ -231,10 +231,17 @@ func (g *Gossip) Join(ctx context.Context, addrs []string) (int, error) {
 	}
 }
 
+// joinTargets drops our own address: it would "answer" a join and end
+// the retries with nobody else met.
+func (g *Gossip) joinTargets(addrs []string) []string {
+	return slices.DeleteFunc(slices.Clone(addrs), func(a string) bool { return a == g.addr })
+}
+
 // RetryJoin joins addrs in the background, retrying every interval until
 // at least one answers or Gossip shuts down. done (optional) is called
 // once with the number joined.
 func (g *Gossip) RetryJoin(addrs []string, interval time.Duration, done func(n int)) {
+	addrs = g.joinTargets(addrs)
 	if len(addrs) == 0 {
 		return
 	}

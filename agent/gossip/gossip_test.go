@@ -335,3 +335,11 @@ func TestForceLeave(t *testing.T) {
 		wantStatuses(t, g, map[string]string{"a": StatusAlive, "b": StatusAlive, "c": StatusLeft})
 	}
 }
+
+func TestRetryJoinSkipsSelf(t *testing.T) {
+	a := start(t, "a", nil, nil)
+	got := a.joinTargets([]string{a.Addr(), "127.0.0.1:1", a.Addr()})
+	if len(got) != 1 || got[0] != "127.0.0.1:1" {
+		t.Errorf("joinTargets = %v, want only the other address", got)
+	}
+}
