@@ -237,6 +237,24 @@ func allocProcs(allocID string) []int {
 	return pids
 }
 
+// taskProcs maps each task of the allocation to its live processes (by
+// DROVER_TASK_NAME in their environment).
+func taskProcs(allocID string) map[string][]int {
+	out := map[string][]int{}
+	for _, pid := range allocProcs(allocID) {
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if err != nil {
+			continue
+		}
+		for _, kv := range strings.Split(string(env), "\x00") {
+			if name, ok := strings.CutPrefix(kv, "DROVER_TASK_NAME="); ok {
+				out[name] = append(out[name], pid)
+			}
+		}
+	}
+	return out
+}
+
 // alive reports whether pid is a live (not zombie) process.
 func alive(pid int) bool {
 	st, err := procState(pid)
@@ -262,6 +280,9 @@ func events(ts *api.TaskState) (types []string, n map[string]int) {
 	return types, n
 }
 
+// pidJobHCL runs the same long task three ways: exec sharing the host's
+// PID namespace (so it prints its host PID), exec in its own PID
+// namespace (the default), and raw_exec.
 const pidJobHCL = `job "pidjob" {
   group "g" {
     task "long" {
@@ -276,9 +297,33 @@ const pidJobHCL = `job "pidjob" {
         memory = 64
       }
     }
+    task "isolated" {
+      driver = "exec"
+      config {
+        command = "/bin/sh"
+        args    = ["-c", "echo pid=$$; exec sleep 3600"]
+      }
+      resources {
+        cpu    = 100
+        memory = 64
+      }
+    }
+    task "raw" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sh"
+        args    = ["-c", "echo pid=$$; exec sleep 3600"]
+      }
+      resources {
+        cpu    = 100
+        memory = 64
+      }
+    }
   }
 }
 `
+
+var pidJobTasks = []string{"long", "isolated", "raw"}
 
 // exitJobHCL's task prints its PID, waits for the test to create
 // /alloc/go (while the agent is down), then exits 3; it must be neither
@@ -352,37 +397,51 @@ func TestE2EDevAgent(t *testing.T) {
 	long := d.runJob(pidFile, "pidjob")
 	reapTasks(t, long)
 	pid := d.taskPID(long, "long")
-	if got := allocProcs(long); len(got) != 1 || got[0] != pid {
-		t.Fatalf("processes of the long task = %v, want only pid %d (the one it printed)", got, pid)
+	for _, task := range pidJobTasks[1:] {
+		d.taskPID(long, task) // each task has started its sleep
+	}
+	before := taskProcs(long)
+	if len(before) != 3 || len(before["long"]) != 1 || before["long"][0] != pid || len(before["isolated"]) != 1 || len(before["raw"]) != 1 {
+		t.Fatalf("task processes = %v, want one each, long's being pid %d (the one it printed)", before, pid)
 	}
 	d.kill()
-	if !alive(pid) {
-		t.Fatalf("task pid %d died with the agent", pid)
+	for task, pids := range before {
+		if !alive(pids[0]) {
+			t.Fatalf("task %s (pid %d) died with the agent", task, pids[0])
+		}
 	}
 	d.start()
-	a := d.alloc(long, "the long task reattached", func(a *api.Allocation) (bool, string) {
-		ts := a.TaskStates["long"]
-		if ts == nil {
-			return false, "no task state"
+	a := d.alloc(long, "every task of pidjob reattached", func(a *api.Allocation) (bool, string) {
+		var st []string
+		all := true
+		for _, task := range pidJobTasks {
+			ts := a.TaskStates[task]
+			if ts == nil {
+				return false, "no state for " + task
+			}
+			types, n := events(ts)
+			st = append(st, fmt.Sprintf("%s: %s %v", task, ts.State, types))
+			all = all && n[api.TaskReattached] > 0
 		}
-		types, n := events(ts)
-		return n[api.TaskReattached] > 0, fmt.Sprintf("%s %v", ts.State, types)
+		return all, strings.Join(st, "; ")
 	})
-	ts := a.TaskStates["long"]
-	types, n := events(ts)
-	if a.ClientStatus != api.AllocClientStatusRunning || ts.State != api.TaskStateRunning || ts.Restarts != 0 || n[api.TaskStarted] != 1 {
-		t.Errorf("after reattach: alloc %s, task %s, restarts %d, events %v; want running, running, 0, one Started",
-			a.ClientStatus, ts.State, ts.Restarts, types)
+	if a.ClientStatus != api.AllocClientStatusRunning {
+		t.Errorf("after reattach: alloc %s, want running", a.ClientStatus)
 	}
-	t.Logf("long task pid %d reattached: events %v", pid, types)
-	if !alive(pid) {
-		t.Errorf("task pid %d gone after the agent restarted", pid)
+	for _, task := range pidJobTasks {
+		ts := a.TaskStates[task]
+		types, n := events(ts)
+		if ts.State != api.TaskStateRunning || ts.Restarts != 0 || n[api.TaskStarted] != 1 {
+			t.Errorf("after reattach: task %s %s, restarts %d, events %v; want running, 0, one Started",
+				task, ts.State, ts.Restarts, types)
+		}
+		if out := d.logs(long, task); len(pidLine.FindAllString(out, -1)) != 1 {
+			t.Errorf("task %s stdout after restart %q, want a single pid line (started once)", task, out)
+		}
 	}
-	if got := allocProcs(long); len(got) != 1 || got[0] != pid {
-		t.Errorf("processes of the long task after restart = %v, want only pid %d (no duplicate)", got, pid)
-	}
-	if out := d.logs(long, "long"); len(pidLine.FindAllString(out, -1)) != 1 {
-		t.Errorf("stdout after restart %q, want a single pid line (started once)", out)
+	t.Logf("pidjob reattached: processes %v", before)
+	if after := taskProcs(long); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("task processes after restart = %v, want the same %v (no duplicate, none lost)", after, before)
 	}
 	var stubs []*api.AllocListStub
 	if code := devGet(d.base+"/v1/job/pidjob/allocations", &stubs); code != 200 || len(stubs) != 1 {
@@ -394,8 +453,16 @@ func TestE2EDevAgent(t *testing.T) {
 	d.alloc(long, "the reattached allocation complete", func(a *api.Allocation) (bool, string) {
 		return a.ClientStatus == api.AllocClientStatusComplete, a.ClientStatus
 	})
-	devWait(t, "the reattached task's process gone", func() (bool, string) {
-		return !alive(pid), fmt.Sprintf("pid %d alive", pid)
+	devWait(t, "the reattached tasks' processes gone", func() (bool, string) {
+		var left []int
+		for _, pids := range before {
+			for _, p := range pids {
+				if alive(p) {
+					left = append(left, p)
+				}
+			}
+		}
+		return len(left) == 0, fmt.Sprintf("alive: %v", left)
 	})
 
 	// 3. A task that exits while the agent is down: its exit code is
@@ -418,11 +485,11 @@ func TestE2EDevAgent(t *testing.T) {
 	a = d.alloc(batch, "the batch allocation failed", func(a *api.Allocation) (bool, string) {
 		return a.ClientStatus == api.AllocClientStatusFailed, a.ClientStatus
 	})
-	ts = a.TaskStates["exit3"]
+	ts := a.TaskStates["exit3"]
 	if ts == nil {
 		t.Fatalf("failed allocation has no state for task exit3: %+v", a.TaskStates)
 	}
-	types, n = events(ts)
+	types, n := events(ts)
 	var term *api.TaskEvent
 	for _, e := range ts.Events {
 		if e.Type == api.TaskTerminated {
