@@ -11,6 +11,7 @@ import (
 
 	containerd "github.com/containerd/containerd"
 	"github.com/containerd/containerd/namespaces"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/drover/drover/drivers"
 )
@@ -43,6 +44,9 @@ type Driver struct {
 
 	importMu sync.Mutex
 	imported map[archiveKey]string // archive file version -> image name
+	// archives runs one import+unpack per archive file version at a
+	// time: tasks starting together with the same archive share it.
+	archives singleflight.Group
 
 	mu    sync.Mutex
 	tasks map[string]*taskState // by drover task ID

@@ -2,6 +2,7 @@ package containerd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -60,21 +61,54 @@ func (d *Driver) image(ctx context.Context, c *containerd.Client, cfg *drivers.T
 	if err != nil {
 		return nil, err
 	}
-	var img containerd.Image
 	if path != "" {
-		img, err = d.importArchive(ctx, c, cfg.ID, path)
-	} else {
-		img, err = d.pull(ctx, c, cfg.ID, tc)
+		return d.archiveImage(ctx, c, cfg.ID, path)
 	}
+	img, err := d.pull(ctx, c, cfg.ID, tc)
 	if err != nil {
 		return nil, err
 	}
+	return d.unpack(ctx, img, cfg.ID)
+}
+
+// archiveImage imports and unpacks an archive once for all the tasks
+// that ask for the same file version at the same time. When the task
+// that ran the import was cancelled, a waiting task still alive tries
+// again itself.
+func (d *Driver) archiveImage(ctx context.Context, c *containerd.Client, taskID, path string) (containerd.Image, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: image: stat archive: %v", drivers.ErrInvalidConfig, err)
+	}
+	key := fmt.Sprintf("%s\x00%d\x00%d", path, st.Size(), st.ModTime().UnixNano())
+	for {
+		ran := false
+		v, err, _ := d.archives.Do(key, func() (any, error) {
+			ran = true
+			img, err := d.importArchive(ctx, c, taskID, path)
+			if err != nil {
+				return nil, err
+			}
+			return d.unpack(ctx, img, taskID)
+		})
+		if err != nil && !ran && ctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+			continue // the importing task's context ended, not ours
+		}
+		if err != nil {
+			return nil, err
+		}
+		return v.(containerd.Image), nil
+	}
+}
+
+// unpack unpacks img into the snapshotter unless it already is.
+func (d *Driver) unpack(ctx context.Context, img containerd.Image, taskID string) (containerd.Image, error) {
 	unpacked, err := img.IsUnpacked(ctx, Snapshotter)
 	if err != nil {
 		return nil, fmt.Errorf("image %s: %w", img.Name(), err)
 	}
 	if !unpacked {
-		d.emit(cfg.ID, "unpacking image %s", img.Name())
+		d.emit(taskID, "unpacking image %s", img.Name())
 		if err := img.Unpack(ctx, Snapshotter); err != nil {
 			return nil, fmt.Errorf("unpack image %s: %w", img.Name(), err)
 		}
