@@ -539,6 +539,13 @@ func TestE2EJobFileCLI(t *testing.T) {
 		}
 		t.Skip("make is not installed")
 	}
+	// `make build` writes bin/drover; here it builds into a temp dir, so
+	// that the test leaves the tree alone.
+	dry := exec.Command("make", "-n", "build")
+	dry.Dir = ".."
+	if out, err := dry.CombinedOutput(); err != nil || !strings.Contains(string(out), "-o bin/drover") {
+		t.Errorf("make -n build: %v %q, want a build to bin/drover", err, out)
+	}
 	bin := filepath.Join(t.TempDir(), "bin", "drover")
 	mk := exec.Command("make", "build", "BIN="+bin)
 	mk.Dir = ".."
