@@ -5,6 +5,10 @@
 // the task (or reattaches to it after an agent
 // restart), waits for it, applies the restart policy, kills it with the
 // task's kill signal and timeout, and records task events and state.
+// A task keeps its last MaxEvents (10, as Nomad) events; a run of "Driver"
+// messages of one kind (image progress: "pulling layer ...") is kept as
+// one event, the latest, with Details["coalesced_count"], so progress
+// never pushes "Received" and "Task Setup" out.
 //
 // Imports: api, drivers, agent/clientstate. Never server.
 //

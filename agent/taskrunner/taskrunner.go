@@ -10,6 +10,8 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -246,10 +248,56 @@ func (tr *TaskRunner) appendEventLocked(ev *api.TaskEvent) {
 	if ev.DisplayMessage == "" {
 		ev.DisplayMessage = ev.Message
 	}
-	tr.state.Events = append(tr.state.Events, ev)
-	if n := len(tr.state.Events); n > 10 { // keep the timeline bounded, as Nomad does
-		tr.state.Events = append([]*api.TaskEvent(nil), tr.state.Events[n-10:]...)
+	if n := len(tr.state.Events); n > 0 && coalesces(tr.state.Events[n-1], ev) {
+		// One entry per run of driver progress messages of a kind (the
+		// latest, with a count), so image progress cannot push the
+		// "Received" and "Task Setup" events out of the bounded list.
+		prev := tr.state.Events[n-1]
+		count := 1
+		if c, err := strconv.Atoi(prev.Details[eventCountDetail]); err == nil && c > 0 {
+			count = c
+		}
+		details := maps.Clone(ev.Details)
+		if details == nil {
+			details = map[string]string{}
+		}
+		details[eventCountDetail] = strconv.Itoa(count + 1)
+		ev.Details = details
+		tr.state.Events[n-1] = ev
+		return
 	}
+	tr.state.Events = append(tr.state.Events, ev)
+	if n := len(tr.state.Events); n > MaxEvents { // keep the timeline bounded, as Nomad does
+		tr.state.Events = append([]*api.TaskEvent(nil), tr.state.Events[n-MaxEvents:]...)
+	}
+}
+
+// MaxEvents is how many task events a task keeps (Nomad keeps 10).
+// Consecutive "Driver" events of the same kind count as one: see
+// coalesces.
+const MaxEvents = 10
+
+// eventCountDetail is the Details key of a coalesced driver event: how
+// many messages of its kind came in a row (the event is the latest).
+const eventCountDetail = "coalesced_count"
+
+// coalesces reports whether next replaces prev in the event list: both
+// are driver messages of the same kind, the kind being the message's
+// first two words ("pulling layer", "importing image").
+func coalesces(prev, next *api.TaskEvent) bool {
+	if prev.Type != api.TaskDriverMessage || next.Type != api.TaskDriverMessage {
+		return false
+	}
+	k := eventKind(prev.Message)
+	return k != "" && k == eventKind(next.Message)
+}
+
+func eventKind(msg string) string {
+	f := strings.Fields(msg)
+	if len(f) < 2 {
+		return ""
+	}
+	return f[0] + " " + f[1]
 }
 
 func (tr *TaskRunner) persistAndNotify() {
