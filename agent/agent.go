@@ -164,6 +164,14 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	if a.server != nil && a.gossip != nil {
+		// Hand leadership over first: the others need no election timeout.
+		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if err := a.server.TransferLeadership(tctx); err != nil {
+			a.log.Warn("leadership transfer before shutdown failed", "err", err)
+		}
+		cancel()
+	}
 	if a.server != nil {
 		if err := a.server.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("server shutdown: %w", err))

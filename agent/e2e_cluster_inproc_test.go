@@ -230,15 +230,21 @@ func TestClusterJoinFailoverCleanupRejoin(t *testing.T) {
 			return slices.Equal(got, want), fmt.Sprint(got)
 		})
 	}
-	conf := raftPeers(t, followers[0].base)
-	if conf == nil || len(conf.Servers) != 3 {
-		t.Fatalf("raft configuration on a follower = %+v, want 3 servers", conf)
-	}
-	for _, sv := range conf.Servers {
-		if !sv.Voter {
-			t.Errorf("bootstrapped server %s is not a voter", sv.Node)
+	// A follower may know the leader (heartbeats) a moment before it has
+	// replicated the configuration.
+	waitFor(t, 10*time.Second, "3 voters on a follower", func() (bool, string) {
+		conf := raftPeers(t, followers[0].base)
+		if conf == nil {
+			return false, "no answer"
 		}
-	}
+		voters := 0
+		for _, sv := range conf.Servers {
+			if sv.Voter {
+				voters++
+			}
+		}
+		return voters == 3 && len(conf.Servers) == 3, fmt.Sprintf("%+v", conf.Servers)
+	})
 
 	// A write to a follower is forwarded to the leader.
 	if code := putJob(t, followers[0].base, "before-kill"); code != 200 {
@@ -269,6 +275,7 @@ func TestClusterJoinFailoverCleanupRejoin(t *testing.T) {
 	if code := putJob(t, followers[0].base, "during-election"); code != 200 {
 		t.Errorf("register during the election = %d, want 200 once a leader is elected", code)
 	}
+	t.Logf("write during the election answered after %v", time.Since(lostAt).Round(time.Millisecond))
 	leader = waitOneLeader(t, 10*time.Second, followers)
 	t.Logf("new leader %s after %v", leader.name, time.Since(lostAt).Round(time.Millisecond))
 	for _, s := range followers {

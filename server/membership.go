@@ -328,3 +328,25 @@ func (s *Server) withLeaderDutiesPaused(ctx context.Context, fn func() error) er
 	}
 	return fn()
 }
+
+// TransferLeadership hands leadership to another voter before a graceful
+// shutdown, so the cluster does not wait for an election timeout. It is a
+// no-op on a follower or a single server.
+func (s *Server) TransferLeadership(ctx context.Context) error {
+	if !s.IsLeader() || len(s.Peers()) < 2 {
+		return nil
+	}
+	f := s.rs.raft.LeadershipTransfer()
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("leadership transfer: %w", err)
+		}
+		s.log.Info("leadership transferred before shutdown")
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("leadership transfer: %w", ctx.Err())
+	}
+}
