@@ -2,6 +2,7 @@ package allocrunner
 
 import (
 	"testing"
+	"time"
 
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/drivers"
@@ -125,5 +126,40 @@ func TestRestoreStoppedWhileDownKillsRunningTask(t *testing.T) {
 	}
 	if got := callsMatching(h.procs.Calls(), "start"); len(got) != 1 {
 		t.Errorf("starts = %v, want 1", got)
+	}
+}
+
+// TestRestoreFinishesRestartDelay: an agent restart while a task waits out
+// its restart delay does not start it at once; the restored runner waits
+// for the rest of the delay (the due time is persisted).
+func TestRestoreFinishesRestartDelay(t *testing.T) {
+	const delay = 100 * time.Second
+	rp := &api.RestartPolicy{Attempts: 3, Interval: 1 << 40, Delay: delay, Mode: api.RestartModeFail}
+	h := newHarness(t, newAlloc(api.JobTypeService, rp, task("main", nil)))
+	h.waitState("main", api.TaskStateRunning)
+	h.procs.Exit(t, "main", &drivers.ExitResult{ExitCode: 1})
+	eventually(t, "restart timer", func() bool { return h.clock.Waiters() == 1 })
+	h.clock.Advance(40 * time.Second)
+
+	h.restart()
+	// The old runner's timer stays registered with the fake clock; the
+	// restored runner adds its own for the remaining 60s.
+	eventually(t, "restored runner waits out the delay", func() bool { return h.clock.Waiters() == 2 })
+	if in, _ := h.clock.NextIn(); in != delay-40*time.Second {
+		t.Errorf("next timer in %s, want the remaining %s", in, delay-40*time.Second)
+	}
+	if got := len(callsMatching(h.procs.Calls(), "start")); got != 1 {
+		t.Fatalf("starts = %d before the delay ended, want 1", got)
+	}
+	if s := h.state("main"); s.State != api.TaskStatePending || s.Restarts != 0 {
+		t.Errorf("while waiting: state %s restarts %d, want pending and 0", s.State, s.Restarts)
+	}
+	h.clock.Advance(delay - 40*time.Second)
+	eventually(t, "restarted once the delay ended", func() bool {
+		s := h.state("main")
+		return s.State == api.TaskStateRunning && s.Restarts == 1
+	})
+	if got := len(callsMatching(h.procs.Calls(), "start")); got != 2 {
+		t.Errorf("starts = %d, want 2", got)
 	}
 }

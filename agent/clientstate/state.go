@@ -39,6 +39,9 @@ type TaskRecord struct {
 	// RestartWindowStart and RestartCount feed the restart policy.
 	RestartWindowStart time.Time `json:"RestartWindowStart"`
 	RestartCount       int       `json:"RestartCount"`
+	// RestartAt is when a delayed restart is due (zero: none waits), so
+	// a restored runner finishes the delay instead of starting at once.
+	RestartAt time.Time `json:"RestartAt,omitzero"`
 }
 
 // DB is the client's state file.

@@ -65,6 +65,9 @@ type TaskRunner struct {
 	tracker   restartTracker
 	killEvent *api.TaskEvent
 	started   bool // Started at least once (or reattached)
+	// restartAt is when a restart the policy delayed is due (zero when
+	// none waits); persisted so a restored runner finishes the delay.
+	restartAt time.Time
 
 	killCh    chan struct{}
 	killOnce  sync.Once
@@ -110,6 +113,7 @@ func New(cfg Config) *TaskRunner {
 		tr.handle = r.Handle
 		tr.tracker.count = r.RestartCount
 		tr.tracker.windowStart = r.RestartWindowStart
+		tr.restartAt = r.RestartAt
 		if tr.state.State != api.TaskStatePending {
 			tr.started = true
 			tr.startOnce.Do(func() { close(tr.startedCh) })
@@ -309,6 +313,7 @@ func (tr *TaskRunner) persistAndNotify() {
 			return &s
 		}(),
 		Handle: tr.handle, RestartCount: tr.tracker.count, RestartWindowStart: tr.tracker.windowStart,
+		RestartAt: tr.restartAt,
 	}
 	tr.mu.Unlock()
 	if tr.cfg.Store != nil {
@@ -374,6 +379,14 @@ func (tr *TaskRunner) Run(ctx context.Context) {
 		}
 	} else if st == api.TaskStatePending && len(tr.state.Events) == 0 {
 		tr.emit(&api.TaskEvent{Type: api.TaskReceived, DisplayMessage: "Task received by client"})
+	} else if st == api.TaskStatePending {
+		// Restored while a delayed restart was waiting: finish the delay.
+		tr.mu.Lock()
+		due := tr.restartAt
+		tr.mu.Unlock()
+		if !due.IsZero() && !tr.waitRestart(ctx, due.Sub(tr.clock.Now())) {
+			return
+		}
 	}
 
 	for {
@@ -504,11 +517,22 @@ func (tr *TaskRunner) afterExit(ctx context.Context, res *drivers.ExitResult, st
 	}
 	tr.mu.Lock()
 	tr.state.State = api.TaskStatePending
+	tr.restartAt = tr.clock.Now().Add(d.Delay)
 	tr.mu.Unlock()
 	tr.emit(&api.TaskEvent{Type: api.TaskRestarting, DisplayMessage: "Task restarting in " + d.Delay.String(), RestartReason: d.Reason, StartDelay: int64(d.Delay)})
+	return tr.waitRestart(ctx, d.Delay)
+}
+
+// waitRestart waits out a restart delay (persisted as restartAt); false
+// means the runner is done (killed, or ctx ended: the delay goes on
+// after an agent restart).
+func (tr *TaskRunner) waitRestart(ctx context.Context, delay time.Duration) bool {
 	select {
-	case <-tr.clock.After(d.Delay):
+	case <-tr.clock.After(delay):
 	case <-tr.killCh:
+		tr.mu.Lock()
+		tr.restartAt = time.Time{}
+		tr.mu.Unlock()
 		tr.setDead(false, &api.TaskEvent{Type: api.TaskKilled, DisplayMessage: "Task killed while waiting to restart"})
 		return false
 	case <-ctx.Done():
@@ -517,6 +541,7 @@ func (tr *TaskRunner) afterExit(ctx context.Context, res *drivers.ExitResult, st
 	tr.mu.Lock()
 	tr.state.Restarts++
 	tr.state.LastRestart = tr.clock.Now()
+	tr.restartAt = time.Time{}
 	tr.mu.Unlock()
 	return true
 }
