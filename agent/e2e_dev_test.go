@@ -326,8 +326,8 @@ const pidJobHCL = `job "pidjob" {
 var pidJobTasks = []string{"long", "isolated", "raw"}
 
 // exitJobHCL's task prints its PID, waits for the test to create
-// /alloc/go (while the agent is down), then exits 3; it must be neither
-// restarted nor rescheduled.
+// /alloc/go (while the agent is down), prints a line and exits 3; it
+// must be neither restarted nor rescheduled.
 const exitJobHCL = `job "exit3" {
   type = "batch"
   group "g" {
@@ -343,7 +343,7 @@ const exitJobHCL = `job "exit3" {
       driver = "exec"
       config {
         command  = "/bin/sh"
-        args     = ["-c", "echo pid=$$; while [ ! -e /alloc/go ]; do sleep 0.05; done; exit 3"]
+        args     = ["-c", "echo pid=$$; while [ ! -e /alloc/go ]; do sleep 0.05; done; echo released; exit 3"]
         pid_mode = "host"
       }
       resources {
@@ -522,8 +522,8 @@ func TestE2EDevAgent(t *testing.T) {
 	if code := devGet(d.base+"/v1/job/exit3/allocations", &stubs); code != 200 || len(stubs) != 1 {
 		t.Errorf("exit3 allocations = %d (status %d), want 1 (not rescheduled)", len(stubs), code)
 	}
-	if out := d.logs(batch, "exit3"); len(pidLine.FindAllString(out, -1)) != 1 {
-		t.Errorf("batch stdout %q, want a single pid line (not restarted)", out)
+	if out := d.logs(batch, "exit3"); len(pidLine.FindAllString(out, -1)) != 1 || !strings.HasSuffix(out, "\nreleased\n") {
+		t.Errorf("batch stdout %q, want a single pid line (not restarted) and the line written while the agent was down", out)
 	}
 	d.p.stop(t)
 }
