@@ -10,8 +10,9 @@ export CGO_ENABLED ?= 0
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-11s %s\n", $$1, $$2}'
 
-build: ## build bin/drover (a static, stripped binary with the UI embedded)
+build: ## build bin/drover (static, stripped, UI embedded) and bin/drover-executor (the small per-task supervisor)
 	$(GO) build -trimpath -ldflags "-s -w" -o $(BIN) .
+	$(GO) build -trimpath -ldflags "-s -w" -o $(dir $(BIN))drover-executor ./drivers/executor/cmd/drover-executor
 
 build-nvml: ## build bin/drover-nvml for GPU hosts: NVML support through go-nvml (cgo, links libc dynamically)
 	CGO_ENABLED=1 $(GO) build -trimpath -tags nvml -ldflags=-extldflags=-Wl,-z,lazy -o bin/drover-nvml .

@@ -53,10 +53,18 @@ func benchBin(b *testing.B) string {
 			return
 		}
 		benchBinPath = filepath.Join(dir, "drover")
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", benchBinPath, "github.com/drover/drover")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			benchBinErr = fmt.Errorf("go build: %v\n%s", err, out)
+		// Both binaries, as make build: drover and, next to it, the small
+		// per-task supervisor drover-executor.
+		for _, b := range []struct{ out, pkg string }{
+			{benchBinPath, "github.com/drover/drover"},
+			{filepath.Join(dir, "drover-executor"), "github.com/drover/drover/drivers/executor/cmd/drover-executor"},
+		} {
+			cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", b.out, b.pkg)
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				benchBinErr = fmt.Errorf("go build %s: %v\n%s", b.pkg, err, out)
+				return
+			}
 		}
 	})
 	if benchBinErr != nil {
@@ -254,7 +262,7 @@ const rawExec100Job = `{"Job":{"ID":"bench100","Type":"service","TaskGroups":[{"
 // BenchmarkRawExec100: one job with a group of count = 100 raw_exec
 // `sleep 3600` tasks; submit -> all 100 allocations running, followed with
 // blocking queries on /v1/job/bench100/allocations (target <= 3.5 s).
-// Then the memory of the 100 `drover executor` supervisors (children of
+// Then the memory of the 100 task supervisors (drover-executor, children of
 // the agent): total VmRSS and total Pss (target <= 300 MB).
 func BenchmarkRawExec100(b *testing.B) {
 	benchNeedRoot(b)
@@ -317,7 +325,7 @@ func BenchmarkRawExec100(b *testing.B) {
 			b.Fatal(err)
 		}
 		if len(helpers) != 100 {
-			b.Errorf("found %d `drover executor` children of the agent, want 100", len(helpers))
+			b.Errorf("found %d supervisor (drover-executor) children of the agent, want 100", len(helpers))
 		}
 		var sumRSS, sumPSS int64
 		for _, pid := range helpers {
@@ -350,7 +358,8 @@ func BenchmarkRawExec100(b *testing.B) {
 	b.ReportMetric(pss/float64(b.N), "helpers-PSS-MB")
 }
 
-// executorChildren lists the `drover executor` processes whose parent is pid.
+// executorChildren lists the task supervisors whose parent is pid:
+// drover-executor processes, or `drover executor` where that is absent.
 func executorChildren(pid int) ([]int, error) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
@@ -377,7 +386,7 @@ func executorChildren(pid int) ([]int, error) {
 			continue
 		}
 		args := strings.Split(string(cmdline), "\x00")
-		if len(args) >= 2 && args[1] == "executor" {
+		if filepath.Base(args[0]) == "drover-executor" || len(args) >= 2 && args[1] == "executor" {
 			out = append(out, child)
 		}
 	}

@@ -1,20 +1,21 @@
 package cli
 
 import (
-	"github.com/drover/drover/drivers/executor"
+	"github.com/drover/drover/drivers/executor/supervisor"
 	"github.com/spf13/cobra"
 )
 
-// `drover executor <config.json>` is the task supervisor the exec and
-// raw_exec drivers start; hidden, not for people.
+// `drover executor <config.json>` is the task supervisor the exec,
+// raw_exec and qemu drivers start when there is no drover-executor binary
+// next to drover (see executor.FindSupervisor); hidden, not for people.
 func init() {
 	rootCmd.AddCommand(&cobra.Command{
 		Use:                "executor <config.json>",
-		Short:              "Supervise one task (started by the exec and raw_exec drivers)",
+		Short:              "Supervise one task (started by the exec, raw_exec and qemu drivers)",
 		Hidden:             true,
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if code := executor.Main(cmd.Context(), args); code != 0 {
+			if code := supervisor.Main([]string{"executor"}, args); code != 0 {
 				return failed(code)
 			}
 			return nil

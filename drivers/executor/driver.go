@@ -16,6 +16,7 @@ import (
 
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/drivers"
+	"github.com/drover/drover/drivers/executor/supervisor"
 	"golang.org/x/sys/unix"
 )
 
@@ -203,7 +204,7 @@ func (d *Driver) executorConfig(cfg *drivers.TaskConfig, opts *TaskOptions) (*Co
 	if ecfg.User == "" {
 		ecfg.User = "nobody"
 	}
-	cred, err := lookupUser(ecfg.User)
+	cred, err := supervisor.LookupUser(ecfg.User)
 	if err != nil {
 		return nil, err
 	}

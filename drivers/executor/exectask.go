@@ -13,6 +13,7 @@ import (
 
 	"github.com/creack/pty"
 	"github.com/drover/drover/drivers"
+	"github.com/drover/drover/drivers/executor/supervisor"
 )
 
 // nsenter finds util-linux's nsenter, used to run commands inside an
@@ -55,7 +56,7 @@ func (d *Driver) ExecTask(ctx context.Context, id string, opts *drivers.ExecOpti
 		if user == "" {
 			user = "nobody"
 		}
-		cred, err := lookupUser(user)
+		cred, err := supervisor.LookupUser(user)
 		if err != nil {
 			return nil, fmt.Errorf("exec in task %q: %w", id, err)
 		}
@@ -67,14 +68,14 @@ func (d *Driver) ExecTask(ctx context.Context, id string, opts *drivers.ExecOpti
 		}
 		cmd = d.command(ctx, t, ns, "nsenter", append(args, opts.Command...))
 	} else {
-		path, err := lookPath(opts.Command[0], env)
+		path, err := supervisor.LookPath(opts.Command[0], env)
 		if err != nil {
 			return nil, fmt.Errorf("exec in task %q: %w", id, err)
 		}
 		cmd = d.command(ctx, t, path, opts.Command[0], opts.Command[1:])
 		cmd.Dir = t.cfg.TaskDir
 		if t.cfg.User != "" && t.proc.State.Cgroup == "" {
-			cred, err := lookupUser(t.cfg.User)
+			cred, err := supervisor.LookupUser(t.cfg.User)
 			if err != nil {
 				return nil, fmt.Errorf("exec in task %q: %w", id, err)
 			}
@@ -104,7 +105,8 @@ func (d *Driver) ExecTask(ctx context.Context, id string, opts *drivers.ExecOpti
 }
 
 // command runs path (as argv0 with args) inside the task's cgroup: via
-// `drover executor --join` when the task has one, so that the command
+// the supervisor's --join (`drover-executor --join` or `drover executor
+// --join`) when the task has one, so that the command
 // and everything it forks count against the task's limits.
 func (d *Driver) command(ctx context.Context, t *task, path, argv0 string, args []string) *exec.Cmd {
 	if t.proc.State.Cgroup == "" {
@@ -112,11 +114,12 @@ func (d *Driver) command(ctx context.Context, t *task, path, argv0 string, args 
 		cmd.Args[0] = argv0
 		return cmd
 	}
-	helper := []string{"executor", joinFlag, t.proc.State.Cgroup}
+	sup := FindSupervisor(d.bin)
+	helper := sup.command(supervisor.JoinFlag, t.proc.State.Cgroup)
 	if !t.proc.State.Isolated && t.cfg.User != "" {
 		helper = append(helper, "--user", t.cfg.User) // nsenter switches users itself
 	}
-	return exec.CommandContext(ctx, d.bin, append(append(helper, "--", path, argv0), args...)...)
+	return exec.CommandContext(ctx, sup.Path, append(append(helper, "--", path, argv0), args...)...)
 }
 
 func runPlain(cmd *exec.Cmd, opts *drivers.ExecOptions) error {

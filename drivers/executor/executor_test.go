@@ -2,8 +2,6 @@ package executor
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -57,76 +55,5 @@ func TestParseSignal(t *testing.T) {
 	}
 	if _, err := ParseSignal("SIGNOPE"); err == nil {
 		t.Error("ParseSignal(SIGNOPE) succeeded")
-	}
-}
-
-func TestResultFileRoundTrip(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "exit.json")
-	if _, err := ReadResult(p); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("ReadResult(missing) = %v, want ErrNotExist", err)
-	}
-	want := &Result{ExitCode: 137, Signal: 9, OOMKilled: true, FinishedAt: 42}
-	if err := writeJSONAtomic(p, want); err != nil {
-		t.Fatal(err)
-	}
-	got, err := ReadResult(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("result (-want +got):\n%s", diff)
-	}
-	ents, _ := os.ReadDir(filepath.Dir(p))
-	if len(ents) != 1 {
-		t.Errorf("temp files left behind: %v", ents)
-	}
-	if err := os.WriteFile(p, []byte("{"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ReadResult(p); err == nil {
-		t.Error("ReadResult(corrupt) succeeded")
-	}
-}
-
-func TestSupervisorRejectsBadConfig(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "c.json")
-	if err := os.WriteFile(p, []byte(`{"command":"/bin/true"}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := readConfig(p); err == nil || !strings.Contains(err.Error(), "required") {
-		t.Errorf("readConfig(incomplete) = %v", err)
-	}
-	if code := Main(t.Context(), nil); code != 2 {
-		t.Errorf("Main(no args) = %d, want 2", code)
-	}
-}
-
-func TestCgroupResources(t *testing.T) {
-	c := &CgroupConfig{Name: "x", CPUShares: 500, ReservedCores: []uint16{1, 3}, MemoryMB: 100, MemoryMaxMB: 200}
-	r := c.resources()
-	if *r.CPU.Shares != 500 || *r.CPU.Quota != 200000 || *r.CPU.Period != 100000 || r.CPU.Cpus != "1,3" {
-		t.Errorf("cpu = %+v", r.CPU)
-	}
-	if *r.Memory.Limit != 200<<20 || *r.Memory.Reservation != 100<<20 {
-		t.Errorf("memory limit %d, reservation %d", *r.Memory.Limit, *r.Memory.Reservation)
-	}
-	r = (&CgroupConfig{Name: "y", MemoryMB: 64}).resources()
-	if *r.Memory.Limit != 64<<20 || r.Memory.Reservation != nil || r.CPU != nil {
-		t.Errorf("memory-only resources = %+v %+v", r.Memory, r.CPU)
-	}
-	if got := CgroupName("a1/web/ff.0"); got != "a1_web_ff_0" {
-		t.Errorf("CgroupName = %q", got)
-	}
-}
-
-func TestDeviceRules(t *testing.T) {
-	rules := deviceRules([]Device{{HostPath: "/dev/null", Permissions: "r"}, {HostPath: "/no/such/dev"}})
-	if rules[0].Allow || rules[0].Access != "rwm" {
-		t.Errorf("first rule = %+v, want deny all", rules[0])
-	}
-	last := rules[len(rules)-1]
-	if !last.Allow || last.Type != "c" || *last.Major != 1 || *last.Minor != 3 || last.Access != "r" {
-		t.Errorf("device rule = %+v, want c 1:3 r", last)
 	}
 }

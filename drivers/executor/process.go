@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/drover/drover/drivers/executor/supervisor"
 	"golang.org/x/sys/unix"
 )
 
@@ -49,15 +50,16 @@ type Process struct {
 	lastWall time.Time
 }
 
-// Launch starts a supervisor for cfg with the drover binary bin, detached
+// Launch starts a supervisor for cfg, detached
 // (own session, stdin /dev/null, output to StateDir/executor.log), and
-// returns once the task runs (or failed to start).
+// returns once the task runs (or failed to start). bin is the drover
+// binary or a drover-executor (see FindSupervisor).
 func Launch(ctx context.Context, bin string, cfg *Config) (*Process, error) {
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("executor state dir: %w", err)
 	}
 	cfgPath := filepath.Join(cfg.StateDir, "config.json")
-	if err := writeJSONAtomic(cfgPath, cfg); err != nil {
+	if err := supervisor.WriteJSONAtomic(cfgPath, cfg); err != nil {
 		return nil, fmt.Errorf("write executor config: %w", err)
 	}
 	logf, err := os.OpenFile(filepath.Join(cfg.StateDir, "executor.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -70,16 +72,17 @@ func Launch(ctx context.Context, bin string, cfg *Config) (*Process, error) {
 		return nil, err
 	}
 	defer startR.Close()
-	cmd := exec.Command(bin, "executor", cfgPath)
-	// No GOGC here: Main lowers it once the binary's package initialisation
-	// is done; set in the environment it only adds collections to start-up.
+	sup := FindSupervisor(bin)
+	cmd := exec.Command(sup.Path, sup.command(cfgPath)...)
+	// No GOGC here: the supervisor lowers it once its task runs; set in
+	// the environment it only adds collections to start-up.
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "GOMAXPROCS=1"}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.ExtraFiles = []*os.File{startW}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		startW.Close()
-		return nil, fmt.Errorf("start executor %s: %w", bin, err)
+		return nil, fmt.Errorf("start executor %s: %w", sup.Path, err)
 	}
 	startW.Close()
 	execStart, _ := StartTime(cmd.Process.Pid)
@@ -87,12 +90,12 @@ func Launch(ctx context.Context, bin string, cfg *Config) (*Process, error) {
 	pidfd, perr := unix.PidfdOpen(cmd.Process.Pid, 0)
 
 	type line struct {
-		s   started
+		s   supervisor.Started
 		err error
 	}
 	lc := make(chan line, 1)
 	go func() { // ends when the executor reports or closes the pipe
-		var s started
+		var s supervisor.Started
 		b, err := bufio.NewReader(startR).ReadBytes('\n')
 		if err == nil {
 			err = json.Unmarshal(b, &s)

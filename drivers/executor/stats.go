@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/drivers/executor/supervisor"
 )
 
 // clockTicks is USER_HZ, 100 on every Linux this runs on.
@@ -23,19 +24,19 @@ func (p *Process) Stats() (*api.TaskResourceUsage, error) {
 	if name := p.State.Cgroup; name != "" {
 		if CgroupsV2() {
 			dir := CgroupDir(name, "")
-			mem.Usage = readUint(filepath.Join(dir, "memory.current"))
-			mem.MaxUsage = readUint(filepath.Join(dir, "memory.peak"))
-			mem.RSS = readKV(filepath.Join(dir, "memory.stat"), "anon")
-			mem.Cache = readKV(filepath.Join(dir, "memory.stat"), "file")
-			cpuNS = readKV(filepath.Join(dir, "cpu.stat"), "usage_usec") * 1000
+			mem.Usage = supervisor.ReadUint(filepath.Join(dir, "memory.current"))
+			mem.MaxUsage = supervisor.ReadUint(filepath.Join(dir, "memory.peak"))
+			mem.RSS = supervisor.ReadKV(filepath.Join(dir, "memory.stat"), "anon")
+			mem.Cache = supervisor.ReadKV(filepath.Join(dir, "memory.stat"), "file")
+			cpuNS = supervisor.ReadKV(filepath.Join(dir, "cpu.stat"), "usage_usec") * 1000
 		} else {
 			md := CgroupDir(name, "memory")
-			mem.Usage = readUint(filepath.Join(md, "memory.usage_in_bytes"))
-			mem.MaxUsage = readUint(filepath.Join(md, "memory.max_usage_in_bytes"))
-			mem.RSS = readKV(filepath.Join(md, "memory.stat"), "total_rss")
-			mem.Cache = readKV(filepath.Join(md, "memory.stat"), "total_cache")
-			mem.Swap = readKV(filepath.Join(md, "memory.stat"), "total_swap")
-			cpuNS = readUint(filepath.Join(CgroupDir(name, "cpuacct"), "cpuacct.usage"))
+			mem.Usage = supervisor.ReadUint(filepath.Join(md, "memory.usage_in_bytes"))
+			mem.MaxUsage = supervisor.ReadUint(filepath.Join(md, "memory.max_usage_in_bytes"))
+			mem.RSS = supervisor.ReadKV(filepath.Join(md, "memory.stat"), "total_rss")
+			mem.Cache = supervisor.ReadKV(filepath.Join(md, "memory.stat"), "total_cache")
+			mem.Swap = supervisor.ReadKV(filepath.Join(md, "memory.stat"), "total_swap")
+			cpuNS = supervisor.ReadUint(filepath.Join(CgroupDir(name, "cpuacct"), "cpuacct.usage"))
 		}
 		mem.Measured = []string{"RSS", "Cache", "Swap", "Usage", "Max Usage"}
 	} else {

@@ -1,4 +1,4 @@
-package executor
+package supervisor
 
 import (
 	"encoding/json"
@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -35,7 +36,7 @@ func supervise(cfgPath string) error {
 	defer signal.Stop(sigs)
 	syscall.CloseOnExec(startPipeFD)
 	startPipe := os.NewFile(startPipeFD, "start")
-	report := func(s started) {
+	report := func(s Started) {
 		if startPipe == nil {
 			return
 		}
@@ -46,23 +47,23 @@ func supervise(cfgPath string) error {
 	}
 	cfg, err := readConfig(cfgPath)
 	if err != nil {
-		report(started{Err: err.Error()})
+		report(Started{Err: err.Error()})
 		return err
 	}
 	res, err := run(cfg, cfgPath, report)
 	if err != nil {
-		report(started{Err: err.Error()})
+		report(Started{Err: err.Error()})
 		res = &Result{ExitCode: -1, Err: err.Error()}
 	}
 	res.FinishedAt = time.Now().UnixNano()
-	if werr := writeJSONAtomic(cfg.ExitFile, res); werr != nil {
+	if werr := WriteJSONAtomic(cfg.ExitFile, res); werr != nil {
 		return errors.Join(err, fmt.Errorf("write exit status: %w", werr))
 	}
 	return err
 }
 
 // run starts the task, reports its PID, copies its output and waits.
-func run(cfg *Config, cfgPath string, report func(started)) (*Result, error) {
+func run(cfg *Config, cfgPath string, report func(Started)) (*Result, error) {
 	stdout, err := logging.Open(logging.Config{Dir: cfg.LogDir, Prefix: logging.Prefix(cfg.TaskName, "stdout"),
 		MaxFiles: cfg.LogMaxFiles, MaxFileSizeMB: cfg.LogMaxFileSizeMB})
 	if err != nil {
@@ -144,7 +145,7 @@ func run(cfg *Config, cfgPath string, report func(started)) (*Result, error) {
 			return nil, errors.New(first.Err)
 		}
 	}
-	report(started{TaskPID: cmd.Process.Pid})
+	report(Started{TaskPID: cmd.Process.Pid})
 	// From here on the supervisor only copies and waits: collect with a low
 	// GOGC and hand the start-up garbage (package initialisation of the
 	// whole binary) back to the OS.
@@ -207,7 +208,7 @@ func copyOut(w io.Writer, r *os.File) {
 // the init it also returns the read end of its status pipe.
 func buildCmd(cfg *Config, cfgPath string) (*exec.Cmd, *os.File, error) {
 	if cfg.Isolation == nil {
-		path, err := lookPath(cfg.Command, cfg.Env)
+		path, err := LookPath(cfg.Command, cfg.Env)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -217,7 +218,7 @@ func buildCmd(cfg *Config, cfgPath string) (*exec.Cmd, *os.File, error) {
 		cmd.Dir = cfg.Cwd
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if cfg.User != "" {
-			cred, err := lookupUser(cfg.User)
+			cred, err := LookupUser(cfg.User)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -225,7 +226,7 @@ func buildCmd(cfg *Config, cfgPath string) (*exec.Cmd, *os.File, error) {
 		}
 		return cmd, nil, nil
 	}
-	self, err := os.Executable()
+	exe, err := os.Executable()
 	if err != nil {
 		return nil, nil, fmt.Errorf("find executor binary: %w", err)
 	}
@@ -233,7 +234,7 @@ func buildCmd(cfg *Config, cfgPath string) (*exec.Cmd, *os.File, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	cmd := exec.Command(self, "executor", initFlag, cfgPath)
+	cmd := exec.Command(exe, append(slices.Clip(self), initFlag, cfgPath)...)
 	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 	flags := uintptr(syscall.CLONE_NEWNS | syscall.CLONE_NEWUTS)
 	if !cfg.Isolation.SharePID {
@@ -253,7 +254,7 @@ func startInCgroup(cmd *exec.Cmd, cg *taskCgroup) error {
 	if cg == nil {
 		return cmd.Start()
 	}
-	if cg.v2 != nil {
+	if cg.v2 {
 		dir, err := cg.openDir()
 		if err != nil {
 			return err
@@ -273,8 +274,8 @@ func startInCgroup(cmd *exec.Cmd, cg *taskCgroup) error {
 	return err
 }
 
-// lookPath resolves cmd against the PATH in env (or the default PATH).
-func lookPath(cmd string, env []string) (string, error) {
+// LookPath resolves cmd against the PATH in env (or the default PATH).
+func LookPath(cmd string, env []string) (string, error) {
 	if strings.Contains(cmd, "/") {
 		return cmd, nil
 	}

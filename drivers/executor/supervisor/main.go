@@ -1,7 +1,6 @@
-package executor
+package supervisor
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"runtime/debug"
@@ -12,22 +11,31 @@ import (
 const (
 	// initFlag runs the namespace init (PID 1 of an exec task).
 	initFlag = "--init"
-	// joinFlag: `--join <cgroup> [--user <user>] -- <path> <argv0> <args...>`
+	// JoinFlag: `--join <cgroup> [--user <user>] -- <path> <argv0> <args...>`
 	// moves itself into a task cgroup, becomes user and execs path
 	// (ExecTask's commands).
-	joinFlag = "--join"
+	JoinFlag = "--join"
 )
 
-// Main runs the supervisor: `drover executor <config.json>`; the exec
-// driver's namespace init is `drover executor --init <config.json>`.
-// It returns the process exit code. ctx is ignored on purpose: the
-// supervisor outlives the agent and ends only with its task.
-func Main(_ context.Context, args []string) int {
+// self is what follows this binary's path to run it as a supervisor
+// again (the namespace init): ["executor"] in drover, none in
+// drover-executor. Set once by Main before anything else runs.
+var self []string
+
+// Main runs the supervisor with args (after the program name and sub):
+// `<config.json>` supervises a task, `--init <config.json>` is the exec
+// driver's namespace init, `--join ...` see JoinFlag. sub is what this
+// binary needs before those args to run as a supervisor: ["executor"]
+// for `drover executor`, nothing for drover-executor. It returns the
+// process exit code. There is no context on purpose: the supervisor
+// outlives the agent and ends only with its task.
+func Main(sub []string, args []string) int {
+	self = sub
 	switch {
 	case len(args) == 2 && args[0] == initFlag:
 		lowGC()
 		return runInit(args[1])
-	case len(args) >= 2 && args[0] == joinFlag:
+	case len(args) >= 2 && args[0] == JoinFlag:
 		return joinAndExec(args[1:])
 	case len(args) == 1:
 		if err := supervise(args[0]); err != nil {
@@ -41,7 +49,7 @@ func Main(_ context.Context, args []string) int {
 	}
 }
 
-// joinAndExec implements --join (see joinFlag).
+// joinAndExec implements --join (see JoinFlag).
 func joinAndExec(args []string) int {
 	name, user := args[0], ""
 	args = args[1:]
@@ -57,7 +65,7 @@ func joinAndExec(args []string) int {
 		return 126
 	}
 	if user != "" {
-		cred, err := lookupUser(user)
+		cred, err := LookupUser(user)
 		if err == nil {
 			err = dropTo(cred)
 		}

@@ -1,4 +1,4 @@
-package executor
+package supervisor
 
 import (
 	"fmt"
@@ -7,9 +7,9 @@ import (
 	"syscall"
 )
 
-// lookupUser resolves a user name (or numeric uid) to credentials with
+// LookupUser resolves a user name (or numeric uid) to credentials with
 // its primary and supplementary groups.
-func lookupUser(name string) (*syscall.Credential, error) {
+func LookupUser(name string) (*syscall.Credential, error) {
 	u, err := user.Lookup(name)
 	if err != nil {
 		if _, nerr := strconv.Atoi(name); nerr == nil {

@@ -1,4 +1,4 @@
-package executor
+package supervisor
 
 import (
 	"encoding/json"
@@ -52,7 +52,7 @@ func runInit(cfgPath string) int {
 	}
 	var cred *syscall.Credential
 	if cfg.User != "" {
-		if cred, err = lookupUser(cfg.User); err != nil {
+		if cred, err = LookupUser(cfg.User); err != nil {
 			return fail(err)
 		}
 	}
@@ -85,7 +85,7 @@ func runInit(cfgPath string) int {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fail(fmt.Errorf("set no_new_privs: %w", err))
 	}
-	path, err := lookPath(cfg.Command, cfg.Env)
+	path, err := LookPath(cfg.Command, cfg.Env)
 	if err != nil {
 		return fail(err)
 	}

@@ -1,4 +1,4 @@
-package executor
+package supervisor
 
 import (
 	"encoding/json"
@@ -86,14 +86,14 @@ type Result struct {
 	FinishedAt int64 `json:"finished_at"`
 }
 
-// started is what the supervisor reports on its start pipe.
-type started struct {
+// Started is what the supervisor reports on its start pipe.
+type Started struct {
 	TaskPID int    `json:"task_pid"`
 	Err     string `json:"error,omitempty"`
 }
 
-// writeJSONAtomic writes v to path via a temp file and rename.
-func writeJSONAtomic(path string, v any) error {
+// WriteJSONAtomic writes v to path via a temp file and rename.
+func WriteJSONAtomic(path string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err

@@ -1,0 +1,111 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestResultFileRoundTrip(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "exit.json")
+	if _, err := ReadResult(p); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("ReadResult(missing) = %v, want ErrNotExist", err)
+	}
+	want := &Result{ExitCode: 137, Signal: 9, OOMKilled: true, FinishedAt: 42}
+	if err := WriteJSONAtomic(p, want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadResult(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("result (-want +got):\n%s", diff)
+	}
+	ents, _ := os.ReadDir(filepath.Dir(p))
+	if len(ents) != 1 {
+		t.Errorf("temp files left behind: %v", ents)
+	}
+	if err := os.WriteFile(p, []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadResult(p); err == nil {
+		t.Error("ReadResult(corrupt) succeeded")
+	}
+}
+
+func TestSupervisorRejectsBadConfig(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "c.json")
+	if err := os.WriteFile(p, []byte(`{"command":"/bin/true"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readConfig(p); err == nil || !strings.Contains(err.Error(), "required") {
+		t.Errorf("readConfig(incomplete) = %v", err)
+	}
+	if code := Main(nil, nil); code != 2 {
+		t.Errorf("Main(no args) = %d, want 2", code)
+	}
+}
+
+func TestCgroupWrites(t *testing.T) {
+	c := &CgroupConfig{Name: "x", CPUShares: 500, ReservedCores: []uint16{1, 3}, MemoryMB: 100, MemoryMaxMB: 200, PidsLimit: 64}
+	str := func(ws []cgWrite) string {
+		var b strings.Builder
+		for _, w := range ws {
+			fmt.Fprintf(&b, "%s/%s=%s\n", w.ctrl, w.file, w.value)
+		}
+		return b.String()
+	}
+	for _, tc := range []struct {
+		v2   bool
+		want string
+	}{
+		{false, `cpu/cpu.shares=500
+cpu/cpu.cfs_period_us=100000
+cpu/cpu.cfs_quota_us=200000
+cpuset/cpuset.cpus=1,3
+memory/memory.limit_in_bytes=209715200
+memory/memory.soft_limit_in_bytes=104857600
+memory/memory.memsw.limit_in_bytes=209715200
+pids/pids.max=64
+`},
+		{true, `cpu/cpu.weight=19
+cpu/cpu.max=200000 100000
+cpuset/cpuset.cpus=1,3
+memory/memory.max=209715200
+memory/memory.low=104857600
+memory/memory.swap.max=0
+pids/pids.max=64
+`},
+	} {
+		if diff := cmp.Diff(tc.want, str(c.writes(tc.v2))); diff != "" {
+			t.Errorf("writes(v2=%v) (-want +got):\n%s", tc.v2, diff)
+		}
+	}
+	got := str((&CgroupConfig{Name: "y", MemoryMB: 64}).writes(false))
+	if want := "memory/memory.limit_in_bytes=67108864\nmemory/memory.memsw.limit_in_bytes=67108864\n"; got != want {
+		t.Errorf("memory-only writes = %q, want %q", got, want)
+	}
+	if got := CgroupName("a1/web/ff.0"); got != "a1_web_ff_0" {
+		t.Errorf("CgroupName = %q", got)
+	}
+}
+
+func TestDeviceRules(t *testing.T) {
+	ws := (&CgroupConfig{Name: "d", RestrictDevices: true, Devices: []Device{{HostPath: "/dev/null", Permissions: "r"}, {HostPath: "/no/such/dev"}}}).writes(false)
+	if len(ws) < 2 || ws[0] != (cgWrite{"devices", "devices.deny", "a *:* rwm"}) {
+		t.Fatalf("first write = %+v, want deny all", ws)
+	}
+	if last := ws[len(ws)-1]; last != (cgWrite{"devices", "devices.allow", "c 1:3 r"}) {
+		t.Errorf("last write = %+v, want allow c 1:3 r", last)
+	}
+	if ws := (&CgroupConfig{Name: "d", RestrictDevices: true}).writes(true); len(ws) != 0 {
+		t.Errorf("v2 device writes = %+v, want none (no eBPF allow-list)", ws)
+	}
+}
