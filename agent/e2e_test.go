@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,47 +20,14 @@ import (
 	"github.com/drover/drover/agent"
 	"github.com/drover/drover/agent/config"
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/drivers/drivertest"
 )
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
+// droverBin and freePort are the shared test helpers (one binary per test
+// process, built as `make build` builds it).
+func droverBin(t testing.TB) string { return drivertest.Binary(t) }
 
-// droverBin is $DROVER_TEST_BIN or a binary built once for this package.
-func droverBin(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("DROVER_TEST_BIN"); p != "" {
-		return p
-	}
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "drover-e2e-bin-")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "drover")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/drover/drover").CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
+func freePort(t testing.TB) int { return drivertest.FreePort(t) }
 
 // agentProc is a running `drover agent` process.
 type agentProc struct {

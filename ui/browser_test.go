@@ -1,11 +1,9 @@
 package ui_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,47 +18,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/drivers/drivertest"
 )
-
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
-
-// droverBin is $DROVER_TEST_BIN or a binary built once for this package.
-func droverBin(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("DROVER_TEST_BIN"); p != "" {
-		return p
-	}
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "drover-ui-bin-")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "drover")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/drover/drover").CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
 
 // chromium finds the browser; under CI=true a missing one is a failure.
 func chromium(t *testing.T) string {
@@ -78,105 +36,32 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // devAgent is a `drover agent -dev` process on private ports.
 type devAgent struct {
-	args []string
+	*drivertest.Process
 	base string
-	cmd  *exec.Cmd
-	done chan error
-	log  *syncBuf
 }
 
 func startDevAgent(t *testing.T) *devAgent {
 	t.Helper()
-	httpPort := freePort(t)
+	httpPort := drivertest.FreePort(t)
 	a := &devAgent{
-		args: []string{"agent", "-dev", "-http-port", strconv.Itoa(httpPort), "-raft-port", strconv.Itoa(freePort(t)),
-			"-gossip-port", strconv.Itoa(freePort(t)), "-node", "ui-test-node"},
+		Process: drivertest.StartProcess(t, "agent", "-dev", "-http-port", strconv.Itoa(httpPort),
+			"-raft-port", strconv.Itoa(drivertest.FreePort(t)), "-gossip-port", strconv.Itoa(drivertest.FreePort(t)),
+			"-node", "ui-test-node"),
 		base: fmt.Sprintf("http://127.0.0.1:%d", httpPort),
-		log:  &syncBuf{},
 	}
-	a.start(t)
-	t.Cleanup(func() {
-		a.kill()
-		if t.Failed() {
-			t.Logf("agent output:\n%s", a.log.String())
-		}
-	})
+	a.waitReady(t)
 	return a
 }
 
-func (a *devAgent) start(t *testing.T) {
+// waitReady polls until the agent's node registered and is ready.
+func (a *devAgent) waitReady(t *testing.T) {
 	t.Helper()
-	a.cmd = exec.Command(droverBin(t), a.args...)
-	a.cmd.Stdout, a.cmd.Stderr = a.log, a.log
-	if err := a.cmd.Start(); err != nil {
-		t.Fatalf("start agent: %v", err)
-	}
-	a.done = make(chan error, 1)
-	go func(c *exec.Cmd, done chan error) { done <- c.Wait() }(a.cmd, a.done)
-	// Ready when the node registered and is ready.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	a.WaitFor(t, "dev agent's node ready", 60*time.Second, func() bool {
 		var nodes []*api.NodeListStub
-		if err := a.getJSON("/v1/nodes", &nodes); err == nil && len(nodes) > 0 && nodes[0].Status == api.NodeStatusReady {
-			return
-		}
-		select {
-		case err := <-a.done:
-			t.Fatalf("agent exited early: %v\n%s", err, a.log.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("agent not ready within 60s:\n%s", a.log.String())
-		}
-	}
-}
-
-// stop ends the agent with SIGTERM and waits for it.
-func (a *devAgent) stop(t *testing.T) {
-	t.Helper()
-	if a.cmd.ProcessState != nil {
-		return
-	}
-	_ = a.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-a.done:
-	case <-time.After(30 * time.Second):
-		_ = a.cmd.Process.Kill()
-		<-a.done
-		t.Fatal("agent did not exit within 30s of SIGTERM")
-	}
-}
-
-func (a *devAgent) kill() {
-	if a.cmd == nil || a.cmd.ProcessState != nil {
-		return
-	}
-	_ = a.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-a.done:
-	case <-time.After(30 * time.Second):
-		_ = a.cmd.Process.Kill()
-		<-a.done
-	}
+		return a.getJSON("/v1/nodes", &nodes) == nil && len(nodes) > 0 && nodes[0].Status == api.NodeStatusReady
+	})
 }
 
 func (a *devAgent) getJSON(p string, v any) error {
@@ -503,10 +388,13 @@ func TestUIBrowser(t *testing.T) {
 	do(t, ctx, "desktop viewport", chromedp.EmulateViewport(1280, 900))
 
 	// The indicator: lost when the agent goes away, back when it returns.
-	agent.stop(t)
+	if err := agent.Stop(t, 30*time.Second); err != nil {
+		t.Fatalf("agent exited with %v after SIGTERM, want 0", err)
+	}
 	until(t, ctx, "connection lost shown", `document.querySelector('#conn').classList.contains('lost') && !document.querySelector('#banner').hidden`, long)
 	shot.take("disconnected")
-	agent.start(t)
+	agent.Restart(t)
+	agent.waitReady(t)
 	until(t, ctx, "connection recovered shown", `document.querySelector('#conn').classList.contains('ok')`, long)
 
 	// No reload happened since the marker was set, and no script failed.

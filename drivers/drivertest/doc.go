@@ -12,6 +12,12 @@
 // once (TestMain); ShellHarness fills a Harness for {command, args}
 // drivers with /bin/sh tasks.
 //
+// Shared by every test that runs the real binary (drivers, agent e2e and
+// benchmarks, the ui browser test; layout_test.go lets ui's tests import
+// this package): Binary (DroverBinary once per test process), FreePort,
+// and Process (StartProcess: a `drover ...` process with its output kept,
+// Stop/Kill/Restart/WaitFor, ended by the test's cleanup).
+//
 // What the suite expects beyond the Driver doc comments: a second
 // WaitTask yields the same result; StopTask on an exited task is no
 // error; DestroyTask(force=false) of a running task fails; RecoverTask of

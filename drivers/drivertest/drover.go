@@ -1,0 +1,219 @@
+package drivertest
+
+import (
+	"bytes"
+	"net"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var binary struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// Binary returns $DROVER_TEST_BIN, or a drover binary built once per test
+// process (as `make build` builds it) into a temp dir that is left for the
+// OS to clean (use DroverBinary from TestMain to remove it). A build
+// failure fails the test.
+func Binary(t testing.TB) string {
+	t.Helper()
+	binary.once.Do(func() { binary.path, _, binary.err = DroverBinary() })
+	if binary.err != nil {
+		t.Fatal(binary.err)
+	}
+	return binary.path
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// Process is a running drover process (`drover agent ...` and the like)
+// with its combined output kept. Its cleanup, registered by StartProcess,
+// ends it if still running (SIGTERM, so a dev agent stops its tasks; SIGKILL
+// after 30 s) and logs the output when the test failed.
+type Process struct {
+	Args []string
+	Env  []string // added to the environment (nil: the test's environment)
+
+	bin  string
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error // Wait's result, set before done closes
+	out  *syncBuf
+}
+
+// StartProcess runs Binary(t) with args (it does not wait for anything).
+func StartProcess(t testing.TB, args ...string) *Process {
+	t.Helper()
+	return StartProcessEnv(t, nil, args...)
+}
+
+// StartProcessEnv is StartProcess with extra environment variables.
+func StartProcessEnv(t testing.TB, env []string, args ...string) *Process {
+	t.Helper()
+	p := &Process{Args: args, Env: env, bin: Binary(t), out: &syncBuf{}}
+	p.start(t)
+	t.Cleanup(func() {
+		p.terminate(30 * time.Second)
+		if t.Failed() {
+			t.Logf("%s output:\n%s", p.what(), p.Output())
+		}
+	})
+	return p
+}
+
+func (p *Process) what() string {
+	if len(p.Args) > 0 {
+		return "drover " + p.Args[0]
+	}
+	return "drover"
+}
+
+func (p *Process) start(t testing.TB) {
+	t.Helper()
+	cmd := exec.Command(p.bin, p.Args...)
+	if p.Env != nil {
+		cmd.Env = append(os.Environ(), p.Env...)
+	}
+	cmd.Stdout, cmd.Stderr = p.out, p.out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", p.what(), err)
+	}
+	done := make(chan struct{})
+	p.cmd, p.done, p.err = cmd, done, nil
+	go func() {
+		err := cmd.Wait()
+		p.err = err
+		close(done)
+	}()
+}
+
+// Restart starts the process again with the same arguments once it has
+// exited (Stop or Kill it first).
+func (p *Process) Restart(t testing.TB) {
+	t.Helper()
+	select {
+	case <-p.done:
+	default:
+		t.Fatalf("restart %s: it is still running", p.what())
+	}
+	p.start(t)
+}
+
+// Pid of the process.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Done is closed once the process has exited.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Err is the process's exit error (nil for exit 0); valid once Done is closed.
+func (p *Process) Err() error {
+	<-p.done
+	return p.err
+}
+
+// Exited reports whether the process has exited.
+func (p *Process) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Output is everything the process wrote so far (stdout and stderr).
+func (p *Process) Output() string { return p.out.String() }
+
+// Stop sends SIGTERM and waits up to timeout for the exit; it returns
+// the exit error (nil for a clean exit) and fails the test when the
+// process does not exit in time (then it is killed).
+func (p *Process) Stop(t testing.TB, timeout time.Duration) error {
+	t.Helper()
+	if p.Exited() {
+		return p.err
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !p.Exited() {
+		t.Fatalf("SIGTERM %s: %v", p.what(), err)
+	}
+	select {
+	case <-p.done:
+		return p.err
+	case <-time.After(timeout):
+		p.Kill()
+		t.Fatalf("%s did not exit within %s of SIGTERM", p.what(), timeout)
+		return nil
+	}
+}
+
+// terminate sends SIGTERM, then SIGKILL after grace, and waits.
+func (p *Process) terminate(grace time.Duration) {
+	if p.cmd == nil || p.Exited() {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		p.Kill()
+	}
+}
+
+// Kill sends SIGKILL (if still running) and waits for the exit.
+func (p *Process) Kill() {
+	if p.cmd == nil || p.Exited() {
+		return
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+// WaitFor polls cond (every 10 ms) until it holds; it fails the test when
+// timeout passes first or the process exits.
+func (p *Process) WaitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, timeout)
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("%s: %s exited first: %v", what, p.what(), p.err)
+		case <-tick.C:
+		}
+	}
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(b)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
