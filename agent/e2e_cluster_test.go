@@ -114,7 +114,7 @@ func TestE2EClusterLeaderKill(t *testing.T) {
 	// client fails over to the servers it learned and still receives work.
 	servers[0].kill(t)
 	if leader == servers[0] {
-		leader = waitProcLeader(t, servers, servers[0], 10*time.Second)
+		waitProcLeader(t, servers, servers[0], 10*time.Second) // the next leader is read below, after s1 returns
 	}
 	probe := strings.Replace(job, `"pinned"`, `"probe"`, 1)
 	probe = strings.Replace(probe, `"Count":2`, `"Count":1`, 1)
