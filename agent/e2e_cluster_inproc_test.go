@@ -468,16 +468,18 @@ func TestClusterSnapshotAndKeyring(t *testing.T) {
 		t.Errorf("force-leave of an alive server = %d, want 400", code)
 	}
 	victim.stop(t)
-	waitFor(t, 15*time.Second, victim.name+" failed in the leader's gossip", func() (bool, string) {
-		var m api.ServerMembers
-		getJSON(leader.base+"/v1/agent/members", &m)
-		for _, mb := range m.Members {
-			if mb.Name == victim.name+".global" {
-				return mb.Status == "failed", mb.Status
+	for _, s := range []*clusterServer{leader, witness} {
+		waitFor(t, 15*time.Second, victim.name+" failed in the gossip of "+s.name, func() (bool, string) {
+			var m api.ServerMembers
+			getJSON(s.base+"/v1/agent/members", &m)
+			for _, mb := range m.Members {
+				if mb.Name == victim.name+".global" {
+					return mb.Status == "failed", mb.Status
+				}
 			}
-		}
-		return false, "not listed"
-	})
+			return false, "not listed"
+		})
+	}
 	if c := raftPeers(t, leader.base); c == nil || len(c.Servers) != 3 {
 		t.Fatalf("raft peers right after the failure: %+v, want all 3 (grace 1 h)", c)
 	}
