@@ -7,19 +7,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/drivers/drivertest"
 )
 
 // The benchmarks in this file drive the real built binary ($DROVER_TEST_BIN,
@@ -33,46 +31,6 @@ import (
 //	                          helpers-RSS-MB  sum of the 100 executors' VmRSS (<= 300)
 //	                          helpers-PSS-MB  sum of their Pss (smaps_rollup)
 
-var (
-	benchBinOnce sync.Once
-	benchBinPath string
-	benchBinErr  error
-)
-
-// benchBin is $DROVER_TEST_BIN or a binary built once (as `make build`
-// builds it) for this test process.
-func benchBin(b *testing.B) string {
-	b.Helper()
-	if p := os.Getenv("DROVER_TEST_BIN"); p != "" {
-		return p
-	}
-	benchBinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "drover-bench-bin-")
-		if err != nil {
-			benchBinErr = err
-			return
-		}
-		benchBinPath = filepath.Join(dir, "drover")
-		// Both binaries, as make build: drover and, next to it, the small
-		// per-task supervisor drover-executor.
-		for _, b := range []struct{ out, pkg string }{
-			{benchBinPath, "github.com/drover/drover"},
-			{filepath.Join(dir, "drover-executor"), "github.com/drover/drover/drivers/executor/cmd/drover-executor"},
-		} {
-			cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", b.out, b.pkg)
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				benchBinErr = fmt.Errorf("go build %s: %v\n%s", b.pkg, err, out)
-				return
-			}
-		}
-	})
-	if benchBinErr != nil {
-		b.Fatal(benchBinErr)
-	}
-	return benchBinPath
-}
-
 func benchNeedRoot(b *testing.B) {
 	b.Helper()
 	if os.Getuid() != 0 {
@@ -83,58 +41,22 @@ func benchNeedRoot(b *testing.B) {
 	}
 }
 
-func benchPort(b *testing.B) int {
-	b.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // devAgent is one `drover agent -dev` process.
 type devAgent struct {
-	cmd  *exec.Cmd
+	*drivertest.Process
 	base string
 	api  *api.Client
-	done chan struct{}
-	err  error // Wait's result, set before done closes
-	out  *syncBuf
 }
 
 // startDevAgent starts the binary; it does not wait for anything.
 func startDevAgent(b *testing.B) *devAgent {
 	b.Helper()
-	httpPort, raft, gossip := benchPort(b), benchPort(b), benchPort(b)
-	cmd := exec.Command(benchBin(b), "agent", "-dev", "-data-dir", b.TempDir(),
-		"-http-port", strconv.Itoa(httpPort), "-raft-port", strconv.Itoa(raft), "-gossip-port", strconv.Itoa(gossip),
-		"-log-level", "warn")
-	out := &syncBuf{b: &bytes.Buffer{}}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		b.Fatalf("start agent: %v", err)
-	}
+	httpPort := drivertest.FreePort(b)
+	p := drivertest.StartProcess(b, "agent", "-dev", "-data-dir", b.TempDir(),
+		"-http-port", strconv.Itoa(httpPort), "-raft-port", strconv.Itoa(drivertest.FreePort(b)),
+		"-gossip-port", strconv.Itoa(drivertest.FreePort(b)), "-log-level", "warn")
 	base := fmt.Sprintf("http://127.0.0.1:%d", httpPort)
-	a := &devAgent{cmd: cmd, base: base, api: api.NewClient(base), done: make(chan struct{}), out: out}
-	go func() {
-		a.err = cmd.Wait()
-		close(a.done)
-	}()
-	b.Cleanup(func() {
-		select {
-		case <-a.done:
-		default:
-			_ = cmd.Process.Kill()
-			<-a.done
-		}
-		if b.Failed() {
-			out.mu.Lock()
-			b.Logf("agent output:\n%s", out.b.String())
-			out.mu.Unlock()
-		}
-	})
-	return a
+	return &devAgent{Process: p, base: base, api: api.NewClient(base)}
 }
 
 // waitReady polls (a 2 ms tick, 30 s deadline) until /v1/agent/health
@@ -160,8 +82,8 @@ func (a *devAgent) waitReady(b *testing.B) {
 			}
 		}
 		select {
-		case <-a.done:
-			b.Fatalf("agent exited before it was healthy: %v", a.err)
+		case <-a.Done():
+			b.Fatalf("agent exited before it was healthy: %v", a.Err())
 		case <-tick.C:
 		}
 	}
@@ -186,16 +108,8 @@ func (a *devAgent) waitReady(b *testing.B) {
 // stop sends SIGTERM and waits up to 60 s for a clean exit.
 func (a *devAgent) stop(b *testing.B) {
 	b.Helper()
-	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		b.Fatal(err)
-	}
-	select {
-	case <-a.done:
-		if a.err != nil {
-			b.Errorf("agent exited with %v after SIGTERM, want 0", a.err)
-		}
-	case <-time.After(60 * time.Second):
-		b.Error("agent did not exit within 60s of SIGTERM")
+	if err := a.Stop(b, 60*time.Second); err != nil {
+		b.Errorf("agent exited with %v after SIGTERM, want 0", err)
 	}
 }
 
@@ -207,7 +121,7 @@ func decodeJSON(r *http.Response, v any) error {
 // local node ready in /v1/nodes (target <= 500 ms).
 func BenchmarkDevAgentStart(b *testing.B) {
 	benchNeedRoot(b)
-	benchBin(b) // build outside the timer
+	drivertest.Binary(b) // build outside the timer
 	var total time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -226,13 +140,13 @@ func BenchmarkDevAgentStart(b *testing.B) {
 // (ready, no jobs) for 5 s, sampled every 250 ms (target <= 30 MB).
 func BenchmarkDevAgentIdleRSS(b *testing.B) {
 	benchNeedRoot(b)
-	benchBin(b)
+	drivertest.Binary(b) // build outside the timer
 	var idle, peak float64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		a := startDevAgent(b)
 		a.waitReady(b)
-		pid := a.cmd.Process.Pid
+		pid := a.Pid()
 		end := time.Now().Add(5 * time.Second)
 		tick := time.NewTicker(250 * time.Millisecond)
 		var last float64
@@ -266,7 +180,7 @@ const rawExec100Job = `{"Job":{"ID":"bench100","Type":"service","TaskGroups":[{"
 // the agent): total VmRSS and total Pss (target <= 300 MB).
 func BenchmarkRawExec100(b *testing.B) {
 	benchNeedRoot(b)
-	benchBin(b)
+	drivertest.Binary(b) // build outside the timer
 	var total time.Duration
 	var rss, pss float64
 	b.ResetTimer()
@@ -320,7 +234,7 @@ func BenchmarkRawExec100(b *testing.B) {
 		b.StopTimer()
 		cancel()
 
-		helpers, err := executorChildren(a.cmd.Process.Pid)
+		helpers, err := executorChildren(a.Pid())
 		if err != nil {
 			b.Fatal(err)
 		}
