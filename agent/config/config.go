@@ -186,6 +186,7 @@ type fileServer struct {
 	BootstrapExpect *int      `hcl:"bootstrap_expect,optional"`
 	NumSchedulers   *int      `hcl:"num_schedulers,optional"`
 	Encrypt         *string   `hcl:"encrypt,optional"`
+	RetryJoin       []string  `hcl:"retry_join,optional"` // legacy spelling of server_join.retry_join
 	DeadServerGrace *string   `hcl:"dead_server_grace,optional"`
 	Stabilization   *string   `hcl:"server_stabilization_time,optional"`
 	ServerJoin      *fileJoin `hcl:"server_join,block"`
@@ -297,6 +298,7 @@ func Parse(src []byte, filename string, base *Config) (*Config, error) {
 			}
 			*d.dst = v
 		}
+		c.Join = append(c.Join, s.RetryJoin...)
 		if s.ServerJoin != nil {
 			c.Join = append(c.Join, s.ServerJoin.RetryJoin...)
 		}

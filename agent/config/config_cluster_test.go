@@ -40,6 +40,10 @@ data_dir = "/var/lib/drover"
 		t.Errorf("server = %+v", c.Server)
 	}
 
+	legacy, err := Parse([]byte(`server { retry_join = ["10.0.0.3:4648"] }`), "agent.hcl", nil)
+	if err != nil || len(legacy.Join) != 1 || legacy.Join[0] != "10.0.0.3:4648" {
+		t.Errorf("server.retry_join: %v %v, want the address in Join", err, legacy)
+	}
 	for name, bad := range map[string]string{
 		"duration": `server { dead_server_grace = "soon" }`,
 		"negative": `server { server_stabilization_time = "-1s" }`,
