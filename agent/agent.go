@@ -171,6 +171,11 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 			a.log.Warn("leadership transfer before shutdown failed", "err", err)
 		}
 		cancel()
+		if a.cfg.Server.LeaveOnTerminate {
+			if err := a.gossip.Leave(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
 	}
 	if a.server != nil {
 		if err := a.server.Shutdown(ctx); err != nil {

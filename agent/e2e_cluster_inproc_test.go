@@ -498,3 +498,42 @@ func TestClusterSnapshotAndKeyring(t *testing.T) {
 		return len(addrs) == 2 && !slices.Contains(addrs, victim.raftAddr()), fmt.Sprint(addrs)
 	})
 }
+
+func TestClusterLeaveOnTerminate(t *testing.T) {
+	// A long grace: only the announced leave can remove the server so soon.
+	servers := startCluster(t, func(c *config.Config) {
+		c.Server.DeadServerGrace, c.Server.LeaveOnTerminate = time.Hour, true
+	})
+	leader := waitOneLeader(t, 15*time.Second, servers)
+	var gone *clusterServer
+	for _, s := range servers {
+		if s != leader {
+			gone = s
+			break
+		}
+	}
+	waitFor(t, 10*time.Second, "3 raft peers", func() (bool, string) {
+		c := raftPeers(t, leader.base)
+		return c != nil && len(c.Servers) == 3, fmt.Sprintf("%+v", c)
+	})
+	gone.stop(t)
+	waitFor(t, 10*time.Second, gone.name+" left and removed from raft", func() (bool, string) {
+		var m api.ServerMembers
+		getJSON(leader.base+"/v1/agent/members", &m)
+		status := "not listed"
+		for _, mb := range m.Members {
+			if mb.Name == gone.name+".global" {
+				status = mb.Status
+			}
+		}
+		c := raftPeers(t, leader.base)
+		if c == nil {
+			return false, "no answer"
+		}
+		var addrs []string
+		for _, sv := range c.Servers {
+			addrs = append(addrs, sv.Address)
+		}
+		return status == "left" && len(addrs) == 2 && !slices.Contains(addrs, gone.raftAddr()), status + " " + fmt.Sprint(addrs)
+	})
+}

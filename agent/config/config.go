@@ -68,6 +68,9 @@ type Server struct {
 	// server_stabilization_time.
 	DeadServerGrace     time.Duration
 	ServerStabilization time.Duration
+	// LeaveOnTerminate: on shutdown the server leaves the gossip pool, so
+	// the leader removes it from Raft at once (HCL leave_on_terminate).
+	LeaveOnTerminate bool
 }
 
 // Client is the client role's settings.
@@ -167,6 +170,7 @@ type file struct {
 	BindAddr      *string       `hcl:"bind_addr,optional"`
 	LogLevel      *string       `hcl:"log_level,optional"`
 	AdvertiseHTTP *string       `hcl:"advertise_http,optional"`
+	LeaveOnTerm   *bool         `hcl:"leave_on_terminate,optional"`
 	Ports         *filePorts    `hcl:"ports,block"`
 	Server        *fileServer   `hcl:"server,block"`
 	Client        *fileClient   `hcl:"client,block"`
@@ -258,6 +262,9 @@ func Parse(src []byte, filename string, base *Config) (*Config, error) {
 	set(&c.BindAddr, fc.BindAddr)
 	set(&c.LogLevel, fc.LogLevel)
 	set(&c.AdvertiseHTTP, fc.AdvertiseHTTP)
+	if fc.LeaveOnTerm != nil {
+		c.Server.LeaveOnTerminate = *fc.LeaveOnTerm
+	}
 	if p := fc.Ports; p != nil {
 		for _, x := range []struct {
 			dst *int

@@ -19,6 +19,7 @@ server {
   }
 }
 data_dir = "/var/lib/drover"
+leave_on_terminate = true
 `
 	c, err := Parse([]byte(src), "agent.hcl", nil)
 	if err != nil {
@@ -36,7 +37,7 @@ data_dir = "/var/lib/drover"
 	if got := c.Join; len(got) != 2 || got[0] != "10.0.0.1:4648" {
 		t.Errorf("Join = %v, want the two retry_join addresses", got)
 	}
-	if c.Server.Encrypt == "" || c.Server.BootstrapExpect != 3 {
+	if c.Server.Encrypt == "" || c.Server.BootstrapExpect != 3 || !c.Server.LeaveOnTerminate {
 		t.Errorf("server = %+v", c.Server)
 	}
 
