@@ -99,6 +99,7 @@ func runInit(cfgPath string) int {
 	}
 	pid := cmd.Process.Pid
 	_ = enc.Encode(initReport{Started: true})
+	lowGC()
 	// The task gets the forwarded signals; PID 1 keeps none.
 	go func() {
 		for s := range sigs {

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -146,11 +145,8 @@ func run(cfg *Config, cfgPath string, report func(Started)) (*Result, error) {
 		}
 	}
 	report(Started{TaskPID: cmd.Process.Pid})
-	// From here on the supervisor only copies and waits: collect with a low
-	// GOGC and hand the start-up garbage (package initialisation of the
-	// whole binary) back to the OS.
+	// From here on the supervisor only copies and waits.
 	lowGC()
-	debug.FreeOSMemory()
 
 	var initStatus *initReport
 	if dec != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -107,5 +108,28 @@ func TestDeviceRules(t *testing.T) {
 	}
 	if ws := (&CgroupConfig{Name: "d", RestrictDevices: true}).writes(true); len(ws) != 0 {
 		t.Errorf("v2 device writes = %+v, want none (no eBPF allow-list)", ws)
+	}
+}
+
+// TestSupervisorBinaryStaysSmall: drover-executor links only the standard
+// library, golang.org/x/sys and drover's own supervisor and log writer:
+// every other module would add its package initialisation to the memory
+// of each task's supervisor.
+func TestSupervisorBinaryStaysSmall(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}",
+		"github.com/drover/drover/drivers/executor/cmd/drover-executor").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	allowed := map[string]bool{
+		"github.com/drover/drover/drivers/executor/cmd/drover-executor": true,
+		"github.com/drover/drover/drivers/executor/supervisor":          true,
+		"github.com/drover/drover/drivers/logging":                      true,
+		"golang.org/x/sys/unix":                                         true,
+	}
+	for _, p := range strings.Fields(string(out)) {
+		if !allowed[p] {
+			t.Errorf("drover-executor imports %s", p)
+		}
 	}
 }

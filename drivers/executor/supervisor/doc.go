@@ -1,0 +1,30 @@
+// Package supervisor is the per-task supervisor: a small process that
+// outlives the agent, run as drover-executor <config.json> (or `drover
+// executor <config.json>` where that binary is absent). It starts the
+// task (plainly for raw_exec and qemu; for exec in new PID, mount, IPC and
+// UTS namespaces under a minimal read-only chroot, as an unprivileged
+// user, with the default capability bounding set and no_new_privs),
+// inside a cgroup with CPU, memory, pids and device limits, copies
+// stdout/stderr into rotated log files (drivers/logging), waits, and
+// records exit code, signal and OOM kill atomically in an exit-status
+// file (Result). The driver side is package executor.
+//
+// cgroups: v1 (also on hybrid hosts: /sys/fs/cgroup/<ctrl>/drover/<task>)
+// or v2 (/sys/fs/cgroup/drover.slice/<task>.scope). Limits are plain file
+// writes (memory.limit_in_bytes/memory.max, cpu.shares/cpu.weight,
+// cpu.cfs_quota_us/cpu.max, cpuset.cpus, pids.max, devices.deny/allow,
+// cgroup.procs), no cgroup library: on v2 the device allow-list (an eBPF
+// program) is not applied; device nodes are still only those
+// bind-mounted into the chroot.
+//
+// Memory: every running task has one supervisor, so this package must stay
+// light: it imports only the standard library, golang.org/x/sys and
+// drivers/logging (never api, drivers, agent, server or any library with
+// heavy package initialisation; check `go list -deps` of
+// drivers/executor/cmd/drover-executor). GC is tuned low (SetGCPercent,
+// SetMemoryLimit) once the task runs and the start-up garbage returned.
+//
+// Concurrency: one process per task; Main runs single-threaded apart from
+// its goroutines (log copiers, signal forwarding in the init), which it
+// owns and waits for.
+package supervisor
