@@ -35,7 +35,8 @@ var Drivers = map[string]drivers.Factory{
 
 // newClient builds (but does not start) the client role. In dev mode
 // without -data-dir the client's state lives in a temporary directory
-// removed on Shutdown.
+// removed on Shutdown, so its allocs are stopped then too; with -data-dir
+// tasks outlive a graceful shutdown and are reattached, as on any client.
 func (a *Agent) newClient() (clientRole, error) {
 	cfg := a.cfg
 	dataDir := cfg.DataDir
@@ -83,7 +84,7 @@ func (a *Agent) newClient() (clientRole, error) {
 		Datacenter: cfg.Datacenter, Region: cfg.Region, NodePool: cfg.Client.NodePool,
 		NodeClass: cfg.Client.NodeClass, Meta: cfg.Client.Meta, HTTPAddr: cfg.AdvertisedHTTP(),
 		BindAddr: cfg.BindAddr, Drivers: Drivers, PluginConfig: plugins, Options: options,
-		DevMode: cfg.DevMode, Logger: a.base,
+		DevMode: cfg.DevMode, StopAllocsOnShutdown: a.tmpDir != "", Logger: a.base,
 	})
 	if err != nil {
 		return nil, err

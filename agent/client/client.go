@@ -214,15 +214,15 @@ func (c *Client) Start(ctx context.Context) error {
 }
 
 // Shutdown stops the loops and alloc runners. Tasks keep running so the
-// next agent reattaches, except in dev mode, where every alloc is
-// stopped first (its data dir is temporary).
+// next agent reattaches, unless Config.StopAllocsOnShutdown is set (a dev
+// agent with a temporary data dir), where every alloc is stopped first.
 func (c *Client) Shutdown(ctx context.Context) error {
 	if c.cancel == nil {
 		c.closeDrivers()
 		c.closeDevices()
 		return c.db.Close()
 	}
-	if c.cfg.DevMode {
+	if c.cfg.StopAllocsOnShutdown {
 		c.mu.Lock()
 		rs := make([]*allocrunner.AllocRunner, 0, len(c.runners))
 		for _, r := range c.runners {

@@ -84,3 +84,43 @@ func TestShutdownClosesDrivers(t *testing.T) {
 		t.Error("the task was stopped at client shutdown, want it left running for the next agent")
 	}
 }
+
+// TestShutdownStopsAllocsWhenAsked: with StopAllocsOnShutdown (a dev agent
+// whose data dir is temporary) a graceful Shutdown stops the tasks; a dev
+// client with a kept data dir leaves them running (see TestShutdownClosesDrivers).
+func TestShutdownStopsAllocsWhenAsked(t *testing.T) {
+	for _, stop := range []bool{false, true} {
+		srv := newFakeServer(t)
+		cfg := testConfig(t.TempDir(), srv.addr())
+		cfg.DevMode = true
+		cfg.StopAllocsOnShutdown = stop
+		var drv *closingDriver
+		cfg.Drivers = map[string]drivers.Factory{"fake": func(o drivers.Options) (drivers.Driver, error) {
+			f, err := fakeFactory(o)
+			if err != nil {
+				return nil, err
+			}
+			drv = &closingDriver{fakeDriver: f.(*fakeDriver)}
+			return drv, nil
+		}}
+		c, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "registered", func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.node != nil })
+		a := testAlloc(c.NodeID(), "dddddddd-0000-4000-8000-000000000002", nil)
+		srv.putAlloc(a)
+		eventually(t, "running", func() bool { return srv.lastStatus(a.ID) == api.AllocClientStatusRunning })
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := c.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		if got := drv.anyKilled(); got != stop {
+			t.Errorf("StopAllocsOnShutdown=%v: task stopped = %v, want %v", stop, got, stop)
+		}
+	}
+}

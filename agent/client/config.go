@@ -43,8 +43,12 @@ type Config struct {
 	// Options such as "driver.raw_exec.enable" = "true".
 	Options map[string]string
 	DevMode bool
-	Logger  *slog.Logger
-	Clock   Clock
+	// StopAllocsOnShutdown stops every alloc when the client shuts down
+	// gracefully. The dev agent sets it when its data dir is temporary;
+	// otherwise tasks keep running and the next agent reattaches.
+	StopAllocsOnShutdown bool
+	Logger               *slog.Logger
+	Clock                Clock
 	// Devices, when set, builds the node's device fingerprinter (GPUs)
 	// once the node ID is known (simulated GPUs derive UUIDs from it).
 	Devices func(nodeID string) (DeviceSource, error)
