@@ -257,10 +257,15 @@ func BenchmarkRawExec100(b *testing.B) {
 		rss += float64(sumRSS) / 1024
 		pss += float64(sumPSS) / 1024
 
-		// A dev agent stops its tasks on shutdown: the supervisors must go.
+		// Stopping the job stops its tasks: the supervisors must go. (With
+		// -data-dir, a stopping agent leaves its tasks running to reattach.)
+		if _, err := a.api.DeregisterJob(context.Background(), "bench100", true, nil); err != nil {
+			b.Errorf("stop job: %v", err)
+		}
+		left := waitGone(helpers, 30*time.Second)
 		a.stop(b)
-		if left := waitGone(helpers, 30*time.Second); len(left) > 0 {
-			b.Errorf("%d executors still alive 30s after the dev agent stopped", len(left))
+		if len(left) > 0 {
+			b.Errorf("%d executors still alive 30s after their job was stopped", len(left))
 			for _, pid := range left {
 				_ = syscall.Kill(-pid, syscall.SIGKILL) // own session: kill its group
 			}

@@ -2,11 +2,14 @@ package executor
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/drover/drover/drivers"
+	"github.com/drover/drover/drivers/executor/supervisor"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -55,5 +58,36 @@ func TestParseSignal(t *testing.T) {
 	}
 	if _, err := ParseSignal("SIGNOPE"); err == nil {
 		t.Error("ParseSignal(SIGNOPE) succeeded")
+	}
+}
+
+// TestResultFileRoundTrip: the exit-status file as the supervisor writes
+// it (its own JSON encoder) reads back through ReadResult (encoding/json).
+func TestResultFileRoundTrip(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "exit.json")
+	if _, err := ReadResult(p); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("ReadResult(missing) = %v, want ErrNotExist", err)
+	}
+	want := &Result{ExitCode: 137, Signal: 9, OOMKilled: true, Err: "a \"quoted\"\nerror \u2028 \xff", FinishedAt: 1796221083391257528}
+	if err := supervisor.WriteFileAtomic(p, want.AppendJSON(nil)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadResult(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.Err = "a \"quoted\"\nerror \u2028 \ufffd" // invalid UTF-8 is replaced
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("result (-want +got):\n%s", diff)
+	}
+	ents, _ := os.ReadDir(filepath.Dir(p))
+	if len(ents) != 1 {
+		t.Errorf("temp files left behind: %v", ents)
+	}
+	if err := os.WriteFile(p, []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadResult(p); err == nil {
+		t.Error("ReadResult(corrupt) succeeded")
 	}
 }

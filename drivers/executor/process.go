@@ -59,7 +59,7 @@ func Launch(ctx context.Context, bin string, cfg *Config) (*Process, error) {
 		return nil, fmt.Errorf("executor state dir: %w", err)
 	}
 	cfgPath := filepath.Join(cfg.StateDir, "config.json")
-	if err := supervisor.WriteJSONAtomic(cfgPath, cfg); err != nil {
+	if err := writeJSONAtomic(cfgPath, cfg); err != nil {
 		return nil, fmt.Errorf("write executor config: %w", err)
 	}
 	logf, err := os.OpenFile(filepath.Join(cfg.StateDir, "executor.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)

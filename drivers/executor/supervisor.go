@@ -1,6 +1,8 @@
 package executor
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 
@@ -31,7 +33,6 @@ var DefaultCaps = supervisor.DefaultCaps
 // Functions of package supervisor the drivers use.
 var (
 	DefaultCapMask = supervisor.DefaultCapMask
-	ReadResult     = supervisor.ReadResult
 	CgroupsV2      = supervisor.CgroupsV2
 	CgroupsUsable  = supervisor.CgroupsUsable
 	CgroupDir      = supervisor.CgroupDir
@@ -68,6 +69,28 @@ func FindSupervisor(bin string) Supervisor {
 		return Supervisor{Path: helper}
 	}
 	return Supervisor{Path: bin, Args: []string{"executor"}}
+}
+
+// ReadResult reads an exit-status file; os.ErrNotExist when absent.
+func ReadResult(path string) (*Result, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("decode exit status %s: %w", path, err)
+	}
+	return &r, nil
+}
+
+// writeJSONAtomic writes v as JSON to path via a temp file and rename.
+func writeJSONAtomic(path string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return supervisor.WriteFileAtomic(path, b)
 }
 
 // command is the supervisor's argv after its path, for args.

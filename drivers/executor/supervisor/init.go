@@ -1,7 +1,7 @@
 package supervisor
 
 import (
-	"encoding/json"
+	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -24,6 +24,43 @@ type initReport struct {
 	Err      string `json:"error,omitempty"`
 }
 
+func (r *initReport) appendJSON(b []byte) []byte {
+	o := jsonObject{b: b}
+	if r.Started {
+		o.bool("started", true)
+	}
+	o.int("exit_code", int64(r.ExitCode))
+	o.int("signal", int64(r.Signal))
+	if r.Err != "" {
+		o.str("error", r.Err)
+	}
+	return o.bytes()
+}
+
+// readInitReport reads the next line of the init's status pipe.
+func readInitReport(r *bufio.Reader) (initReport, error) {
+	var rep initReport
+	line, err := r.ReadBytes('\n')
+	if err != nil {
+		return rep, err
+	}
+	v, err := parseJSON(line)
+	if err != nil {
+		return rep, err
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return rep, fmt.Errorf("%w: init report: want an object", errJSON)
+	}
+	var ferr error
+	f := jsonFields{m: m, err: &ferr}
+	f.bool("started", &rep.Started)
+	f.int("exit_code", &rep.ExitCode)
+	f.int("signal", &rep.Signal)
+	f.str("error", &rep.Err)
+	return rep, ferr
+}
+
 // forwarded are the signals the init passes on to the task's process group.
 var forwarded = []os.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM,
 	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGALRM, syscall.SIGCONT, syscall.SIGTSTP, syscall.SIGWINCH}
@@ -34,9 +71,9 @@ var forwarded = []os.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, sys
 func runInit(cfgPath string) int {
 	syscall.CloseOnExec(statusPipeFD)
 	status := os.NewFile(statusPipeFD, "status")
-	enc := json.NewEncoder(status)
+	send := func(r initReport) { _, _ = status.Write(append(r.appendJSON(nil), '\n')) }
 	fail := func(err error) int {
-		_ = enc.Encode(initReport{Err: err.Error()})
+		send(initReport{Err: err.Error()})
 		return 1
 	}
 	// Forwarding is set up first so no signal is lost or kills PID 1.
@@ -98,7 +135,7 @@ func runInit(cfgPath string) int {
 		return fail(fmt.Errorf("start %s: %w", cfg.Command, err))
 	}
 	pid := cmd.Process.Pid
-	_ = enc.Encode(initReport{Started: true})
+	send(initReport{Started: true})
 	lowGC()
 	// The task gets the forwarded signals; PID 1 keeps none.
 	go func() {
@@ -122,7 +159,7 @@ func runInit(cfgPath string) int {
 		if ws.Signaled() {
 			r.Signal, r.ExitCode = int(ws.Signal()), 128+int(ws.Signal())
 		}
-		_ = enc.Encode(r)
+		send(r)
 		return 0
 	}
 }

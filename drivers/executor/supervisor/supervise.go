@@ -1,7 +1,7 @@
 package supervisor
 
 import (
-	"encoding/json"
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -39,8 +39,7 @@ func supervise(cfgPath string) error {
 		if startPipe == nil {
 			return
 		}
-		b, _ := json.Marshal(s)
-		_, _ = startPipe.Write(append(b, '\n'))
+		_, _ = startPipe.Write(append(s.AppendJSON(nil), '\n'))
 		startPipe.Close()
 		startPipe = nil
 	}
@@ -55,7 +54,7 @@ func supervise(cfgPath string) error {
 		res = &Result{ExitCode: -1, Err: err.Error()}
 	}
 	res.FinishedAt = time.Now().UnixNano()
-	if werr := WriteJSONAtomic(cfg.ExitFile, res); werr != nil {
+	if werr := WriteFileAtomic(cfg.ExitFile, res.AppendJSON(nil)); werr != nil {
 		return errors.Join(err, fmt.Errorf("write exit status: %w", werr))
 	}
 	return err
@@ -130,13 +129,13 @@ func run(cfg *Config, cfgPath string, report func(Started)) (*Result, error) {
 	for _, f := range cmd.ExtraFiles {
 		f.Close()
 	}
-	var dec *json.Decoder
+	var dec *bufio.Reader
 	if statusR != nil {
 		defer statusR.Close()
 		// The init says once the chroot is built and the task started.
-		dec = json.NewDecoder(statusR)
-		var first initReport
-		if err := dec.Decode(&first); err != nil || !first.Started {
+		dec = bufio.NewReaderSize(statusR, 512)
+		first, err := readInitReport(dec)
+		if err != nil || !first.Started {
 			_ = cmd.Wait()
 			if first.Err == "" {
 				first.Err = fmt.Sprintf("namespace init exited before starting the task (%v)", err)
@@ -151,8 +150,7 @@ func run(cfg *Config, cfgPath string, report func(Started)) (*Result, error) {
 	var initStatus *initReport
 	if dec != nil {
 		// The init reports the task's status just before it exits.
-		var r initReport
-		if dec.Decode(&r) == nil {
+		if r, err := readInitReport(dec); err == nil {
 			initStatus = &r
 		}
 	}

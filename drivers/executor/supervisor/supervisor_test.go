@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,34 +10,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 )
-
-func TestResultFileRoundTrip(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "exit.json")
-	if _, err := ReadResult(p); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("ReadResult(missing) = %v, want ErrNotExist", err)
-	}
-	want := &Result{ExitCode: 137, Signal: 9, OOMKilled: true, FinishedAt: 42}
-	if err := WriteJSONAtomic(p, want); err != nil {
-		t.Fatal(err)
-	}
-	got, err := ReadResult(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("result (-want +got):\n%s", diff)
-	}
-	ents, _ := os.ReadDir(filepath.Dir(p))
-	if len(ents) != 1 {
-		t.Errorf("temp files left behind: %v", ents)
-	}
-	if err := os.WriteFile(p, []byte("{"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ReadResult(p); err == nil {
-		t.Error("ReadResult(corrupt) succeeded")
-	}
-}
 
 func TestSupervisorRejectsBadConfig(t *testing.T) {
 	dir := t.TempDir()
