@@ -11,7 +11,9 @@
 // only the standard library, golang.org/x/sys and drivers/logging.
 // FindSupervisor picks what Launch runs: the executor_path itself when it
 // is a drover-executor, else drover-executor next to the drover binary
-// (executor_path or os.Executable()), else `drover executor` (the hidden
+// (executor_path or os.Executable()) if it prints this build's
+// supervisor.Protocol (checked once per binary: a helper left from
+// another version is not used), else `drover executor` (the hidden
 // subcommand of the whole binary, so that `go build` alone still gives a
 // complete drover). Memory of 100 raw_exec supervisors (BenchmarkRawExec100):
 // about 1.3 MB PSS each with drover-executor, 4.5 MB with `drover executor`.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/drover/drover/drivers"
 	"github.com/drover/drover/drivers/drivertest"
+	"github.com/drover/drover/drivers/executor/supervisor"
 	"github.com/drover/drover/drivers/logging"
 	"github.com/google/go-cmp/cmp"
 )
@@ -39,12 +40,15 @@ func TestFindSupervisor(t *testing.T) {
 	if err := os.WriteFile(drover, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	script := func(protocol string) []byte {
+		return []byte("#!/bin/sh\n[ \"$1\" = --protocol ] && echo " + protocol + "\n")
+	}
 	fallback := Supervisor{Path: drover, Args: []string{"executor"}}
 	if got := FindSupervisor(drover); !cmp.Equal(got, fallback) {
 		t.Errorf("without %s: FindSupervisor = %+v, want %+v", HelperName, got, fallback)
 	}
 	// Not executable: not used.
-	if err := os.WriteFile(helper, []byte("#!/bin/sh\n"), 0o644); err != nil {
+	if err := os.WriteFile(helper, script(supervisor.Protocol), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if got := FindSupervisor(drover); !cmp.Equal(got, fallback) {
@@ -56,6 +60,16 @@ func TestFindSupervisor(t *testing.T) {
 	want := Supervisor{Path: helper}
 	if got := FindSupervisor(drover); !cmp.Equal(got, want) {
 		t.Errorf("with %s: FindSupervisor = %+v, want %+v", HelperName, got, want)
+	}
+	// One of another version (another protocol) is not used either.
+	if err := os.WriteFile(helper, script("drover-executor/0"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(helper, time.Now(), time.Now().Add(time.Hour)); err != nil { // a new mtime: checked again
+		t.Fatal(err)
+	}
+	if got := FindSupervisor(drover); !cmp.Equal(got, fallback) {
+		t.Errorf("with %s of another protocol: FindSupervisor = %+v, want %+v", HelperName, got, fallback)
 	}
 	// executor_path naming the helper itself.
 	other := filepath.Join(t.TempDir(), HelperName)

@@ -1,10 +1,15 @@
 package executor
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync"
+	"time"
 
 	"github.com/drover/drover/drivers/executor/supervisor"
 )
@@ -59,16 +64,42 @@ type Supervisor struct {
 // FindSupervisor picks the supervisor for bin, the plugin config's
 // executor_path or else the running drover binary: bin itself when it is
 // a drover-executor; else the drover-executor next to bin when there is
-// one; else `bin executor` (the whole drover binary, always complete).
+// one and it speaks this drover's supervisor.Protocol (one left over from
+// another version is not used); else `bin executor` (the whole drover
+// binary, always complete).
 func FindSupervisor(bin string) Supervisor {
 	if filepath.Base(bin) == HelperName {
 		return Supervisor{Path: bin}
 	}
 	helper := filepath.Join(filepath.Dir(bin), HelperName)
-	if st, err := os.Stat(helper); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 {
+	if st, err := os.Stat(helper); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 && speaksProtocol(helper, st) {
 		return Supervisor{Path: helper}
 	}
 	return Supervisor{Path: bin, Args: []string{"executor"}}
+}
+
+// helperCheck is a drover-executor binary as checked (path, size, mtime).
+type helperCheck struct {
+	path  string
+	size  int64
+	mtime time.Time
+}
+
+// checkedHelpers caches speaksProtocol per helperCheck: one run of
+// `drover-executor --protocol` per binary, not per task.
+var checkedHelpers sync.Map // helperCheck -> bool
+
+func speaksProtocol(path string, st os.FileInfo) bool {
+	key := helperCheck{path, st.Size(), st.ModTime()}
+	if ok, found := checkedHelpers.Load(key); found {
+		return ok.(bool)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, "--protocol").Output()
+	ok := err == nil && strings.TrimSpace(string(out)) == supervisor.Protocol
+	checkedHelpers.Store(key, ok)
+	return ok
 }
 
 // ReadResult reads an exit-status file; os.ErrNotExist when absent.

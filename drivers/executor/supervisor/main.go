@@ -17,7 +17,16 @@ const (
 	// moves itself into a task cgroup, becomes user and execs path
 	// (ExecTask's commands).
 	JoinFlag = "--join"
+	// protocolFlag prints Protocol.
+	protocolFlag = "--protocol"
 )
+
+// Protocol names the contract between the drivers and the supervisor
+// binary (Config and Result, the start pipe, the flags). Change it with
+// any change a supervisor of the other version would misread or ignore:
+// the drivers use a drover-executor only when it prints the same
+// (`drover-executor --protocol`), else `drover executor`.
+const Protocol = "drover-executor/1"
 
 // self is what follows this binary's path to run it as a supervisor
 // again (the namespace init): ["executor"] in drover, none in
@@ -39,6 +48,9 @@ func Main(sub []string, args []string) int {
 	switch {
 	case len(args) == 2 && args[0] == initFlag:
 		return runInit(args[1])
+	case len(args) == 1 && args[0] == protocolFlag:
+		fmt.Println(Protocol)
+		return 0
 	case len(args) >= 2 && args[0] == JoinFlag:
 		return joinAndExec(args[1:])
 	case len(args) == 1:
