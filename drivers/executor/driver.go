@@ -74,7 +74,7 @@ func NewDriver(name string, isolated bool, opts drivers.Options) (*Driver, error
 			}
 			d.bin = s
 		case "pids_limit":
-			n, ok := toInt(v)
+			n, ok := drivers.Int(v)
 			if !ok || n < 0 {
 				return nil, fmt.Errorf("%s plugin config: %w: pids_limit must be a number >= 0", name, drivers.ErrInvalidConfig)
 			}
@@ -96,18 +96,6 @@ func NewDriver(name string, isolated bool, opts drivers.Options) (*Driver, error
 	}
 	d.stateDir = filepath.Join(d.stateDir, name)
 	return d, nil
-}
-
-func toInt(v any) (int64, bool) {
-	switch n := v.(type) {
-	case int:
-		return int64(n), true
-	case int64:
-		return n, true
-	case float64:
-		return int64(n), float64(int64(n)) == n
-	}
-	return 0, false
 }
 
 // Name of the driver.

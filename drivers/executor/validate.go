@@ -28,7 +28,7 @@ func ParseTaskConfig(cfg map[string]any) (*TaskOptions, error) {
 			}
 			o.Command = s
 		case "args":
-			args, err := stringList(v)
+			args, err := drivers.StringList(v)
 			if err != nil {
 				return nil, fmt.Errorf("%w: %q: %v", drivers.ErrInvalidConfig, k, err)
 			}
@@ -51,23 +51,4 @@ func ParseTaskConfig(cfg map[string]any) (*TaskOptions, error) {
 		return nil, fmt.Errorf("%w: %q is required", drivers.ErrInvalidConfig, "command")
 	}
 	return o, nil
-}
-
-func stringList(v any) ([]string, error) {
-	switch l := v.(type) {
-	case []string:
-		return l, nil
-	case []any:
-		out := make([]string, len(l))
-		for i, e := range l {
-			s, ok := e.(string)
-			if !ok {
-				return nil, fmt.Errorf("element %d must be a string, got %T", i, e)
-			}
-			out[i] = s
-		}
-		return out, nil
-	default:
-		return nil, fmt.Errorf("must be a list of strings, got %T", v)
-	}
 }

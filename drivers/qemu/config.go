@@ -35,9 +35,9 @@ func ParsePluginConfig(m map[string]any) (*PluginConfig, error) {
 		var err error
 		switch k {
 		case "image_paths":
-			pc.ImagePaths, err = stringList(v)
+			pc.ImagePaths, err = drivers.StringList(v)
 		case "args_allowlist":
-			pc.ArgsAllowlist, err = stringList(v)
+			pc.ArgsAllowlist, err = drivers.StringList(v)
 			for _, a := range pc.ArgsAllowlist {
 				if !strings.HasPrefix(a, "-") {
 					err = fmt.Errorf("%q is not an option (options start with -)", a)
@@ -45,7 +45,7 @@ func ParsePluginConfig(m map[string]any) (*PluginConfig, error) {
 			}
 		case "vfio_allowlist":
 			var l []string
-			if l, err = stringList(v); err == nil {
+			if l, err = drivers.StringList(v); err == nil {
 				for _, a := range l {
 					norm, ok := pciAddr(a)
 					if !ok {
@@ -191,13 +191,13 @@ func ParseTaskConfig(m map[string]any) (*TaskConfig, error) {
 			}
 			c.PortMap = pm
 		case "args":
-			a, err := stringList(v)
+			a, err := drivers.StringList(v)
 			if err != nil {
 				return nil, bad(k, "%v", err)
 			}
 			c.Args = a
 		case "vfio_devices":
-			a, err := stringList(v)
+			a, err := drivers.StringList(v)
 			if err != nil {
 				return nil, bad(k, "%v", err)
 			}
@@ -235,7 +235,7 @@ func portMap(v any) (map[string]int, error) {
 	out := map[string]int{}
 	addAll := func(m map[string]any) error {
 		for label, p := range m {
-			n, ok := toInt(p)
+			n, ok := drivers.Int(p)
 			if !ok || n < 1 || n > 65535 {
 				return fmt.Errorf("port %q: guest port must be 1-65535, got %v", label, p)
 			}
@@ -338,37 +338,6 @@ func drives(v any) ([]Drive, error) {
 		out = append(out, d)
 	}
 	return out, nil
-}
-
-func toInt(v any) (int64, bool) {
-	switch n := v.(type) {
-	case int:
-		return int64(n), true
-	case int64:
-		return n, true
-	case float64:
-		return int64(n), float64(int64(n)) == n
-	}
-	return 0, false
-}
-
-func stringList(v any) ([]string, error) {
-	switch l := v.(type) {
-	case []string:
-		return l, nil
-	case []any:
-		out := make([]string, len(l))
-		for i, e := range l {
-			s, ok := e.(string)
-			if !ok {
-				return nil, fmt.Errorf("element %d must be a string, got %T", i, e)
-			}
-			out[i] = s
-		}
-		return out, nil
-	default:
-		return nil, fmt.Errorf("must be a list of strings, got %T", v)
-	}
 }
 
 // checkArgs enforces the allowlist: every element that starts with "-"
