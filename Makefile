@@ -45,12 +45,13 @@ BENCH_SUMMARY = BEGIN { \
 	t["Service1000 placements/s"] = ">= 12000"; t["Batch10000 placements/s"] = ">= 50000"; \
 	t["DevAgentStart start-ms"] = "<= 500"; t["DevAgentIdleRSS idle-RSS-MB"] = "<= 30"; \
 	t["RawExec100 run100-s"] = "<= 3.5"; t["RawExec100 helpers-RSS-MB"] = "<= 300"; t["RawExec100 helpers-PSS-MB"] = "<= 300" } \
-	/^Benchmark/ { name = $$1; sub(/-[0-9]+$$/, "", name); sub(/^Benchmark/, "", name); \
+	/^Benchmark/ { name = $$1; sub(/-[0-9]+$$/, "", name); sub(/^Benchmark/, "", name); nodes = ""; \
+	for (i = 3; i < NF; i += 2) if ($$(i+1) == "nodes") nodes = sprintf("(%d nodes used)", $$i); \
 	for (i = 3; i < NF; i += 2) { u = $$(i+1); v = $$i; \
 		if (u == "ns/op" || u == "B/op" || u == "allocs/op" || u == "nodes") continue; \
 		k = name " " u; tg = (k in t) ? t[k] : "-"; verdict = ""; \
 		if (tg != "-") { split(tg, p, " "); verdict = ((p[1] == ">=" && v + 0 >= p[2] + 0) || (p[1] == "<=" && v + 0 <= p[2] + 0)) ? "ok" : "MISS" } \
-		printf "%-16s %12.6g %-15s target %-9s %s\n", name, v, u, tg, verdict } }
+		printf "%-16s %12.6g %-15s target %-9s %-4s %s\n", name, v, u, tg, verdict, (u == "placements/s" ? nodes : "") } }
 
 bench: build ## run the benchmarks; print placements/s, start-up, memory and 100-task figures (also to build/bench.txt)
 	@mkdir -p build && { $(GO) test -run '^$$' -bench . -benchtime 3x -benchmem ./server/scheduler/ && \
