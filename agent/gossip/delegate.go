@@ -49,6 +49,20 @@ func (e *events) NotifyJoin(n *memberlist.Node)   { e.g.upsert(n, false) }
 func (e *events) NotifyUpdate(n *memberlist.Node) { e.g.upsert(n, false) }
 func (e *events) NotifyLeave(n *memberlist.Node)  { e.g.upsert(n, true) }
 
+// conflicts reports a second member claiming this process's name (or two
+// others sharing one): memberlist keeps the first and ignores the other,
+// so such servers would never see each other. Every server needs its own
+// name (-node).
+type conflicts struct{ g *Gossip }
+
+func (c *conflicts) NotifyConflict(existing, other *memberlist.Node) {
+	c.g.log.Error("gossip: another member uses the same node name; give every server a distinct -node",
+		"name", existing.Name, "existing", existing.Address(), "other", other.Address())
+	c.g.mu.Lock()
+	c.g.nameConflicts++
+	c.g.mu.Unlock()
+}
+
 // upsert records a member: alive on join/update; on leave, "left" when it
 // announced its leave, else "failed" (memberlist's Node does not carry
 // the dead/left distinction to the event delegate).

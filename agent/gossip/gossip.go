@@ -95,6 +95,9 @@ type Gossip struct {
 	members map[string]*memberState
 	subs    []chan struct{}
 	leaving bool
+	// nameConflicts counts members seen with this pool's names at other
+	// addresses (see conflicts).
+	nameConflicts int
 	// leaveIntents names members that announced they leave.
 	leaveIntents map[string]bool
 
@@ -163,6 +166,7 @@ func New(cfg Config) (*Gossip, error) {
 	mc.DeadNodeReclaimTime = 10 * time.Second
 	mc.Delegate = &delegate{g: g}
 	mc.Events = &events{g: g}
+	mc.Conflict = &conflicts{g: g}
 	mc.Logger = newStdLogger(g.log)
 	if kr != nil {
 		mc.Keyring = kr
@@ -196,6 +200,14 @@ func New(cfg Config) (*Gossip, error) {
 // Addr is the advertised gossip address (host:port) of this member.
 func (g *Gossip) Addr() string {
 	return g.addr
+}
+
+// NameConflicts reports how many times a member was seen under a name
+// already known at another address.
+func (g *Gossip) NameConflicts() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.nameConflicts
 }
 
 // Name is this member's name.

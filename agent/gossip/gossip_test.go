@@ -343,3 +343,18 @@ func TestRetryJoinSkipsSelf(t *testing.T) {
 		t.Errorf("joinTargets = %v, want only the other address", got)
 	}
 }
+
+// TestNameConflictReported: two servers started with the same name (the
+// default node name is the hostname) cannot see each other; the clash is
+// reported instead of passing silently.
+func TestNameConflictReported(t *testing.T) {
+	a := start(t, "same", nil, nil)
+	b := start(t, "same", nil, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, _ = b.Join(ctx, []string{a.Addr()})
+	eventually(t, 10*time.Second, "a name conflict to be reported", func() (bool, string) {
+		n := a.NameConflicts() + b.NameConflicts()
+		return n > 0, fmt.Sprintf("%d conflicts", n)
+	})
+}
