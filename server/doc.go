@@ -5,7 +5,9 @@
 // Owns: Config/New/Shutdown, the leader loop (leader.go), scheduler workers
 // (worker.go), the plan applier (plan_apply.go, fit.go), node heartbeats
 // (heartbeat.go), the drainer (drain.go), eval GC (gc.go), the periodic
-// launcher (periodic.go, cron.go), the job diff (jobdiff.go), the endpoint
+// launcher (periodic.go, cron.go), the deployment watcher and the
+// deployment endpoints (deploymentwatcher.go: alloc health, rollout evals,
+// failure, auto-revert, stable versions), the job diff (jobdiff.go), the endpoint
 // methods (endpoints_*.go) and metrics. Multi-server: membership.go
 // (Membership, the consumer view of gossip the agent adapts; bootstrap
 // with BootstrapExpect; leader lookup by Raft address), autopilot.go (a
@@ -23,7 +25,8 @@
 // Concurrency: endpoint methods are safe for concurrent use. One goroutine
 // (monitorLeadership, owned by New/Shutdown) turns leader duties on and
 // off; each leadership term starts the plan applier, NumSchedulers
-// workers, the drainer, the eval reaper, the GC and the periodic launcher
+// workers, the drainer, the eval reaper, the GC, the periodic launcher and
+// the deployment watcher
 // under one context and waits for all of them on revocation. Heartbeat timers come from the injected clock;
 // a missed TTL spawns a node-down write the heartbeat tracker waits for.
 // Evals are handed to the broker by the code that committed them (after

@@ -76,6 +76,7 @@ func (s *Server) establishLeadership() {
 	s.leaderGo(func() { s.runGC(ctx) })
 	s.leaderGo(func() { s.runAutopilot(ctx) })
 	s.leaderGo(func() { s.runPeriodic(ctx) })
+	s.leaderGo(func() { s.runDeploymentWatcher(ctx) })
 	s.log.Info("leadership established", "workers", s.cfg.NumSchedulers, "nodes", len(nodes))
 }
 

@@ -29,6 +29,7 @@ const (
 	DeploymentUpsertType       MessageType = 13
 	AllocUpsertType            MessageType = 14
 	JobStabilityType           MessageType = 15
+	DeploymentUpdateType       MessageType = 16
 )
 
 var typeNames = map[MessageType]string{
@@ -38,6 +39,7 @@ var typeNames = map[MessageType]string{
 	NodeEligibilityUpdateType: "NodeEligibilityUpdate", AllocClientUpdateType: "AllocClientUpdate",
 	AllocDesiredTransitionType: "AllocDesiredTransition", ApplyPlanResultsType: "ApplyPlanResults",
 	DeploymentUpsertType: "DeploymentUpsert", AllocUpsertType: "AllocUpsert", JobStabilityType: "JobStability",
+	DeploymentUpdateType: "DeploymentUpdate",
 }
 
 func (t MessageType) String() string {
@@ -195,6 +197,10 @@ type AllocUpsertRequest struct {
 	Allocs []*api.Allocation `json:"Allocs"`
 	Evals  []*api.Evaluation `json:"Evals,omitempty"`
 }
+
+// DeploymentUpdateRequest is a deployment watcher or operator step (alloc
+// health, status, promotion, stable version, auto-revert job, evals).
+type DeploymentUpdateRequest = state.DeploymentUpdateRequest
 
 // JobStabilityRequest marks a job version stable or not.
 type JobStabilityRequest struct {

@@ -254,6 +254,17 @@ func (f *FSM) apply(t MessageType, index uint64, body json.RawMessage) error {
 			}
 			return tx.UpsertEvals(req.Evals)
 		})
+	case DeploymentUpdateType:
+		req, err := decodeBody[DeploymentUpdateRequest](body)
+		if err != nil {
+			return err
+		}
+		ids := append(append([]string(nil), req.HealthyAllocs...), req.UnhealthyAllocs...)
+		evals := req.Evals // upserted by allocWrite, after the update
+		req.Evals = nil
+		return f.allocWrite(s, index, ids, evals, func(tx *state.Txn) error {
+			return tx.UpdateDeployment(req)
+		})
 	case JobStabilityType:
 		req, err := decodeBody[JobStabilityRequest](body)
 		if err != nil {

@@ -41,6 +41,11 @@ func (t *Txn) UpsertPlanResults(res *ApplyPlanResultsRequest) error {
 		return nil
 	}
 	if res.Deployment != nil {
+		old, err := txnFirst[api.Deployment](t, TableDeployments, "id", res.Deployment.ID)
+		if err != nil {
+			return err
+		}
+		keepLeaderDeploymentFields(old, res.Deployment)
 		if err := t.UpsertDeployment(res.Deployment); err != nil {
 			return err
 		}
@@ -65,6 +70,11 @@ func (t *Txn) UpsertPlanResults(res *ApplyPlanResultsRequest) error {
 	}
 	if err := t.upsertAllocs(res.AllocsPlaced, res.Job); err != nil {
 		return err
+	}
+	if res.Deployment != nil {
+		if err := t.mergePlanDeployment(res.Deployment.ID); err != nil {
+			return err
+		}
 	}
 	return t.UpsertEvals(res.Evals)
 }

@@ -63,8 +63,12 @@ func (t *Txn) upsertAlloc(a *api.Allocation, job *api.Job) error {
 			a.ClientStatus = existing.ClientStatus
 			a.ClientDescription = existing.ClientDescription
 		}
-		if a.Job == nil {
-			a.Job = existing.Job
+		if ds := existing.DeploymentStatus; ds != nil && ds.Healthy != nil && a.DeploymentID == existing.DeploymentID &&
+			(a.DeploymentStatus == nil || a.DeploymentStatus.Healthy == nil) {
+			a.DeploymentStatus = ds // the leader's health verdict outlives a plan's stale copy
+		}
+		if a.Job == nil && job == nil {
+			a.Job = existing.Job // a plan's Job (in-place update) wins below
 		}
 	} else {
 		a.CreateIndex = t.index

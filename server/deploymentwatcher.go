@@ -1,0 +1,449 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/fsm"
+	"github.com/drover/drover/server/state"
+)
+
+// The deployment watcher is a leader duty. It judges the health of the
+// allocs of every active deployment, writes the verdicts (and the
+// deployment's counters) through Raft, and creates a deployment-watcher
+// eval whenever an alloc becomes healthy so the scheduler places the next
+// batch of a rolling update. It fails a deployment on an unhealthy alloc
+// or a missed progress deadline (re-registering the latest stable job
+// version when the group asks for auto_revert), and marks a job version
+// stable once the scheduler has marked its deployment successful.
+//
+// Health (update.health_check "task_states", and "checks", treated the
+// same until drover has service checks): an alloc is healthy once every
+// task that is not poststop or an ephemeral pre/poststart hook has run
+// for min_healthy_time without a restart, counting from the latest task
+// StartedAt/LastRestart the client reported (client time: clocks are
+// assumed roughly in sync), and unhealthy when a task fails or restarts
+// first, the alloc fails, completes or is lost, or healthy_deadline
+// passes after the alloc was created (leader time). "manual" allocs get
+// no verdict from the watcher.
+//
+// Woken by memdb watches on the deployments table and the allocs of each
+// active deployment, and by one clock timer for the next due verdict or
+// deadline; it never polls.
+
+// deploymentWatchRetry is how long the watcher waits after a failed write.
+const deploymentWatchRetry = time.Second
+
+// Alloc health verdicts of the watcher.
+type healthVerdict int
+
+const (
+	verdictPending healthVerdict = iota
+	verdictHealthy
+	verdictUnhealthy
+)
+
+// runDeploymentWatcher runs until ctx ends (leadership lost).
+func (s *Server) runDeploymentWatcher(ctx context.Context) {
+	log := s.log.With("component", "deploymentwatcher")
+	for {
+		st := s.State()
+		ws := memdb.NewWatchSet()
+		ws.Add(st.AbandonCh())
+		next, err := s.watchDeployments(ctx, st, ws)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			log.Warn("deployment watcher pass failed", "err", err)
+			if r := s.clock.Now().Add(deploymentWatchRetry); next.IsZero() || r.Before(next) {
+				next = r
+			}
+		}
+		wctx, cancel := context.WithCancel(ctx)
+		var timer interface{ Stop() bool }
+		if !next.IsZero() {
+			timer = s.clock.AfterFunc(next.Sub(s.clock.Now()), cancel)
+		}
+		_ = ws.WatchCtx(wctx) // a change, the timer or the end of leadership
+		cancel()
+		if timer != nil {
+			timer.Stop()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// watchDeployments is one pass over every deployment. It returns when the
+// next verdict or deadline is due (zero: nothing timed).
+func (s *Server) watchDeployments(ctx context.Context, st *state.StateStore, ws memdb.WatchSet) (time.Time, error) {
+	deps, err := st.Deployments(ws, state.AllNamespaces, "")
+	if err != nil {
+		return time.Time{}, fmt.Errorf("list deployments: %w", err)
+	}
+	var next time.Time
+	var firstErr error
+	for _, d := range deps {
+		var at time.Time
+		switch {
+		case d.Active():
+			at, err = s.watchDeployment(ctx, st, ws, d)
+		case d.Status == api.DeploymentStatusSuccessful:
+			err = s.markStable(ctx, st, d)
+		}
+		if err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("deployment %s: %w", d.ID, err)
+		}
+		if !at.IsZero() && (next.IsZero() || at.Before(next)) {
+			next = at
+		}
+	}
+	return next, firstErr
+}
+
+// markStable marks the job version of a successful deployment stable.
+func (s *Server) markStable(ctx context.Context, st *state.StateStore, d *api.Deployment) error {
+	v, err := st.JobVersionByID(nil, d.Namespace, d.JobID, d.JobVersion)
+	if err != nil || v == nil || v.Stable {
+		return err
+	}
+	ver := d.JobVersion
+	_, err = s.apply(ctx, fsm.DeploymentUpdateType, &state.DeploymentUpdateRequest{DeploymentID: d.ID, StableVersion: &ver})
+	return err
+}
+
+// watchDeployment judges one active deployment's allocs and writes what
+// changed.
+func (s *Server) watchDeployment(ctx context.Context, st *state.StateStore, ws memdb.WatchSet, d *api.Deployment) (time.Time, error) {
+	allocs, err := st.AllocsByDeployment(ws, d.ID)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if d.Status != api.DeploymentStatusRunning {
+		return time.Time{}, nil // paused or blocked: nothing moves
+	}
+	now := s.clock.Now()
+	var next time.Time
+	soonest := func(t time.Time) {
+		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	req := &state.DeploymentUpdateRequest{DeploymentID: d.ID, Time: now}
+	var progressDeadline time.Duration
+	var start time.Time // the deployment's first alloc, for the first progress deadline
+	unhealthyGroup := ""
+	for _, a := range allocs {
+		upd := allocUpdate(a)
+		if upd != nil && upd.ProgressDeadline > progressDeadline {
+			progressDeadline = upd.ProgressDeadline
+		}
+		if ct := time.Unix(0, a.CreateTime); start.IsZero() || ct.Before(start) {
+			start = ct
+		}
+		if ds := a.DeploymentStatus; ds != nil && ds.Healthy != nil {
+			continue
+		}
+		if a.DesiredStatus != api.AllocDesiredStatusRun || upd == nil || upd.HealthCheck == "manual" {
+			continue
+		}
+		v, at := judgeAlloc(a, upd, now)
+		switch v {
+		case verdictHealthy:
+			req.HealthyAllocs = append(req.HealthyAllocs, a.ID)
+		case verdictUnhealthy:
+			req.UnhealthyAllocs = append(req.UnhealthyAllocs, a.ID)
+			unhealthyGroup = a.TaskGroup
+		default:
+			soonest(at)
+		}
+	}
+	job, err := st.JobByID(nil, d.Namespace, d.JobID)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if len(req.HealthyAllocs) > 0 && progressDeadline > 0 {
+		req.RequireProgressBy = now.Add(progressDeadline).UnixNano()
+	}
+	failed := ""
+	switch {
+	case len(req.UnhealthyAllocs) > 0:
+		failed = "failed due to an unhealthy allocation in group " + unhealthyGroup
+	case progressDeadline > 0 && len(req.HealthyAllocs) == 0 && !awaitingPromotion(d) && len(allocs) > 0:
+		by := start.Add(progressDeadline)
+		for _, g := range d.TaskGroups {
+			if g.RequireProgressBy != 0 {
+				by = time.Unix(0, g.RequireProgressBy)
+			}
+		}
+		if !now.Before(by) {
+			failed = "failed due to progress deadline"
+		} else {
+			soonest(by)
+		}
+	}
+	if failed != "" {
+		req.Status, req.StatusDescription = api.DeploymentStatusFailed, failed
+		if err := s.autoRevert(st, d, job, req); err != nil {
+			return time.Time{}, err
+		}
+	} else if len(req.HealthyAllocs) > 0 && job != nil && !job.Stop {
+		e := s.newJobEval(job, api.EvalTriggerDeploymentWatcher)
+		e.DeploymentID = d.ID
+		req.Evals = append(req.Evals, e)
+	}
+	if len(req.HealthyAllocs) == 0 && req.Status == "" {
+		return next, nil
+	}
+	if _, err := s.apply(ctx, fsm.DeploymentUpdateType, req); err != nil {
+		return next, err
+	}
+	s.enqueueStored(evalIDs(req.Evals)...)
+	return next, nil
+}
+
+// autoRevert adds to a failing deployment's update the re-registration of
+// the job's latest stable version before the deployment's, when a group
+// of the deployment asks for auto_revert and the job is still at the
+// deployment's version.
+func (s *Server) autoRevert(st *state.StateStore, d *api.Deployment, job *api.Job, req *state.DeploymentUpdateRequest) error {
+	revert := false
+	for _, g := range d.TaskGroups {
+		revert = revert || g.AutoRevert
+	}
+	if !revert || job == nil || job.Stop || job.Version != d.JobVersion {
+		return nil
+	}
+	versions, err := st.JobVersionsByID(nil, d.Namespace, d.JobID)
+	if err != nil {
+		return err
+	}
+	for _, v := range versions { // newest first
+		if v.Version >= d.JobVersion || !v.Stable {
+			continue
+		}
+		j := v.Copy()
+		j.Stable = false
+		j.SubmitTime = s.clock.Now().UnixNano()
+		req.Job = j
+		req.StatusDescription += fmt.Sprintf(" - rolling back to job version %d", v.Version)
+		req.Evals = append(req.Evals, s.newJobEval(j, api.EvalTriggerDeploymentWatcher))
+		return nil
+	}
+	req.StatusDescription += " - no stable job version to auto revert to"
+	return nil
+}
+
+// awaitingPromotion reports whether a group waits for its canaries to be
+// promoted (no progress deadline applies meanwhile).
+func awaitingPromotion(d *api.Deployment) bool {
+	for _, g := range d.TaskGroups {
+		if g.DesiredCanaries > 0 && !g.Promoted {
+			return true
+		}
+	}
+	return false
+}
+
+// allocUpdate returns the update strategy of the alloc's group, or nil.
+func allocUpdate(a *api.Allocation) *api.UpdateStrategy {
+	if a.Job == nil {
+		return nil
+	}
+	if tg := a.Job.LookupTaskGroup(a.TaskGroup); tg != nil && tg.Update != nil {
+		return tg.Update
+	}
+	return a.Job.Update
+}
+
+// judgeAlloc decides an alloc's health at now; a pending verdict comes
+// with the time it can change by itself (zero: only a client update).
+func judgeAlloc(a *api.Allocation, upd *api.UpdateStrategy, now time.Time) (healthVerdict, time.Time) {
+	switch a.ClientStatus {
+	case api.AllocClientStatusFailed, api.AllocClientStatusLost, api.AllocClientStatusComplete:
+		return verdictUnhealthy, time.Time{}
+	}
+	var deadline time.Time
+	if upd.HealthyDeadline > 0 {
+		deadline = time.Unix(0, a.CreateTime).Add(upd.HealthyDeadline)
+	}
+	var tg *api.TaskGroup
+	if a.Job != nil {
+		tg = a.Job.LookupTaskGroup(a.TaskGroup)
+	}
+	if tg == nil {
+		return verdictPending, deadline
+	}
+	running := a.ClientStatus == api.AllocClientStatusRunning
+	var since time.Time
+	for _, t := range tg.Tasks {
+		lc := t.Lifecycle
+		if lc != nil && lc.Hook == api.TaskLifecycleHookPoststop {
+			continue
+		}
+		ts := a.TaskStates[t.Name]
+		if ts != nil && (ts.Failed || ts.Restarts > 0) {
+			return verdictUnhealthy, time.Time{}
+		}
+		if lc != nil && !lc.Sidecar {
+			continue // an ephemeral hook only has to not fail
+		}
+		if ts == nil || ts.State != api.TaskStateRunning {
+			running = false
+			continue
+		}
+		for _, t := range []time.Time{ts.StartedAt, ts.LastRestart} {
+			if t.After(since) {
+				since = t
+			}
+		}
+	}
+	if running {
+		healthyAt := since.Add(upd.MinHealthyTime)
+		if !now.Before(healthyAt) {
+			return verdictHealthy, time.Time{}
+		}
+		if deadline.IsZero() || healthyAt.Before(deadline) {
+			return verdictPending, healthyAt
+		}
+	}
+	if !deadline.IsZero() && !now.Before(deadline) {
+		return verdictUnhealthy, time.Time{}
+	}
+	return verdictPending, deadline
+}
+
+// PromoteDeployment promotes the canaries of groups (none or "*": every
+// group with canaries) of an active deployment and creates an eval so
+// the rollout continues. Every canary of a promoted group must be
+// healthy (api.ErrConflict otherwise).
+func (s *Server) PromoteDeployment(ctx context.Context, id string, groups []string) (*api.DeploymentUpdateResponse, error) {
+	d, job, err := s.activeDeploymentForWrite(id)
+	if err != nil {
+		return nil, err
+	}
+	if len(groups) == 0 {
+		groups = []string{"*"}
+	}
+	allocs, err := s.State().AllocsByDeployment(nil, d.ID)
+	if err != nil {
+		return nil, err
+	}
+	for name, g := range d.TaskGroups {
+		if !promoteGroup(groups, name) || g.DesiredCanaries == 0 {
+			continue
+		}
+		healthy := 0
+		for _, a := range allocs {
+			if a.TaskGroup == name && a.DeploymentStatus != nil && a.DeploymentStatus.Canary &&
+				a.DeploymentStatus.Healthy != nil && *a.DeploymentStatus.Healthy {
+				healthy++
+			}
+		}
+		if healthy < g.DesiredCanaries {
+			return nil, fmt.Errorf("deployment %s group %q: %d of %d canaries healthy: %w",
+				d.ID, name, healthy, g.DesiredCanaries, api.Errorf(api.ErrConflict, "canaries are not all healthy"))
+		}
+	}
+	for _, g := range groups {
+		if g != "*" && d.TaskGroups[g] == nil {
+			return nil, fmt.Errorf("deployment %s has no group %q: %w", d.ID, g, api.ErrBadRequest)
+		}
+	}
+	req := &state.DeploymentUpdateRequest{DeploymentID: d.ID, PromoteGroups: groups, Time: s.clock.Now()}
+	return s.deploymentWrite(ctx, req, job)
+}
+
+func promoteGroup(groups []string, name string) bool {
+	for _, g := range groups {
+		if g == "*" || g == name {
+			return true
+		}
+	}
+	return false
+}
+
+// FailDeployment marks an active deployment failed (with auto_revert, the
+// latest stable job version is registered again).
+func (s *Server) FailDeployment(ctx context.Context, id string) (*api.DeploymentUpdateResponse, error) {
+	d, job, err := s.activeDeploymentForWrite(id)
+	if err != nil {
+		return nil, err
+	}
+	req := &state.DeploymentUpdateRequest{DeploymentID: d.ID, Time: s.clock.Now(),
+		Status: api.DeploymentStatusFailed, StatusDescription: "deployment marked as failed by the operator"}
+	if err := s.autoRevert(s.State(), d, job, req); err != nil {
+		return nil, err
+	}
+	return s.deploymentWrite(ctx, req, nil)
+}
+
+// PauseDeployment pauses (pause true) or resumes an active deployment: a
+// paused deployment gets no health verdicts and no evals from the watcher.
+func (s *Server) PauseDeployment(ctx context.Context, id string, pause bool) (*api.DeploymentUpdateResponse, error) {
+	d, job, err := s.activeDeploymentForWrite(id)
+	if err != nil {
+		return nil, err
+	}
+	req := &state.DeploymentUpdateRequest{DeploymentID: d.ID, Time: s.clock.Now(),
+		Status: api.DeploymentStatusPaused, StatusDescription: "deployment is paused"}
+	if !pause {
+		req.Status, req.StatusDescription = api.DeploymentStatusRunning, "deployment is running"
+		return s.deploymentWrite(ctx, req, job)
+	}
+	return s.deploymentWrite(ctx, req, nil)
+}
+
+// activeDeploymentForWrite finds an active deployment (by ID or unique
+// prefix) and its job.
+func (s *Server) activeDeploymentForWrite(id string) (*api.Deployment, *api.Job, error) {
+	if !s.IsLeader() {
+		return nil, nil, errNotLeader()
+	}
+	st := s.State()
+	d, err := st.DeploymentByID(nil, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if d == nil {
+		return nil, nil, fmt.Errorf("deployment %q: %w", id, api.ErrDeploymentNotFound)
+	}
+	if !d.Active() {
+		return nil, nil, fmt.Errorf("deployment %s is %s: %w", d.ID, d.Status,
+			api.Errorf(api.ErrConflict, "deployment is not active"))
+	}
+	job, err := st.JobByID(nil, d.Namespace, d.JobID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return d, job, nil
+}
+
+// deploymentWrite commits an operator's deployment update, with an eval
+// for job when set.
+func (s *Server) deploymentWrite(ctx context.Context, req *state.DeploymentUpdateRequest, job *api.Job) (*api.DeploymentUpdateResponse, error) {
+	if job != nil && !job.Stop {
+		e := s.newJobEval(job, api.EvalTriggerDeploymentWatcher)
+		e.DeploymentID = req.DeploymentID
+		req.Evals = append(req.Evals, e)
+	}
+	idx, err := s.apply(ctx, fsm.DeploymentUpdateType, req)
+	if err != nil {
+		return nil, fmt.Errorf("update deployment %s: %w", req.DeploymentID, err)
+	}
+	s.enqueueStored(evalIDs(req.Evals)...)
+	resp := &api.DeploymentUpdateResponse{DeploymentModifyIndex: idx, Index: idx}
+	for _, e := range req.Evals {
+		resp.EvalID, resp.EvalCreateIndex = e.ID, idx
+	}
+	if req.Job != nil {
+		resp.RevertedJobVersion = &req.Job.Version
+	}
+	return resp, nil
+}
