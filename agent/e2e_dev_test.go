@@ -400,10 +400,14 @@ func TestE2EDevAgent(t *testing.T) {
 	for _, task := range pidJobTasks[1:] {
 		d.taskPID(long, task) // each task has started its sleep
 	}
-	before := taskProcs(long)
-	if len(before) != 3 || len(before["long"]) != 1 || before["long"][0] != pid || len(before["isolated"]) != 1 || len(before["raw"]) != 1 {
-		t.Fatalf("task processes = %v, want one each, long's being pid %d (the one it printed)", before, pid)
-	}
+	// A task prints its pid just before it execs sleep; while the exec is
+	// under way its environment cannot be read, so look until it settles.
+	var before map[string][]int
+	devWait(t, fmt.Sprintf("one process per task, long's being pid %d (the one it printed)", pid), func() (bool, string) {
+		before = taskProcs(long)
+		ok := len(before) == 3 && len(before["long"]) == 1 && before["long"][0] == pid && len(before["isolated"]) == 1 && len(before["raw"]) == 1
+		return ok, fmt.Sprint(before)
+	})
 	d.kill()
 	for task, pids := range before {
 		if !alive(pids[0]) {
