@@ -302,7 +302,7 @@ func (c *Client) updateLoop(ctx context.Context) {
 			a := ar.Alloc()
 			batch = append(batch, &api.Allocation{ID: a.ID, NodeID: node(c).ID, JobID: a.JobID, Namespace: a.Namespace,
 				TaskGroup: a.TaskGroup, ClientStatus: a.ClientStatus, ClientDescription: a.ClientDescription,
-				TaskStates: a.TaskStates, DeploymentStatus: a.DeploymentStatus})
+				TaskStates: a.TaskStates}) // alloc health is the leader's deployment watcher's verdict
 		}
 		if len(batch) == 0 {
 			continue

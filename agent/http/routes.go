@@ -62,6 +62,7 @@ func (s *HTTPServer) routes() {
 	h("GET /v1/agent/members", s.agentMembers)
 
 	s.operatorRoutes()
+	s.deploymentRoutes()
 
 	m.HandleFunc("GET /v1/event/stream", s.eventStream)
 	prom := promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{})

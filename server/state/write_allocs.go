@@ -177,7 +177,8 @@ func countStatus(s *api.TaskGroupSummary, status string, d int) {
 // UpdateAllocsFromClient copies only the client-owned fields (ClientStatus,
 // ClientDescription, TaskStates, DeploymentStatus, and ModifyTime when set)
 // of each update onto a copy of the stored alloc. Unknown IDs (already
-// garbage collected) are skipped.
+// garbage collected) are skipped. A DeploymentStatus without a health
+// verdict does not replace a stored verdict.
 func (t *Txn) UpdateAllocsFromClient(allocs []*api.Allocation) error {
 	for _, u := range allocs {
 		if u == nil {
@@ -194,7 +195,7 @@ func (t *Txn) UpdateAllocsFromClient(allocs []*api.Allocation) error {
 		c.ClientStatus = u.ClientStatus
 		c.ClientDescription = u.ClientDescription
 		c.TaskStates = u.TaskStates
-		if u.DeploymentStatus != nil {
+		if u.DeploymentStatus != nil && (old.DeploymentStatus == nil || old.DeploymentStatus.Healthy == nil || u.DeploymentStatus.Healthy != nil) {
 			ds := *u.DeploymentStatus
 			ds.ModifyIndex = t.index
 			c.DeploymentStatus = &ds

@@ -77,6 +77,21 @@ func (a serverState) EvalsByJob(ws memdb.WatchSet, ns, jobID string) ([]*api.Eva
 }
 func (a serverState) Index(table string) uint64 { return a.s.State().Index(table) }
 
+func (a serverState) DeploymentByID(ws memdb.WatchSet, id string) (*api.Deployment, error) {
+	return a.st(ws).DeploymentByID(ws, id)
+}
+func (a serverState) Deployments(ws memdb.WatchSet, ns, prefix string) ([]*api.Deployment, error) {
+	return a.st(ws).Deployments(ws, ns, prefix)
+}
+func (a serverState) DeploymentsByJobID(ws memdb.WatchSet, ns, jobID string) ([]*api.Deployment, error) {
+	return a.st(ws).DeploymentsByJobID(ws, ns, jobID)
+}
+func (a serverState) AllocsByDeployment(ws memdb.WatchSet, deploymentID string) ([]*api.Allocation, error) {
+	return a.st(ws).AllocsByDeployment(ws, deploymentID)
+}
+
+var _ http.DeploymentState = serverState{}
+
 // serverEvents adapts the state store's event broker to http.EventSource.
 type serverEvents struct{ s *server.Server }
 
