@@ -267,6 +267,9 @@ func newJobStatusCmd() *cobra.Command {
 			return printJSON(out, map[string]any{"Job": job, "Summary": summary, "Allocations": allocs, "Evaluations": evals})
 		}
 		printJobStatus(out, job, summary, allocs, evals)
+		if err := printLatestDeployment(ctx, out, c, job.ID, q); err != nil {
+			return cmdErr("job %q deployment: %w", job.ID, err)
+		}
 		return nil
 	}
 	return cmd
