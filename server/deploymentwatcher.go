@@ -96,6 +96,8 @@ func (s *Server) watchDeployments(ctx context.Context, st *state.StateStore, ws 
 			at, err = s.watchDeployment(ctx, st, ws, d)
 		case d.Status == api.DeploymentStatusSuccessful:
 			err = s.markStable(ctx, st, d)
+		case d.Status == api.DeploymentStatusFailed:
+			err = s.revertFailed(ctx, st, d)
 		}
 		if err != nil && firstErr == nil {
 			firstErr = fmt.Errorf("deployment %s: %w", d.ID, err)
@@ -206,6 +208,41 @@ func (s *Server) watchDeployment(ctx context.Context, st *state.StateStore, ws m
 	}
 	s.enqueueStored(evalIDs(req.Evals)...)
 	return next, nil
+}
+
+// revertFailed handles a deployment the scheduler failed (an unhealthy
+// alloc it saw first): its unhealthy allocs get their verdict and, with
+// auto_revert, the latest stable version is registered again. It writes
+// only when it reverts, and the revert moves the job off the failed
+// version, so it acts once.
+func (s *Server) revertFailed(ctx context.Context, st *state.StateStore, d *api.Deployment) error {
+	job, err := st.JobByID(nil, d.Namespace, d.JobID)
+	if err != nil || job == nil || job.Stop || job.Version != d.JobVersion {
+		return err
+	}
+	req := &state.DeploymentUpdateRequest{DeploymentID: d.ID, Time: s.clock.Now(),
+		Status: d.Status, StatusDescription: d.StatusDescription}
+	if err := s.autoRevert(st, d, job, req); err != nil || req.Job == nil {
+		return err
+	}
+	allocs, err := st.AllocsByDeployment(nil, d.ID)
+	if err != nil {
+		return err
+	}
+	for _, a := range allocs {
+		upd := allocUpdate(a)
+		if ds := a.DeploymentStatus; (ds != nil && ds.Healthy != nil) || upd == nil || upd.HealthCheck == "manual" {
+			continue
+		}
+		if v, _ := judgeAlloc(a, upd, req.Time); v == verdictUnhealthy {
+			req.UnhealthyAllocs = append(req.UnhealthyAllocs, a.ID)
+		}
+	}
+	if _, err := s.apply(ctx, fsm.DeploymentUpdateType, req); err != nil {
+		return err
+	}
+	s.enqueueStored(evalIDs(req.Evals)...)
+	return nil
 }
 
 // autoRevert adds to a failing deployment's update the re-registration of

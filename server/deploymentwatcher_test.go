@@ -179,6 +179,15 @@ func TestDeploymentWatcherAutoRevert(t *testing.T) {
 	v1 := waitVersions(t, s, 1, 1)
 	reportTasks(t, s, api.AllocClientStatusFailed, clk.Now(), v1...)
 
+	// The scheduler or the watcher fails the deployment (whichever sees
+	// the failed alloc first); the watcher reverts in the same write as
+	// its verdict and description.
+	var job *api.Job
+	waitState(t, s, "job reverted", func(ws memdb.WatchSet) (bool, error) {
+		var err error
+		job, err = s.State().JobByID(ws, api.DefaultNamespace, "web")
+		return job != nil && job.Version == 2, err
+	})
 	d := waitDeployment(t, s, 1, api.DeploymentStatusFailed)
 	if !strings.Contains(d.StatusDescription, "rolling back to job version 0") {
 		t.Errorf("failed deployment description = %q, want the rollback named", d.StatusDescription)
@@ -186,12 +195,6 @@ func TestDeploymentWatcherAutoRevert(t *testing.T) {
 	if got := d.TaskGroups["web"].UnhealthyAllocs; got != 1 {
 		t.Errorf("UnhealthyAllocs = %d, want 1", got)
 	}
-	var job *api.Job
-	waitState(t, s, "job reverted", func(ws memdb.WatchSet) (bool, error) {
-		var err error
-		job, err = s.State().JobByID(ws, api.DefaultNamespace, "web")
-		return job != nil && job.Version == 2, err
-	})
 	if got := job.TaskGroups[0].Tasks[0].Config["args"]; fmt.Sprint(got) != "[v0]" {
 		t.Fatalf("reverted job args = %v, want [v0]", got)
 	}
@@ -313,5 +316,51 @@ func TestJudgeAlloc(t *testing.T) {
 		if got != c.want || !at.Equal(c.wantAt) {
 			t.Errorf("%s: got %v at %v, want %v at %v", c.name, got, at, c.want, c.wantAt)
 		}
+	}
+}
+
+func TestDeploymentFailedHaltsRollout(t *testing.T) {
+	s, clk, _ := newDeployTestServer(t)
+	deployV0(t, s, clk, false)
+	registerJob(t, s, rollingJob("v1", false))
+	v1 := waitVersions(t, s, 1, 1)
+	reportTasks(t, s, api.AllocClientStatusFailed, clk.Now(), v1...)
+	failed := waitDeployment(t, s, 1, api.DeploymentStatusFailed)
+	if strings.Contains(failed.StatusDescription, "rolling back") {
+		t.Errorf("description = %q without auto_revert", failed.StatusDescription)
+	}
+	// Later evals of the same version neither replace more old allocs
+	// nor start a new deployment; the failed alloc's reschedule (after
+	// its delay) is placed outside any deployment.
+	resp, err := s.EvaluateJob(context.Background(), api.DefaultNamespace, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitEvalStatus(t, s, resp.EvalID, api.EvalStatusComplete)
+	clk.Advance(time.Minute)
+	var live []*api.Allocation
+	waitState(t, s, "the failed alloc rescheduled", func(ws memdb.WatchSet) (bool, error) {
+		var err error
+		live, err = liveAllocs(s, ws, "web")
+		return len(live) == 4, err
+	})
+	n1 := 0
+	for _, a := range live {
+		if a.Job.Version == 1 {
+			n1++
+			if a.DeploymentID != "" {
+				t.Errorf("rescheduled alloc %s joined deployment %s", a.ID, a.DeploymentID)
+			}
+		}
+	}
+	if n1 != 1 {
+		t.Errorf("%d live allocs at version 1, want 1 (the reschedule only)", n1)
+	}
+	ds, err := s.State().DeploymentsByJobID(nil, api.DefaultNamespace, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 2 || ds[0].ID != failed.ID {
+		t.Errorf("%d deployments, latest %s; want 2 with the failed one latest", len(ds), ds[0].ID)
 	}
 }

@@ -300,10 +300,18 @@ func (s *sched) reconcileGroup(tg *api.TaskGroup, allocs []*api.Allocation) []*p
 		destructive, canaryPlaces = s.canaryPhase(tg, upd, canaries, destructive, d)
 		places = append(places, canaryPlaces...)
 	}
+	// A failed alloc of the active deployment halts the rollout too (the
+	// deployment watcher fails the deployment; this eval may come first).
+	for _, a := range terminal {
+		if curDep != nil && a.DeploymentID == curDep.ID && (a.ClientStatus == api.AllocClientStatusFailed || allocHealth(a) == healthBad) {
+			unhealthy++
+		}
+	}
 	limit := len(destructive)
+	failedDep := rolling && s.versionDeploymentFailed()
 	if rolling {
 		limit = upd.MaxParallel - inflight
-		if limit < 0 || unhealthy > 0 {
+		if limit < 0 || unhealthy > 0 || failedDep {
 			limit = 0 // an unhealthy alloc halts the rollout
 		}
 		if unhealthy > 0 {
@@ -326,7 +334,7 @@ func (s *sched) reconcileGroup(tg *api.TaskGroup, allocs []*api.Allocation) []*p
 		places = append(places, &placement{tg: tg, index: newIndex(-1)})
 		d.Place++
 	}
-	if rolling && len(places) > 0 {
+	if rolling && len(places) > 0 && !failedDep {
 		s.deployBusy = true
 		dep := s.deployment()
 		st := dep.TaskGroups[tg.Name]
@@ -388,9 +396,10 @@ const (
 	healthBad
 )
 
-// allocHealth reads the health verdict the client reported. Without one
-// (no health tracking for the alloc), a running alloc counts as healthy
-// so that rolling updates still progress.
+// allocHealth reads the health verdict the leader's deployment watcher
+// wrote (server/deploymentwatcher.go). Without one the alloc is pending,
+// except with update.health_check "manual" (the watcher judges nothing
+// then): a running alloc counts as healthy so the rollout progresses.
 func allocHealth(a *api.Allocation) int {
 	if ds := a.DeploymentStatus; ds != nil && ds.Healthy != nil {
 		if *ds.Healthy {
@@ -398,10 +407,23 @@ func allocHealth(a *api.Allocation) int {
 		}
 		return healthBad
 	}
-	if a.ClientStatus == api.AllocClientStatusRunning {
+	if a.ClientStatus == api.AllocClientStatusRunning && manualHealth(a) {
 		return healthGood
 	}
 	return healthPending
+}
+
+// manualHealth reports whether the alloc's group has no health tracking
+// (health_check "manual", or no update strategy at all).
+func manualHealth(a *api.Allocation) bool {
+	if a.Job == nil {
+		return true
+	}
+	u := a.Job.Update
+	if tg := a.Job.LookupTaskGroup(a.TaskGroup); tg != nil && tg.Update != nil {
+		u = tg.Update
+	}
+	return u == nil || u.HealthCheck == "manual"
 }
 
 // failDeployment marks the job version's active deployment failed.
@@ -442,6 +464,18 @@ func (s *sched) completeDeployment() {
 	s.plan.DeploymentUpdates = append(s.plan.DeploymentUpdates, &api.DeploymentStatusUpdate{
 		DeploymentID: cur.ID, Status: api.DeploymentStatusSuccessful, StatusDescription: "deployment completed successfully",
 	})
+}
+
+// versionDeploymentFailed reports whether the job version's latest
+// deployment failed: its rollout stays halted (no destructive updates, no
+// new deployment) until another version is registered.
+func (s *sched) versionDeploymentFailed() bool {
+	cur, err := s.st.LatestDeploymentByJobID(s.job.Namespace, s.job.ID)
+	if err != nil {
+		s.err = err
+		return false
+	}
+	return cur != nil && cur.JobVersion == s.job.Version && cur.Status == api.DeploymentStatusFailed
 }
 
 // activeDeployment returns the job version's active deployment and whether
