@@ -7,8 +7,10 @@
 //
 // What it owns: reconciliation (service, batch, system, sysbatch: place,
 // stop, in-place vs destructive updates (the rule is on destructiveChange),
-// rolling updates and canaries with deployments (a running alloc without
-// a health verdict counts as healthy), lost and migrating allocs,
+// rolling updates and canaries with deployments (the next batch waits for
+// the health verdicts the server's deployment watcher writes; only with
+// health_check "manual" does a running alloc count as healthy; a failed
+// deployment halts its version's rollout), lost and migrating allocs,
 // rescheduling with delays and follow-up evals), feasibility
 // (readiness, datacenters, pools, constraints, drivers, resources, ports,
 // devices, with per computed-class caching), ranking (bin-packing, job
