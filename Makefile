@@ -59,8 +59,13 @@ bench: build ## run the benchmarks; print placements/s, start-up, memory and 100
 		> build/bench.out 2>&1 || { cat build/bench.out; exit 1; }
 	@awk '$(BENCH_SUMMARY)' build/bench.out | tee build/bench.txt
 
-fuzz: ## fuzz the decoders a stranger can reach (30 s each)
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./jobspec/
+FUZZ_TARGETS := jobspec:FuzzParse server/fsm:FuzzApply server/fsm:FuzzRestore agent/http:FuzzDecodeBody \
+	agent/client:FuzzFSPath drivers/executor/supervisor:FuzzParseJSON
+FUZZTIME ?= 30s
+
+fuzz: ## fuzz every decoder a stranger can reach: HCL, JSON bodies, Raft commands, snapshots, fs paths (FUZZTIME each)
+	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; echo "== $$fn ($$pkg)"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) ./$$pkg/; done
 
 ui: build ## run the browser tests of the web UI and save screenshots to build/ui-screenshots
 	DROVER_TEST_BIN=$(CURDIR)/$(BIN) DROVER_UI_SCREENSHOTS=$(CURDIR)/build/ui-screenshots $(GO) test -count=1 -run TestUI ./ui/...
