@@ -8,7 +8,7 @@ export CGO_ENABLED ?= 0
 .PHONY: help build build-nvml dev test test-short lint bench fuzz ui e2e images deps
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-11s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-11s %s\n", $$1, $$2}'
 
 build: ## build bin/drover (static, stripped, UI embedded) and bin/drover-executor (the small per-task supervisor)
 	$(GO) build -trimpath -ldflags "-s -w" -o $(BIN) .

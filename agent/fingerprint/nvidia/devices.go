@@ -143,9 +143,3 @@ func cudaVersion(v int) string {
 	}
 	return strconv.Itoa(v/1000) + "." + strconv.Itoa(v%1000/10)
 }
-
-// migProfile names a MIG profile the way nvidia-smi does: "1g.10gb".
-func migProfile(slices uint32, memMiB uint64) string {
-	gb := (memMiB + 512) / 1024
-	return fmt.Sprintf("%dg.%dgb", slices, gb)
-}

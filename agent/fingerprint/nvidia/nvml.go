@@ -308,3 +308,9 @@ func (l *nvmlLib) Close() error {
 	}
 	return nil
 }
+
+// migProfile names a MIG profile the way nvidia-smi does: "1g.10gb".
+func migProfile(slices uint32, memMiB uint64) string {
+	gb := (memMiB + 512) / 1024
+	return fmt.Sprintf("%dg.%dgb", slices, gb)
+}
