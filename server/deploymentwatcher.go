@@ -394,6 +394,7 @@ func (s *Server) PromoteDeployment(ctx context.Context, id string, groups []stri
 		}
 	}
 	req := &state.DeploymentUpdateRequest{DeploymentID: d.ID, PromoteGroups: groups, Time: s.clock.Now()}
+	req.RequireProgressBy = renewProgress(job, req.Time)
 	return s.deploymentWrite(ctx, req, job)
 }
 
@@ -432,13 +433,35 @@ func (s *Server) PauseDeployment(ctx context.Context, id string, pause bool) (*a
 		Status: api.DeploymentStatusPaused, StatusDescription: "deployment is paused"}
 	if !pause {
 		req.Status, req.StatusDescription = api.DeploymentStatusRunning, "deployment is running"
+		req.RequireProgressBy = renewProgress(job, req.Time)
 		return s.deploymentWrite(ctx, req, job)
 	}
 	return s.deploymentWrite(ctx, req, nil)
 }
 
-// activeDeploymentForWrite finds an active deployment (by ID or unique
-// prefix) and its job.
+// renewProgress is a fresh progress deadline (UnixNano) from now for a
+// rollout the operator moved on (promotion, resume); 0 without one.
+func renewProgress(job *api.Job, now time.Time) int64 {
+	if job == nil {
+		return 0
+	}
+	var pd time.Duration
+	for _, tg := range job.TaskGroups {
+		u := tg.Update
+		if u == nil {
+			u = job.Update
+		}
+		if u != nil && u.ProgressDeadline > pd {
+			pd = u.ProgressDeadline
+		}
+	}
+	if pd <= 0 {
+		return 0
+	}
+	return now.Add(pd).UnixNano()
+}
+
+// activeDeploymentForWrite finds an active deployment by ID and its job.
 func (s *Server) activeDeploymentForWrite(id string) (*api.Deployment, *api.Job, error) {
 	if !s.IsLeader() {
 		return nil, nil, errNotLeader()

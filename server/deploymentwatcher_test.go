@@ -364,3 +364,57 @@ func TestDeploymentFailedHaltsRollout(t *testing.T) {
 		t.Errorf("%d deployments, latest %s; want 2 with the failed one latest", len(ds), ds[0].ID)
 	}
 }
+
+func TestDeploymentCanaryPromote(t *testing.T) {
+	s, clk, _ := newDeployTestServer(t)
+	ctx := context.Background()
+	deployV0(t, s, clk, false)
+	j := rollingJob("v1", false)
+	j.Update.Canary = 1
+	registerJob(t, s, j)
+	// One canary next to the 4 old allocs.
+	var canary *api.Allocation
+	waitState(t, s, "a canary", func(ws memdb.WatchSet) (bool, error) {
+		live, err := liveAllocs(s, ws, "web")
+		canary = nil
+		for _, a := range live {
+			if a.Job.Version == 1 {
+				canary = a
+			}
+		}
+		return len(live) == 5 && canary != nil, err
+	})
+	if canary.DeploymentStatus == nil || !canary.DeploymentStatus.Canary {
+		t.Fatalf("new alloc is not a canary: %+v", canary.DeploymentStatus)
+	}
+	d := waitDeployment(t, s, 1, api.DeploymentStatusRunning)
+	if _, err := s.PromoteDeployment(ctx, d.ID, nil); !errors.Is(err, api.ErrConflict) {
+		t.Errorf("promote before the canary is healthy: err = %v, want ErrConflict", err)
+	}
+	reportTasks(t, s, api.AllocClientStatusRunning, clk.Now(), canary)
+	clk.Advance(10 * time.Second)
+	waitState(t, s, "canary healthy", func(ws memdb.WatchSet) (bool, error) {
+		a, err := s.State().AllocByID(ws, canary.ID)
+		return a != nil && a.DeploymentStatus != nil && a.DeploymentStatus.Healthy != nil && *a.DeploymentStatus.Healthy, err
+	})
+	// No auto_promote: the rollout waits (no progress deadline either).
+	clk.Advance(time.Hour)
+	if d := waitDeployment(t, s, 1, api.DeploymentStatusRunning); d.TaskGroups["web"].Promoted {
+		t.Fatal("deployment promoted by itself")
+	}
+	if _, err := s.PromoteDeployment(ctx, d.ID, []string{"web"}); err != nil {
+		t.Fatalf("promote: %v", err)
+	}
+	// The canary replaces one old alloc; then one at a time.
+	for step := 2; step <= 4; step++ {
+		v1 := waitVersions(t, s, 1, step)
+		for _, a := range v1 {
+			if a.ClientStatus == api.AllocClientStatusPending {
+				reportTasks(t, s, api.AllocClientStatusRunning, clk.Now(), a)
+			}
+		}
+		clk.Advance(10 * time.Second)
+	}
+	waitDeployment(t, s, 1, api.DeploymentStatusSuccessful)
+	waitStable(t, s, 1)
+}

@@ -311,7 +311,8 @@ func (s *sched) reconcileGroup(tg *api.TaskGroup, allocs []*api.Allocation) []*p
 	failedDep := rolling && s.versionDeploymentFailed()
 	if rolling {
 		limit = upd.MaxParallel - inflight
-		if limit < 0 || unhealthy > 0 || failedDep {
+		paused := curDep != nil && curDep.Status == api.DeploymentStatusPaused
+		if limit < 0 || unhealthy > 0 || failedDep || paused {
 			limit = 0 // an unhealthy alloc halts the rollout
 		}
 		if unhealthy > 0 {

@@ -155,6 +155,8 @@ func (t *Txn) putDeployment(d *api.Deployment) error {
 }
 
 // UpdateDeploymentStatus applies a status update to a stored deployment.
+// A terminal deployment keeps its status (a plan computed before the
+// deployment watcher failed it must not overwrite that).
 func (t *Txn) UpdateDeploymentStatus(u *api.DeploymentStatusUpdate) error {
 	d, err := txnFirst[api.Deployment](t, TableDeployments, "id", u.DeploymentID)
 	if err != nil {
@@ -162,6 +164,9 @@ func (t *Txn) UpdateDeploymentStatus(u *api.DeploymentStatusUpdate) error {
 	}
 	if d == nil {
 		return fmt.Errorf("deployment %q: %w", u.DeploymentID, api.ErrDeploymentNotFound)
+	}
+	if !d.Active() {
+		return nil
 	}
 	c := *d
 	c.Status, c.StatusDescription = u.Status, u.StatusDescription
