@@ -27,9 +27,11 @@ import (
 // for min_healthy_time without a restart, counting from the latest task
 // StartedAt/LastRestart the client reported (client time: clocks are
 // assumed roughly in sync), and unhealthy when a task fails or restarts
-// first, the alloc fails, completes or is lost, or healthy_deadline
-// passes after the alloc was created (leader time). "manual" allocs get
-// no verdict from the watcher.
+// first (a task that started and no longer runs counts: exited or
+// waiting to restart), the alloc fails, completes or is lost, or
+// healthy_deadline passes after the alloc was created (leader time).
+// "manual" allocs get no verdict from the watcher (the scheduler counts
+// them healthy once running).
 //
 // Woken by memdb watches on the deployments table and the allocs of each
 // active deployment, and by one clock timer for the next due verdict or
@@ -330,6 +332,9 @@ func judgeAlloc(a *api.Allocation, upd *api.UpdateStrategy, now time.Time) (heal
 		}
 		if lc != nil && !lc.Sidecar {
 			continue // an ephemeral hook only has to not fail
+		}
+		if ts != nil && ts.State != api.TaskStateRunning && !ts.StartedAt.IsZero() {
+			return verdictUnhealthy, time.Time{} // it ran and stopped (exited, restarting)
 		}
 		if ts == nil || ts.State != api.TaskStateRunning {
 			running = false

@@ -307,6 +307,7 @@ func TestJudgeAlloc(t *testing.T) {
 		{"sidecar not running", alloc(api.AllocClientStatusRunning, map[string]*api.TaskState{"main": run(t0)}), t0.Add(20 * time.Second), verdictPending, t0.Add(time.Minute)},
 		{"restarted", alloc(api.AllocClientStatusRunning, map[string]*api.TaskState{"main": {State: api.TaskStateRunning, Restarts: 1}}), t0, verdictUnhealthy, time.Time{}},
 		{"hook failed", alloc(api.AllocClientStatusRunning, map[string]*api.TaskState{"main": run(t0), "init": {State: api.TaskStateDead, Failed: true}}), t0, verdictUnhealthy, time.Time{}},
+		{"exited, waiting to restart", alloc(api.AllocClientStatusPending, map[string]*api.TaskState{"main": {State: api.TaskStatePending, StartedAt: t0}}), t0.Add(time.Second), verdictUnhealthy, time.Time{}},
 		{"alloc failed", alloc(api.AllocClientStatusFailed, nil), t0, verdictUnhealthy, time.Time{}},
 		{"deadline passed", alloc(api.AllocClientStatusPending, nil), t0.Add(time.Minute), verdictUnhealthy, time.Time{}},
 		{"healthy after the deadline would come too late", alloc(api.AllocClientStatusRunning, map[string]*api.TaskState{"main": run(t0.Add(55 * time.Second)), "side": run(t0)}), t0.Add(56 * time.Second), verdictPending, t0.Add(time.Minute)},
