@@ -136,3 +136,18 @@ func DroverBinary() (path string, cleanup func(), err error) {
 	_ = os.Chmod(dir, 0o755)
 	return path, func() { os.RemoveAll(dir) }, nil
 }
+
+// MainWithBinary is a TestMain for packages whose tests run the drover
+// binaries: it sets *bin (see DroverBinary), runs the tests, removes what
+// it built and exits with the tests' code.
+func MainWithBinary(m *testing.M, bin *string) {
+	path, cleanup, err := DroverBinary()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	*bin = path
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
+}

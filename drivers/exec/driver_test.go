@@ -1,7 +1,6 @@
 package exec
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -12,15 +11,7 @@ import (
 var droverBin string
 
 func TestMain(m *testing.M) {
-	bin, cleanup, err := drivertest.DroverBinary()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	droverBin = bin
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
+	drivertest.MainWithBinary(m, &droverBin)
 }
 
 // stateDir is shared by all driver instances, like an agent's data dir

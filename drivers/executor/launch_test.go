@@ -22,15 +22,7 @@ import (
 var droverBin string
 
 func TestMain(m *testing.M) {
-	bin, cleanup, err := drivertest.DroverBinary()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	droverBin = bin
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
+	drivertest.MainWithBinary(m, &droverBin)
 }
 
 func TestFindSupervisor(t *testing.T) {

@@ -1,7 +1,6 @@
 package qemu
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,15 +17,7 @@ import (
 var droverBin string
 
 func TestMain(m *testing.M) {
-	bin, cleanup, err := drivertest.DroverBinary()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	droverBin = bin
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
+	drivertest.MainWithBinary(m, &droverBin)
 }
 
 // vmTimeout bounds every wait on a VM: a TCG boot takes ~10 s alone and

@@ -1,7 +1,6 @@
 package rawexec
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -15,15 +14,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(fakeAgentEnv) != "" {
 		os.Exit(fakeAgent())
 	}
-	bin, cleanup, err := drivertest.DroverBinary()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	droverBin = bin
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
+	drivertest.MainWithBinary(m, &droverBin)
 }
 
 func newDriver(t *testing.T) drivers.Driver {
