@@ -3,6 +3,7 @@ package http
 import (
 	"fmt"
 	nethttp "net/http"
+	"strings"
 
 	memdb "github.com/hashicorp/go-memdb"
 
@@ -35,13 +36,16 @@ func (s *HTTPServer) jobRegister(w nethttp.ResponseWriter, r *nethttp.Request) (
 		return nil, err
 	}
 	var req api.JobRegisterRequest
-	if err := decodeBody(r, &req); err != nil {
+	warnings, err := decodeJobBody(r, &req)
+	if err != nil {
 		return nil, err
 	}
-	return s.register(r, &req)
+	return s.register(r, &req, warnings)
 }
 
-func (s *HTTPServer) register(r *nethttp.Request, req *api.JobRegisterRequest) (any, error) {
+// register submits the job; warnings (fields ignored while decoding) are
+// added to the answer's Warnings.
+func (s *HTTPServer) register(r *nethttp.Request, req *api.JobRegisterRequest, warnings []string) (any, error) {
 	if req.Job == nil {
 		return nil, api.Errorf(api.ErrBadRequest, `request body must be {"Job":{...}}: Job missing`)
 	}
@@ -55,7 +59,15 @@ func (s *HTTPServer) register(r *nethttp.Request, req *api.JobRegisterRequest) (
 	if err != nil {
 		return nil, fmt.Errorf("register job %q: %w", req.Job.ID, err)
 	}
+	resp.Warnings = joinWarnings(resp.Warnings, warnings)
 	return resp, nil
+}
+
+func joinWarnings(have string, more []string) string {
+	if have != "" {
+		more = append([]string{have}, more...)
+	}
+	return strings.Join(more, "\n")
 }
 
 func (s *HTTPServer) jobUpdate(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
@@ -63,13 +75,14 @@ func (s *HTTPServer) jobUpdate(w nethttp.ResponseWriter, r *nethttp.Request) (an
 		return nil, err
 	}
 	var req api.JobRegisterRequest
-	if err := decodeBody(r, &req); err != nil {
+	warnings, err := decodeJobBody(r, &req)
+	if err != nil {
 		return nil, err
 	}
 	if req.Job != nil && req.Job.ID != r.PathValue("id") {
 		return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("job ID %q in the body does not match %q in the path", req.Job.ID, r.PathValue("id")))
 	}
-	return s.register(r, &req)
+	return s.register(r, &req, warnings)
 }
 
 func (s *HTTPServer) jobParse(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
@@ -229,7 +242,8 @@ func (s *HTTPServer) jobPlan(w nethttp.ResponseWriter, r *nethttp.Request) (any,
 		return nil, err
 	}
 	var req api.JobPlanRequest
-	if err := decodeBody(r, &req); err != nil {
+	warnings, err := decodeJobBody(r, &req)
+	if err != nil {
 		return nil, err
 	}
 	if req.Job == nil {
@@ -245,6 +259,7 @@ func (s *HTTPServer) jobPlan(w nethttp.ResponseWriter, r *nethttp.Request) (any,
 	if err != nil {
 		return nil, fmt.Errorf("plan job %q: %w", req.Job.ID, err)
 	}
+	resp.Warnings = joinWarnings(resp.Warnings, warnings)
 	return resp, nil
 }
 

@@ -159,7 +159,7 @@ func TestBadInput(t *testing.T) {
 		{"malformed JSON", "PUT", "/v1/jobs", `{"Job":`, 400, "bad_request"},
 		{"not JSON", "PUT", "/v1/jobs", `hello`, 400, "bad_request"},
 		{"empty body", "PUT", "/v1/jobs", ``, 400, "bad_request"},
-		{"unknown field", "PUT", "/v1/jobs", `{"Job":{"ID":"a","Bogus":1}}`, 400, "bad_request"},
+		{"unknown field", "POST", "/v1/node/n1/eligibility", `{"Eligibility":"eligible","Bogus":1}`, 400, "bad_request"},
 		{"wrong type", "PUT", "/v1/jobs", `{"Job":{"ID":"a","TaskGroups":[{"Name":"g","Count":"three"}]}}`, 400, "bad_request"},
 		{"trailing data", "PUT", "/v1/jobs", `{"Job":{"ID":"a"}} {}`, 400, "bad_request"},
 		{"no job", "PUT", "/v1/jobs", `{}`, 400, "bad_request"},
@@ -210,5 +210,45 @@ func TestBadInput(t *testing.T) {
 	a.ok("GET", "/v1/job/web", nil, &job)
 	if job.JobModifyIndex != reg.JobModifyIndex {
 		t.Errorf("job modified by rejected requests: index %d, want %d", job.JobModifyIndex, reg.JobModifyIndex)
+	}
+}
+
+// TestRegisterNomadFields: job JSON from Nomad tooling carries blocks
+// drover does not support (Vault, Consul, Scaling ...). Like Nomad, the job
+// is accepted; unlike a silent drop, the answer names every ignored field.
+func TestRegisterNomadFields(t *testing.T) {
+	a := newTestAPI(t)
+	body := webJob(1)
+	job := body["Job"].(map[string]any)
+	job["ConsulToken"] = ""
+	job["Multiregion"] = nil
+	tg := job["TaskGroups"].([]any)[0].(map[string]any)
+	tg["Scaling"] = map[string]any{"Min": 1}
+	task := tg["Tasks"].([]any)[0].(map[string]any)
+	task["Vault"] = map[string]any{"Policies": []string{"p"}}
+	task["Resources"].(map[string]any)["IOPS"] = 0
+	task["Config"].(map[string]any)["anything_goes"] = true // driver config is free-form
+	task["Meta"] = map[string]any{"free": "form"}
+	out := a.register(body)
+	for _, f := range []string{"Job.ConsulToken", "Job.Multiregion", "Job.TaskGroups[0].Scaling",
+		"Job.TaskGroups[0].Tasks[0].Vault", "Job.TaskGroups[0].Tasks[0].Resources.IOPS"} {
+		if !strings.Contains(out.Warnings, f) {
+			t.Errorf("Warnings %q do not name %s", out.Warnings, f)
+		}
+	}
+	for _, f := range []string{"anything_goes", "free"} {
+		if strings.Contains(out.Warnings, f) {
+			t.Errorf("Warnings %q name %s, a free-form key", out.Warnings, f)
+		}
+	}
+	var got api.Job
+	a.ok("GET", "/v1/job/web", nil, &got)
+	if got.TaskGroups[0].Tasks[0].Config["anything_goes"] != true {
+		t.Errorf("registered job lost its config: %v", got.TaskGroups[0].Tasks[0].Config)
+	}
+	var plan api.JobPlanResponse
+	a.ok("POST", "/v1/job/web/plan", body, &plan)
+	if !strings.Contains(plan.Warnings, "Job.TaskGroups[0].Tasks[0].Vault") {
+		t.Errorf("plan Warnings %q do not name the Vault block", plan.Warnings)
 	}
 }

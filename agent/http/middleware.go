@@ -175,6 +175,11 @@ func decodeBody(r *nethttp.Request, v any) error {
 	}
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
+	return decodeOne(dec, v)
+}
+
+// decodeOne decodes exactly one JSON value into v.
+func decodeOne(dec *json.Decoder, v any) error {
 	if err := dec.Decode(v); err != nil {
 		return bodyError(err)
 	}
