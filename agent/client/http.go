@@ -25,6 +25,7 @@ func (c *Client) routes() http.Handler {
 	m.HandleFunc("GET /v1/client/fs/cat/{alloc}", c.withAlloc(c.handleCat))
 	m.HandleFunc("GET /v1/client/fs/stat/{alloc}", c.withAlloc(c.handleStat))
 	m.HandleFunc("GET /v1/client/allocation/{alloc}/stats", c.withAlloc(c.handleAllocStats))
+	m.HandleFunc("GET /v1/client/allocation/{alloc}/exec", c.withAlloc(c.handleExec))
 	for _, method := range []string{"PUT", "POST"} {
 		m.HandleFunc(method+" /v1/client/allocation/{alloc}/restart", c.withAlloc(c.handleRestart))
 		m.HandleFunc(method+" /v1/client/allocation/{alloc}/signal", c.withAlloc(c.handleSignal))
