@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover/drover/agent"
+	"github.com/drover/drover/agent/config"
+	"github.com/drover/drover/api"
+	"github.com/drover/drover/drivers/drivertest"
+)
+
+// TestCLIAllocExec runs `drover alloc exec` against a real dev agent
+// (server and client in process) whose raw_exec task runs under the
+// drover supervisor binary.
+func TestCLIAllocExec(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a dev agent")
+	}
+	bin, cleanup, err := drivertest.DroverBinary()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skipf("no drover binary: %v", err)
+	}
+	t.Cleanup(cleanup)
+	cfg := config.Dev()
+	cfg.Ports.HTTP = freePort(t)
+	cfg.Name = "exec-test"
+	cfg.DataDir = t.TempDir()
+	cfg.Plugins["raw_exec"]["executor_path"] = bin
+	a, err := agent.New(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := a.Start(ctx); err != nil {
+		t.Fatalf("start agent: %v", err)
+	}
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		if err := a.Shutdown(sctx); err != nil {
+			t.Errorf("agent shutdown: %v", err)
+		}
+	})
+	addr := "http://" + a.HTTPAddr()
+	c := api.NewClient(addr)
+	job := &api.Job{ID: "sh", Name: "sh", Type: api.JobTypeService, Datacenters: []string{"*"},
+		TaskGroups: []*api.TaskGroup{{Name: "g", Count: 1, Tasks: []*api.Task{{Name: "t", Driver: "raw_exec",
+			Config:    map[string]any{"command": "/bin/sleep", "args": []any{"300"}},
+			Resources: &api.Resources{CPU: 100, MemoryMB: 64}}}}}}
+	var allocID string
+	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	registered := false
+	for {
+		if !registered {
+			_, err := c.RegisterJob(ctx, &api.JobRegisterRequest{Job: job}, nil)
+			registered = err == nil
+		} else if as, _, err := c.JobAllocations(ctx, "sh", nil); err == nil && len(as) == 1 &&
+			as[0].TaskStates["t"] != nil && as[0].TaskStates["t"].State == api.TaskStateRunning {
+			allocID = as[0].ID
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task not running within 30s (registered %v)", registered)
+		}
+		<-tick.C
+	}
+
+	exec := func(stdin string, args ...string) (int, string, string) {
+		rootCmd.SetIn(strings.NewReader(stdin))
+		defer rootCmd.SetIn(nil)
+		var out, errb bytes.Buffer
+		code := run(ctx, append([]string{"alloc", "exec", "-address", addr}, args...), &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	// Task omitted (one task), an alloc ID prefix, flags of the remote
+	// command left alone.
+	code, out, errOut := exec("hi\n", allocID[:8], "/bin/sh", "-c", "read x; echo got:$x; echo err >&2; exit 7")
+	if code != 7 || out != "got:hi\n" || errOut != "err\n" {
+		t.Errorf("alloc exec = %d, stdout %q, stderr %q; want 7, %q, %q", code, out, errOut, "got:hi\n", "err\n")
+	}
+	code, out, _ = exec("", "-task", "t", "-i=false", allocID, "--", "/bin/echo", "-n", "ok")
+	if code != 0 || out != "ok" {
+		t.Errorf("alloc exec -task t -i=false = %d, stdout %q", code, out)
+	}
+	code, out, _ = exec("", "-t", allocID, "/bin/sh", "-c", "test -t 1 && echo tty")
+	if code != 0 || !strings.Contains(out, "tty") {
+		t.Errorf("alloc exec -t = %d, output %q", code, out)
+	}
+	if code, _, errOut = exec("", "-task", "nope", allocID, "true"); code != ExitError || !strings.Contains(errOut, "unknown task") {
+		t.Errorf("alloc exec into an unknown task = %d, %q", code, errOut)
+	}
+	if code, _, _ = exec("", allocID); code != ExitUsage {
+		t.Errorf("alloc exec without a command = %d, want %d", code, ExitUsage)
+	}
+}
+
+// freePort returns a port that was free a moment ago: the dev client
+// advertises the configured port, so 0 cannot be used.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
