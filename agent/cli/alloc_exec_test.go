@@ -10,6 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/creack/pty"
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
+
 	"github.com/drover/drover/agent"
 	"github.com/drover/drover/agent/config"
 	"github.com/drover/drover/api"
@@ -78,6 +82,7 @@ func TestCLIAllocExec(t *testing.T) {
 	}
 
 	exec := func(stdin string, args ...string) (int, string, string) {
+		resetExecFlags(t)
 		rootCmd.SetIn(strings.NewReader(stdin))
 		defer rootCmd.SetIn(nil)
 		var out, errb bytes.Buffer
@@ -98,6 +103,40 @@ func TestCLIAllocExec(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "tty") {
 		t.Errorf("alloc exec -t = %d, output %q", code, out)
 	}
+	t.Run("local terminal", func(t *testing.T) {
+		// stdin is a real pseudo-terminal: -t is the default, the local
+		// terminal goes raw for the session and its size reaches the
+		// remote pty.
+		ptmx, tty, err := pty.Open()
+		if err != nil {
+			t.Skipf("no pty: %v", err)
+		}
+		defer ptmx.Close()
+		defer tty.Close()
+		if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 21, Cols: 77}); err != nil {
+			t.Fatal(err)
+		}
+		before, err := term.GetState(int(tty.Fd()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resetExecFlags(t)
+		rootCmd.SetIn(tty)
+		defer rootCmd.SetIn(nil)
+		var out, errb bytes.Buffer
+		script := `i=0; while [ "$(stty size)" != "21 77" ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done; stty size; exit 3`
+		code := run(ctx, []string{"alloc", "exec", "-address", addr, allocID, "/bin/sh", "-c", script}, &out, &errb)
+		if code != 3 || !strings.Contains(out.String(), "21 77") {
+			t.Errorf("alloc exec on a terminal = %d, output %q, stderr %q", code, out.String(), errb.String())
+		}
+		after, err := term.GetState(int(tty.Fd()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *after != *before {
+			t.Error("terminal mode not restored after alloc exec")
+		}
+	})
 	if code, _, errOut = exec("", "-task", "nope", allocID, "true"); code != ExitError || !strings.Contains(errOut, "unknown task") {
 		t.Errorf("alloc exec into an unknown task = %d, %q", code, errOut)
 	}
@@ -116,4 +155,20 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// resetExecFlags undoes the flags an earlier in-process run left set on
+// the shared command tree, so that each run sees the defaults.
+func resetExecFlags(t *testing.T) {
+	t.Helper()
+	cmd, _, err := rootCmd.Find([]string{"alloc", "exec"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if err := f.Value.Set(f.DefValue); err != nil {
+			t.Fatal(err)
+		}
+		f.Changed = false
+	})
 }
