@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -165,6 +166,35 @@ func TestAllocExecRawExec(t *testing.T) {
 		}
 	})
 
+	t.Run("client goes away", func(t *testing.T) {
+		// Dropping the websocket kills the remote command.
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		pidCh := make(chan int, 1)
+		out := writerFunc(func(p []byte) (int, error) {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(p))); err == nil {
+				pidCh <- pid
+				cancel()
+			}
+			return len(p), nil
+		})
+		_, err := execclient.Exec(ctx, ac, &execclient.Request{AllocID: allocID, Task: "t",
+			Command: []string{"/bin/sh", "-c", "echo $$; exec sleep 300"}, Stdout: out})
+		if err == nil {
+			t.Fatal("exec survived its context")
+		}
+		var pid int
+		select {
+		case pid = <-pidCh:
+		default:
+			t.Fatalf("no pid printed: %v", err)
+		}
+		poll(t, "remote command killed", func() bool {
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+			return err != nil || strings.Contains(string(b), ") Z ")
+		})
+	})
+
 	for _, tc := range []struct {
 		name, path string
 		status     int
@@ -198,3 +228,7 @@ func TestAllocExecRawExec(t *testing.T) {
 }
 
 func jsonDecode(resp *http.Response, v any) error { return json.NewDecoder(resp.Body).Decode(v) }
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
