@@ -32,6 +32,7 @@ func newAllocExecCmd() *cobra.Command {
 	}
 	// Flags end at ALLOC: everything after it is the remote command.
 	cmd.Flags().SetInterspersed(false)
+	cmd.Annotations = map[string]string{flagsEndAtFirstArg: "true"}
 	taskFlag := cmd.Flags().String("task", "", "task name (may be omitted when the group has one task)")
 	interactive := cmd.Flags().BoolP("i", "i", true, "pass stdin to the command")
 	ttyFlag := cmd.Flags().BoolP("t", "t", false, "allocate a pseudo-terminal (default: when stdin is a terminal)")

@@ -11,7 +11,9 @@ import (
 // (-var, -address, -detach): each "-name" or "-name=value" that names a
 // multi-letter flag of the command being invoked (or one it inherits)
 // becomes "--name". Shorthands, values, positional arguments, anything
-// that is not a known flag and everything after "--" are left alone.
+// that is not a known flag and everything after "--" are left alone, as
+// is everything after the first positional argument of a command
+// annotated with flagsEndAtFirstArg (alloc exec ALLOC CMD ARGS...).
 func normalizeArgs(root *cobra.Command, args []string) []string {
 	out := make([]string, len(args))
 	copy(out, args)
@@ -24,6 +26,8 @@ func normalizeArgs(root *cobra.Command, args []string) []string {
 		if !strings.HasPrefix(a, "-") || a == "-" {
 			if sub := subcommand(cmd, a); sub != nil {
 				cmd = sub
+			} else if cmd.Annotations[flagsEndAtFirstArg] == "true" {
+				break // what follows is not ours (alloc exec's remote command)
 			}
 			continue
 		}
@@ -65,3 +69,7 @@ func lookupFlag(cmd *cobra.Command, name string) *pflag.Flag {
 	}
 	return cmd.InheritedFlags().Lookup(name)
 }
+
+// flagsEndAtFirstArg annotates a command whose flags stop at its first
+// positional argument (it calls Flags().SetInterspersed(false)).
+const flagsEndAtFirstArg = "drover.flags-end-at-first-arg"

@@ -189,6 +189,8 @@ func TestNormalizeArgs(t *testing.T) {
 		// Unknown names, shorthands, "--" and what follows are untouched.
 		{[]string{"job", "validate", "-h", "-nope", "--", "-var"}, []string{"job", "validate", "-h", "-nope", "--", "-var"}},
 		{[]string{"job", "validate", "--var", "a=1"}, []string{"job", "validate", "--var", "a=1"}},
+		// alloc exec: the remote command after ALLOC keeps its own flags.
+		{[]string{"alloc", "exec", "-task", "web", "abc", "ls", "-task"}, []string{"alloc", "exec", "--task", "web", "abc", "ls", "-task"}},
 	}
 	for _, tt := range tests {
 		if diff := cmp.Diff(tt.want, normalizeArgs(rootCmd, tt.in)); diff != "" {

@@ -4,7 +4,7 @@
 // through an alloc runner, reports task and alloc status back in
 // coalesced batches, persists its state in bbolt so an agent restart
 // reattaches to running tasks, and serves the /v1/client/... endpoints
-// (logs, alloc filesystem, stats, restart, signal).
+// (logs, alloc filesystem, stats, restart, signal, exec over a websocket).
 //
 // Optional driver abilities, found by type assertion: a driver with
 // OnTaskEvent(func(taskID, message, at)) has its progress messages (image
