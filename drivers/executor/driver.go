@@ -320,15 +320,10 @@ func (d *Driver) StopTask(ctx context.Context, id string, timeout time.Duration,
 	case <-timer.C:
 	}
 	d.logger.Info("task did not stop in time, killing", "task", id, "timeout", timeout)
-	if err := t.proc.Signal(syscall.SIGKILL); err != nil {
+	if err := t.proc.Kill(ctx); err != nil {
 		return fmt.Errorf("kill task %q: %w", id, err)
 	}
-	select {
-	case <-t.proc.Done():
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("stop task %q: %w", id, ctx.Err())
-	}
+	return nil
 }
 
 // DestroyTask kills a running task when force, then removes its cgroup
@@ -342,13 +337,8 @@ func (d *Driver) DestroyTask(ctx context.Context, id string, force bool) error {
 		if !force {
 			return fmt.Errorf("destroy task %q: %w", id, ErrTaskRunning)
 		}
-		if err := t.proc.Signal(syscall.SIGKILL); err != nil {
+		if err := t.proc.Kill(ctx); err != nil {
 			return fmt.Errorf("destroy task %q: %w", id, err)
-		}
-		select {
-		case <-t.proc.Done():
-		case <-ctx.Done():
-			return fmt.Errorf("destroy task %q: %w", id, ctx.Err())
 		}
 	}
 	t.proc.Close()

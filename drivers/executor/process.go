@@ -263,6 +263,20 @@ func (p *Process) Close() {
 	}
 }
 
+// Kill sends SIGKILL and waits until the task has exited or ctx ends
+// (then ctx's error).
+func (p *Process) Kill(ctx context.Context) error {
+	if err := p.Signal(syscall.SIGKILL); err != nil {
+		return err
+	}
+	select {
+	case <-p.Done():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // Signal sends sig to the task: to its process group (raw), or to its
 // namespace init which forwards it (isolated; SIGKILL ends the whole
 // namespace). A task already gone is not an error.

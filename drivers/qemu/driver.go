@@ -482,15 +482,10 @@ func (d *Driver) StopTask(ctx context.Context, id string, timeout time.Duration,
 		return nil
 	}
 	d.logger.Info("vm did not quit, killing", "task", id, "qmp_error", qerr)
-	if err := t.proc.Signal(syscall.SIGKILL); err != nil {
+	if err := t.proc.Kill(ctx); err != nil {
 		return fmt.Errorf("kill task %q: %w", id, err)
 	}
-	select {
-	case <-t.proc.Done():
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("stop task %q: %w", id, ctx.Err())
-	}
+	return nil
 }
 
 // DestroyTask kills a running VM when force, then removes the supervisor
@@ -507,13 +502,8 @@ func (d *Driver) DestroyTask(ctx context.Context, id string, force bool) error {
 		if err := os.WriteFile(filepath.Join(t.state.StateDir, forcedFile), nil, 0o600); err != nil {
 			d.logger.Warn("mark vm stop forced", "task", id, "error", err)
 		}
-		if err := t.proc.Signal(syscall.SIGKILL); err != nil {
+		if err := t.proc.Kill(ctx); err != nil {
 			return fmt.Errorf("destroy task %q: %w", id, err)
-		}
-		select {
-		case <-t.proc.Done():
-		case <-ctx.Done():
-			return fmt.Errorf("destroy task %q: %w", id, ctx.Err())
 		}
 	}
 	t.proc.Close()
