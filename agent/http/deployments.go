@@ -133,30 +133,28 @@ func (s *HTTPServer) deploymentAllocs(w nethttp.ResponseWriter, r *nethttp.Reque
 }
 
 func (s *HTTPServer) jobDeployments(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	ds, err := s.deploymentState()
-	if err != nil {
-		return nil, err
-	}
-	ns, id := nsParam(r), r.PathValue("id")
-	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
-		idx := s.maxIndex("jobs", "deployments")
-		if err := s.jobExists(ws, ns, id); err != nil {
-			return nil, 0, err
+	return s.readJobDeployments(w, r, func(ds []*api.Deployment) any {
+		if ds == nil {
+			return []*api.Deployment{}
 		}
-		out, err := ds.DeploymentsByJobID(ws, ns, id)
-		if err != nil {
-			return nil, 0, err
-		}
-		if out == nil {
-			out = []*api.Deployment{}
-		}
-		return out, idx, nil
+		return ds
 	})
 }
 
 // jobLatestDeployment answers the job's newest deployment, or null when
 // it has none (a missing job is a 404).
 func (s *HTTPServer) jobLatestDeployment(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	return s.readJobDeployments(w, r, func(ds []*api.Deployment) any {
+		if len(ds) == 0 {
+			return nil
+		}
+		return ds[0]
+	})
+}
+
+// readJobDeployments is a blocking read of a job's deployments, newest
+// first, answered as pick makes of them.
+func (s *HTTPServer) readJobDeployments(w nethttp.ResponseWriter, r *nethttp.Request, pick func([]*api.Deployment) any) (any, error) {
 	ds, err := s.deploymentState()
 	if err != nil {
 		return nil, err
@@ -171,10 +169,7 @@ func (s *HTTPServer) jobLatestDeployment(w nethttp.ResponseWriter, r *nethttp.Re
 		if err != nil {
 			return nil, 0, err
 		}
-		if len(out) == 0 {
-			return nil, idx, nil
-		}
-		return out[0], idx, nil
+		return pick(out), idx, nil
 	})
 }
 
