@@ -137,16 +137,25 @@ func (c *Client) handleStat(w http.ResponseWriter, r *http.Request, ar *allocrun
 	writeJSON(w, fileInfo(fi))
 }
 
-func (c *Client) handleLs(w http.ResponseWriter, r *http.Request, ar *allocrunner.AllocRunner) {
-	root, name, err := resolve(ar.AllocDir(), r.URL.Query().Get("path"))
+// openInAlloc opens a user path inside the alloc dir (see resolve); the
+// name is the cleaned path within it.
+func openInAlloc(allocDir, p string) (*os.File, string, error) {
+	root, name, err := resolve(allocDir, p)
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, "", err
 	}
 	defer root.Close()
 	f, err := root.Open(name)
 	if err != nil {
-		writeError(w, classify(ar.AllocDir(), name, err))
+		return nil, name, classify(allocDir, name, err)
+	}
+	return f, name, nil
+}
+
+func (c *Client) handleLs(w http.ResponseWriter, r *http.Request, ar *allocrunner.AllocRunner) {
+	f, name, err := openInAlloc(ar.AllocDir(), r.URL.Query().Get("path"))
+	if err != nil {
+		writeError(w, err)
 		return
 	}
 	defer f.Close()
@@ -174,15 +183,9 @@ func (c *Client) handleLs(w http.ResponseWriter, r *http.Request, ar *allocrunne
 }
 
 func (c *Client) handleCat(w http.ResponseWriter, r *http.Request, ar *allocrunner.AllocRunner) {
-	root, name, err := resolve(ar.AllocDir(), r.URL.Query().Get("path"))
+	f, name, err := openInAlloc(ar.AllocDir(), r.URL.Query().Get("path"))
 	if err != nil {
 		writeError(w, err)
-		return
-	}
-	defer root.Close()
-	f, err := root.Open(name)
-	if err != nil {
-		writeError(w, classify(ar.AllocDir(), name, err))
 		return
 	}
 	defer f.Close()
