@@ -35,6 +35,9 @@ type Agent struct {
 	gossip *gossip.Gossip
 	client clientRole
 	http   *agenthttp.HTTPServer
+	// httpLn and raftLn are bound in Start, before their ports are
+	// advertised; each is owned by the agent until its role takes it.
+	httpLn, raftLn net.Listener
 	// tmpDir is the dev-mode data dir this agent created (removed on Shutdown).
 	tmpDir string
 }
@@ -68,22 +71,21 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 			cfg.Name = "drover"
 		}
 	}
-	if cfg.Ports.HTTP == 0 {
-		// Resolve an ephemeral port now: the server and client advertise it.
-		port, perr := freePort(cfg.BindAddr)
-		if perr != nil {
-			return perr
-		}
-		cfg.Ports.HTTP = port
+	// Bind the API first: a port in use fails the start before anything
+	// else runs, and an ephemeral port (0) is known before it is advertised.
+	if a.httpLn, cfg.Ports.HTTP, err = listen(ctx, cfg.BindAddr, cfg.Ports.HTTP); err != nil {
+		return fmt.Errorf("http %w", err)
 	}
-	if err := a.resolveClusterPorts(); err != nil {
-		return err
+	if cfg.Server.Enabled && !cfg.DevMode {
+		if a.raftLn, cfg.Ports.Raft, err = listen(ctx, cfg.BindAddr, cfg.Ports.Raft); err != nil {
+			return fmt.Errorf("raft %w", err)
+		}
 	}
 	if err := a.registry.Register(collectors.NewGoCollector()); err != nil {
 		return fmt.Errorf("register go metrics: %w", err)
 	}
 	hcfg := agenthttp.Config{
-		Addr: cfg.HTTPAddr(), Registry: a.registry, Logger: a.base,
+		Addr: cfg.HTTPAddr(), Listener: a.httpLn, Registry: a.registry, Logger: a.base,
 		Self: a.self, Members: a.members,
 	}
 	if cfg.Server.Enabled {
@@ -97,8 +99,9 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 			BootstrapExpect: cfg.Server.BootstrapExpect, DevMode: cfg.DevMode,
 			NumSchedulers: cfg.Server.NumSchedulers, Logger: a.base,
 			DeadServerGrace: cfg.Server.DeadServerGrace, ServerStabilization: cfg.Server.ServerStabilization,
-			Registry: a.registry,
+			Registry: a.registry, RaftListener: a.raftLn,
 		})
+		a.raftLn = nil // raft owns it now, even when New failed
 		if serr != nil {
 			return fmt.Errorf("start server: %w", serr)
 		}
@@ -130,10 +133,11 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 	}
 	// The API listens before the client starts: in-process, the client
 	// registers with this agent's own server through it.
+	a.httpLn = nil // the HTTP server owns it now
+	a.http = h
 	if err := h.Start(ctx); err != nil {
 		return err
 	}
-	a.http = h
 	if a.client != nil {
 		if err := a.client.Start(ctx); err != nil {
 			return fmt.Errorf("start client: %w", err)
@@ -185,6 +189,11 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 	if a.gossip != nil {
 		if err := a.gossip.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	for _, ln := range []net.Listener{a.httpLn, a.raftLn} {
+		if ln != nil {
+			_ = ln.Close() // Start failed before a role took it
 		}
 	}
 	if a.tmpDir != "" {
@@ -251,11 +260,14 @@ func (a *Agent) members() *api.ServerMembers {
 // Version of the agent (set by the CLI from its build version).
 var Version = "0.1.0-dev"
 
-func freePort(host string) (int, error) {
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+// listen binds host:port (port 0: any free port) and returns the listener
+// and the port it got.
+func listen(ctx context.Context, host string, port int) (net.Listener, int, error) {
+	var lc net.ListenConfig
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	ln, err := lc.Listen(ctx, "tcp", addr)
 	if err != nil {
-		return 0, fmt.Errorf("pick a free port: %w", err)
+		return nil, 0, fmt.Errorf("listen %s: %w", addr, err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return ln, ln.Addr().(*net.TCPAddr).Port, nil
 }

@@ -86,6 +86,11 @@ func (a *Agent) startGossip(s *server.Server) error {
 		return err
 	}
 	a.gossip = g
+	if cfg.Ports.Gossip == 0 {
+		// memberlist picked a free port (TCP and UDP alike): report it.
+		_, p, _ := net.SplitHostPort(g.Addr())
+		cfg.Ports.Gossip, _ = strconv.Atoi(p)
+	}
 	s.SetMembership(gossipMembership{g})
 	g.RetryJoin(cfg.Join, 2*time.Second, nil)
 	return nil
@@ -153,25 +158,6 @@ func (a *Agent) KeyringOperation(ctx context.Context, op, key string) (*api.Keyr
 		return out, fmt.Errorf("keyring %s: %w", op, api.Errorf(api.ErrInternal, err.Error()))
 	}
 	return out, nil
-}
-
-// resolveClusterPorts picks free ports for a server's Raft and gossip
-// ports given as 0, now: they are advertised to the other servers.
-func (a *Agent) resolveClusterPorts() error {
-	if !a.cfg.Server.Enabled || a.cfg.DevMode {
-		return nil
-	}
-	for _, p := range []*int{&a.cfg.Ports.Raft, &a.cfg.Ports.Gossip} {
-		if *p != 0 {
-			continue
-		}
-		port, err := freePort(a.cfg.BindAddr)
-		if err != nil {
-			return err
-		}
-		*p = port
-	}
-	return nil
 }
 
 // ForceLeave marks a failed server as left on every server: the leader

@@ -69,7 +69,7 @@ func (s *Server) runDeploymentWatcher(ctx context.Context) {
 		wctx, cancel := context.WithCancel(ctx)
 		var timer interface{ Stop() bool }
 		if !next.IsZero() {
-			timer = s.clock.AfterFunc(next.Sub(s.clock.Now()), cancel)
+			timer = s.clock.AtFunc(next, cancel)
 		}
 		_ = ws.WatchCtx(wctx) // a change, the timer or the end of leadership
 		cancel()

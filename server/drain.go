@@ -46,7 +46,7 @@ func (s *Server) runDrainer(ctx context.Context) {
 		wake := make(chan struct{})
 		var t broker.Timer
 		if !next.IsZero() {
-			t = s.clock.AfterFunc(next.Sub(s.clock.Now()), func() { close(wake) })
+			t = s.clock.AtFunc(next, func() { close(wake) })
 		}
 		ws.Add(s.State().AbandonCh())
 		wctx, cancel := context.WithCancel(ctx)

@@ -55,6 +55,10 @@ func (s *Server) establishLeadership() {
 	s.leaderCancel = cancel
 	s.leaderMu.Unlock()
 
+	// Periodic launches count from here, read before the broker is
+	// enabled (what tests take for "leader ready"), not when a goroutine
+	// happens to run.
+	since := s.clock.Now()
 	s.planQueue.SetEnabled(true)
 	s.broker.SetEnabled(true)
 	s.blocked.SetEnabled(true)
@@ -75,7 +79,7 @@ func (s *Server) establishLeadership() {
 	s.leaderGo(func() { s.runEvalReaper(ctx) })
 	s.leaderGo(func() { s.runGC(ctx) })
 	s.leaderGo(func() { s.runAutopilot(ctx) })
-	s.leaderGo(func() { s.runPeriodic(ctx) })
+	s.leaderGo(func() { s.runPeriodic(ctx, since) })
 	s.leaderGo(func() { s.runDeploymentWatcher(ctx) })
 	s.log.Info("leadership established", "workers", s.cfg.NumSchedulers, "nodes", len(nodes))
 }

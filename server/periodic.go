@@ -24,8 +24,7 @@ const periodicChildPrefix = "/periodic-"
 // set, Periodic cleared, with its eval) when it fires. ProhibitOverlap
 // skips a launch while a previous child is not dead. Launches missed while
 // no leader ran are not made up. Job changes re-plan at once (memdb watch).
-func (s *Server) runPeriodic(ctx context.Context) {
-	since := s.clock.Now()
+func (s *Server) runPeriodic(ctx context.Context, since time.Time) {
 	for {
 		ws := memdb.NewWatchSet()
 		next, err := s.periodicPass(ctx, ws, since)
@@ -38,7 +37,7 @@ func (s *Server) runPeriodic(ctx context.Context) {
 		wake := make(chan struct{})
 		var t broker.Timer
 		if !next.IsZero() {
-			t = s.clock.AfterFunc(next.Sub(s.clock.Now()), func() { close(wake) })
+			t = s.clock.AtFunc(next, func() { close(wake) })
 		}
 		ws.Add(s.State().AbandonCh())
 		wctx, cancel := context.WithCancel(ctx)

@@ -24,7 +24,7 @@ func newRaftSystem(cfg *Config, log *slog.Logger) (*raftSystem, error) {
 	}
 	r, err := raftstore.New(raftstore.Config{
 		DataDir: cfg.DataDir, BindAddr: cfg.BindAddr, RaftPort: cfg.RaftPort, RaftAddr: cfg.RaftAddr,
-		BootstrapExpect: be, FSM: f, Logger: log,
+		Listener: cfg.RaftListener, BootstrapExpect: be, FSM: f, Logger: log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start raft: %w", err)

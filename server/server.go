@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -33,6 +34,10 @@ type Config struct {
 	BindAddr string
 	RaftPort int
 	RaftAddr string
+	// RaftListener, when set, is a bound listener Raft serves instead of
+	// listening on BindAddr:RaftPort itself; New owns it from the call on
+	// (closed on failure and on Shutdown).
+	RaftListener net.Listener
 	// HTTPAddr is the advertised HTTP address (returned to clients).
 	HTTPAddr        string
 	BootstrapExpect int
@@ -173,6 +178,9 @@ func New(cfg *Config) (*Server, error) {
 	if c.Registry != nil {
 		if err := s.metrics.register(c.Registry); err != nil {
 			s.cancel()
+			if c.RaftListener != nil {
+				_ = c.RaftListener.Close() // New owns it, even on failure
+			}
 			return nil, fmt.Errorf("register metrics: %w", err)
 		}
 	}

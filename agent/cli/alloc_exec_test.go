@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"net"
 	"os"
 	"strings"
 	"testing"
@@ -36,7 +35,7 @@ func TestCLIAllocExec(t *testing.T) {
 	}
 	t.Cleanup(cleanup)
 	cfg := config.Dev()
-	cfg.Ports.HTTP = freePort(t)
+	cfg.Ports.HTTP = 0 // any free port: the agent binds it before advertising it
 	cfg.Name = "exec-test"
 	cfg.DataDir = t.TempDir()
 	cfg.Plugins["raw_exec"]["executor_path"] = bin
@@ -143,18 +142,6 @@ func TestCLIAllocExec(t *testing.T) {
 	if code, _, _ = exec("", allocID); code != ExitUsage {
 		t.Errorf("alloc exec without a command = %d, want %d", code, ExitUsage)
 	}
-}
-
-// freePort returns a port that was free a moment ago: the dev client
-// advertises the configured port, so 0 cannot be used.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // resetExecFlags undoes the flags an earlier in-process run left set on

@@ -27,11 +27,14 @@ const (
 // State are nil on a client-only agent; Client is nil on a server-only one.
 type Config struct {
 	// Addr to listen on (host:port); ":0" style ports are resolved by Start.
-	Addr   string
-	Server Server
-	State  State
-	Events EventSource
-	Client ClientRole
+	Addr string
+	// Listener, when set, is served instead of listening on Addr (the
+	// agent binds early to learn an ephemeral port); Shutdown closes it.
+	Listener net.Listener
+	Server   Server
+	State    State
+	Events   EventSource
+	Client   ClientRole
 	// Parse converts HCL for POST /v1/jobs/parse (default ParseHCL).
 	Parse Parser
 	// Servers are HTTP addresses (host:port) of servers; an agent without
@@ -116,10 +119,13 @@ func (s *HTTPServer) Handler() nethttp.Handler { return s.handler }
 
 // Start listens on cfg.Addr and serves in one goroutine that Shutdown waits for.
 func (s *HTTPServer) Start(ctx context.Context) error {
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", s.cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("http listen %s: %w", s.cfg.Addr, err)
+	ln := s.cfg.Listener
+	if ln == nil {
+		var lc net.ListenConfig
+		var err error
+		if ln, err = lc.Listen(ctx, "tcp", s.cfg.Addr); err != nil {
+			return fmt.Errorf("http listen %s: %w", s.cfg.Addr, err)
+		}
 	}
 	base, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	srv := &nethttp.Server{

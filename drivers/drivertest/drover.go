@@ -2,9 +2,11 @@ package drivertest
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"sync"
 	"syscall"
 	"testing"
@@ -30,15 +32,52 @@ func Binary(t testing.TB) string {
 	return binary.path
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// Ports handed out by FreePort: below both the kernel's ephemeral range
+// (Linux: 32768–60999) and the dynamic ports the scheduler gives tasks
+// (20000–32000), so that no port 0 bind, outgoing connection or task of
+// another test can take one between FreePort and its use; and never twice
+// in one test process.
+const freePortLow, freePortHigh = 10000, 20000
+
+var freePorts struct {
+	sync.Mutex
+	given map[int]bool
+}
+
+// FreePort returns a port that is free on 127.0.0.1 for TCP and UDP alike
+// (gossip uses both), for a process a test starts with that port on its
+// command line. In-process agents should bind port 0 instead.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	freePorts.Lock()
+	defer freePorts.Unlock()
+	if freePorts.given == nil {
+		freePorts.given = map[int]bool{}
+	}
+	for range 1000 {
+		p := freePortLow + rand.IntN(freePortHigh-freePortLow)
+		if freePorts.given[p] || !portFree(p) {
+			continue
+		}
+		freePorts.given[p] = true
+		return p
+	}
+	t.Fatal("FreePort: no free port found in 1000 tries")
+	return 0
+}
+
+func portFree(p int) bool {
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		t.Fatal(err)
+		return false
 	}
 	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	pc, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		return false
+	}
+	return pc.Close() == nil
 }
 
 // Process is a running drover process (`drover agent ...` and the like)

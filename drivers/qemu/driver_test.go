@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -95,16 +94,6 @@ func gone(pid int) bool {
 	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // httpGet polls url until it answers 200 or the deadline passes.
 func httpGet(t *testing.T, url string, timeout time.Duration) string {
 	t.Helper()
@@ -135,7 +124,7 @@ func TestVMLifecycle(t *testing.T) {
 	needQEMU(t)
 	kernel, initrd, dir := vmImages(t)
 	d := newDriver(t, []string{dir})
-	port := freePort(t)
+	port := drivertest.FreePort(t)
 	cfg := drivertest.NewTaskConfig(t, "vm", map[string]any{
 		"kernel": kernel, "initrd": initrd, "kernel_args": "console=ttyS0 quiet",
 		"port_map": map[string]any{"http": int64(testimage.VMHTTPPort)},

@@ -12,6 +12,10 @@ type Clock interface {
 	Now() time.Time
 	// AfterFunc calls f in its own goroutine once d has elapsed.
 	AfterFunc(d time.Duration, f func()) Timer
+	// AtFunc calls f in its own goroutine once the clock reaches t (at
+	// once if it has). Unlike AfterFunc(t.Sub(Now())), no clock change
+	// between reading the time and arming the timer can move the deadline.
+	AtFunc(t time.Time, f func()) Timer
 }
 
 // Timer is a cancellable AfterFunc.
@@ -28,6 +32,9 @@ func (RealClock) Now() time.Time { return time.Now() }
 
 // AfterFunc wraps time.AfterFunc.
 func (RealClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+
+// AtFunc is time.AfterFunc(time.Until(t), f).
+func (RealClock) AtFunc(t time.Time, f func()) Timer { return time.AfterFunc(time.Until(t), f) }
 
 // FakeClock is a manually advanced clock for tests. Timers due at or
 // before the new time fire, in due order, during Advance (synchronously,
@@ -63,9 +70,21 @@ func (c *FakeClock) Now() time.Time {
 func (c *FakeClock) AfterFunc(d time.Duration, f func()) Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.arm(c.now.Add(d), f)
+}
+
+// AtFunc registers f to run when the clock is advanced to t or past it;
+// a t not after now runs f at once, in its own goroutine.
+func (c *FakeClock) AtFunc(t time.Time, f func()) Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.arm(t, f)
+}
+
+func (c *FakeClock) arm(due time.Time, f func()) Timer {
 	c.seq++
-	t := &fakeTimer{c: c, id: c.seq, due: c.now.Add(d), f: f}
-	if d <= 0 {
+	t := &fakeTimer{c: c, id: c.seq, due: due, f: f}
+	if !due.After(c.now) {
 		go f()
 		return t // already fired: Stop reports false
 	}

@@ -28,6 +28,9 @@ type Config struct {
 	BindAddr string
 	RaftPort int
 	RaftAddr string
+	// Listener, when set, is the bound TCP listener the transport serves
+	// (BindAddr and RaftPort are then unused); the transport closes it.
+	Listener net.Listener
 	// NodeID overrides the persisted server ID (tests).
 	NodeID string
 	// BootstrapExpect: with 1 (or 0 in the in-memory mode), a
@@ -77,8 +80,22 @@ func (r *Raft) Shutdown(ctx context.Context) error {
 
 // New builds and starts the Raft node.
 func New(cfg Config) (*Raft, error) {
+	r := &Raft{}
+	fail := func(err error) (*Raft, error) {
+		for i := len(r.closers) - 1; i >= 0; i-- {
+			_ = r.closers[i]()
+		}
+		return nil, err
+	}
+	if cfg.Listener != nil {
+		// Ours from here on, whatever happens: closed on failure and on
+		// Shutdown, once even though the transport closes it too.
+		ln := &onceCloseListener{Listener: cfg.Listener}
+		cfg.Listener = ln
+		r.closers = append(r.closers, ln.Close)
+	}
 	if cfg.FSM == nil {
-		return nil, errors.New("raftstore: FSM is required")
+		return fail(errors.New("raftstore: FSM is required"))
 	}
 	logger := cfg.Logger
 	if logger == nil {
@@ -99,14 +116,6 @@ func New(cfg Config) (*Raft, error) {
 		conf.ElectionTimeout = 50 * time.Millisecond
 		conf.LeaderLeaseTimeout = 50 * time.Millisecond
 		conf.CommitTimeout = 5 * time.Millisecond
-	}
-
-	r := &Raft{}
-	fail := func(err error) (*Raft, error) {
-		for i := len(r.closers) - 1; i >= 0; i-- {
-			_ = r.closers[i]()
-		}
-		return nil, err
 	}
 
 	var (
@@ -181,6 +190,9 @@ func New(cfg Config) (*Raft, error) {
 }
 
 func newTCPTransport(cfg Config, hl *HCLogger) (*raft.NetworkTransport, error) {
+	if cfg.Listener != nil {
+		return newListenerTransport(cfg, hl)
+	}
 	host := cfg.BindAddr
 	if host == "" {
 		host = "127.0.0.1"

@@ -3,11 +3,14 @@ package raftstore
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -246,5 +249,47 @@ func benchElection(b *testing.B, cfg func() Config) {
 		b.StopTimer()
 		_ = r.Shutdown(context.Background())
 		b.StartTimer()
+	}
+}
+
+// A listener bound by the caller (the agent binds port 0 to learn its port
+// before advertising it) is what the transport serves and advertises; the
+// node elects itself over it, and Shutdown frees the port.
+func TestCallerBoundListener(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	fsm := &kvFSM{}
+	r, err := New(Config{DataDir: t.TempDir(), Listener: ln, BootstrapExpect: 1, FSM: fsm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(r.Addr) != addr {
+		t.Errorf("advertised %s, want the listener's %s", r.Addr, addr)
+	}
+	waitLeader(t, r)
+	apply(t, r, "x")
+	shutdown(t, r)
+	again, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("port still held after Shutdown: %v", err)
+	}
+	_ = again.Close()
+}
+
+// A listener New cannot use (unspecified address, nothing to advertise)
+// is an error, and New closes the listener it was given.
+func TestCallerBoundListenerRejected(t *testing.T) {
+	ln, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(Config{DataDir: t.TempDir(), Listener: ln, BootstrapExpect: 1, FSM: &kvFSM{}}); err == nil || !strings.Contains(err.Error(), "advertisable") {
+		t.Fatalf("New with an unadvertisable listener: %v", err)
+	}
+	if _, err := ln.Accept(); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("listener not closed after the failed New: Accept = %v", err)
 	}
 }
