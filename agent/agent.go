@@ -73,11 +73,11 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 	}
 	// Bind the API first: a port in use fails the start before anything
 	// else runs, and an ephemeral port (0) is known before it is advertised.
-	if a.httpLn, cfg.Ports.HTTP, err = listen(ctx, cfg.BindAddr, cfg.Ports.HTTP); err != nil {
+	if a.httpLn, err = listen(ctx, cfg.BindAddr, &cfg.Ports.HTTP); err != nil {
 		return fmt.Errorf("http %w", err)
 	}
 	if cfg.Server.Enabled && !cfg.DevMode {
-		if a.raftLn, cfg.Ports.Raft, err = listen(ctx, cfg.BindAddr, cfg.Ports.Raft); err != nil {
+		if a.raftLn, err = listen(ctx, cfg.BindAddr, &cfg.Ports.Raft); err != nil {
 			return fmt.Errorf("raft %w", err)
 		}
 	}
@@ -260,14 +260,15 @@ func (a *Agent) members() *api.ServerMembers {
 // Version of the agent (set by the CLI from its build version).
 var Version = "0.1.0-dev"
 
-// listen binds host:port (port 0: any free port) and returns the listener
-// and the port it got.
-func listen(ctx context.Context, host string, port int) (net.Listener, int, error) {
+// listen binds host:*port; a port of 0 (any free port) is set to the
+// port it got.
+func listen(ctx context.Context, host string, port *int) (net.Listener, error) {
 	var lc net.ListenConfig
-	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	addr := net.JoinHostPort(host, strconv.Itoa(*port))
 	ln, err := lc.Listen(ctx, "tcp", addr)
 	if err != nil {
-		return nil, 0, fmt.Errorf("listen %s: %w", addr, err)
+		return nil, fmt.Errorf("listen %s: %w", addr, err)
 	}
-	return ln, ln.Addr().(*net.TCPAddr).Port, nil
+	*port = ln.Addr().(*net.TCPAddr).Port
+	return ln, nil
 }

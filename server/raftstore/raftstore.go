@@ -29,7 +29,8 @@ type Config struct {
 	RaftPort int
 	RaftAddr string
 	// Listener, when set, is the bound TCP listener the transport serves
-	// (BindAddr and RaftPort are then unused); the transport closes it.
+	// (BindAddr and RaftPort are then unused). New owns it from the call
+	// on: it is closed when New fails and on Shutdown.
 	Listener net.Listener
 	// NodeID overrides the persisted server ID (tests).
 	NodeID string
