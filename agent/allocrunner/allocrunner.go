@@ -144,8 +144,8 @@ func (ar *AllocRunner) AllocDir() string { return ar.cfg.AllocDir }
 // WaitCh is closed when every task is dead and Run has returned.
 func (ar *AllocRunner) WaitCh() <-chan struct{} { return ar.doneCh }
 
-// Alloc returns a copy of the alloc with the client status and task
-// states filled in.
+// Alloc returns a copy of the alloc with the client status and the task
+// states as persisted (what may be reported to the servers) filled in.
 func (ar *AllocRunner) Alloc() *api.Allocation {
 	// A shallow copy: allocs from the server are never mutated in place
 	// (api.Allocation.Copy would briefly mutate the shared original).
@@ -155,7 +155,7 @@ func (ar *AllocRunner) Alloc() *api.Allocation {
 	a := &c
 	a.TaskStates = map[string]*api.TaskState{}
 	for name, tr := range ar.runners {
-		a.TaskStates[name] = tr.State()
+		a.TaskStates[name] = tr.ReportedState()
 	}
 	a.ClientStatus, a.ClientDescription = ClientStatus(a.TaskStates)
 	return a

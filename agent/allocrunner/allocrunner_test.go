@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -50,6 +51,7 @@ type harness struct {
 	t     *testing.T
 	dir   string
 	db    *clientstate.DB
+	store Store // db, or a wrapper of it
 	procs *procTable
 	clock *fakeclock.Clock
 	ar    *AllocRunner
@@ -58,13 +60,20 @@ type harness struct {
 
 func newHarness(t *testing.T, a *api.Allocation) *harness {
 	t.Helper()
+	return newHarnessStore(t, a, func(db *clientstate.DB) Store { return db })
+}
+
+// newHarnessStore runs the alloc with the store wrap returns around the
+// harness's client state DB.
+func newHarnessStore(t *testing.T, a *api.Allocation, wrap func(*clientstate.DB) Store) *harness {
+	t.Helper()
 	dir := t.TempDir()
 	db, err := clientstate.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	h := &harness{t: t, dir: dir, db: db, procs: newProcs(), clock: fakeclock.New(time.Unix(1_700_000_000, 0))}
+	h := &harness{t: t, dir: dir, db: db, store: wrap(db), procs: newProcs(), clock: fakeclock.New(time.Unix(1_700_000_000, 0))}
 	h.start(a, false)
 	return h
 }
@@ -73,7 +82,7 @@ func (h *harness) start(a *api.Allocation, restore bool) {
 	h.t.Helper()
 	ar, err := New(Config{Alloc: a, AllocDir: filepath.Join(h.dir, "alloc", a.ID),
 		Node:    &api.Node{ID: "node-1", Name: "n1", Datacenter: "dc1", Attributes: map[string]string{"kernel.name": "linux"}},
-		Drivers: map[string]drivers.Driver{"fake": newFake(h.procs)}, Clock: h.clock, Store: h.db, Restore: restore})
+		Drivers: map[string]drivers.Driver{"fake": newFake(h.procs)}, Clock: h.clock, Store: h.store, Restore: restore})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -415,5 +424,50 @@ func TestInPlaceUpdateAppliesOnNextStart(t *testing.T) {
 	stored, err := h.db.Allocs()
 	if err != nil || len(stored) != 1 || stored[0].Job.Version != 1 {
 		t.Errorf("stored alloc job version = %v (%v), want 1", stored, err)
+	}
+}
+
+// gatedStore holds the first write of a running task record until
+// released, as a slow disk would.
+type gatedStore struct {
+	Store
+	entered, release chan struct{}
+	once             sync.Once
+}
+
+func (g *gatedStore) PutTask(allocID, task string, r *clientstate.TaskRecord) error {
+	if r.State != nil && r.State.State == api.TaskStateRunning {
+		g.once.Do(func() {
+			close(g.entered)
+			<-g.release
+		})
+	}
+	return g.Store.PutTask(allocID, task, r)
+}
+
+// A task is reported running only once its record, handle included, is on
+// disk: an agent killed right after the report reattaches the task instead
+// of starting a second copy.
+func TestRunningReportedOnlyWhenPersisted(t *testing.T) {
+	gate := &gatedStore{entered: make(chan struct{}), release: make(chan struct{})}
+	h := newHarnessStore(t, newAlloc(api.JobTypeService, nil, task("web", nil)), func(db *clientstate.DB) Store {
+		gate.Store = db
+		return gate
+	})
+	<-gate.entered // started, running in memory, its record not yet written
+	if got := h.procs.Running("web"); len(got) != 1 {
+		t.Fatalf("running processes = %v, want the started task", got)
+	}
+	if s := h.state("web"); s.State == api.TaskStateRunning {
+		t.Errorf("reported %s before the record with the handle was written", s.State)
+	}
+	if st := h.ar.Alloc().ClientStatus; st == api.AllocClientStatusRunning {
+		t.Errorf("alloc reported %s before the task's record was written", st)
+	}
+	close(gate.release)
+	h.waitState("web", api.TaskStateRunning)
+	rec, err := h.db.Task(h.ar.Alloc().ID, "web")
+	if err != nil || rec == nil || rec.Handle == nil || rec.State.State != api.TaskStateRunning {
+		t.Fatalf("record once reported running = %+v, %v; want running with a handle", rec, err)
 	}
 }

@@ -68,6 +68,11 @@ type TaskRunner struct {
 	// restartAt is when a restart the policy delayed is due (zero when
 	// none waits); persisted so a restored runner finishes the delay.
 	restartAt time.Time
+	// reported is the state as last persisted (see ReportedState).
+	reported *api.TaskState
+	// persistMu orders persistAndNotify calls: records reach the store,
+	// and reported, in the order their snapshots were taken.
+	persistMu sync.Mutex
 
 	killCh    chan struct{}
 	killOnce  sync.Once
@@ -129,8 +134,25 @@ func (tr *TaskRunner) Name() string { return tr.cfg.Task.Name }
 func (tr *TaskRunner) State() *api.TaskState {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	s := *tr.state
-	s.Events = append([]*api.TaskEvent(nil), tr.state.Events...)
+	return copyTaskState(tr.state)
+}
+
+// ReportedState returns a copy of the state as last persisted (before the
+// first persist: the initial or restored state). It is what may leave the
+// client: a task reported running has its handle on disk, so an agent
+// killed right after the report reattaches it instead of starting another.
+func (tr *TaskRunner) ReportedState() *api.TaskState {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if tr.reported != nil {
+		return copyTaskState(tr.reported)
+	}
+	return copyTaskState(tr.state)
+}
+
+func copyTaskState(st *api.TaskState) *api.TaskState {
+	s := *st
+	s.Events = append([]*api.TaskEvent(nil), st.Events...)
 	return &s
 }
 
@@ -304,14 +326,13 @@ func eventKind(msg string) string {
 	return f[0] + " " + f[1]
 }
 
+// persistAndNotify writes the runner's record to the store, then makes its
+// state the reported one, then tells the alloc runner.
 func (tr *TaskRunner) persistAndNotify() {
+	tr.persistMu.Lock()
 	tr.mu.Lock()
 	rec := &clientstate.TaskRecord{
-		State: func() *api.TaskState {
-			s := *tr.state
-			s.Events = append([]*api.TaskEvent(nil), tr.state.Events...)
-			return &s
-		}(),
+		State:  copyTaskState(tr.state),
 		Handle: tr.handle, RestartCount: tr.tracker.count, RestartWindowStart: tr.tracker.windowStart,
 		RestartAt: tr.restartAt,
 	}
@@ -321,6 +342,10 @@ func (tr *TaskRunner) persistAndNotify() {
 			tr.log.Error("persist task state", "error", err)
 		}
 	}
+	tr.mu.Lock()
+	tr.reported = rec.State
+	tr.mu.Unlock()
+	tr.persistMu.Unlock()
 	if tr.cfg.OnUpdate != nil {
 		tr.cfg.OnUpdate()
 	}
