@@ -602,11 +602,32 @@ func drainFIFO(path string, w io.Writer) {
 // unhandled by PID 1 (no handler before and after the kill).
 func (d *Driver) sendStop(ctx context.Context, ts *taskState, sig syscall.Signal) (unhandled bool, err error) {
 	pid := ts.task.Pid()
-	before := sig == syscall.SIGKILL || catches(pid, sig)
+	if sig == syscall.SIGKILL || catches(pid, sig) {
+		return false, d.kill(ctx, ts, sig)
+	}
+	// No handler yet. Frozen, the task cannot install one between the
+	// check and the signal, so the check tells for sure whether the
+	// kernel dropped it (a task that starts its handler in that window
+	// would otherwise look handled and wait for the kill timeout).
+	perr := ts.task.Pause(ctx)
+	if perr == nil {
+		defer func() {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			if rerr := ts.task.Resume(rctx); rerr != nil && err == nil {
+				err = fmt.Errorf("resume after the stop signal: %w", rerr)
+			}
+		}()
+		handled := catches(pid, sig)
+		return !handled, d.kill(ctx, ts, sig)
+	}
+	d.logger.Debug("freeze for the stop signal failed", "task_id", ts.cfg.ID, "error", perr)
+	// Not frozen: resent only when surely unhandled (no handler after the
+	// signal either); a handler that appeared in between may have missed it.
 	if err := d.kill(ctx, ts, sig); err != nil {
 		return false, err
 	}
-	return !before && !catches(pid, sig), nil
+	return !catches(pid, sig), nil
 }
 
 // catches reports whether process pid has a handler for sig (SigCgt of
