@@ -26,10 +26,11 @@ const (
 // Config wires the HTTP server to the roles this agent runs. Server and
 // State are nil on a client-only agent; Client is nil on a server-only one.
 type Config struct {
-	// Addr to listen on (host:port); ":0" style ports are resolved by Start.
+	// Addr is the configured address (host:port), reported by Addr
+	// until Start.
 	Addr string
-	// Listener, when set, is served instead of listening on Addr (the
-	// agent binds early to learn an ephemeral port); Shutdown closes it.
+	// Listener is what Start serves (the agent binds it early, to learn
+	// an ephemeral port before advertising it); Shutdown closes it.
 	Listener net.Listener
 	Server   Server
 	State    State
@@ -117,15 +118,11 @@ func New(cfg Config) (*HTTPServer, error) {
 // Handler is the full handler (routes + middleware), for tests and embedding.
 func (s *HTTPServer) Handler() nethttp.Handler { return s.handler }
 
-// Start listens on cfg.Addr and serves in one goroutine that Shutdown waits for.
+// Start serves cfg.Listener in one goroutine that Shutdown waits for.
 func (s *HTTPServer) Start(ctx context.Context) error {
 	ln := s.cfg.Listener
 	if ln == nil {
-		var lc net.ListenConfig
-		var err error
-		if ln, err = lc.Listen(ctx, "tcp", s.cfg.Addr); err != nil {
-			return fmt.Errorf("http listen %s: %w", s.cfg.Addr, err)
-		}
+		return errors.New("http: Start needs Config.Listener")
 	}
 	base, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	srv := &nethttp.Server{

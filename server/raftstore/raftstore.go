@@ -191,14 +191,6 @@ func New(cfg Config) (*Raft, error) {
 }
 
 func newTCPTransport(cfg Config, hl *HCLogger) (*raft.NetworkTransport, error) {
-	if cfg.Listener != nil {
-		return newListenerTransport(cfg, hl)
-	}
-	host := cfg.BindAddr
-	if host == "" {
-		host = "127.0.0.1"
-	}
-	bind := net.JoinHostPort(host, strconv.Itoa(cfg.RaftPort))
 	var adv net.Addr
 	if cfg.RaftAddr != "" {
 		a, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
@@ -207,6 +199,14 @@ func newTCPTransport(cfg Config, hl *HCLogger) (*raft.NetworkTransport, error) {
 		}
 		adv = a
 	}
+	if cfg.Listener != nil {
+		return newListenerTransport(cfg.Listener, adv, hl)
+	}
+	host := cfg.BindAddr
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	bind := net.JoinHostPort(host, strconv.Itoa(cfg.RaftPort))
 	trans, err := raft.NewTCPTransportWithLogger(bind, adv, 3, 10*time.Second, hl)
 	if err != nil {
 		return nil, fmt.Errorf("raftstore: listen on %s: %w", bind, err)

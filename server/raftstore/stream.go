@@ -41,15 +41,9 @@ func (l *onceCloseListener) Close() error {
 	return l.err
 }
 
-func newListenerTransport(cfg Config, hl *HCLogger) (*raft.NetworkTransport, error) {
-	layer := &tcpStreamLayer{Listener: cfg.Listener}
-	if cfg.RaftAddr != "" {
-		a, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
-		if err != nil {
-			return nil, fmt.Errorf("raftstore: advertise address %q: %w", cfg.RaftAddr, err)
-		}
-		layer.adv = a
-	}
+// newListenerTransport serves ln, advertising adv (nil: ln's address).
+func newListenerTransport(ln net.Listener, adv net.Addr, hl *HCLogger) (*raft.NetworkTransport, error) {
+	layer := &tcpStreamLayer{Listener: ln, adv: adv}
 	if a, ok := layer.Addr().(*net.TCPAddr); !ok || a.IP.IsUnspecified() {
 		return nil, fmt.Errorf("raftstore: %s is not an advertisable address", layer.Addr())
 	}
