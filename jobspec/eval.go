@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"slices"
 	"strings"
 	"time"
 
@@ -278,6 +279,16 @@ func (d *decoder) str(c *hcl.BodyContent, name string, dst *string) bool {
 		*dst = v.AsString()
 	}
 	return ok
+}
+
+// enum is str for an attribute with a fixed set of values: one outside
+// allowed is an error "Invalid <what> "x": want a, b or c" at the value.
+func (d *decoder) enum(c *hcl.BodyContent, name, what string, dst *string, allowed ...string) {
+	if !d.str(c, name, dst) || slices.Contains(allowed, *dst) {
+		return
+	}
+	want := strings.Join(allowed[:len(allowed)-1], ", ") + " or " + allowed[len(allowed)-1]
+	d.errorf(c.Attributes[name].Expr.Range(), "Invalid %s %q: want %s", what, *dst, want)
 }
 
 func (d *decoder) boolean(c *hcl.BodyContent, name string, dst *bool) bool {

@@ -1,7 +1,6 @@
 package jobspec
 
 import (
-	"slices"
 	"strings"
 
 	"github.com/drover/drover/api"
@@ -56,9 +55,7 @@ func (d *decoder) job(b *hcl.Block) *api.Job {
 	d.str(c, "name", &j.Name)
 	d.str(c, "region", &j.Region)
 	d.str(c, "namespace", &j.Namespace)
-	if d.str(c, "type", &j.Type) && !slices.Contains([]string{api.JobTypeService, api.JobTypeBatch, api.JobTypeSystem, api.JobTypeSysBatch}, j.Type) {
-		d.errorf(c.Attributes["type"].Expr.Range(), "Invalid job type %q: want service, batch, system or sysbatch", j.Type)
-	}
+	d.enum(c, "type", "job type", &j.Type, api.JobTypeService, api.JobTypeBatch, api.JobTypeSystem, api.JobTypeSysBatch)
 	d.jobType = j.Type
 	if d.jobType == "" {
 		d.jobType = api.JobTypeService
@@ -289,9 +286,7 @@ func (d *decoder) reschedule(b *hcl.Block, base *api.ReschedulePolicy) *api.Resc
 	d.integer(c, "attempts", &r.Attempts, 0, anyInt)
 	d.dur(c, "interval", &r.Interval)
 	d.dur(c, "delay", &r.Delay)
-	if d.str(c, "delay_function", &r.DelayFunction) && !slices.Contains([]string{"constant", "exponential", "fibonacci"}, r.DelayFunction) {
-		d.errorf(c.Attributes["delay_function"].Expr.Range(), "Invalid delay_function %q: want constant, exponential or fibonacci", r.DelayFunction)
-	}
+	d.enum(c, "delay_function", "delay_function", &r.DelayFunction, "constant", "exponential", "fibonacci")
 	d.dur(c, "max_delay", &r.MaxDelay)
 	d.boolean(c, "unlimited", &r.Unlimited)
 	return &r
@@ -339,9 +334,7 @@ func (d *decoder) periodic(b *hcl.Block) *api.PeriodicConfig {
 func (d *decoder) parameterized(b *hcl.Block) *api.ParameterizedJobConfig {
 	p := &api.ParameterizedJobConfig{}
 	c := d.content(b.Body, paramSchema)
-	if d.str(c, "payload", &p.Payload) && !slices.Contains([]string{"optional", "required", "forbidden"}, p.Payload) {
-		d.errorf(c.Attributes["payload"].Expr.Range(), "Invalid payload %q: want optional, required or forbidden", p.Payload)
-	}
+	d.enum(c, "payload", "payload", &p.Payload, "optional", "required", "forbidden")
 	d.strs(c, "meta_required", &p.MetaRequired)
 	d.strs(c, "meta_optional", &p.MetaOptional)
 	return p

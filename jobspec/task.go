@@ -1,8 +1,6 @@
 package jobspec
 
 import (
-	"slices"
-
 	"github.com/drover/drover/api"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -141,10 +139,10 @@ func (d *decoder) logs(b *hcl.Block) *api.LogConfig {
 func (d *decoder) lifecycle(b *hcl.Block) *api.TaskLifecycle {
 	l := &api.TaskLifecycle{}
 	c := d.content(b.Body, lifecycleSchema)
-	if a := c.Attributes["hook"]; a == nil {
+	if c.Attributes["hook"] == nil {
 		d.errorf(b.DefRange, "Missing hook: lifecycle needs hook = prestart, poststart or poststop")
-	} else if d.str(c, "hook", &l.Hook) && !slices.Contains([]string{api.TaskLifecycleHookPrestart, api.TaskLifecycleHookPoststart, api.TaskLifecycleHookPoststop}, l.Hook) {
-		d.errorf(a.Expr.Range(), "Invalid lifecycle hook %q: want prestart, poststart or poststop", l.Hook)
+	} else {
+		d.enum(c, "hook", "lifecycle hook", &l.Hook, api.TaskLifecycleHookPrestart, api.TaskLifecycleHookPoststart, api.TaskLifecycleHookPoststop)
 	}
 	d.boolean(c, "sidecar", &l.Sidecar)
 	return l
@@ -158,9 +156,7 @@ func (d *decoder) template(b *hcl.Block) *api.Template {
 		d.errorf(b.DefRange, "Missing destination: a template needs a destination")
 	}
 	d.str(c, "data", &t.EmbeddedTmpl)
-	if d.str(c, "change_mode", &t.ChangeMode) && !slices.Contains([]string{"noop", "restart", "signal", "script"}, t.ChangeMode) {
-		d.errorf(c.Attributes["change_mode"].Expr.Range(), "Invalid change_mode %q: want noop, restart, signal or script", t.ChangeMode)
-	}
+	d.enum(c, "change_mode", "change_mode", &t.ChangeMode, "noop", "restart", "signal", "script")
 	d.str(c, "change_signal", &t.ChangeSignal)
 	d.dur(c, "splay", &t.Splay)
 	d.str(c, "perms", &t.Perms)
@@ -214,9 +210,7 @@ func (d *decoder) check(b *hcl.Block) *api.ServiceCheck {
 	ch := &api.ServiceCheck{}
 	c := d.content(b.Body, checkSchema)
 	d.str(c, "name", &ch.Name)
-	if d.str(c, "type", &ch.Type) && !slices.Contains([]string{"http", "tcp", "script", "grpc"}, ch.Type) {
-		d.errorf(c.Attributes["type"].Expr.Range(), "Invalid check type %q: want http, tcp, script or grpc", ch.Type)
-	}
+	d.enum(c, "type", "check type", &ch.Type, "http", "tcp", "script", "grpc")
 	d.str(c, "command", &ch.Command)
 	d.strs(c, "args", &ch.Args)
 	d.str(c, "path", &ch.Path)
