@@ -116,12 +116,7 @@ func (f *FSM) apply(t MessageType, index uint64, body json.RawMessage) error {
 			return err
 		}
 		evals := nonNil(req.Eval)
-		return f.write(s, index, evals, func(tx *state.Txn) error {
-			if err := tx.UpsertJob(req.Job); err != nil {
-				return err
-			}
-			return tx.UpsertEvals(evals)
-		})
+		return f.write(s, index, evals, func(tx *state.Txn) error { return tx.UpsertJob(req.Job) })
 	case JobDeregisterType:
 		req, err := decodeBody[JobDeregisterRequest](body)
 		if err != nil {
@@ -129,23 +124,17 @@ func (f *FSM) apply(t MessageType, index uint64, body json.RawMessage) error {
 		}
 		evals := nonNil(req.Eval)
 		return f.write(s, index, evals, func(tx *state.Txn) error {
-			var err error
 			if req.Purge {
-				err = tx.DeleteJob(req.Namespace, req.JobID)
-			} else {
-				err = tx.StopJob(req.Namespace, req.JobID, req.SubmitTime)
+				return tx.DeleteJob(req.Namespace, req.JobID)
 			}
-			if err != nil {
-				return err
-			}
-			return tx.UpsertEvals(evals)
+			return tx.StopJob(req.Namespace, req.JobID, req.SubmitTime)
 		})
 	case EvalUpdateType:
 		req, err := decodeBody[EvalUpdateRequest](body)
 		if err != nil {
 			return err
 		}
-		return f.write(s, index, req.Evals, func(tx *state.Txn) error { return tx.UpsertEvals(req.Evals) })
+		return f.write(s, index, req.Evals, nil)
 	case EvalDeleteType:
 		req, err := decodeBody[EvalDeleteRequest](body)
 		if err != nil {
@@ -157,12 +146,7 @@ func (f *FSM) apply(t MessageType, index uint64, body json.RawMessage) error {
 		if err != nil {
 			return err
 		}
-		if err := f.write(s, index, req.Evals, func(tx *state.Txn) error {
-			if err := tx.UpsertNode(req.Node); err != nil {
-				return err
-			}
-			return tx.UpsertEvals(req.Evals)
-		}); err != nil {
+		if err := f.write(s, index, req.Evals, func(tx *state.Txn) error { return tx.UpsertNode(req.Node) }); err != nil {
 			return err
 		}
 		f.nodesUpdated(s, req.Node.ID)
@@ -172,12 +156,7 @@ func (f *FSM) apply(t MessageType, index uint64, body json.RawMessage) error {
 		if err != nil {
 			return err
 		}
-		return f.write(s, index, req.Evals, func(tx *state.Txn) error {
-			if err := tx.DeleteNode(req.NodeIDs); err != nil {
-				return err
-			}
-			return tx.UpsertEvals(req.Evals)
-		})
+		return f.write(s, index, req.Evals, func(tx *state.Txn) error { return tx.DeleteNode(req.NodeIDs) })
 	case NodeStatusUpdateType:
 		req, err := decodeBody[NodeStatusUpdateRequest](body)
 		if err != nil {
@@ -248,12 +227,7 @@ func (f *FSM) apply(t MessageType, index uint64, body json.RawMessage) error {
 		if err != nil {
 			return err
 		}
-		return f.write(s, index, req.Evals, func(tx *state.Txn) error {
-			if err := tx.UpsertDeployment(req.Deployment); err != nil {
-				return err
-			}
-			return tx.UpsertEvals(req.Evals)
-		})
+		return f.write(s, index, req.Evals, func(tx *state.Txn) error { return tx.UpsertDeployment(req.Deployment) })
 	case DeploymentUpdateType:
 		req, err := decodeBody[DeploymentUpdateRequest](body)
 		if err != nil {
@@ -295,8 +269,17 @@ func allocIDs(allocs []*api.Allocation) []string {
 }
 
 // write runs fn in one transaction, then tells the hooks about the evals.
+// write runs fn (optional) and upserts evals in one transaction, then
+// hands the evals to the hooks (the broker and blocked tracker).
 func (f *FSM) write(s *state.StateStore, index uint64, evals []*api.Evaluation, fn func(*state.Txn) error) error {
-	if err := s.Write(index, fn); err != nil {
+	if err := s.Write(index, func(tx *state.Txn) error {
+		if fn != nil {
+			if err := fn(tx); err != nil {
+				return err
+			}
+		}
+		return tx.UpsertEvals(evals)
+	}); err != nil {
 		return err
 	}
 	if h := f.getHooks(); h != nil && len(evals) > 0 {
@@ -306,12 +289,7 @@ func (f *FSM) write(s *state.StateStore, index uint64, evals []*api.Evaluation, 
 }
 
 func (f *FSM) nodeWrite(s *state.StateStore, index uint64, nodeID string, evals []*api.Evaluation, fn func(*state.Txn) error) error {
-	if err := f.write(s, index, evals, func(tx *state.Txn) error {
-		if err := fn(tx); err != nil {
-			return err
-		}
-		return tx.UpsertEvals(evals)
-	}); err != nil {
+	if err := f.write(s, index, evals, fn); err != nil {
 		return err
 	}
 	f.nodesUpdated(s, nodeID)
@@ -331,12 +309,7 @@ func (f *FSM) nodesUpdated(s *state.StateStore, id string) {
 // allocWrite runs fn and the evals in one transaction, then reports the
 // stored versions of the touched allocs to the hooks.
 func (f *FSM) allocWrite(s *state.StateStore, index uint64, ids []string, evals []*api.Evaluation, fn func(*state.Txn) error) error {
-	if err := f.write(s, index, evals, func(tx *state.Txn) error {
-		if err := fn(tx); err != nil {
-			return err
-		}
-		return tx.UpsertEvals(evals)
-	}); err != nil {
+	if err := f.write(s, index, evals, fn); err != nil {
 		return err
 	}
 	h := f.getHooks()
