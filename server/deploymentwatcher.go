@@ -208,7 +208,6 @@ func (s *Server) watchDeployment(ctx context.Context, st *state.StateStore, ws m
 	if _, err := s.apply(ctx, fsm.DeploymentUpdateType, req); err != nil {
 		return next, err
 	}
-	s.enqueueStored(evalIDs(req.Evals)...)
 	return next, nil
 }
 
@@ -243,7 +242,6 @@ func (s *Server) revertFailed(ctx context.Context, st *state.StateStore, d *api.
 	if _, err := s.apply(ctx, fsm.DeploymentUpdateType, req); err != nil {
 		return err
 	}
-	s.enqueueStored(evalIDs(req.Evals)...)
 	return nil
 }
 
@@ -502,7 +500,6 @@ func (s *Server) deploymentWrite(ctx context.Context, req *state.DeploymentUpdat
 	if err != nil {
 		return nil, fmt.Errorf("update deployment %s: %w", req.DeploymentID, err)
 	}
-	s.enqueueStored(evalIDs(req.Evals)...)
 	resp := &api.DeploymentUpdateResponse{DeploymentModifyIndex: idx, Index: idx}
 	for _, e := range req.Evals {
 		resp.EvalID, resp.EvalCreateIndex = e.ID, idx

@@ -216,6 +216,5 @@ func (s *Server) drainNode(ctx context.Context, ws memdb.WatchSet, node *api.Nod
 		return next, err
 	}
 	s.log.Info("drain migrating allocs", "node", node.ID, "allocs", len(migrate), "forced", forced)
-	s.enqueueStored(evalIDs(list)...)
 	return next, nil
 }

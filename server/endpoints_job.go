@@ -58,7 +58,6 @@ func (s *Server) RegisterJob(ctx context.Context, req *api.JobRegisterRequest) (
 	}
 	if eval != nil {
 		resp.EvalID, resp.EvalCreateIndex = eval.ID, idx
-		s.enqueueStored(eval.ID)
 	}
 	return resp, nil
 }
@@ -113,13 +112,9 @@ func (s *Server) DeregisterJob(ctx context.Context, ns, id string, purge bool) (
 	if err != nil {
 		return nil, fmt.Errorf("deregister job %q: %w", id, err)
 	}
-	if b := s.blocked.Untrack(ns, id); b != nil {
-		s.cancelDuplicateBlocked(b)
-	}
 	resp := &api.JobDeregisterResponse{JobModifyIndex: idx, Index: idx}
 	if eval != nil {
 		resp.EvalID, resp.EvalCreateIndex = eval.ID, idx
-		s.enqueueStored(eval.ID)
 	}
 	return resp, nil
 }
@@ -148,7 +143,6 @@ func (s *Server) EvaluateJob(ctx context.Context, ns, id string) (*api.JobEvalua
 	if err != nil {
 		return nil, fmt.Errorf("evaluate job %q: %w", id, err)
 	}
-	s.enqueueStored(eval.ID)
 	return &api.JobEvaluateResponse{EvalID: eval.ID, EvalCreateIndex: idx, JobModifyIndex: job.JobModifyIndex, Index: idx}, nil
 }
 

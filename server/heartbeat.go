@@ -159,7 +159,6 @@ func (s *Server) nodeDown(ctx context.Context, nodeID, why string) error {
 		return err
 	}
 	s.log.Info("node down", "node", nodeID, "lost_allocs", len(lost), "evals", len(evals))
-	s.enqueueStored(evalIDs(evals)...)
 	return nil
 }
 

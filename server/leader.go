@@ -110,40 +110,16 @@ func (s *Server) revokeLeadership() {
 	s.log.Info("leadership revoked")
 }
 
-// restoreEvals puts every pending eval into the broker and every blocked
-// eval into the tracker.
+// restoreEvals hands every stored eval to the commit reactor, as if it
+// had just been committed: pending ones go to the broker, blocked ones to
+// the tracker.
 func (s *Server) restoreEvals() error {
 	evals, err := s.State().Evals(nil, state.AllNamespaces, "")
 	if err != nil {
 		return fmt.Errorf("list evals: %w", err)
 	}
-	for _, e := range evals {
-		switch e.Status {
-		case api.EvalStatusPending:
-			s.broker.Enqueue(e)
-		case api.EvalStatusBlocked:
-			s.blocked.Block(e)
-		}
-	}
+	s.reactor.dispatch(evals)
 	return nil
-}
-
-// enqueueStored hands freshly committed evals (re-read from state, so
-// they carry their indexes) to the broker or the blocked tracker.
-func (s *Server) enqueueStored(ids ...string) {
-	st := s.State()
-	for _, id := range ids {
-		e, err := st.EvalByID(nil, id)
-		if err != nil || e == nil {
-			continue
-		}
-		switch e.Status {
-		case api.EvalStatusPending:
-			s.broker.Enqueue(e)
-		case api.EvalStatusBlocked:
-			s.blocked.Block(e)
-		}
-	}
 }
 
 // evalStatusQueue collects evals whose status the leader must change

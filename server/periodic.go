@@ -185,8 +185,5 @@ func (s *Server) registerPeriodicChild(ctx context.Context, parent *api.Job, at 
 	if _, err := s.applyJobRegister(actx, child, eval); err != nil {
 		return fmt.Errorf("launch periodic job %q: %w", parent.ID, err)
 	}
-	if eval != nil {
-		s.enqueueStored(eval.ID)
-	}
 	return nil
 }

@@ -143,19 +143,6 @@ func (s *Server) commitPlan(ctx context.Context, p *broker.PendingPlan, snap *st
 	s.metrics.planApply.Observe(s.clock.Now().Sub(start).Seconds())
 	s.metrics.placements.Add(float64(len(req.AllocsPlaced)))
 	p.Respond(res, nil)
-	// Stops and preemptions freed capacity: wake evals that may now fit.
-	freed := map[string]bool{}
-	for n := range res.NodeUpdate {
-		freed[n] = true
-	}
-	for n := range res.NodePreemptions {
-		freed[n] = true
-	}
-	for id := range freed {
-		if node, err := snap.NodeByID(nil, id); err == nil && node != nil {
-			s.blocked.Unblock(node.ComputedClass, idx)
-		}
-	}
 	return idx
 }
 

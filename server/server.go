@@ -132,6 +132,7 @@ type Server struct {
 	broker    *broker.EvalBroker
 	blocked   *broker.BlockedEvals
 	planQueue *broker.PlanQueue
+	reactor   *commitReactor // the FSM's hooks (reactions.go)
 	hb        *heartbeats
 	reap      evalStatusQueue
 	metrics   *metrics
@@ -184,7 +185,8 @@ func New(cfg *Config) (*Server, error) {
 			return nil, fmt.Errorf("register metrics: %w", err)
 		}
 	}
-	rs, err := newRaftSystem(&s.cfg, s.log)
+	s.reactor = &commitReactor{evals: s.broker, blocked: s.blocked, obsolete: s.cancelDuplicateBlocked}
+	rs, err := newRaftSystem(&s.cfg, s.log, s.reactor)
 	if err != nil {
 		s.cancel()
 		return nil, err

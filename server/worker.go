@@ -141,7 +141,6 @@ func (s *Server) commitEvalResult(ctx context.Context, e *api.Evaluation, res *s
 	if _, err := s.applyEvals(ctx, evals); err != nil {
 		return fmt.Errorf("update evals: %w", err)
 	}
-	s.enqueueStored(created...)
 	s.dropObsoleteBlocked(e, out, res.Blocked != nil)
 	return nil
 }
