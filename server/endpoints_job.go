@@ -80,14 +80,6 @@ func (s *Server) prepareJob(in *api.Job) (*api.Job, error) {
 	return job, nil
 }
 
-func (s *Server) newJobEval(job *api.Job, trigger string) *api.Evaluation {
-	now := s.clock.Now().UnixNano()
-	return &api.Evaluation{
-		ID: newID(), Namespace: job.Namespace, Priority: job.Priority, Type: job.Type, TriggeredBy: trigger,
-		JobID: job.ID, Status: api.EvalStatusPending, CreateTime: now, ModifyTime: now,
-	}
-}
-
 // DeregisterJob stops a job (a new version with Stop set) or purges it,
 // with an eval that stops its allocations.
 func (s *Server) DeregisterJob(ctx context.Context, ns, id string, purge bool) (*api.JobDeregisterResponse, error) {

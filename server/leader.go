@@ -75,13 +75,23 @@ func (s *Server) establishLeadership() {
 	for range s.cfg.NumSchedulers {
 		s.leaderGo(func() { s.runWorker(ctx) })
 	}
-	s.leaderGo(func() { s.runDrainer(ctx) })
-	s.leaderGo(func() { s.runEvalReaper(ctx) })
-	s.leaderGo(func() { s.runGC(ctx) })
 	s.leaderGo(func() { s.runAutopilot(ctx) })
-	s.leaderGo(func() { s.runPeriodic(ctx, since) })
-	s.leaderGo(func() { s.runDeploymentWatcher(ctx) })
+	for _, d := range s.leaderDuties(since) {
+		s.leaderGo(func() { d.Run(ctx) })
+	}
 	s.log.Info("leadership established", "workers", s.cfg.NumSchedulers, "nodes", len(nodes))
+}
+
+// leaderDuties builds the state-driven duties of one leadership term; each
+// gets the server's core (state, Raft writes, clock, log), nothing more.
+func (s *Server) leaderDuties(since time.Time) []leaderDuty {
+	return []leaderDuty{
+		&drainer{serverCore: s.named("drainer")},
+		&evalReaper{serverCore: s.named("evalreaper"), queue: &s.reap},
+		&evalGC{serverCore: s.named("evalgc"), interval: s.cfg.EvalGCInterval, threshold: s.cfg.EvalGCThreshold},
+		&periodicLauncher{serverCore: s.named("periodic"), since: since},
+		&deploymentWatcher{serverCore: s.named("deploymentwatcher")},
+	}
 }
 
 func (s *Server) leaderGo(f func()) {
@@ -163,25 +173,31 @@ func (s *Server) cancelDuplicateBlocked(e *api.Evaluation) {
 	s.reap.push(c)
 }
 
-// runEvalReaper writes the queued eval status changes.
-func (s *Server) runEvalReaper(ctx context.Context) {
+// evalReaper writes the queued eval status changes.
+type evalReaper struct {
+	serverCore
+	queue *evalStatusQueue
+}
+
+// Run writes until ctx ends.
+func (r *evalReaper) Run(ctx context.Context) {
 	for {
-		if items := s.reap.take(); len(items) > 0 {
-			now := s.clock.Now().UnixNano()
+		if items := r.queue.take(); len(items) > 0 {
+			now := r.clock.Now().UnixNano()
 			for _, e := range items {
 				e.ModifyTime = now
 			}
-			actx, cancel := context.WithTimeout(ctx, s.cfg.RaftApplyTimeout)
-			_, err := s.applyEvals(actx, items)
+			actx, cancel := r.applyCtx(ctx)
+			_, err := r.applyEvals(actx, items)
 			cancel()
 			if err != nil {
-				s.log.Warn("update eval status", "evals", len(items), "err", err)
+				r.log.Warn("update eval status", "evals", len(items), "err", err)
 			}
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-s.reap.notify:
+		case <-r.queue.notify:
 		}
 	}
 }
