@@ -75,23 +75,27 @@ func (s *Server) establishLeadership() {
 	for range s.cfg.NumSchedulers {
 		s.leaderGo(func() { s.runWorker(ctx) })
 	}
-	s.leaderGo(func() { s.runAutopilot(ctx) })
 	for _, d := range s.leaderDuties(since) {
 		s.leaderGo(func() { d.Run(ctx) })
 	}
 	s.log.Info("leadership established", "workers", s.cfg.NumSchedulers, "nodes", len(nodes))
 }
 
-// leaderDuties builds the state-driven duties of one leadership term; each
-// gets the server's core (state, Raft writes, clock, log), nothing more.
+// leaderDuties builds the duties of one leadership term. The state-driven
+// ones get the server's core (state, Raft writes, clock, log), autopilot
+// the Raft node and gossip membership; none gets the whole server.
 func (s *Server) leaderDuties(since time.Time) []leaderDuty {
-	return []leaderDuty{
+	duties := []leaderDuty{
 		&drainer{serverCore: s.named("drainer")},
 		&evalReaper{serverCore: s.named("evalreaper"), queue: &s.reap},
 		&evalGC{serverCore: s.named("evalgc"), interval: s.cfg.EvalGCInterval, threshold: s.cfg.EvalGCThreshold},
 		&periodicLauncher{serverCore: s.named("periodic"), since: since},
 		&deploymentWatcher{serverCore: s.named("deploymentwatcher")},
 	}
+	if a := s.newAutopilot(); a != nil {
+		duties = append(duties, a)
+	}
+	return duties
 }
 
 func (s *Server) leaderGo(f func()) {
