@@ -73,12 +73,34 @@ func init() {
 	})
 }
 
+// rejectUnknownSubcommands makes every command group (a command with
+// subcommands and no action of its own) fail with a usage error on an
+// unknown subcommand; cobra would print the group's help and exit 0, so a
+// CI script calling a verb drover lacks would "pass". Without arguments a
+// group still prints its help.
+func rejectUnknownSubcommands(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		rejectUnknownSubcommands(sub)
+	}
+	if c == rootCmd || !c.HasSubCommands() || c.Run != nil || c.RunE != nil {
+		return
+	}
+	c.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return usageErr("unknown command %q for %q", args[0], cmd.CommandPath())
+		}
+		return nil
+	}
+	c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+}
+
 // Execute runs the CLI and returns the process exit code.
 func Execute(ctx context.Context, args []string) int {
 	return run(ctx, args, os.Stdout, os.Stderr)
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	rejectUnknownSubcommands(rootCmd)
 	rootCmd.SetArgs(normalizeArgs(rootCmd, args))
 	rootCmd.SetOut(stdout)
 	rootCmd.SetErr(stderr)
