@@ -8,9 +8,14 @@ import (
 	"github.com/drover/drover/server/scheduler"
 )
 
-// RegisterJob validates and canonicalizes a job, commits it with an eval
-// and hands the eval to the broker.
+// RegisterJob validates and canonicalizes a job and commits it with an
+// eval.
 func (s *Server) RegisterJob(ctx context.Context, req *api.JobRegisterRequest) (*api.JobRegisterResponse, error) {
+	return s.registerJob(ctx, req, api.EvalTriggerJobRegister)
+}
+
+// registerJob is RegisterJob with the eval's trigger.
+func (s *Server) registerJob(ctx context.Context, req *api.JobRegisterRequest, trigger string) (*api.JobRegisterResponse, error) {
 	if req == nil || req.Job == nil {
 		return nil, fmt.Errorf("register: missing job: %w", api.ErrInvalidJob)
 	}
@@ -46,7 +51,7 @@ func (s *Server) RegisterJob(ctx context.Context, req *api.JobRegisterRequest) (
 	job.SubmitTime = now.UnixNano()
 	var eval *api.Evaluation
 	if !job.IsPeriodic() && !job.IsParameterized() {
-		eval = s.newJobEval(job, api.EvalTriggerJobRegister)
+		eval = s.newJobEval(job, trigger)
 	}
 	idx, err := s.applyJobRegister(ctx, job, eval)
 	if err != nil {

@@ -163,17 +163,20 @@ func (p *periodicLauncher) launchPeriodic(ctx context.Context, parent *api.Job, 
 		for _, c := range children {
 			if c.ParentID == parent.ID && c.Status != api.JobStatusDead {
 				p.log.Info("periodic launch skipped: previous child still running", "job", parent.ID, "child", c.ID)
-				return p.registerPeriodicChild(ctx, parent, at, true)
+				_, _, _, err := p.registerPeriodicChild(ctx, parent, at, true)
+				return err
 			}
 		}
 	}
-	return p.registerPeriodicChild(ctx, parent, at, false)
+	_, _, _, err := p.registerPeriodicChild(ctx, parent, at, false)
+	return err
 }
 
-// registerPeriodicChild registers the child job launched at at. A skipped
-// launch (overlap) registers it stopped, so the launch time is recorded
-// and the next one is computed from it.
-func (p *periodicLauncher) registerPeriodicChild(ctx context.Context, parent *api.Job, at time.Time, skipped bool) error {
+// registerPeriodicChild registers the child job launched at at and
+// returns it and its eval (nil when skipped). A skipped launch (overlap)
+// registers it stopped, so the launch time is recorded and the next one is
+// computed from it.
+func (c *serverCore) registerPeriodicChild(ctx context.Context, parent *api.Job, at time.Time, skipped bool) (*api.Job, *api.Evaluation, uint64, error) {
 	child := parent.Copy()
 	child.ID = parent.ID + periodicChildPrefix + strconv.FormatInt(at.Unix(), 10)
 	child.Name = child.ID
@@ -181,16 +184,17 @@ func (p *periodicLauncher) registerPeriodicChild(ctx context.Context, parent *ap
 	child.Periodic = nil
 	child.Status, child.StatusDescription = "", ""
 	child.Version, child.CreateIndex, child.ModifyIndex, child.JobModifyIndex = 0, 0, 0, 0
-	child.SubmitTime = p.clock.Now().UnixNano()
+	child.SubmitTime = c.clock.Now().UnixNano()
 	child.Stop = skipped
 	var eval *api.Evaluation
 	if !skipped {
-		eval = p.newJobEval(child, api.EvalTriggerPeriodicJob)
+		eval = c.newJobEval(child, api.EvalTriggerPeriodicJob)
 	}
-	actx, cancel := p.applyCtx(ctx)
+	actx, cancel := c.applyCtx(ctx)
 	defer cancel()
-	if _, err := p.applyJobRegister(actx, child, eval); err != nil {
-		return fmt.Errorf("launch periodic job %q: %w", parent.ID, err)
+	idx, err := c.applyJobRegister(actx, child, eval)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("launch periodic job %q: %w", parent.ID, err)
 	}
-	return nil
+	return child, eval, idx, nil
 }

@@ -148,6 +148,10 @@ func writeIndex(out any) uint64 {
 		return r.Index
 	case *api.AllocStopResponse:
 		return r.Index
+	case *api.JobDispatchResponse:
+		return r.Index
+	case *api.PeriodicForceResponse:
+		return r.Index
 	}
 	return 0
 }

@@ -63,6 +63,7 @@ func (s *HTTPServer) routes() {
 
 	s.operatorRoutes()
 	s.deploymentRoutes()
+	s.jobVerbRoutes()
 
 	m.HandleFunc("GET /v1/event/stream", s.eventStream)
 	prom := promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{})

@@ -1,0 +1,54 @@
+package http_test
+
+import (
+	"net/url"
+	"testing"
+
+	"github.com/drover/drover/api"
+)
+
+func TestJobVerbRoutes(t *testing.T) {
+	a := newTestAPI(t)
+	tmpl := webJob(1)
+	job := tmpl["Job"].(map[string]any)
+	job["ID"] = "report"
+	job["Type"] = "batch"
+	job["ParameterizedJob"] = map[string]any{"Payload": "optional", "MetaRequired": []string{"customer"}}
+	var reg api.JobRegisterResponse
+	a.ok("PUT", "/v1/jobs", tmpl, &reg)
+
+	a.fails("POST", "/v1/job/report/dispatch", map[string]any{}, 400, "bad_request")
+	a.fails("POST", "/v1/job/report/dispatch", map[string]any{"Meta": map[string]string{"customer": "x"}, "Bogus": 1}, 400, "bad_request")
+	a.fails("POST", "/v1/job/nope/dispatch", map[string]any{}, 404, "job_not_found")
+	var d api.JobDispatchResponse
+	r := a.ok("POST", "/v1/job/report/dispatch", map[string]any{"Meta": map[string]string{"customer": "x"}, "Payload": []byte("hi")}, &d)
+	if d.DispatchedJobID == "" || d.EvalID == "" || headerIndex(t, r) != d.Index {
+		t.Fatalf("dispatch answered %+v (index header %s)", d, r.header.Get(api.HeaderIndex))
+	}
+	var child api.Job
+	a.ok("GET", "/v1/job/"+url.PathEscape(d.DispatchedJobID), nil, &child)
+	if child.ParentID != "report" || string(child.Payload) != "hi" {
+		t.Errorf("dispatched child %+v", child)
+	}
+
+	a.register(webJob(1))
+	v1 := webJob(2)
+	a.register(v1)
+	a.fails("POST", "/v1/job/web/revert", map[string]any{"JobVersion": 7}, 400, "bad_request")
+	var rev api.JobRegisterResponse
+	a.ok("POST", "/v1/job/web/revert", map[string]any{"JobVersion": 0}, &rev)
+	if rev.EvalID == "" {
+		t.Errorf("revert answered %+v", rev)
+	}
+	var sc api.JobRegisterResponse
+	a.ok("POST", "/v1/job/web/scale", map[string]any{"Target": map[string]string{"Group": "web"}, "Count": 3}, &sc)
+	a.waitEval(sc.EvalID)
+	var st api.JobScaleStatus
+	a.ok("GET", "/v1/job/web/scale", nil, &st)
+	if st.TaskGroups["web"].Desired != 3 || st.JobID != "web" {
+		t.Errorf("scale status %+v, want web desired 3", st)
+	}
+	a.fails("POST", "/v1/job/web/scale", map[string]any{"Target": map[string]string{"Group": "nope"}, "Count": 3}, 400, "bad_request")
+	a.fails("POST", "/v1/job/web/periodic/force", map[string]any{}, 400, "bad_request")
+	a.ok("PUT", "/v1/system/gc", nil, nil)
+}
