@@ -308,9 +308,16 @@ func printJobStatus(w io.Writer, job *api.Job, summary *api.JobSummary, allocs [
 		fmt.Fprintf(w, "\nEvaluation %q is blocked waiting for capacity\n", short(blocked.ID))
 	}
 	fmt.Fprintln(w, "\nAllocations")
+	if printAllocTable(w, allocs) {
+		printRecentEvents(w, allocs)
+	}
+}
+
+// printAllocTable lists allocs, newest first; false when there are none.
+func printAllocTable(w io.Writer, allocs []*api.AllocListStub) bool {
 	if len(allocs) == 0 {
 		fmt.Fprintln(w, "No allocations placed")
-		return
+		return false
 	}
 	sort.Slice(allocs, func(i, j int) bool { return allocs[i].CreateIndex > allocs[j].CreateIndex })
 	rows := make([]string, 0, len(allocs))
@@ -318,7 +325,7 @@ func printJobStatus(w io.Writer, job *api.Job, summary *api.JobSummary, allocs [
 		rows = append(rows, fmt.Sprintf("%s\t%s\t%s\t%d\t%s\t%s\t%s", short(a.ID), short(a.NodeID), a.TaskGroup, a.JobVersion, a.DesiredStatus, a.ClientStatus, fmtUnixNano(a.ModifyTime)))
 	}
 	table(w, "ID\tNode ID\tTask Group\tVersion\tDesired\tStatus\tModified", rows)
-	printRecentEvents(w, allocs)
+	return true
 }
 
 // printRecentEvents shows the latest event of each task of the newest

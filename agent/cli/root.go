@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 
 	"github.com/spf13/cobra"
 )
@@ -63,14 +64,24 @@ func newRoot() *cobra.Command {
 
 func init() {
 	rootCmd.AddCommand(jobCmd, nodeCmd, allocCmd, evalCmd, serverCmd, operatorCmd)
-	rootCmd.AddCommand(&cobra.Command{
+	rootCmd.AddCommand(newVersionCmd())
+}
+
+func newVersionCmd() *cobra.Command {
+	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the drover version",
 		Args:  cobra.NoArgs,
-		Run: func(cmd *cobra.Command, _ []string) {
-			fmt.Fprintf(cmd.OutOrStdout(), "drover v%s\n", Version)
-		},
-	})
+	}
+	jsonOut := cmd.Flags().Bool("json", false, "print the version as JSON")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if *jsonOut {
+			return printJSON(cmd.OutOrStdout(), map[string]string{"Version": Version, "GoVersion": runtime.Version()})
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "drover v%s\n", Version)
+		return nil
+	}
+	return cmd
 }
 
 // rejectUnknownSubcommands makes every command group (a command with
@@ -101,6 +112,9 @@ func Execute(ctx context.Context, args []string) int {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	rejectUnknownSubcommands(rootCmd)
+	if len(args) == 1 && (args[0] == "-v" || args[0] == "-version" || args[0] == "--version") {
+		args = []string{"version"} // as `nomad -v`
+	}
 	rootCmd.SetArgs(normalizeArgs(rootCmd, args))
 	rootCmd.SetOut(stdout)
 	rootCmd.SetErr(stderr)
