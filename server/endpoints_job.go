@@ -164,9 +164,14 @@ func (s *Server) PlanJob(ctx context.Context, req *api.JobPlanRequest) (*api.Job
 	index := snap.LatestIndex()
 	job.SubmitTime = s.clock.Now().UnixNano()
 	job.ModifyIndex, job.JobModifyIndex = index+1, index+1
-	if cur != nil {
+	switch {
+	case cur != nil && !cur.SpecChanged(job):
+		// Registering it would keep the version: the scheduler sees the
+		// job it already placed, and plans Ignore.
+		job.Version, job.CreateIndex, job.JobModifyIndex = cur.Version, cur.CreateIndex, cur.JobModifyIndex
+	case cur != nil:
 		job.Version, job.CreateIndex = cur.Version+1, cur.CreateIndex
-	} else {
+	default:
 		job.CreateIndex = index + 1
 	}
 	job.Status = api.JobStatusPending

@@ -89,8 +89,9 @@ func newJobPlanCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plan [flags] FILE",
 		Short: "Dry-run the scheduler for a job file: diff, placements and failures",
-		Long:  "Exit codes: 0 no allocations would be created or destroyed, 1 allocations would fail to place or an error, 2 usage.",
-		Args:  exactArgs(1),
+		Long: `Exit codes (as Nomad's): 0 no allocations would be created, destroyed or updated;
+1 allocations would be created, destroyed or updated (or fail to place), or an error; 2 usage.`,
+		Args: exactArgs(1),
 	}
 	vars, varFiles := addVarFlags(cmd)
 	noDiff := cmd.Flags().Bool("no-diff", false, "do not show the job diff")
@@ -113,7 +114,7 @@ func newJobPlanCmd() *cobra.Command {
 		} else {
 			printPlan(out, job, resp)
 		}
-		if len(resp.FailedTGAllocs) > 0 {
+		if len(resp.FailedTGAllocs) > 0 || planChanges(resp.Annotations) {
 			return failed(ExitError)
 		}
 		return nil
@@ -121,11 +122,38 @@ func newJobPlanCmd() *cobra.Command {
 	return cmd
 }
 
+// planChanges reports whether a plan would create, destroy, update or
+// move allocations (anything but ignore).
+func planChanges(a *api.PlanAnnotations) bool {
+	if a == nil {
+		return false
+	}
+	for _, u := range a.DesiredTGUpdates {
+		if u.Place+u.Stop+u.Migrate+u.InPlaceUpdate+u.DestructiveUpdate+u.Canary+u.Preemptions > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 func printPlan(w io.Writer, job *api.Job, resp *api.JobPlanResponse) {
 	if d := resp.Diff; d != nil {
 		fmt.Fprintln(w, strings.TrimSpace(fmt.Sprintf("%s Job: %q", diffMark(d.Type), job.ID)))
 		for _, f := range d.Fields {
 			printFieldDiff(w, "", f)
+		}
+		shown := map[string]bool{}
+		for _, tg := range d.TaskGroups {
+			shown[tg.Name] = true
+		}
+		if resp.Annotations != nil {
+			// Unchanged groups have no diff but still say what happens
+			// to their allocations (as Nomad: "(2 ignore)").
+			for _, g := range sortedKeys(resp.Annotations.DesiredTGUpdates) {
+				if !shown[g] {
+					fmt.Fprintf(w, "Task Group: %q%s\n", g, groupAnnotation(resp.Annotations, g))
+				}
+			}
 		}
 		for _, tg := range d.TaskGroups {
 			ann := groupAnnotation(resp.Annotations, tg.Name)

@@ -106,3 +106,45 @@ func TestCLIJobVerbs(t *testing.T) {
 		t.Errorf("drover -v: exit %d out %q", code, out)
 	}
 }
+
+// `job plan` exits 1 when allocations would change (as Nomad), 0 for an
+// unchanged job, which plans as Ignore; running it again keeps its version.
+func TestCLIJobPlanExitCodes(t *testing.T) {
+	addr := startAPI(t)
+	c := api.NewClient(addr)
+	node := &api.Node{ID: "5a2b8f4e-0000-4000-8000-000000000001", SecretID: "s", Name: "n1", Datacenter: "dc1",
+		Attributes: map[string]string{"kernel.name": "linux", "driver.exec": "1"},
+		NodeResources: &api.NodeResources{Cpu: api.NodeCpuResources{CpuShares: 8000, TotalCpuCores: 4},
+			Memory: api.NodeMemoryResources{MemoryMB: 8192}, Disk: api.NodeDiskResources{DiskMB: 10000}},
+		Drivers: map[string]*api.DriverInfo{"exec": {Detected: true, Healthy: true}}}
+	if _, err := c.RegisterNode(t.Context(), node); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	file := writeFile(t, dir, "web.hcl", webHCL)
+	cli := func(args ...string) (int, string, string) {
+		t.Helper()
+		return runCLI(t, append(args, "-address", addr)...)
+	}
+	if code, out, _ := cli("job", "plan", file); code != ExitError || !strings.Contains(out, "2 create") {
+		t.Errorf("plan of a new job: exit %d out %q, want 1 and 2 creates", code, out)
+	}
+	if code, out, stderr := cli("job", "run", file); code != 0 {
+		t.Fatalf("job run: exit %d out %q stderr %q", code, out, stderr)
+	}
+	code, out, _ := cli("job", "plan", file)
+	if code != 0 || !strings.Contains(out, "2 ignore") || strings.Contains(out, "create") {
+		t.Errorf("plan of the unchanged job: exit %d out %q, want 0 and 2 ignore", code, out)
+	}
+	if code, _, _ := cli("job", "run", file); code != 0 {
+		t.Errorf("running the unchanged job again: exit %d", code)
+	}
+	job, _, err := c.Job(t.Context(), "web", nil)
+	if err != nil || job.Version != 0 {
+		t.Errorf("after running the same job twice: version %d (%v), want 0", job.Version, err)
+	}
+	more := writeFile(t, dir, "web3.hcl", strings.Replace(webHCL, "count = 2", "count = 3", 1))
+	if code, out, _ := cli("job", "plan", more); code != ExitError || !strings.Contains(out, "1 create") {
+		t.Errorf("plan of a scale-up: exit %d out %q, want 1 and 1 create", code, out)
+	}
+}
