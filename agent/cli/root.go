@@ -128,11 +128,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != errSilent {
-			fmt.Fprintln(stderr, "Error:", ee.err)
+			fmt.Fprintln(stderr, "Error:", tidyMessage(ee.err.Error()))
 		}
 		return ee.code
 	}
-	fmt.Fprintln(stderr, "Error:", err)
+	fmt.Fprintln(stderr, "Error:", tidyMessage(err.Error()))
 	// cobra's own argument/command errors are usage errors.
 	if isCobraUsage(err) {
 		return ExitUsage
