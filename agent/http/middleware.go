@@ -148,6 +148,8 @@ func writeIndex(out any) uint64 {
 		return r.Index
 	case *api.AllocStopResponse:
 		return r.Index
+	case *api.SchedulerSetConfigurationResponse:
+		return r.Index
 	}
 	return 0
 }
