@@ -1,6 +1,7 @@
 package http_test
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -134,5 +135,36 @@ func TestSchedulerConfigurationBlockingQuery(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("blocking GET did not return after the write")
+	}
+}
+
+// followerOf poses as a follower of the server behind leader: it says it
+// does not lead and names leader's HTTP address.
+type followerOf struct {
+	agenthttp.Server
+	leader string
+}
+
+func (f followerOf) IsLeader() bool                     { return false }
+func (f followerOf) LeaderHTTPAddr() string             { return f.leader }
+func (f followerOf) VerifyLeader(context.Context) error { return api.ErrNotLeader }
+
+// A write on a follower is forwarded to the leader, like the other writes.
+func TestSchedulerConfigurationWriteForwardedToLeader(t *testing.T) {
+	leader := newTestAPI(t)
+	var follower *testAPI
+	follower = newTestAPI(t, func(c *agenthttp.Config) {
+		c.Server = followerOf{Server: c.Server, leader: strings.TrimPrefix(leader.ts.URL, "http://")}
+	})
+	var set api.SchedulerSetConfigurationResponse
+	follower.ok("PUT", schedConfPath, &api.SchedulerConfiguration{SchedulerAlgorithm: "spread"}, &set)
+	if !set.Updated {
+		t.Fatalf("PUT on the follower: %+v", set)
+	}
+	if c, _, _ := leader.srv.SchedulerConfig(); c.SchedulerAlgorithm != "spread" || c.ModifyIndex != set.Index {
+		t.Errorf("leader's config %+v, want spread at %d", c, set.Index)
+	}
+	if c, _, _ := follower.srv.SchedulerConfig(); c.SchedulerAlgorithm != "binpack" {
+		t.Errorf("the follower's own server was written: %+v", c)
 	}
 }
