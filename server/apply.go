@@ -66,6 +66,10 @@ func (c *serverCore) applyPlanResults(ctx context.Context, req *state.ApplyPlanR
 	return c.apply(ctx, fsm.ApplyPlanResultsType, req)
 }
 
+func (s *Server) applySchedulerConfig(ctx context.Context, c *api.SchedulerConfiguration, cas bool, casIndex uint64) (uint64, error) {
+	return s.apply(ctx, fsm.SchedulerConfigType, &fsm.SchedulerConfigRequest{Config: c, CAS: cas, CASIndex: casIndex})
+}
+
 // evalIDs lists the IDs of evals.
 func evalIDs(evals []*api.Evaluation) []string {
 	out := make([]string, 0, len(evals))

@@ -179,7 +179,11 @@ func (s *Server) PlanJob(ctx context.Context, req *api.JobPlanRequest) (*api.Job
 	eval.AnnotatePlan = true
 	eval.CreateIndex, eval.ModifyIndex, eval.JobModifyIndex = index+1, index+1, index+1
 	view := &plannedState{State: snap.Scheduler(), job: job}
-	res, err := scheduler.Schedule(view, eval, scheduler.Options{Now: s.clock.Now(), Logger: s.log.With("component", "plan")})
+	// The dry run schedules as the workers would: with the stored
+	// preemption settings and algorithm.
+	pre, algorithm := schedulerOptions(snap)
+	res, err := scheduler.Schedule(view, eval, scheduler.Options{Now: s.clock.Now(), Logger: s.log.With("component", "plan"),
+		Preemption: &pre, Algorithm: algorithm})
 	if err != nil {
 		return nil, fmt.Errorf("plan job %q: %w", job.ID, err)
 	}

@@ -129,6 +129,9 @@ func (s *Server) commitPlan(ctx context.Context, p *broker.PendingPlan, snap *st
 	for _, a := range req.AllocsPreempted {
 		a.ModifyTime = now
 	}
+	// Preempted jobs get evals in the same entry, so their work is placed again.
+	preempted := preemptionEvals(snap, res.NodePreemptions, now)
+	req.Evals = append(req.Evals, preempted...)
 	idx, err := s.applyPlanResults(ctx, req)
 	if err != nil {
 		err = fmt.Errorf("commit plan of eval %s: %w", p.Plan.EvalID, err)

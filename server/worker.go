@@ -55,7 +55,9 @@ func (s *Server) processEval(ctx context.Context, e *api.Evaluation, token strin
 	var res *scheduler.Result
 	exhausted := false
 	for attempt := 1; ; attempt++ {
-		opts := scheduler.Options{Now: s.clock.Now(), Logger: s.log.With("component", "scheduler", "eval", e.ID)}
+		pre, algorithm := schedulerOptions(snap)
+		opts := scheduler.Options{Now: s.clock.Now(), Logger: s.log.With("component", "scheduler", "eval", e.ID),
+			Preemption: &pre, Algorithm: algorithm}
 		res, err = scheduler.Schedule(snap.Scheduler(), e, opts)
 		if err != nil {
 			return fmt.Errorf("schedule: %w", err)

@@ -48,7 +48,7 @@ var (
 	allocCmd    = &cobra.Command{Use: "alloc", Short: "Inspect and control allocations"}
 	evalCmd     = &cobra.Command{Use: "eval", Short: "Inspect evaluations"}
 	serverCmd   = &cobra.Command{Use: "server", Short: "Inspect servers"}
-	operatorCmd = &cobra.Command{Use: "operator", Short: "Cluster operator tools (raft, snapshots)"}
+	operatorCmd = &cobra.Command{Use: "operator", Short: "Cluster operator tools (raft, snapshots, scheduler)"}
 )
 
 func newRoot() *cobra.Command {

@@ -152,6 +152,8 @@ func writeIndex(out any) uint64 {
 		return r.Index
 	case *api.PeriodicForceResponse:
 		return r.Index
+	case *api.SchedulerSetConfigurationResponse:
+		return r.Index
 	}
 	return 0
 }

@@ -268,6 +268,12 @@ func (f *FSM) apply(t MessageType, index uint64, body json.RawMessage) error {
 		return s.Write(index, func(tx *state.Txn) error {
 			return tx.SetJobStable(req.Namespace, req.JobID, req.Version, req.Stable)
 		})
+	case SchedulerConfigType:
+		req, err := decodeBody[SchedulerConfigRequest](body)
+		if err != nil {
+			return err
+		}
+		return s.SetSchedulerConfig(index, req.Config, req.CAS, req.CASIndex)
 	}
 	return fmt.Errorf("apply %v: %w", t, ErrUnknownType)
 }
