@@ -72,9 +72,6 @@ func (s *Server) establishLeadership() {
 	s.hb.enable(ctx, nodes)
 
 	s.leaderGo(func() { s.runPlanApplier(ctx) })
-	for range s.cfg.NumSchedulers {
-		s.leaderGo(func() { s.runWorker(ctx) })
-	}
 	for _, d := range s.leaderDuties(since) {
 		s.leaderGo(func() { d.Run(ctx) })
 	}
@@ -82,8 +79,9 @@ func (s *Server) establishLeadership() {
 }
 
 // leaderDuties builds the duties of one leadership term. The state-driven
-// ones get the server's core (state, Raft writes, clock, log), autopilot
-// the Raft node and gossip membership; none gets the whole server.
+// ones get the server's core (state, Raft writes, clock, log), workers the
+// broker, plan queue and blocked tracker besides, autopilot the Raft node
+// and gossip membership; none gets the whole server.
 func (s *Server) leaderDuties(since time.Time) []leaderDuty {
 	duties := []leaderDuty{
 		&drainer{serverCore: s.named("drainer")},
@@ -91,6 +89,10 @@ func (s *Server) leaderDuties(since time.Time) []leaderDuty {
 		&evalGC{serverCore: s.named("evalgc"), interval: s.cfg.EvalGCInterval, threshold: s.cfg.EvalGCThreshold},
 		&periodicLauncher{serverCore: s.named("periodic"), since: since},
 		&deploymentWatcher{serverCore: s.named("deploymentwatcher")},
+	}
+	for range s.cfg.NumSchedulers {
+		duties = append(duties, &worker{serverCore: s.named("worker"), evals: s.broker, plans: s.planQueue,
+			blocked: s.blocked, obsolete: s.cancelDuplicateBlocked})
 	}
 	if a := s.newAutopilot(); a != nil {
 		duties = append(duties, a)
