@@ -27,9 +27,8 @@ func newDeploymentListCmd() *cobra.Command {
 		Args:  exactArgs(0),
 	}
 	jsonOut := addJSONFlag(cmd)
-	ns := cmd.Flags().String("namespace", "", `namespace ("*" for all)`)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		ds, _, err := apiClient(cmd).Deployments(cmd.Context(), &api.QueryOptions{Namespace: *ns})
+		ds, _, err := apiClient(cmd).Deployments(cmd.Context(), nil)
 		if err != nil {
 			return cmdErr("list deployments: %w", err)
 		}

@@ -34,7 +34,7 @@ registered and waits for capacity).`,
 	checkIndex := cmd.Flags().Uint64("check-index", 0, "register only if the job's modify index matches (0: the job must not exist)")
 	jsonOut := addJSONFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		job, err := loadJob(args[0], *vars, *varFiles)
+		job, err := loadJob(args[0], *vars, *varFiles, namespaceFlag(cmd))
 		if err != nil {
 			return jobFileErr(err)
 		}
@@ -97,7 +97,7 @@ func newJobPlanCmd() *cobra.Command {
 	noDiff := cmd.Flags().Bool("no-diff", false, "do not show the job diff")
 	jsonOut := addJSONFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		job, err := loadJob(args[0], *vars, *varFiles)
+		job, err := loadJob(args[0], *vars, *varFiles, namespaceFlag(cmd))
 		if err != nil {
 			return jobFileErr(err)
 		}
@@ -250,13 +250,12 @@ func newJobStatusCmd() *cobra.Command {
 		Args:  rangeArgs(0, 1),
 	}
 	jsonOut := addJSONFlag(cmd)
-	ns := cmd.Flags().String("namespace", "", `namespace ("*" for all)`)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		c := apiClient(cmd)
 		ctx := cmd.Context()
 		out := cmd.OutOrStdout()
 		if len(args) == 0 {
-			jobs, _, err := c.Jobs(ctx, &api.QueryOptions{Namespace: *ns})
+			jobs, _, err := c.Jobs(ctx, nil)
 			if err != nil {
 				return cmdErr("list jobs: %w", err)
 			}
@@ -274,7 +273,7 @@ func newJobStatusCmd() *cobra.Command {
 			table(out, "ID\tType\tPriority\tStatus\tSubmit Date", rows)
 			return nil
 		}
-		q := &api.QueryOptions{Namespace: *ns}
+		q := &api.QueryOptions{}
 		job, _, err := c.Job(ctx, args[0], q)
 		if err != nil {
 			return cmdErr("job %q: %w", args[0], err)
@@ -437,7 +436,7 @@ func newJobInspectCmd() *cobra.Command {
 			if len(args) != 0 {
 				return usageErr("job inspect: -local takes no job ID")
 			}
-			job, err := loadJob(*local, *vars, *varFiles)
+			job, err := loadJob(*local, *vars, *varFiles, namespaceFlag(cmd))
 			if err != nil {
 				return jobFileErr(err)
 			}

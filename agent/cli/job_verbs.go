@@ -51,18 +51,6 @@ func monitorOrPrint(cmd *cobra.Command, resp any, evalID string, jsonOut, detach
 	return nil
 }
 
-// addNamespaceFlag registers -namespace on cmd.
-func addNamespaceFlag(cmd *cobra.Command) *string {
-	return cmd.Flags().String("namespace", "", "namespace of the job (default $DROVER_NAMESPACE or default)")
-}
-
-func namespaceOr(flag string) string {
-	if flag != "" {
-		return flag
-	}
-	return os.Getenv("DROVER_NAMESPACE")
-}
-
 func newJobDispatchCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dispatch [flags] JOB [INPUT]",
@@ -72,7 +60,6 @@ func newJobDispatchCmd() *cobra.Command {
 	meta := cmd.Flags().StringArray("meta", nil, "meta key=value for the dispatched job (repeatable)")
 	prefix := cmd.Flags().String("id-prefix-template", "", "put this into the dispatched job's ID")
 	detach := cmd.Flags().Bool("detach", false, "return after dispatching, without monitoring the evaluation")
-	ns := addNamespaceFlag(cmd)
 	jsonOut := addJSONFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		req := &api.JobDispatchRequest{Meta: map[string]string{}, IdPrefixTemplate: *prefix}
@@ -101,7 +88,7 @@ func newJobDispatchCmd() *cobra.Command {
 			}
 			req.Payload = b
 		}
-		resp, err := apiClient(cmd).DispatchJob(cmd.Context(), args[0], req, &api.WriteOptions{Namespace: namespaceOr(*ns)})
+		resp, err := apiClient(cmd).DispatchJob(cmd.Context(), args[0], req, nil)
 		if err != nil {
 			return cmdErr("dispatch job %q: %w", args[0], err)
 		}
@@ -117,10 +104,9 @@ func newJobPeriodicForceCmd() *cobra.Command {
 		Args:  exactArgs(1),
 	}
 	detach := cmd.Flags().Bool("detach", false, "return after launching, without monitoring the evaluation")
-	ns := addNamespaceFlag(cmd)
 	jsonOut := addJSONFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		resp, err := apiClient(cmd).ForcePeriodic(cmd.Context(), args[0], &api.WriteOptions{Namespace: namespaceOr(*ns)})
+		resp, err := apiClient(cmd).ForcePeriodic(cmd.Context(), args[0], nil)
 		if err != nil {
 			return cmdErr("force launch of job %q: %w", args[0], err)
 		}
@@ -136,7 +122,6 @@ func newJobRevertCmd() *cobra.Command {
 		Args:  exactArgs(2),
 	}
 	detach := cmd.Flags().Bool("detach", false, "return after reverting, without monitoring the evaluation")
-	ns := addNamespaceFlag(cmd)
 	jsonOut := addJSONFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		v, err := strconv.ParseUint(args[1], 10, 64)
@@ -144,7 +129,7 @@ func newJobRevertCmd() *cobra.Command {
 			return usageErr("job revert: version %q: want a number", args[1])
 		}
 		resp, err := apiClient(cmd).RevertJob(cmd.Context(), args[0], &api.JobRevertRequest{JobID: args[0], JobVersion: v},
-			&api.WriteOptions{Namespace: namespaceOr(*ns)})
+			nil)
 		if err != nil {
 			return cmdErr("revert job %q: %w", args[0], err)
 		}
@@ -160,7 +145,6 @@ func newJobScaleCmd() *cobra.Command {
 		Args:  rangeArgs(2, 3),
 	}
 	detach := cmd.Flags().Bool("detach", false, "return after scaling, without monitoring the evaluation")
-	ns := addNamespaceFlag(cmd)
 	jsonOut := addJSONFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		c := apiClient(cmd)
@@ -172,7 +156,7 @@ func newJobScaleCmd() *cobra.Command {
 		if len(args) == 3 {
 			group = args[1]
 		} else {
-			job, _, err := c.Job(cmd.Context(), args[0], &api.QueryOptions{Namespace: namespaceOr(*ns)})
+			job, _, err := c.Job(cmd.Context(), args[0], nil)
 			if err != nil {
 				return cmdErr("job %q: %w", args[0], err)
 			}
@@ -182,7 +166,7 @@ func newJobScaleCmd() *cobra.Command {
 			group = job.TaskGroups[0].Name
 		}
 		resp, err := c.ScaleJob(cmd.Context(), args[0], &api.JobScaleRequest{Target: api.ScalingTarget{"Group": group}, Count: &n},
-			&api.WriteOptions{Namespace: namespaceOr(*ns)})
+			nil)
 		if err != nil {
 			return cmdErr("scale job %q: %w", args[0], err)
 		}
@@ -197,10 +181,9 @@ func newJobAllocsCmd() *cobra.Command {
 		Short: "List a job's allocations",
 		Args:  exactArgs(1),
 	}
-	ns := addNamespaceFlag(cmd)
 	jsonOut := addJSONFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		allocs, _, err := apiClient(cmd).JobAllocations(cmd.Context(), args[0], &api.QueryOptions{Namespace: namespaceOr(*ns)})
+		allocs, _, err := apiClient(cmd).JobAllocations(cmd.Context(), args[0], nil)
 		if err != nil {
 			return cmdErr("allocations of job %q: %w", args[0], err)
 		}
@@ -220,10 +203,9 @@ func newJobDeploymentsCmd() *cobra.Command {
 		Short: "List a job's deployments",
 		Args:  exactArgs(1),
 	}
-	ns := addNamespaceFlag(cmd)
 	jsonOut := addJSONFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		ds, _, err := apiClient(cmd).JobDeployments(cmd.Context(), args[0], &api.QueryOptions{Namespace: namespaceOr(*ns)})
+		ds, _, err := apiClient(cmd).JobDeployments(cmd.Context(), args[0], nil)
 		if err != nil {
 			return cmdErr("deployments of job %q: %w", args[0], err)
 		}
@@ -243,12 +225,11 @@ func newEvalListCmd() *cobra.Command {
 		Short: "List evaluations",
 		Args:  exactArgs(0),
 	}
-	ns := cmd.Flags().String("namespace", "", `namespace ("*" for all)`)
 	job := cmd.Flags().String("job", "", "only the evaluations of this job")
 	status := cmd.Flags().String("status", "", "only evaluations with this status")
 	jsonOut := addJSONFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		evals, _, err := apiClient(cmd).Evaluations(cmd.Context(), &api.QueryOptions{Namespace: namespaceOr(*ns)})
+		evals, _, err := apiClient(cmd).Evaluations(cmd.Context(), nil)
 		if err != nil {
 			return cmdErr("list evaluations: %w", err)
 		}

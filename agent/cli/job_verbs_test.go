@@ -148,3 +148,33 @@ func TestCLIJobPlanExitCodes(t *testing.T) {
 		t.Errorf("plan of a scale-up: exit %d out %q, want 1 and 1 create", code, out)
 	}
 }
+
+// -namespace (or DROVER_NAMESPACE) reaches every command: a job in
+// another namespace can be run, inspected and stopped.
+func TestCLINamespaceFlag(t *testing.T) {
+	addr := startAPI(t)
+	file := writeFile(t, t.TempDir(), "web.hcl", webHCL)
+	cli := func(args ...string) (int, string, string) {
+		t.Helper()
+		return runCLI(t, append(args, "-address", addr)...)
+	}
+	if code, out, stderr := cli("job", "run", "-detach", "-namespace", "prod", file); code != 0 {
+		t.Fatalf("job run -namespace prod: exit %d %q %q", code, out, stderr)
+	}
+	if code, _, _ := cli("job", "status", "web"); code != ExitError {
+		t.Errorf("job status web in the default namespace: exit %d, want 1 (it is in prod)", code)
+	}
+	if code, out, _ := cli("job", "status", "-namespace", "prod", "web"); code != 0 || !strings.Contains(out, "prod") {
+		t.Errorf("job status -namespace prod web: exit %d out %q", code, out)
+	}
+	if code, out, _ := cli("job", "status", "-namespace", "*"); code != 0 || !strings.Contains(out, "web") {
+		t.Errorf("job status -namespace '*': exit %d out %q", code, out)
+	}
+	t.Setenv("DROVER_NAMESPACE", "prod")
+	if code, out, stderr := cli("job", "stop", "-detach", "web"); code != 0 || !strings.Contains(out, "stopped") {
+		t.Errorf("DROVER_NAMESPACE=prod job stop web: exit %d out %q stderr %q", code, out, stderr)
+	}
+	if code, out, _ := cli("job", "inspect", "web"); code != 0 || !strings.Contains(out, `"Stop": true`) {
+		t.Errorf("job inspect after stop: exit %d out %q", code, out)
+	}
+}
