@@ -52,3 +52,22 @@ func TestJobVerbRoutes(t *testing.T) {
 	a.fails("POST", "/v1/job/web/periodic/force", map[string]any{}, 400, "bad_request")
 	a.ok("PUT", "/v1/system/gc", nil, nil)
 }
+
+// Query meta goes out under Nomad's header names too, on reads and writes.
+func TestNomadHeaders(t *testing.T) {
+	a := newTestAPI(t)
+	reg := a.register(webJob(1))
+	w := a.do("PUT", "/v1/jobs", webJob(2))
+	if w.header.Get("X-Nomad-Index") == "" || w.header.Get("X-Nomad-Index") != w.header.Get(api.HeaderIndex) {
+		t.Errorf("write: X-Nomad-Index %q, %s %q", w.header.Get("X-Nomad-Index"), api.HeaderIndex, w.header.Get(api.HeaderIndex))
+	}
+	r := a.ok("GET", "/v1/job/web", nil, nil)
+	for _, p := range [][2]string{{api.HeaderIndex, "X-Nomad-Index"}, {api.HeaderKnownLeader, "X-Nomad-KnownLeader"}, {api.HeaderLastContact, "X-Nomad-LastContact"}} {
+		if got, want := r.header.Get(p[1]), r.header.Get(p[0]); got == "" || got != want {
+			t.Errorf("read: %s = %q, want %q like %s", p[1], got, want, p[0])
+		}
+	}
+	if headerIndex(t, r) < reg.JobModifyIndex {
+		t.Errorf("index %d older than the register's %d", headerIndex(t, r), reg.JobModifyIndex)
+	}
+}
