@@ -2,6 +2,7 @@ package http_test
 
 import (
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/drover/drover/api"
@@ -70,4 +71,37 @@ func TestNomadHeaders(t *testing.T) {
 	if headerIndex(t, r) < reg.JobModifyIndex {
 		t.Errorf("index %d older than the register's %d", headerIndex(t, r), reg.JobModifyIndex)
 	}
+}
+
+func TestMetricsJSON(t *testing.T) {
+	a := newTestAPI(t)
+	a.ok("GET", "/v1/jobs", nil, nil)
+	var m struct {
+		Timestamp string
+		Gauges    []struct{ Name string }
+		Counters  []struct {
+			Name   string
+			Count  uint64
+			Labels map[string]string
+		}
+		Samples []struct {
+			Name  string
+			Count uint64
+		}
+	}
+	a.ok("GET", "/v1/metrics?format=json", nil, &m)
+	if m.Timestamp == "" || len(m.Counters) == 0 || len(m.Samples) == 0 {
+		t.Fatalf("metrics JSON %+v, want a timestamp, counters and samples", m)
+	}
+	found := false
+	for _, c := range m.Counters {
+		found = found || (c.Count > 0 && c.Labels["route"] == "GET /v1/jobs")
+	}
+	if !found {
+		t.Errorf("no request counter for GET /v1/jobs in %+v", m.Counters)
+	}
+	if r := a.do("GET", "/v1/metrics", nil); r.status != 200 || !strings.Contains(string(r.body), "# TYPE") {
+		t.Errorf("default metrics: %d, want Prometheus text", r.status)
+	}
+	a.fails("GET", "/v1/metrics?format=xml", nil, 400, "bad_request")
 }
