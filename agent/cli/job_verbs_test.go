@@ -178,3 +178,28 @@ func TestCLINamespaceFlag(t *testing.T) {
 		t.Errorf("job inspect after stop: exit %d out %q", code, out)
 	}
 }
+
+// job run/plan/validate read JSON jobs, such as what job inspect prints.
+func TestCLIJSONJobFile(t *testing.T) {
+	addr := startAPI(t)
+	dir := t.TempDir()
+	cli := func(args ...string) (int, string, string) {
+		t.Helper()
+		return runCLI(t, append(args, "-address", addr)...)
+	}
+	code, out, _ := cli("job", "run", "-output", writeFile(t, dir, "web.hcl", webHCL))
+	if code != 0 {
+		t.Fatalf("job run -output: exit %d", code)
+	}
+	js := writeFile(t, dir, "web.json", out)
+	if code, out, stderr := runCLI(t, "job", "validate", js); code != 0 || !strings.Contains(out, "Job validation successful") {
+		t.Errorf("job validate web.json: exit %d out %q stderr %q", code, out, stderr)
+	}
+	if code, out, stderr := cli("job", "run", "-detach", js); code != 0 || !strings.Contains(out, "Evaluation ID") {
+		t.Errorf("job run web.json: exit %d out %q stderr %q", code, out, stderr)
+	}
+	bad := writeFile(t, dir, "bad.json", "{\n  \"ID\": \"x\",\n  \"Bogus\": true\n}")
+	if code, _, stderr := runCLI(t, "job", "validate", bad); code != ExitError || !strings.Contains(stderr, bad+":1:1: JSON: unknown field \"Bogus\"") {
+		t.Errorf("job validate bad.json: exit %d stderr %q, want 1 and file:line:col", code, stderr)
+	}
+}

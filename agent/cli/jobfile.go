@@ -22,7 +22,7 @@ func addVarFlags(cmd *cobra.Command) (*[]string, *[]string) {
 // maxStdinJob bounds a job file read from standard input.
 const maxStdinJob = 8 << 20
 
-// loadJob parses a job file ("-" reads standard input) with -var and
+// loadJob parses a job file ("-" reads standard input), HCL or JSON, with -var and
 // -var-file inputs, DROVER_VAR_*/NOMAD_VAR_* from the environment, and
 // applies the defaults. Parse problems come back as jobspec.Diagnostics
 // (one file:line:col: message per line); a malformed -var is a usage error.
@@ -38,13 +38,22 @@ func loadJob(path string, vars []string, varFiles []string, namespace string) (*
 			opts.Vars[k] = v
 		}
 	}
+	name := path
+	var src []byte
+	var err error
 	if path == "-" {
-		src, err := io.ReadAll(io.LimitReader(os.Stdin, maxStdinJob))
+		name, opts.BaseDir = "<stdin>", "."
+		src, err = io.ReadAll(io.LimitReader(os.Stdin, maxStdinJob))
 		if err != nil {
 			return nil, fmt.Errorf("read job from stdin: %w", err)
 		}
-		opts.BaseDir = "."
-		return jobspec.Parse("<stdin>", src, opts)
+	} else if src, err = os.ReadFile(path); err != nil {
+		return nil, fmt.Errorf("read job file: %w", err)
 	}
-	return jobspec.ParseFile(path, opts)
+	if jobspec.IsJSON(src) {
+		// A JSON job (what job inspect and run -output print), as Nomad's
+		// -json input; -var inputs do not apply to it.
+		return jobspec.ParseJSON(name, src, opts)
+	}
+	return jobspec.Parse(name, src, opts)
 }
