@@ -92,6 +92,7 @@ func New(cfg *Config) (*Client, error) {
 		return nil, err
 	}
 	c.servers = newServers(c.cfg.Servers)
+	c.servers.http = c.cfg.HTTPClient
 	c.servers.setSecret(id.SecretID)
 	c.drivers = map[string]drivers.Driver{}
 	for name, f := range c.cfg.Drivers {
