@@ -131,3 +131,31 @@ func TestDisconnectReconnectOlderCopyStops(t *testing.T) {
 		t.Errorf("no eval triggered by %q among %d", api.EvalTriggerReconnect, len(evals))
 	}
 }
+
+// TestDisconnectWindowKeptAcrossLeaderChange: a new leadership term arms
+// a disconnected node's timer with what is left of its window, not with
+// a fresh TTL.
+func TestDisconnectWindowKeptAcrossLeaderChange(t *testing.T) {
+	clk := broker.NewFakeClock(testT0)
+	s := newTestServer(t, withClock(clk))
+	disconnectSetup(t, s, clk)
+	s.hb.mu.Lock()
+	ctx := s.hb.ctx
+	s.hb.mu.Unlock()
+	s.hb.disable()
+	nodes, err := s.State().Nodes(nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.hb.enable(ctx, nodes)
+	advanceB(t, s, clk, time.Minute) // a fresh TTL + grace (<= 25 s) would have ended
+	s.hb.wg.Wait()                   // timers fire inside Advance; their writes are tracked here
+	if n, _ := s.State().NodeByID(nil, "a"); n.Status != api.NodeStatusDisconnected {
+		t.Fatalf("node a is %s a minute into its 2m window after a new term, want disconnected", n.Status)
+	}
+	advanceB(t, s, clk, 70*time.Second)
+	waitState(t, s, "node a down after its window", func(ws memdb.WatchSet) (bool, error) {
+		n, err := s.State().NodeByID(ws, "a")
+		return n != nil && n.Status == api.NodeStatusDown, err
+	})
+}
