@@ -30,6 +30,9 @@ type Client struct {
 	HTTP    *http.Client
 	// Headers are added to every request (e.g. the node secret).
 	Headers http.Header
+	// Namespace is sent with every request that names none in its
+	// options ("" = the server's default namespace).
+	Namespace string
 }
 
 // NewClient returns a client for address ("" = DROVER_ADDR or the default).
@@ -116,6 +119,12 @@ func (o *WriteOptions) values() url.Values {
 // Raw performs a request and returns the response for the caller to read
 // and close; a non-2xx status is decoded into an *Error.
 func (c *Client) Raw(ctx context.Context, method, path string, q url.Values, body any) (*http.Response, error) {
+	if c.Namespace != "" && q.Get("namespace") == "" {
+		if q == nil {
+			q = url.Values{}
+		}
+		q.Set("namespace", c.Namespace)
+	}
 	var rd io.Reader
 	if body != nil {
 		if r, ok := body.(io.Reader); ok {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
 )
@@ -87,6 +88,24 @@ func (j *Job) Copy() *Job {
 		return nil
 	}
 	return deepCopy(j)
+}
+
+// SpecChanged reports whether other differs from j in what a user
+// submits: everything but the server-set status, stability, version,
+// submit time and indexes. Registering an unchanged spec keeps the
+// version (as Nomad).
+func (j *Job) SpecChanged(other *Job) bool {
+	if j == nil || other == nil {
+		return j != other
+	}
+	strip := func(in *Job) []byte {
+		c := *in
+		c.Status, c.StatusDescription, c.Stable, c.Version, c.SubmitTime = "", "", false, 0, 0
+		c.CreateIndex, c.ModifyIndex, c.JobModifyIndex = 0, 0, 0
+		b, _ := json.Marshal(&c)
+		return b
+	}
+	return !bytes.Equal(strip(j), strip(other))
 }
 
 // NamespacedID identifies an object within a namespace.

@@ -31,6 +31,9 @@ type Options struct {
 	// NoDefaults skips Canonicalize: the job is returned as written. Checks
 	// that need defaults (api.Job.Validate) are skipped too.
 	NoDefaults bool
+	// Namespace is the namespace of a job whose file names none (the
+	// CLI's -namespace); empty means the default namespace.
+	Namespace string
 }
 
 // Diagnostic is one problem found in a job file.
@@ -89,6 +92,9 @@ func Parse(filename string, src []byte, opts *Options) (*api.Job, error) {
 	job := p.parse()
 	if len(p.diags) > 0 {
 		return nil, p.diagnostics()
+	}
+	if job.Namespace == "" {
+		job.Namespace = opts.Namespace
 	}
 	if opts.NoDefaults {
 		return job, nil

@@ -9,61 +9,65 @@ import (
 	"github.com/drover/drover/server/state"
 )
 
-// apply encodes one typed command and commits it through raftApply.
-func (s *Server) apply(ctx context.Context, t fsm.MessageType, body any) (uint64, error) {
+// apply encodes one typed command and commits it through Raft.
+func (c *serverCore) apply(ctx context.Context, t fsm.MessageType, body any) (uint64, error) {
 	buf, err := fsm.Encode(t, body)
 	if err != nil {
 		return 0, fmt.Errorf("%v: %w", t, err)
 	}
-	idx, _, err := s.raftApply(ctx, buf)
+	idx, _, err := c.commit(ctx, buf)
 	if err != nil {
 		return 0, fmt.Errorf("%v: %w", t, err)
 	}
 	return idx, nil
 }
 
-func (s *Server) applyJobRegister(ctx context.Context, job *api.Job, eval *api.Evaluation) (uint64, error) {
-	return s.apply(ctx, fsm.JobRegisterType, &fsm.JobRegisterRequest{Job: job, Eval: eval})
+func (c *serverCore) applyJobRegister(ctx context.Context, job *api.Job, eval *api.Evaluation) (uint64, error) {
+	return c.apply(ctx, fsm.JobRegisterType, &fsm.JobRegisterRequest{Job: job, Eval: eval})
 }
 
-func (s *Server) applyJobDeregister(ctx context.Context, ns, id string, purge bool, submit int64, eval *api.Evaluation) (uint64, error) {
-	return s.apply(ctx, fsm.JobDeregisterType, &fsm.JobDeregisterRequest{
+func (c *serverCore) applyJobDeregister(ctx context.Context, ns, id string, purge bool, submit int64, eval *api.Evaluation) (uint64, error) {
+	return c.apply(ctx, fsm.JobDeregisterType, &fsm.JobDeregisterRequest{
 		Namespace: ns, JobID: id, Purge: purge, SubmitTime: submit, Eval: eval})
 }
 
-func (s *Server) applyEvals(ctx context.Context, evals []*api.Evaluation) (uint64, error) {
-	return s.apply(ctx, fsm.EvalUpdateType, &fsm.EvalUpdateRequest{Evals: evals})
+func (c *serverCore) applyEvals(ctx context.Context, evals []*api.Evaluation) (uint64, error) {
+	return c.apply(ctx, fsm.EvalUpdateType, &fsm.EvalUpdateRequest{Evals: evals})
 }
 
-func (s *Server) applyNodeRegister(ctx context.Context, n *api.Node, evals []*api.Evaluation) (uint64, error) {
-	return s.apply(ctx, fsm.NodeRegisterType, &fsm.NodeRegisterRequest{Node: n, Evals: evals})
+func (c *serverCore) applyNodeRegister(ctx context.Context, n *api.Node, evals []*api.Evaluation) (uint64, error) {
+	return c.apply(ctx, fsm.NodeRegisterType, &fsm.NodeRegisterRequest{Node: n, Evals: evals})
 }
 
-func (s *Server) applyNodeStatus(ctx context.Context, id, status string, at int64, ev *api.NodeEvent, evals []*api.Evaluation) (uint64, error) {
-	return s.apply(ctx, fsm.NodeStatusUpdateType, &fsm.NodeStatusUpdateRequest{
+func (c *serverCore) applyNodeStatus(ctx context.Context, id, status string, at int64, ev *api.NodeEvent, evals []*api.Evaluation) (uint64, error) {
+	return c.apply(ctx, fsm.NodeStatusUpdateType, &fsm.NodeStatusUpdateRequest{
 		NodeID: id, Status: status, UpdatedAt: at, Event: ev, Evals: evals})
 }
 
-func (s *Server) applyNodeDrain(ctx context.Context, id string, d *api.DrainStrategy, markEligible bool, ev *api.NodeEvent, evals []*api.Evaluation) (uint64, error) {
-	return s.apply(ctx, fsm.NodeDrainUpdateType, &fsm.NodeDrainUpdateRequest{
+func (c *serverCore) applyNodeDrain(ctx context.Context, id string, d *api.DrainStrategy, markEligible bool, ev *api.NodeEvent, evals []*api.Evaluation) (uint64, error) {
+	return c.apply(ctx, fsm.NodeDrainUpdateType, &fsm.NodeDrainUpdateRequest{
 		NodeID: id, DrainStrategy: d, MarkEligible: markEligible, Event: ev, Evals: evals})
 }
 
-func (s *Server) applyNodeEligibility(ctx context.Context, id, elig string, ev *api.NodeEvent, evals []*api.Evaluation) (uint64, error) {
-	return s.apply(ctx, fsm.NodeEligibilityUpdateType, &fsm.NodeEligibilityUpdateRequest{
+func (c *serverCore) applyNodeEligibility(ctx context.Context, id, elig string, ev *api.NodeEvent, evals []*api.Evaluation) (uint64, error) {
+	return c.apply(ctx, fsm.NodeEligibilityUpdateType, &fsm.NodeEligibilityUpdateRequest{
 		NodeID: id, Eligibility: elig, Event: ev, Evals: evals})
 }
 
-func (s *Server) applyAllocClientUpdate(ctx context.Context, allocs []*api.Allocation, evals []*api.Evaluation) (uint64, error) {
-	return s.apply(ctx, fsm.AllocClientUpdateType, &fsm.AllocClientUpdateRequest{Allocs: allocs, Evals: evals})
+func (c *serverCore) applyAllocClientUpdate(ctx context.Context, allocs []*api.Allocation, evals []*api.Evaluation) (uint64, error) {
+	return c.apply(ctx, fsm.AllocClientUpdateType, &fsm.AllocClientUpdateRequest{Allocs: allocs, Evals: evals})
 }
 
-func (s *Server) applyDesiredTransitions(ctx context.Context, tr map[string]*api.DesiredTransition, evals []*api.Evaluation) (uint64, error) {
-	return s.apply(ctx, fsm.AllocDesiredTransitionType, &fsm.AllocDesiredTransitionRequest{Transitions: tr, Evals: evals})
+func (c *serverCore) applyDesiredTransitions(ctx context.Context, tr map[string]*api.DesiredTransition, evals []*api.Evaluation) (uint64, error) {
+	return c.apply(ctx, fsm.AllocDesiredTransitionType, &fsm.AllocDesiredTransitionRequest{Transitions: tr, Evals: evals})
 }
 
-func (s *Server) applyPlanResults(ctx context.Context, req *state.ApplyPlanResultsRequest) (uint64, error) {
-	return s.apply(ctx, fsm.ApplyPlanResultsType, req)
+func (c *serverCore) applyPlanResults(ctx context.Context, req *state.ApplyPlanResultsRequest) (uint64, error) {
+	return c.apply(ctx, fsm.ApplyPlanResultsType, req)
+}
+
+func (s *Server) applySchedulerConfig(ctx context.Context, c *api.SchedulerConfiguration, cas bool, casIndex uint64) (uint64, error) {
+	return s.apply(ctx, fsm.SchedulerConfigType, &fsm.SchedulerConfigRequest{Config: c, CAS: cas, CASIndex: casIndex})
 }
 
 // evalIDs lists the IDs of evals.

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"time"
 
 	"github.com/hashicorp/raft"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/raftstore"
 )
 
 // Autopilot defaults (Config fields of the same names override them).
@@ -21,37 +23,55 @@ const (
 	raftChangeTimeout          = 5 * time.Second
 )
 
-func (s *Server) deadServerGrace() time.Duration {
-	if s.cfg.DeadServerGrace > 0 {
-		return s.cfg.DeadServerGrace
-	}
-	return defaultDeadServerGrace
+// autopilot is a leader duty: it reconciles the Raft configuration with
+// gossip membership on every membership change and every second. It owns
+// its bookkeeping (since when a server is a non-voter, since when it
+// failed) for one leadership term.
+type autopilot struct {
+	raft          *raftstore.Raft
+	members       Membership
+	region        string
+	grace         time.Duration // DeadServerGrace
+	stabilization time.Duration // ServerStabilization
+	maxTrailing   uint64        // MaxTrailingLogs
+	log           *slog.Logger
+
+	nonvoterSince map[raft.ServerID]time.Time
+	failedSince   map[raft.ServerID]time.Time
 }
 
-func (s *Server) serverStabilization() time.Duration {
-	if s.cfg.ServerStabilization > 0 {
-		return s.cfg.ServerStabilization
-	}
-	return defaultServerStabilization
-}
-
-// runAutopilot is a leader duty: it reconciles the Raft configuration
-// with gossip membership on every membership change and every second.
-func (s *Server) runAutopilot(ctx context.Context) {
+// newAutopilot returns the duty, nil without gossip (dev mode: the
+// configuration never changes).
+func (s *Server) newAutopilot() *autopilot {
 	m := s.cluster.membership()
 	if m == nil {
-		return // no gossip (dev mode): the configuration never changes
+		return nil
 	}
+	a := &autopilot{raft: s.rs.raft, members: m, region: s.cfg.Region,
+		grace: defaultDeadServerGrace, stabilization: defaultServerStabilization, maxTrailing: defaultMaxTrailingLogs,
+		log:           s.log.With("component", "autopilot"),
+		nonvoterSince: map[raft.ServerID]time.Time{}, failedSince: map[raft.ServerID]time.Time{}}
+	if s.cfg.DeadServerGrace > 0 {
+		a.grace = s.cfg.DeadServerGrace
+	}
+	if s.cfg.ServerStabilization > 0 {
+		a.stabilization = s.cfg.ServerStabilization
+	}
+	if s.cfg.MaxTrailingLogs > 0 {
+		a.maxTrailing = uint64(s.cfg.MaxTrailingLogs)
+	}
+	return a
+}
+
+// Run reconciles until ctx ends.
+func (a *autopilot) Run(ctx context.Context) {
+	m := a.members
 	ch := m.Changed()
 	t := time.NewTicker(autopilotInterval)
 	defer t.Stop()
-	s.cluster.mu.Lock()
-	clear(s.cluster.nonvoterSince)
-	clear(s.cluster.failedSince)
-	s.cluster.mu.Unlock()
 	for {
-		if err := s.reconcilePeers(ctx, m, time.Now()); err != nil && ctx.Err() == nil {
-			s.log.Warn("autopilot reconcile", "err", err)
+		if err := a.reconcilePeers(ctx, m, time.Now()); err != nil && ctx.Err() == nil {
+			a.log.Warn("autopilot reconcile", "err", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -69,16 +89,16 @@ func (s *Server) runAutopilot(ctx context.Context) {
 //     ours) for ServerStabilization is promoted to voter;
 //   - a server that left gossip is removed; a failed (or unknown) one is
 //     removed after DeadServerGrace, as long as quorum is not at stake.
-func (s *Server) reconcilePeers(ctx context.Context, m Membership, now time.Time) error {
-	f := s.rs.raft.GetConfiguration()
+func (a *autopilot) reconcilePeers(ctx context.Context, m Membership, now time.Time) error {
+	f := a.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
 		return fmt.Errorf("raft configuration: %w", err)
 	}
 	conf := f.Configuration()
-	self := s.rs.raft.ID
+	self := a.raft.ID
 	byID := map[raft.ServerID]Member{}
 	for _, mb := range m.Members() {
-		if mb.Region == s.cfg.Region && mb.ID != "" {
+		if mb.Region == a.region && mb.ID != "" {
 			byID[raft.ServerID(mb.ID)] = mb
 		}
 	}
@@ -91,7 +111,6 @@ func (s *Server) reconcilePeers(ctx context.Context, m Membership, now time.Time
 		}
 	}
 	var errs []error
-	c := &s.cluster
 
 	// Add new servers as non-voters.
 	for id, mb := range byID {
@@ -104,19 +123,17 @@ func (s *Server) reconcilePeers(ctx context.Context, m Membership, now time.Time
 		}
 		if ok && sv.Suffrage == raft.Voter {
 			// Same ID, new address: re-add as a voter at the new address.
-			if err := s.rs.raft.AddVoter(id, raft.ServerAddress(mb.RaftAddr), 0, raftChangeTimeout).Error(); err != nil {
+			if err := a.raft.AddVoter(id, raft.ServerAddress(mb.RaftAddr), 0, raftChangeTimeout).Error(); err != nil {
 				errs = append(errs, fmt.Errorf("update address of %s: %w", mb.Name, err))
 			}
 			continue
 		}
-		s.log.Info("adding server as non-voter", "server", mb.Name, "id", id, "addr", mb.RaftAddr)
-		if err := s.rs.raft.AddNonvoter(id, raft.ServerAddress(mb.RaftAddr), 0, raftChangeTimeout).Error(); err != nil {
+		a.log.Info("adding server as non-voter", "server", mb.Name, "id", id, "addr", mb.RaftAddr)
+		if err := a.raft.AddNonvoter(id, raft.ServerAddress(mb.RaftAddr), 0, raftChangeTimeout).Error(); err != nil {
 			errs = append(errs, fmt.Errorf("add non-voter %s: %w", mb.Name, err))
 			continue
 		}
-		c.mu.Lock()
-		c.nonvoterSince[id] = now
-		c.mu.Unlock()
+		a.nonvoterSince[id] = now
 	}
 
 	// Promote stable non-voters.
@@ -128,28 +145,24 @@ func (s *Server) reconcilePeers(ctx context.Context, m Membership, now time.Time
 		if !ok || mb.Status != MemberAlive {
 			continue
 		}
-		c.mu.Lock()
-		since, tracked := c.nonvoterSince[id]
+		since, tracked := a.nonvoterSince[id]
 		if !tracked {
-			c.nonvoterSince[id] = now
+			a.nonvoterSince[id] = now
 			since = now
 		}
-		c.mu.Unlock()
-		if now.Sub(since) < s.serverStabilization() {
+		if now.Sub(since) < a.stabilization {
 			continue
 		}
-		if err := s.caughtUp(ctx, mb); err != nil {
-			s.log.Debug("non-voter not caught up yet", "server", mb.Name, "err", err)
+		if err := a.caughtUp(ctx, mb); err != nil {
+			a.log.Debug("non-voter not caught up yet", "server", mb.Name, "err", err)
 			continue
 		}
-		s.log.Info("promoting server to voter", "server", mb.Name, "id", id)
-		if err := s.rs.raft.AddVoter(id, sv.Address, 0, raftChangeTimeout).Error(); err != nil {
+		a.log.Info("promoting server to voter", "server", mb.Name, "id", id)
+		if err := a.raft.AddVoter(id, sv.Address, 0, raftChangeTimeout).Error(); err != nil {
 			errs = append(errs, fmt.Errorf("promote %s: %w", mb.Name, err))
 			continue
 		}
-		c.mu.Lock()
-		delete(c.nonvoterSince, id)
-		c.mu.Unlock()
+		delete(a.nonvoterSince, id)
 		voters++
 	}
 
@@ -170,45 +183,39 @@ func (s *Server) reconcilePeers(ctx context.Context, m Membership, now time.Time
 		}
 		switch status {
 		case MemberAlive, MemberLeaving:
-			c.mu.Lock()
-			delete(c.failedSince, id)
-			c.mu.Unlock()
+			delete(a.failedSince, id)
 			continue
 		case MemberFailed:
-			c.mu.Lock()
-			since, ok := c.failedSince[id]
+			since, ok := a.failedSince[id]
 			if !ok {
-				c.failedSince[id] = now
+				a.failedSince[id] = now
 				since = now
 			}
-			c.mu.Unlock()
-			if now.Sub(since) < s.deadServerGrace() {
+			if now.Sub(since) < a.grace {
 				continue
 			}
 		}
 		// Never drop below a majority of the voters we started with.
 		if sv.Suffrage == raft.Voter && (removed+1) > (voters-1)/2 {
-			s.log.Warn("not removing dead server: quorum would be at risk", "server", name, "voters", voters)
+			a.log.Warn("not removing dead server: quorum would be at risk", "server", name, "voters", voters)
 			continue
 		}
-		s.log.Info("removing server from raft", "server", name, "id", id, "status", status)
-		if err := s.rs.raft.RemoveServer(id, 0, raftChangeTimeout).Error(); err != nil {
+		a.log.Info("removing server from raft", "server", name, "id", id, "status", status)
+		if err := a.raft.RemoveServer(id, 0, raftChangeTimeout).Error(); err != nil {
 			errs = append(errs, fmt.Errorf("remove %s: %w", name, err))
 			continue
 		}
 		if sv.Suffrage == raft.Voter {
 			removed++
 		}
-		c.mu.Lock()
-		delete(c.failedSince, id)
-		delete(c.nonvoterSince, id)
-		c.mu.Unlock()
+		delete(a.failedSince, id)
+		delete(a.nonvoterSince, id)
 	}
 	return errors.Join(errs...)
 }
 
 // caughtUp asks a server for its Raft log index and compares it to ours.
-func (s *Server) caughtUp(ctx context.Context, mb Member) error {
+func (a *autopilot) caughtUp(ctx context.Context, mb Member) error {
 	if mb.HTTPAddr == "" {
 		return errors.New("no HTTP address")
 	}
@@ -222,12 +229,8 @@ func (s *Server) caughtUp(ctx context.Context, mb Member) error {
 	if err != nil {
 		return fmt.Errorf("its last_log_index: %w", err)
 	}
-	ours := s.rs.raft.LastIndex()
-	max := s.cfg.MaxTrailingLogs
-	if max <= 0 {
-		max = defaultMaxTrailingLogs
-	}
-	if ours > theirs && ours-theirs > uint64(max) {
+	ours := a.raft.LastIndex()
+	if ours > theirs && ours-theirs > a.maxTrailing {
 		return fmt.Errorf("%d entries behind", ours-theirs)
 	}
 	return nil

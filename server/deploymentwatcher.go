@@ -49,27 +49,33 @@ const (
 	verdictUnhealthy
 )
 
-// runDeploymentWatcher runs until ctx ends (leadership lost).
-func (s *Server) runDeploymentWatcher(ctx context.Context) {
-	log := s.log.With("component", "deploymentwatcher")
+// deploymentWatcher is the leader's deployment watcher: it judges the
+// health of a deployment's allocs, marks deployments successful or failed
+// (with auto_revert), records stable job versions and asks for the next
+// rollout step with an eval.
+type deploymentWatcher struct{ serverCore }
+
+// Run watches until ctx ends (leadership lost).
+func (w *deploymentWatcher) Run(ctx context.Context) {
+	log := w.log
 	for {
-		st := s.State()
+		st := w.State()
 		ws := memdb.NewWatchSet()
 		ws.Add(st.AbandonCh())
-		next, err := s.watchDeployments(ctx, st, ws)
+		next, err := w.watchDeployments(ctx, st, ws)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
 			log.Warn("deployment watcher pass failed", "err", err)
-			if r := s.clock.Now().Add(deploymentWatchRetry); next.IsZero() || r.Before(next) {
+			if r := w.clock.Now().Add(deploymentWatchRetry); next.IsZero() || r.Before(next) {
 				next = r
 			}
 		}
 		wctx, cancel := context.WithCancel(ctx)
 		var timer interface{ Stop() bool }
 		if !next.IsZero() {
-			timer = s.clock.AtFunc(next, cancel)
+			timer = w.clock.AtFunc(next, cancel)
 		}
 		_ = ws.WatchCtx(wctx) // a change, the timer or the end of leadership
 		cancel()
@@ -84,7 +90,7 @@ func (s *Server) runDeploymentWatcher(ctx context.Context) {
 
 // watchDeployments is one pass over every deployment. It returns when the
 // next verdict or deadline is due (zero: nothing timed).
-func (s *Server) watchDeployments(ctx context.Context, st *state.StateStore, ws memdb.WatchSet) (time.Time, error) {
+func (w *deploymentWatcher) watchDeployments(ctx context.Context, st *state.StateStore, ws memdb.WatchSet) (time.Time, error) {
 	deps, err := st.Deployments(ws, state.AllNamespaces, "")
 	if err != nil {
 		return time.Time{}, fmt.Errorf("list deployments: %w", err)
@@ -95,11 +101,11 @@ func (s *Server) watchDeployments(ctx context.Context, st *state.StateStore, ws 
 		var at time.Time
 		switch {
 		case d.Active():
-			at, err = s.watchDeployment(ctx, st, ws, d)
+			at, err = w.watchDeployment(ctx, st, ws, d)
 		case d.Status == api.DeploymentStatusSuccessful:
-			err = s.markStable(ctx, st, d)
+			err = w.markStable(ctx, st, d)
 		case d.Status == api.DeploymentStatusFailed:
-			err = s.revertFailed(ctx, st, d)
+			err = w.revertFailed(ctx, st, d)
 		}
 		if err != nil && firstErr == nil {
 			firstErr = fmt.Errorf("deployment %s: %w", d.ID, err)
@@ -112,19 +118,19 @@ func (s *Server) watchDeployments(ctx context.Context, st *state.StateStore, ws 
 }
 
 // markStable marks the job version of a successful deployment stable.
-func (s *Server) markStable(ctx context.Context, st *state.StateStore, d *api.Deployment) error {
+func (w *deploymentWatcher) markStable(ctx context.Context, st *state.StateStore, d *api.Deployment) error {
 	v, err := st.JobVersionByID(nil, d.Namespace, d.JobID, d.JobVersion)
 	if err != nil || v == nil || v.Stable {
 		return err
 	}
 	ver := d.JobVersion
-	_, err = s.apply(ctx, fsm.DeploymentUpdateType, &state.DeploymentUpdateRequest{DeploymentID: d.ID, StableVersion: &ver})
+	_, err = w.apply(ctx, fsm.DeploymentUpdateType, &state.DeploymentUpdateRequest{DeploymentID: d.ID, StableVersion: &ver})
 	return err
 }
 
 // watchDeployment judges one active deployment's allocs and writes what
 // changed.
-func (s *Server) watchDeployment(ctx context.Context, st *state.StateStore, ws memdb.WatchSet, d *api.Deployment) (time.Time, error) {
+func (w *deploymentWatcher) watchDeployment(ctx context.Context, st *state.StateStore, ws memdb.WatchSet, d *api.Deployment) (time.Time, error) {
 	allocs, err := st.AllocsByDeployment(ws, d.ID)
 	if err != nil {
 		return time.Time{}, err
@@ -132,7 +138,7 @@ func (s *Server) watchDeployment(ctx context.Context, st *state.StateStore, ws m
 	if d.Status != api.DeploymentStatusRunning {
 		return time.Time{}, nil // paused or blocked: nothing moves
 	}
-	now := s.clock.Now()
+	now := w.clock.Now()
 	var next time.Time
 	soonest := func(t time.Time) {
 		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
@@ -194,21 +200,20 @@ func (s *Server) watchDeployment(ctx context.Context, st *state.StateStore, ws m
 	}
 	if failed != "" {
 		req.Status, req.StatusDescription = api.DeploymentStatusFailed, failed
-		if err := s.autoRevert(st, d, job, req); err != nil {
+		if err := w.autoRevert(st, d, job, req); err != nil {
 			return time.Time{}, err
 		}
 	} else if len(req.HealthyAllocs) > 0 && job != nil && !job.Stop {
-		e := s.newJobEval(job, api.EvalTriggerDeploymentWatcher)
+		e := w.newJobEval(job, api.EvalTriggerDeploymentWatcher)
 		e.DeploymentID = d.ID
 		req.Evals = append(req.Evals, e)
 	}
 	if len(req.HealthyAllocs) == 0 && req.Status == "" {
 		return next, nil
 	}
-	if _, err := s.apply(ctx, fsm.DeploymentUpdateType, req); err != nil {
+	if _, err := w.apply(ctx, fsm.DeploymentUpdateType, req); err != nil {
 		return next, err
 	}
-	s.enqueueStored(evalIDs(req.Evals)...)
 	return next, nil
 }
 
@@ -217,14 +222,14 @@ func (s *Server) watchDeployment(ctx context.Context, st *state.StateStore, ws m
 // auto_revert, the latest stable version is registered again. It writes
 // only when it reverts, and the revert moves the job off the failed
 // version, so it acts once.
-func (s *Server) revertFailed(ctx context.Context, st *state.StateStore, d *api.Deployment) error {
+func (w *deploymentWatcher) revertFailed(ctx context.Context, st *state.StateStore, d *api.Deployment) error {
 	job, err := st.JobByID(nil, d.Namespace, d.JobID)
 	if err != nil || job == nil || job.Stop || job.Version != d.JobVersion {
 		return err
 	}
-	req := &state.DeploymentUpdateRequest{DeploymentID: d.ID, Time: s.clock.Now(),
+	req := &state.DeploymentUpdateRequest{DeploymentID: d.ID, Time: w.clock.Now(),
 		Status: d.Status, StatusDescription: d.StatusDescription}
-	if err := s.autoRevert(st, d, job, req); err != nil || req.Job == nil {
+	if err := w.autoRevert(st, d, job, req); err != nil || req.Job == nil {
 		return err
 	}
 	allocs, err := st.AllocsByDeployment(nil, d.ID)
@@ -240,10 +245,9 @@ func (s *Server) revertFailed(ctx context.Context, st *state.StateStore, d *api.
 			req.UnhealthyAllocs = append(req.UnhealthyAllocs, a.ID)
 		}
 	}
-	if _, err := s.apply(ctx, fsm.DeploymentUpdateType, req); err != nil {
+	if _, err := w.apply(ctx, fsm.DeploymentUpdateType, req); err != nil {
 		return err
 	}
-	s.enqueueStored(evalIDs(req.Evals)...)
 	return nil
 }
 
@@ -251,7 +255,7 @@ func (s *Server) revertFailed(ctx context.Context, st *state.StateStore, d *api.
 // the job's latest stable version before the deployment's, when a group
 // of the deployment asks for auto_revert and the job is still at the
 // deployment's version.
-func (s *Server) autoRevert(st *state.StateStore, d *api.Deployment, job *api.Job, req *state.DeploymentUpdateRequest) error {
+func (c *serverCore) autoRevert(st *state.StateStore, d *api.Deployment, job *api.Job, req *state.DeploymentUpdateRequest) error {
 	revert := false
 	for _, g := range d.TaskGroups {
 		revert = revert || g.AutoRevert
@@ -269,10 +273,10 @@ func (s *Server) autoRevert(st *state.StateStore, d *api.Deployment, job *api.Jo
 		}
 		j := v.Copy()
 		j.Stable = false
-		j.SubmitTime = s.clock.Now().UnixNano()
+		j.SubmitTime = c.clock.Now().UnixNano()
 		req.Job = j
 		req.StatusDescription += fmt.Sprintf(" - rolling back to job version %d", v.Version)
-		req.Evals = append(req.Evals, s.newJobEval(j, api.EvalTriggerDeploymentWatcher))
+		req.Evals = append(req.Evals, c.newJobEval(j, api.EvalTriggerDeploymentWatcher))
 		return nil
 	}
 	req.StatusDescription += " - no stable job version to auto revert to"
@@ -502,7 +506,6 @@ func (s *Server) deploymentWrite(ctx context.Context, req *state.DeploymentUpdat
 	if err != nil {
 		return nil, fmt.Errorf("update deployment %s: %w", req.DeploymentID, err)
 	}
-	s.enqueueStored(evalIDs(req.Evals)...)
 	resp := &api.DeploymentUpdateResponse{DeploymentModifyIndex: idx, Index: idx}
 	for _, e := range req.Evals {
 		resp.EvalID, resp.EvalCreateIndex = e.ID, idx

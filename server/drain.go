@@ -14,7 +14,7 @@ import (
 // drainRetry is how soon the drainer retries after a failed write.
 const drainRetry = time.Second
 
-// runDrainer is the leader's node drainer. Each pass looks at every
+// drainer is the leader's node drainer. Each pass looks at every
 // draining node and:
 //   - asks the scheduler to migrate (DesiredTransition.Migrate) the node's
 //     service allocs, at most migrate.max_parallel per group at a time
@@ -28,27 +28,30 @@ const drainRetry = time.Second
 //
 // Passes run when the nodes or the draining nodes' allocs change (memdb
 // watch) or a deadline is reached (injected clock), never by polling.
-func (s *Server) runDrainer(ctx context.Context) {
-	log := s.log.With("component", "drainer")
+type drainer struct{ serverCore }
+
+// Run drains until ctx ends.
+func (d *drainer) Run(ctx context.Context) {
+	log := d.log
 	for {
 		ws := memdb.NewWatchSet()
-		next, err := s.drainPass(ctx, ws)
+		next, err := d.drainPass(ctx, ws)
 		if ctx.Err() != nil {
 			return
 		}
 		if err != nil {
 			log.Warn("drain pass", "err", err)
-			if next.IsZero() || next.After(s.clock.Now().Add(drainRetry)) {
-				next = s.clock.Now().Add(drainRetry)
+			if next.IsZero() || next.After(d.clock.Now().Add(drainRetry)) {
+				next = d.clock.Now().Add(drainRetry)
 			}
 		}
-		log.Debug("drain pass done", "next", next, "now", s.clock.Now())
+		log.Debug("drain pass done", "next", next, "now", d.clock.Now())
 		wake := make(chan struct{})
 		var t broker.Timer
 		if !next.IsZero() {
-			t = s.clock.AtFunc(next, func() { close(wake) })
+			t = d.clock.AtFunc(next, func() { close(wake) })
 		}
-		ws.Add(s.State().AbandonCh())
+		ws.Add(d.State().AbandonCh())
 		wctx, cancel := context.WithCancel(ctx)
 		changed := ws.WatchCh(wctx)
 		select {
@@ -69,8 +72,8 @@ func (s *Server) runDrainer(ctx context.Context) {
 type tgKey struct{ ns, job, tg string }
 
 // drainPass does one pass and returns the earliest future force deadline.
-func (s *Server) drainPass(ctx context.Context, ws memdb.WatchSet) (time.Time, error) {
-	st := s.State()
+func (d *drainer) drainPass(ctx context.Context, ws memdb.WatchSet) (time.Time, error) {
+	st := d.State()
 	nodes, err := st.Nodes(ws, "")
 	if err != nil {
 		return time.Time{}, fmt.Errorf("list nodes: %w", err)
@@ -81,7 +84,7 @@ func (s *Server) drainPass(ctx context.Context, ws memdb.WatchSet) (time.Time, e
 		if node.DrainStrategy == nil {
 			continue
 		}
-		deadline, err := s.drainNode(ctx, ws, node)
+		deadline, err := d.drainNode(ctx, ws, node)
 		if err != nil && firstErr == nil {
 			firstErr = fmt.Errorf("drain node %s: %w", node.ID, err)
 		}
@@ -92,10 +95,10 @@ func (s *Server) drainPass(ctx context.Context, ws memdb.WatchSet) (time.Time, e
 	return next, firstErr
 }
 
-func (s *Server) drainNode(ctx context.Context, ws memdb.WatchSet, node *api.Node) (time.Time, error) {
-	st := s.State()
+func (d *drainer) drainNode(ctx context.Context, ws memdb.WatchSet, node *api.Node) (time.Time, error) {
+	st := d.State()
 	ds := node.DrainStrategy
-	now := s.clock.Now()
+	now := d.clock.Now()
 	forced := ds.Deadline < 0 || (!ds.ForceDeadline.IsZero() && !now.Before(ds.ForceDeadline))
 	var next time.Time
 	if !forced && !ds.ForceDeadline.IsZero() {
@@ -134,12 +137,12 @@ func (s *Server) drainNode(ctx context.Context, ws memdb.WatchSet, node *api.Nod
 	}
 	if len(others) == 0 && len(system) == 0 {
 		ev := &api.NodeEvent{Message: "Node drain complete", Subsystem: "Drain", Timestamp: now}
-		actx, cancel := context.WithTimeout(ctx, s.cfg.RaftApplyTimeout)
+		actx, cancel := d.applyCtx(ctx)
 		defer cancel()
-		if _, err := s.applyNodeDrain(actx, node.ID, nil, false, ev, nil); err != nil {
+		if _, err := d.applyNodeDrain(actx, node.ID, nil, false, ev, nil); err != nil {
 			return next, err
 		}
-		s.log.Info("node drain complete", "node", node.ID)
+		d.log.Info("node drain complete", "node", node.ID)
 		return time.Time{}, nil
 	}
 
@@ -210,12 +213,11 @@ func (s *Server) drainNode(ctx context.Context, ws memdb.WatchSet, node *api.Nod
 	for _, e := range evals {
 		list = append(list, e)
 	}
-	actx, cancel := context.WithTimeout(ctx, s.cfg.RaftApplyTimeout)
+	actx, cancel := d.applyCtx(ctx)
 	defer cancel()
-	if _, err := s.applyDesiredTransitions(actx, migrate, list); err != nil {
+	if _, err := d.applyDesiredTransitions(actx, migrate, list); err != nil {
 		return next, err
 	}
-	s.log.Info("drain migrating allocs", "node", node.ID, "allocs", len(migrate), "forced", forced)
-	s.enqueueStored(evalIDs(list)...)
+	d.log.Info("drain migrating allocs", "node", node.ID, "allocs", len(migrate), "forced", forced)
 	return next, nil
 }

@@ -8,9 +8,14 @@ import (
 	"github.com/drover/drover/server/scheduler"
 )
 
-// RegisterJob validates and canonicalizes a job, commits it with an eval
-// and hands the eval to the broker.
+// RegisterJob validates and canonicalizes a job and commits it with an
+// eval.
 func (s *Server) RegisterJob(ctx context.Context, req *api.JobRegisterRequest) (*api.JobRegisterResponse, error) {
+	return s.registerJob(ctx, req, api.EvalTriggerJobRegister)
+}
+
+// registerJob is RegisterJob with the eval's trigger.
+func (s *Server) registerJob(ctx context.Context, req *api.JobRegisterRequest, trigger string) (*api.JobRegisterResponse, error) {
 	if req == nil || req.Job == nil {
 		return nil, fmt.Errorf("register: missing job: %w", api.ErrInvalidJob)
 	}
@@ -46,7 +51,7 @@ func (s *Server) RegisterJob(ctx context.Context, req *api.JobRegisterRequest) (
 	job.SubmitTime = now.UnixNano()
 	var eval *api.Evaluation
 	if !job.IsPeriodic() && !job.IsParameterized() {
-		eval = s.newJobEval(job, api.EvalTriggerJobRegister)
+		eval = s.newJobEval(job, trigger)
 	}
 	idx, err := s.applyJobRegister(ctx, job, eval)
 	if err != nil {
@@ -58,7 +63,6 @@ func (s *Server) RegisterJob(ctx context.Context, req *api.JobRegisterRequest) (
 	}
 	if eval != nil {
 		resp.EvalID, resp.EvalCreateIndex = eval.ID, idx
-		s.enqueueStored(eval.ID)
 	}
 	return resp, nil
 }
@@ -79,14 +83,6 @@ func (s *Server) prepareJob(in *api.Job) (*api.Job, error) {
 		job.Region = s.cfg.Region
 	}
 	return job, nil
-}
-
-func (s *Server) newJobEval(job *api.Job, trigger string) *api.Evaluation {
-	now := s.clock.Now().UnixNano()
-	return &api.Evaluation{
-		ID: newID(), Namespace: job.Namespace, Priority: job.Priority, Type: job.Type, TriggeredBy: trigger,
-		JobID: job.ID, Status: api.EvalStatusPending, CreateTime: now, ModifyTime: now,
-	}
 }
 
 // DeregisterJob stops a job (a new version with Stop set) or purges it,
@@ -113,13 +109,9 @@ func (s *Server) DeregisterJob(ctx context.Context, ns, id string, purge bool) (
 	if err != nil {
 		return nil, fmt.Errorf("deregister job %q: %w", id, err)
 	}
-	if b := s.blocked.Untrack(ns, id); b != nil {
-		s.cancelDuplicateBlocked(b)
-	}
 	resp := &api.JobDeregisterResponse{JobModifyIndex: idx, Index: idx}
 	if eval != nil {
 		resp.EvalID, resp.EvalCreateIndex = eval.ID, idx
-		s.enqueueStored(eval.ID)
 	}
 	return resp, nil
 }
@@ -148,7 +140,6 @@ func (s *Server) EvaluateJob(ctx context.Context, ns, id string) (*api.JobEvalua
 	if err != nil {
 		return nil, fmt.Errorf("evaluate job %q: %w", id, err)
 	}
-	s.enqueueStored(eval.ID)
 	return &api.JobEvaluateResponse{EvalID: eval.ID, EvalCreateIndex: idx, JobModifyIndex: job.JobModifyIndex, Index: idx}, nil
 }
 
@@ -173,9 +164,14 @@ func (s *Server) PlanJob(ctx context.Context, req *api.JobPlanRequest) (*api.Job
 	index := snap.LatestIndex()
 	job.SubmitTime = s.clock.Now().UnixNano()
 	job.ModifyIndex, job.JobModifyIndex = index+1, index+1
-	if cur != nil {
+	switch {
+	case cur != nil && !cur.SpecChanged(job):
+		// Registering it would keep the version: the scheduler sees the
+		// job it already placed, and plans Ignore.
+		job.Version, job.CreateIndex, job.JobModifyIndex = cur.Version, cur.CreateIndex, cur.JobModifyIndex
+	case cur != nil:
 		job.Version, job.CreateIndex = cur.Version+1, cur.CreateIndex
-	} else {
+	default:
 		job.CreateIndex = index + 1
 	}
 	job.Status = api.JobStatusPending
@@ -183,7 +179,11 @@ func (s *Server) PlanJob(ctx context.Context, req *api.JobPlanRequest) (*api.Job
 	eval.AnnotatePlan = true
 	eval.CreateIndex, eval.ModifyIndex, eval.JobModifyIndex = index+1, index+1, index+1
 	view := &plannedState{State: snap.Scheduler(), job: job}
-	res, err := scheduler.Schedule(view, eval, scheduler.Options{Now: s.clock.Now(), Logger: s.log.With("component", "plan")})
+	// The dry run schedules as the workers would: with the stored
+	// preemption settings and algorithm.
+	pre, algorithm := schedulerOptions(snap)
+	res, err := scheduler.Schedule(view, eval, scheduler.Options{Now: s.clock.Now(), Logger: s.log.With("component", "plan"),
+		Preemption: &pre, Algorithm: algorithm})
 	if err != nil {
 		return nil, fmt.Errorf("plan job %q: %w", job.ID, err)
 	}

@@ -12,7 +12,7 @@ import (
 // RegisterNode registers (or re-registers) a client node. A new node
 // starts ready; a re-registration must present the same SecretID and
 // keeps drain and eligibility. Nodes that (re)become ready get evals for
-// system jobs and wake blocked evals.
+// system jobs; committing the node wakes blocked evals (commitReactor).
 func (s *Server) RegisterNode(ctx context.Context, n *api.Node) (*api.NodeRegisterResponse, error) {
 	if n == nil || n.ID == "" {
 		return nil, fmt.Errorf("register node: missing node ID: %w", api.ErrBadRequest)
@@ -53,9 +53,6 @@ func (s *Server) RegisterNode(ctx context.Context, n *api.Node) (*api.NodeRegist
 	if err != nil {
 		return nil, fmt.Errorf("register node %s: %w", n.ID, err)
 	}
-	s.enqueueStored(evalIDs(evals)...)
-	// New node, node back, or a re-fingerprint that may have grown it.
-	s.blocked.Unblock(node.ComputedClass, idx)
 	ttl := s.hb.ttl()
 	s.hb.reset(n.ID, ttl+s.cfg.HeartbeatGrace)
 	return s.registerResponse(ttl, idx), nil
@@ -114,8 +111,6 @@ func (s *Server) HeartbeatNode(ctx context.Context, id, secret string, req *api.
 		if err != nil {
 			return nil, fmt.Errorf("node %s ready: %w", id, err)
 		}
-		s.enqueueStored(evalIDs(evals)...)
-		s.blocked.Unblock(node.ComputedClass, idx)
 	}
 	ttl := s.hb.ttl()
 	s.hb.reset(id, ttl+s.cfg.HeartbeatGrace)
@@ -124,13 +119,13 @@ func (s *Server) HeartbeatNode(ctx context.Context, id, secret string, req *api.
 
 // UpdateAllocsFromClient applies a client's batch of alloc status
 // changes. Failed allocs get an eval (the scheduler reschedules them);
-// allocs that became terminal free capacity and wake blocked evals.
+// allocs that became terminal free capacity, which wakes blocked evals
+// (commitReactor).
 func (s *Server) UpdateAllocsFromClient(ctx context.Context, nodeID, secret string, allocs []*api.Allocation) (uint64, error) {
 	if !s.IsLeader() {
 		return 0, errNotLeader()
 	}
-	node, err := s.authNode(nodeID, secret)
-	if err != nil {
+	if _, err := s.authNode(nodeID, secret); err != nil {
 		return 0, err
 	}
 	if len(allocs) == 0 {
@@ -141,7 +136,6 @@ func (s *Server) UpdateAllocsFromClient(ctx context.Context, nodeID, secret stri
 	type jk struct{ ns, id string }
 	evalFor := map[jk]*api.Evaluation{}
 	var evals []*api.Evaluation
-	freed := false
 	updates := make([]*api.Allocation, 0, len(allocs))
 	for _, a := range allocs {
 		if a == nil || a.ID == "" {
@@ -162,9 +156,6 @@ func (s *Server) UpdateAllocsFromClient(ctx context.Context, nodeID, secret stri
 		u.NodeID, u.Namespace, u.JobID, u.TaskGroup = cur.NodeID, cur.Namespace, cur.JobID, cur.TaskGroup
 		u.ModifyTime = now.UnixNano()
 		updates = append(updates, u)
-		if u.ClientTerminalStatus() && !cur.ClientTerminalStatus() {
-			freed = true
-		}
 		failed := u.ClientStatus == api.AllocClientStatusFailed && cur.ClientStatus != api.AllocClientStatusFailed &&
 			cur.DesiredStatus == api.AllocDesiredStatusRun
 		if failed || reconnected(cur, u) {
@@ -189,10 +180,6 @@ func (s *Server) UpdateAllocsFromClient(ctx context.Context, nodeID, secret stri
 	idx, err := s.applyAllocClientUpdate(ctx, updates, evals)
 	if err != nil {
 		return 0, fmt.Errorf("alloc updates of node %s: %w", nodeID, err)
-	}
-	s.enqueueStored(evalIDs(evals)...)
-	if freed {
-		s.blocked.Unblock(node.ComputedClass, idx)
 	}
 	return idx, nil
 }
@@ -229,14 +216,17 @@ func (s *Server) UpdateNodeDrain(ctx context.Context, req *api.NodeUpdateDrainRe
 		msg = "Node drain strategy set"
 	}
 	ev := &api.NodeEvent{Message: msg, Subsystem: "Drain", Timestamp: now}
-	idx, err := s.applyNodeDrain(ctx, req.NodeID, ds, req.MarkEligible, ev, nil)
+	var evals []*api.Evaluation
+	if ds == nil && req.MarkEligible && node.SchedulingEligibility != api.NodeSchedulingEligible {
+		// The node takes work again: system jobs (whose allocs the drain
+		// stopped) are placed there anew, like `node eligibility -enable`.
+		evals = s.nodeEvals(node, nil, api.EvalTriggerNodeUpdate, now)
+	}
+	idx, err := s.applyNodeDrain(ctx, req.NodeID, ds, req.MarkEligible, ev, evals)
 	if err != nil {
 		return nil, fmt.Errorf("drain node %s: %w", req.NodeID, err)
 	}
-	if ds == nil && req.MarkEligible {
-		s.blocked.Unblock(node.ComputedClass, idx)
-	}
-	return &api.NodeUpdateResponse{NodeModifyIndex: idx, Index: idx}, nil
+	return &api.NodeUpdateResponse{EvalIDs: evalIDs(evals), EvalCreateIndex: idx, NodeModifyIndex: idx, Index: idx}, nil
 }
 
 // UpdateNodeEligibility toggles scheduling eligibility. A draining node
@@ -274,10 +264,6 @@ func (s *Server) UpdateNodeEligibility(ctx context.Context, req *api.NodeUpdateE
 	if err != nil {
 		return nil, fmt.Errorf("eligibility of node %s: %w", req.NodeID, err)
 	}
-	s.enqueueStored(evalIDs(evals)...)
-	if req.Eligibility == api.NodeSchedulingEligible {
-		s.blocked.Unblock(node.ComputedClass, idx)
-	}
 	return &api.NodeUpdateResponse{EvalIDs: evalIDs(evals), EvalCreateIndex: idx, NodeModifyIndex: idx, Index: idx}, nil
 }
 
@@ -308,6 +294,5 @@ func (s *Server) StopAlloc(ctx context.Context, id string) (*api.AllocStopRespon
 	if err != nil {
 		return nil, fmt.Errorf("stop alloc %s: %w", id, err)
 	}
-	s.enqueueStored(eval.ID)
 	return &api.AllocStopResponse{EvalID: eval.ID, Index: idx}, nil
 }

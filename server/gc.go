@@ -3,44 +3,51 @@ package server
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/server/fsm"
 	"github.com/drover/drover/server/state"
 )
 
-// runGC periodically (EvalGCInterval on the injected clock) deletes
+// evalGC periodically (EvalGCInterval on the injected clock) deletes
 // evaluations that finished more than EvalGCThreshold ago, together with
 // their allocations, once every one of those allocs is finished on its
 // client. Evals of live batch jobs are kept (their allocs are the job's
 // record of completion).
-func (s *Server) runGC(ctx context.Context) {
+type evalGC struct {
+	serverCore
+	interval, threshold time.Duration
+}
+
+// Run collects until ctx ends.
+func (g *evalGC) Run(ctx context.Context) {
 	for {
 		tick := make(chan struct{})
-		t := s.clock.AfterFunc(s.cfg.EvalGCInterval, func() { close(tick) })
+		t := g.clock.AfterFunc(g.interval, func() { close(tick) })
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
 		case <-tick:
 		}
-		n, err := s.gcEvals(ctx)
+		n, err := g.collect(ctx)
 		if err != nil && ctx.Err() == nil {
-			s.log.Warn("eval gc", "err", err)
+			g.log.Warn("eval gc", "err", err)
 		} else if n > 0 {
-			s.log.Info("eval gc", "evals", n)
+			g.log.Info("eval gc", "evals", n)
 		}
 	}
 }
 
-// gcEvals does one collection and returns how many evals it deleted.
-func (s *Server) gcEvals(ctx context.Context) (int, error) {
-	st := s.State()
+// collect does one collection and returns how many evals it deleted.
+func (g *evalGC) collect(ctx context.Context) (int, error) {
+	st := g.State()
 	evals, err := st.Evals(nil, state.AllNamespaces, "")
 	if err != nil {
 		return 0, fmt.Errorf("list evals: %w", err)
 	}
-	cutoff := s.clock.Now().Add(-s.cfg.EvalGCThreshold).UnixNano()
+	cutoff := g.clock.Now().Add(-g.threshold).UnixNano()
 	var evalIDs, allocIDs []string
 	for _, e := range evals {
 		if !e.TerminalStatus() || e.ModifyTime > cutoff {
@@ -73,9 +80,9 @@ func (s *Server) gcEvals(ctx context.Context) (int, error) {
 	if len(evalIDs) == 0 {
 		return 0, nil
 	}
-	actx, cancel := context.WithTimeout(ctx, s.cfg.RaftApplyTimeout)
+	actx, cancel := g.applyCtx(ctx)
 	defer cancel()
-	if _, err := s.apply(actx, fsm.EvalDeleteType, &fsm.EvalDeleteRequest{Evals: evalIDs, Allocs: allocIDs}); err != nil {
+	if _, err := g.apply(actx, fsm.EvalDeleteType, &fsm.EvalDeleteRequest{Evals: evalIDs, Allocs: allocIDs}); err != nil {
 		return 0, err
 	}
 	return len(evalIDs), nil

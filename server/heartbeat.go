@@ -192,7 +192,6 @@ func (s *Server) nodeDisconnect(ctx context.Context, node *api.Node, allocs []*a
 	}
 	s.log.Info("node disconnected", "node", node.ID, "unknown_allocs", unknown, "lost_allocs", len(ups)-unknown,
 		"window", w, "evals", len(evals))
-	s.enqueueStored(evalIDs(evals)...)
 	s.hb.reset(node.ID, w)
 	return nil
 }
@@ -282,7 +281,6 @@ func (s *Server) nodeDown(ctx context.Context, nodeID, why string) error {
 		return err
 	}
 	s.log.Info("node down", "node", nodeID, "lost_allocs", len(lost), "evals", len(evals))
-	s.enqueueStored(evalIDs(evals)...)
 	return nil
 }
 

@@ -1,9 +1,13 @@
 package server
 
 import (
-	"encoding/json"
+	"encoding/base64"
 	"fmt"
+	"reflect"
 	"sort"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/drover/drover/api"
 )
@@ -143,42 +147,84 @@ func fieldDiffs(old, new map[string]string) []*api.FieldDiff {
 	return out
 }
 
-// flatten renders v's JSON form as dotted path -> scalar string, skipping
-// the named top-level fields. A nil pointer flattens to nothing.
+// flatten renders v as dotted path -> scalar string (the paths use the
+// JSON field names; fields omitted from the JSON form are left out), skipping
+// the named top-level fields. Durations print as durations ("24h0m0s"),
+// numbers in task config without exponents. A nil pointer flattens to
+// nothing.
 func flatten[T any](v *T, skip map[string]bool) map[string]string {
 	out := map[string]string{}
 	if v == nil {
 		return out
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return out
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return out
-	}
-	for k, val := range m {
-		if skip[k] {
-			continue
+	rv := reflect.ValueOf(v).Elem()
+	for i := range rv.NumField() {
+		name, ok := jsonField(rv.Type().Field(i), rv.Field(i))
+		if ok && !skip[name] {
+			flattenInto(out, name, rv.Field(i))
 		}
-		flattenInto(out, k, val)
 	}
 	return out
 }
 
-func flattenInto(out map[string]string, path string, v any) {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, val := range x {
-			flattenInto(out, path+"."+k, val)
+var (
+	durationType = reflect.TypeFor[time.Duration]()
+	timeType     = reflect.TypeFor[time.Time]()
+)
+
+// jsonField returns a struct field's JSON name, false when encoding/json
+// would leave it out (unexported, "-", or empty with omitempty).
+func jsonField(f reflect.StructField, v reflect.Value) (string, bool) {
+	if !f.IsExported() {
+		return "", false
+	}
+	tag := f.Tag.Get("json")
+	name, opts, _ := strings.Cut(tag, ",")
+	if name == "-" && opts == "" {
+		return "", false
+	}
+	if name == "" {
+		name = f.Name
+	}
+	if strings.Contains(","+opts+",", ",omitempty,") && v.IsZero() {
+		return "", false
+	}
+	return name, true
+}
+
+func flattenInto(out map[string]string, path string, v reflect.Value) {
+	switch {
+	case v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface:
+		if !v.IsNil() {
+			flattenInto(out, path, v.Elem())
 		}
-	case []any:
-		for i, val := range x {
-			flattenInto(out, fmt.Sprintf("%s[%d]", path, i), val)
+	case v.Type() == durationType:
+		out[path] = time.Duration(v.Int()).String()
+	case v.Type() == timeType:
+		if t := v.Interface().(time.Time); !t.IsZero() {
+			out[path] = t.UTC().Format(time.RFC3339)
 		}
-	case nil:
+	case v.Kind() == reflect.Struct:
+		for i := range v.NumField() {
+			if name, ok := jsonField(v.Type().Field(i), v.Field(i)); ok {
+				flattenInto(out, path+"."+name, v.Field(i))
+			}
+		}
+	case v.Kind() == reflect.Map:
+		for _, k := range v.MapKeys() {
+			flattenInto(out, path+"."+fmt.Sprint(k.Interface()), v.MapIndex(k))
+		}
+	case v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Uint8:
+		if v.Len() > 0 {
+			out[path] = base64.StdEncoding.EncodeToString(v.Bytes())
+		}
+	case v.Kind() == reflect.Slice || v.Kind() == reflect.Array:
+		for i := range v.Len() {
+			flattenInto(out, fmt.Sprintf("%s[%d]", path, i), v.Index(i))
+		}
+	case v.Kind() == reflect.Float64 || v.Kind() == reflect.Float32:
+		out[path] = strconv.FormatFloat(v.Float(), 'f', -1, 64)
 	default:
-		out[path] = fmt.Sprint(x)
+		out[path] = fmt.Sprint(v.Interface())
 	}
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"testing"
+	"time"
 
 	"github.com/drover/drover/api"
 )
@@ -29,5 +30,29 @@ func TestJobDiff(t *testing.T) {
 	}
 	if len(g.Tasks) != 1 || len(g.Tasks[0].Fields) != 1 || g.Tasks[0].Fields[0].Name != "Config.command" {
 		t.Fatalf("task diff = %+v", g.Tasks)
+	}
+}
+
+// Durations diff as durations and config numbers without exponents
+// (they printed as 8.64e+13).
+func TestJobDiffFormatsValues(t *testing.T) {
+	old, new := diffJob(1, "a"), diffJob(1, "a")
+	old.Update = &api.UpdateStrategy{MaxParallel: 1, MinHealthyTime: 10 * time.Second}
+	new.Update = &api.UpdateStrategy{MaxParallel: 1, MinHealthyTime: 24 * time.Hour}
+	old.TaskGroups[0].Tasks[0].Config["ttl"] = float64(1000)
+	new.TaskGroups[0].Tasks[0].Config["ttl"] = float64(86400000000000)
+	d := jobDiff(old, new)
+	got := map[string][2]string{}
+	for _, f := range d.Fields {
+		got[f.Name] = [2]string{f.Old, f.New}
+	}
+	for _, f := range d.TaskGroups[0].Tasks[0].Fields {
+		got[f.Name] = [2]string{f.Old, f.New}
+	}
+	if got["Update.MinHealthyTime"] != [2]string{"10s", "24h0m0s"} {
+		t.Errorf("duration diff %v, want 10s => 24h0m0s (all: %v)", got["Update.MinHealthyTime"], got)
+	}
+	if got["Config.ttl"] != [2]string{"1000", "86400000000000"} {
+		t.Errorf("number diff %v, want 1000 => 86400000000000", got["Config.ttl"])
 	}
 }

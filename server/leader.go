@@ -72,16 +72,32 @@ func (s *Server) establishLeadership() {
 	s.hb.enable(ctx, nodes)
 
 	s.leaderGo(func() { s.runPlanApplier(ctx) })
-	for range s.cfg.NumSchedulers {
-		s.leaderGo(func() { s.runWorker(ctx) })
+	for _, d := range s.leaderDuties(since) {
+		s.leaderGo(func() { d.Run(ctx) })
 	}
-	s.leaderGo(func() { s.runDrainer(ctx) })
-	s.leaderGo(func() { s.runEvalReaper(ctx) })
-	s.leaderGo(func() { s.runGC(ctx) })
-	s.leaderGo(func() { s.runAutopilot(ctx) })
-	s.leaderGo(func() { s.runPeriodic(ctx, since) })
-	s.leaderGo(func() { s.runDeploymentWatcher(ctx) })
 	s.log.Info("leadership established", "workers", s.cfg.NumSchedulers, "nodes", len(nodes))
+}
+
+// leaderDuties builds the duties of one leadership term. The state-driven
+// ones get the server's core (state, Raft writes, clock, log), workers the
+// broker, plan queue and blocked tracker besides, autopilot the Raft node
+// and gossip membership; none gets the whole server.
+func (s *Server) leaderDuties(since time.Time) []leaderDuty {
+	duties := []leaderDuty{
+		&drainer{serverCore: s.named("drainer")},
+		&evalReaper{serverCore: s.named("evalreaper"), queue: &s.reap},
+		&evalGC{serverCore: s.named("evalgc"), interval: s.cfg.EvalGCInterval, threshold: s.cfg.EvalGCThreshold},
+		&periodicLauncher{serverCore: s.named("periodic"), since: since},
+		&deploymentWatcher{serverCore: s.named("deploymentwatcher")},
+	}
+	for range s.cfg.NumSchedulers {
+		duties = append(duties, &worker{serverCore: s.named("worker"), evals: s.broker, plans: s.planQueue,
+			blocked: s.blocked, obsolete: s.cancelDuplicateBlocked})
+	}
+	if a := s.newAutopilot(); a != nil {
+		duties = append(duties, a)
+	}
+	return duties
 }
 
 func (s *Server) leaderGo(f func()) {
@@ -110,40 +126,16 @@ func (s *Server) revokeLeadership() {
 	s.log.Info("leadership revoked")
 }
 
-// restoreEvals puts every pending eval into the broker and every blocked
-// eval into the tracker.
+// restoreEvals hands every stored eval to the commit reactor, as if it
+// had just been committed: pending ones go to the broker, blocked ones to
+// the tracker.
 func (s *Server) restoreEvals() error {
 	evals, err := s.State().Evals(nil, state.AllNamespaces, "")
 	if err != nil {
 		return fmt.Errorf("list evals: %w", err)
 	}
-	for _, e := range evals {
-		switch e.Status {
-		case api.EvalStatusPending:
-			s.broker.Enqueue(e)
-		case api.EvalStatusBlocked:
-			s.blocked.Block(e)
-		}
-	}
+	s.reactor.dispatch(evals)
 	return nil
-}
-
-// enqueueStored hands freshly committed evals (re-read from state, so
-// they carry their indexes) to the broker or the blocked tracker.
-func (s *Server) enqueueStored(ids ...string) {
-	st := s.State()
-	for _, id := range ids {
-		e, err := st.EvalByID(nil, id)
-		if err != nil || e == nil {
-			continue
-		}
-		switch e.Status {
-		case api.EvalStatusPending:
-			s.broker.Enqueue(e)
-		case api.EvalStatusBlocked:
-			s.blocked.Block(e)
-		}
-	}
 }
 
 // evalStatusQueue collects evals whose status the leader must change
@@ -187,25 +179,31 @@ func (s *Server) cancelDuplicateBlocked(e *api.Evaluation) {
 	s.reap.push(c)
 }
 
-// runEvalReaper writes the queued eval status changes.
-func (s *Server) runEvalReaper(ctx context.Context) {
+// evalReaper writes the queued eval status changes.
+type evalReaper struct {
+	serverCore
+	queue *evalStatusQueue
+}
+
+// Run writes until ctx ends.
+func (r *evalReaper) Run(ctx context.Context) {
 	for {
-		if items := s.reap.take(); len(items) > 0 {
-			now := s.clock.Now().UnixNano()
+		if items := r.queue.take(); len(items) > 0 {
+			now := r.clock.Now().UnixNano()
 			for _, e := range items {
 				e.ModifyTime = now
 			}
-			actx, cancel := context.WithTimeout(ctx, s.cfg.RaftApplyTimeout)
-			_, err := s.applyEvals(actx, items)
+			actx, cancel := r.applyCtx(ctx)
+			_, err := r.applyEvals(actx, items)
 			cancel()
 			if err != nil {
-				s.log.Warn("update eval status", "evals", len(items), "err", err)
+				r.log.Warn("update eval status", "evals", len(items), "err", err)
 			}
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-s.reap.notify:
+		case <-r.queue.notify:
 		}
 	}
 }

@@ -56,16 +56,11 @@ type cluster struct {
 	// pause asks the leader loop to stop leader duties until resumed
 	// (around a snapshot restore).
 	pause chan pauseRequest
-	// autopilot bookkeeping (leader only, touched by its loop).
-	nonvoterSince map[raft.ServerID]time.Time
-	failedSince   map[raft.ServerID]time.Time
 }
 
 func (c *cluster) init() {
 	c.reestablish = make(chan struct{}, 1)
 	c.pause = make(chan pauseRequest)
-	c.nonvoterSince = map[raft.ServerID]time.Time{}
-	c.failedSince = map[raft.ServerID]time.Time{}
 }
 
 func (c *cluster) membership() Membership {

@@ -142,7 +142,7 @@ func TestEvalGC(t *testing.T) {
 	waitEvalStatus(t, s, stop.EvalID, api.EvalStatusComplete)
 	waitLive(t, s, "web", 0)
 	// Too young, and the alloc still runs on the client: nothing goes.
-	if n, err := s.gcEvals(ctx); err != nil || n != 0 {
+	if n, err := (&evalGC{serverCore: s.serverCore, interval: s.cfg.EvalGCInterval, threshold: s.cfg.EvalGCThreshold}).collect(ctx); err != nil || n != 0 {
 		t.Fatalf("gc of young evals = %d, %v", n, err)
 	}
 	reportAllocs(t, s, "a", api.AllocClientStatusComplete, live[0])
@@ -151,7 +151,7 @@ func TestEvalGC(t *testing.T) {
 	clk.Advance(2 * time.Hour)
 	// Collect now too (the background pass may have read the clock while
 	// Advance was still on its way): whichever runs first deletes.
-	if _, err := s.gcEvals(ctx); err != nil {
+	if _, err := (&evalGC{serverCore: s.serverCore, interval: s.cfg.EvalGCInterval, threshold: s.cfg.EvalGCThreshold}).collect(ctx); err != nil {
 		t.Fatal(err)
 	}
 	waitState(t, s, "evals and alloc collected", func(ws memdb.WatchSet) (bool, error) {

@@ -17,29 +17,36 @@ import (
 // the child job's ID, as Nomad names them.
 const periodicChildPrefix = "/periodic-"
 
-// runPeriodic is the leader's periodic-job launcher. For every enabled,
+// periodicLauncher is the leader's periodic-job launcher. For every enabled,
 // running periodic job it computes the next cron time after the later of
 // "leadership start" and the newest child's launch, arms one timer (the
 // injected clock) for the earliest, and registers a child job (ParentID
 // set, Periodic cleared, with its eval) when it fires. ProhibitOverlap
 // skips a launch while a previous child is not dead. Launches missed while
 // no leader ran are not made up. Job changes re-plan at once (memdb watch).
-func (s *Server) runPeriodic(ctx context.Context, since time.Time) {
+type periodicLauncher struct {
+	serverCore
+	since time.Time // when this leadership started
+}
+
+// Run launches periodic jobs until ctx ends.
+func (p *periodicLauncher) Run(ctx context.Context) {
+	since := p.since
 	for {
 		ws := memdb.NewWatchSet()
-		next, err := s.periodicPass(ctx, ws, since)
+		next, err := p.periodicPass(ctx, ws, since)
 		if ctx.Err() != nil {
 			return
 		}
 		if err != nil {
-			s.log.Warn("periodic launch", "err", err)
+			p.log.Warn("periodic launch", "err", err)
 		}
 		wake := make(chan struct{})
 		var t broker.Timer
 		if !next.IsZero() {
-			t = s.clock.AtFunc(next, func() { close(wake) })
+			t = p.clock.AtFunc(next, func() { close(wake) })
 		}
-		ws.Add(s.State().AbandonCh())
+		ws.Add(p.State().AbandonCh())
 		wctx, cancel := context.WithCancel(ctx)
 		select {
 		case <-ctx.Done():
@@ -57,20 +64,20 @@ func (s *Server) runPeriodic(ctx context.Context, since time.Time) {
 }
 
 // periodicPass launches the due children and returns the next launch time.
-func (s *Server) periodicPass(ctx context.Context, ws memdb.WatchSet, since time.Time) (time.Time, error) {
-	st := s.State()
+func (p *periodicLauncher) periodicPass(ctx context.Context, ws memdb.WatchSet, since time.Time) (time.Time, error) {
+	st := p.State()
 	jobs, err := st.Jobs(ws, state.AllNamespaces, "")
 	if err != nil {
 		return time.Time{}, fmt.Errorf("list jobs: %w", err)
 	}
-	now := s.clock.Now()
+	now := p.clock.Now()
 	var earliest time.Time
 	var firstErr error
 	for _, j := range jobs {
 		if !j.IsPeriodic() || j.Stop || j.ParentID != "" {
 			continue
 		}
-		due, err := s.periodicNext(j, since)
+		due, err := p.periodicNext(j, since)
 		if err != nil {
 			if firstErr == nil {
 				firstErr = err
@@ -81,7 +88,7 @@ func (s *Server) periodicPass(ctx context.Context, ws memdb.WatchSet, since time
 			continue
 		}
 		if !due.After(now) {
-			if err := s.launchPeriodic(ctx, j, due); err != nil && firstErr == nil {
+			if err := p.launchPeriodic(ctx, j, due); err != nil && firstErr == nil {
 				firstErr = err
 			}
 			// The launch wrote a child: the job watch wakes the next pass.
@@ -95,7 +102,7 @@ func (s *Server) periodicPass(ctx context.Context, ws memdb.WatchSet, since time
 }
 
 // periodicNext is the job's next launch after max(since, newest child).
-func (s *Server) periodicNext(j *api.Job, since time.Time) (time.Time, error) {
+func (p *periodicLauncher) periodicNext(j *api.Job, since time.Time) (time.Time, error) {
 	specs := j.Periodic.Specs
 	if j.Periodic.Spec != "" {
 		specs = append([]string{j.Periodic.Spec}, specs...)
@@ -109,7 +116,7 @@ func (s *Server) periodicNext(j *api.Job, since time.Time) (time.Time, error) {
 		loc = l
 	}
 	after := since
-	if last := s.lastPeriodicLaunch(j); last.After(after) {
+	if last := p.lastPeriodicLaunch(j); last.After(after) {
 		after = last
 	}
 	var next time.Time
@@ -126,8 +133,8 @@ func (s *Server) periodicNext(j *api.Job, since time.Time) (time.Time, error) {
 }
 
 // lastPeriodicLaunch reads the newest child's launch time from its ID.
-func (s *Server) lastPeriodicLaunch(j *api.Job) time.Time {
-	children, err := s.State().Jobs(nil, j.Namespace, j.ID+periodicChildPrefix)
+func (p *periodicLauncher) lastPeriodicLaunch(j *api.Job) time.Time {
+	children, err := p.State().Jobs(nil, j.Namespace, j.ID+periodicChildPrefix)
 	if err != nil {
 		return time.Time{}
 	}
@@ -147,26 +154,29 @@ func (s *Server) lastPeriodicLaunch(j *api.Job) time.Time {
 	return last
 }
 
-func (s *Server) launchPeriodic(ctx context.Context, parent *api.Job, at time.Time) error {
+func (p *periodicLauncher) launchPeriodic(ctx context.Context, parent *api.Job, at time.Time) error {
 	if parent.Periodic.ProhibitOverlap {
-		children, err := s.State().Jobs(nil, parent.Namespace, parent.ID+periodicChildPrefix)
+		children, err := p.State().Jobs(nil, parent.Namespace, parent.ID+periodicChildPrefix)
 		if err != nil {
 			return err
 		}
 		for _, c := range children {
 			if c.ParentID == parent.ID && c.Status != api.JobStatusDead {
-				s.log.Info("periodic launch skipped: previous child still running", "job", parent.ID, "child", c.ID)
-				return s.registerPeriodicChild(ctx, parent, at, true)
+				p.log.Info("periodic launch skipped: previous child still running", "job", parent.ID, "child", c.ID)
+				_, _, _, err := p.registerPeriodicChild(ctx, parent, at, true)
+				return err
 			}
 		}
 	}
-	return s.registerPeriodicChild(ctx, parent, at, false)
+	_, _, _, err := p.registerPeriodicChild(ctx, parent, at, false)
+	return err
 }
 
-// registerPeriodicChild registers the child job launched at at. A skipped
-// launch (overlap) registers it stopped, so the launch time is recorded
-// and the next one is computed from it.
-func (s *Server) registerPeriodicChild(ctx context.Context, parent *api.Job, at time.Time, skipped bool) error {
+// registerPeriodicChild registers the child job launched at at and
+// returns it and its eval (nil when skipped). A skipped launch (overlap)
+// registers it stopped, so the launch time is recorded and the next one is
+// computed from it.
+func (c *serverCore) registerPeriodicChild(ctx context.Context, parent *api.Job, at time.Time, skipped bool) (*api.Job, *api.Evaluation, uint64, error) {
 	child := parent.Copy()
 	child.ID = parent.ID + periodicChildPrefix + strconv.FormatInt(at.Unix(), 10)
 	child.Name = child.ID
@@ -174,19 +184,17 @@ func (s *Server) registerPeriodicChild(ctx context.Context, parent *api.Job, at 
 	child.Periodic = nil
 	child.Status, child.StatusDescription = "", ""
 	child.Version, child.CreateIndex, child.ModifyIndex, child.JobModifyIndex = 0, 0, 0, 0
-	child.SubmitTime = s.clock.Now().UnixNano()
+	child.SubmitTime = c.clock.Now().UnixNano()
 	child.Stop = skipped
 	var eval *api.Evaluation
 	if !skipped {
-		eval = s.newJobEval(child, api.EvalTriggerPeriodicJob)
+		eval = c.newJobEval(child, api.EvalTriggerPeriodicJob)
 	}
-	actx, cancel := context.WithTimeout(ctx, s.cfg.RaftApplyTimeout)
+	actx, cancel := c.applyCtx(ctx)
 	defer cancel()
-	if _, err := s.applyJobRegister(actx, child, eval); err != nil {
-		return fmt.Errorf("launch periodic job %q: %w", parent.ID, err)
+	idx, err := c.applyJobRegister(actx, child, eval)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("launch periodic job %q: %w", parent.ID, err)
 	}
-	if eval != nil {
-		s.enqueueStored(eval.ID)
-	}
-	return nil
+	return child, eval, idx, nil
 }

@@ -129,6 +129,9 @@ func (s *Server) commitPlan(ctx context.Context, p *broker.PendingPlan, snap *st
 	for _, a := range req.AllocsPreempted {
 		a.ModifyTime = now
 	}
+	// Preempted jobs get evals in the same entry, so their work is placed again.
+	preempted := preemptionEvals(snap, res.NodePreemptions, now)
+	req.Evals = append(req.Evals, preempted...)
 	idx, err := s.applyPlanResults(ctx, req)
 	if err != nil {
 		err = fmt.Errorf("commit plan of eval %s: %w", p.Plan.EvalID, err)
@@ -143,19 +146,6 @@ func (s *Server) commitPlan(ctx context.Context, p *broker.PendingPlan, snap *st
 	s.metrics.planApply.Observe(s.clock.Now().Sub(start).Seconds())
 	s.metrics.placements.Add(float64(len(req.AllocsPlaced)))
 	p.Respond(res, nil)
-	// Stops and preemptions freed capacity: wake evals that may now fit.
-	freed := map[string]bool{}
-	for n := range res.NodeUpdate {
-		freed[n] = true
-	}
-	for n := range res.NodePreemptions {
-		freed[n] = true
-	}
-	for id := range freed {
-		if node, err := snap.NodeByID(nil, id); err == nil && node != nil {
-			s.blocked.Unblock(node.ComputedClass, idx)
-		}
-	}
 	return idx
 }
 

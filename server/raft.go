@@ -16,8 +16,10 @@ type raftSystem struct {
 	raft *raftstore.Raft
 }
 
-func newRaftSystem(cfg *Config, log *slog.Logger) (*raftSystem, error) {
-	f := fsm.New(fsm.Config{Logger: log})
+// newRaftSystem starts Raft over a new FSM whose commits feed reactor.
+func newRaftSystem(cfg *Config, log *slog.Logger, reactor *commitReactor) (*raftSystem, error) {
+	f := fsm.New(fsm.Config{Logger: log, Hooks: reactor})
+	reactor.state = f.State
 	be := cfg.BootstrapExpect
 	if cfg.DevMode && be == 0 {
 		be = 1

@@ -123,15 +123,15 @@ func (c *Config) setDefaults() {
 
 // Server is one server process's share of the cluster.
 type Server struct {
-	cfg   Config
-	log   *slog.Logger
-	clock broker.Clock
+	serverCore // state, Raft writes, clock, log (core.go)
+	cfg        Config
 
 	rs *raftSystem // raft + fsm (raft.go)
 
 	broker    *broker.EvalBroker
 	blocked   *broker.BlockedEvals
 	planQueue *broker.PlanQueue
+	reactor   *commitReactor // the FSM's hooks (reactions.go)
 	hb        *heartbeats
 	reap      evalStatusQueue
 	metrics   *metrics
@@ -162,7 +162,11 @@ func New(cfg *Config) (*Server, error) {
 	}
 	c := *cfg
 	c.setDefaults()
-	s := &Server{cfg: c, log: c.Logger.With("component", "server"), clock: c.Clock}
+	s := &Server{cfg: c}
+	s.serverCore = serverCore{
+		state:  func() *state.StateStore { return s.rs.state() },
+		commit: s.raftApply, clock: c.Clock, log: c.Logger.With("component", "server"), timeout: c.RaftApplyTimeout,
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.reap.notify = make(chan struct{}, 1)
 	s.cluster.init()
@@ -184,7 +188,8 @@ func New(cfg *Config) (*Server, error) {
 			return nil, fmt.Errorf("register metrics: %w", err)
 		}
 	}
-	rs, err := newRaftSystem(&s.cfg, s.log)
+	s.reactor = &commitReactor{evals: s.broker, blocked: s.blocked, obsolete: s.cancelDuplicateBlocked}
+	rs, err := newRaftSystem(&s.cfg, s.log, s.reactor)
 	if err != nil {
 		s.cancel()
 		return nil, err
@@ -221,10 +226,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	})
 	return err
 }
-
-// State returns the current state store (it changes after a snapshot
-// restore, so call it for each read).
-func (s *Server) State() *state.StateStore { return s.rs.state() }
 
 // IsLeader reports whether this server is the Raft leader.
 func (s *Server) IsLeader() bool { return s.rs.raft.State() == raft.Leader }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/broker"
 	"github.com/drover/drover/server/scheduler"
 )
 
@@ -20,22 +21,51 @@ const maxPlanAttempts = 5
 // snapshotWait bounds the wait for the state to reach an eval's index.
 const snapshotWait = 10 * time.Second
 
-// runWorker is one scheduler worker: dequeue, schedule, submit, ack.
-func (s *Server) runWorker(ctx context.Context) {
-	log := s.log.With("component", "worker")
+// evalSource hands out evals to schedule (the broker).
+type evalSource interface {
+	Dequeue(ctx context.Context, types []string, timeout time.Duration) (*api.Evaluation, string, error)
+	Ack(evalID, token string) error
+	Nack(evalID, token string) error
+}
+
+// planSubmitter queues a plan for the plan applier.
+type planSubmitter interface {
+	Enqueue(p *api.Plan) (*broker.PendingPlan, error)
+}
+
+// blockedView is the part of the blocked tracker a worker consults.
+type blockedView interface {
+	Blocked(namespace, jobID string) *api.Evaluation
+	Untrack(namespace, jobID string) *api.Evaluation
+}
+
+// worker is one scheduler worker, a leader duty: dequeue, schedule,
+// submit, ack.
+type worker struct {
+	serverCore
+	evals   evalSource
+	plans   planSubmitter
+	blocked blockedView
+	// obsolete cancels a blocked eval through Raft (the eval reaper).
+	obsolete func(*api.Evaluation)
+}
+
+// Run schedules until ctx ends.
+func (w *worker) Run(ctx context.Context) {
+	log := w.log
 	for {
-		e, tok, err := s.broker.Dequeue(ctx, schedulerTypes, 0)
+		e, tok, err := w.evals.Dequeue(ctx, schedulerTypes, 0)
 		if err != nil {
 			return // leadership revoked or shutting down
 		}
-		if err := s.processEval(ctx, e, tok); err != nil {
+		if err := w.processEval(ctx, e, tok); err != nil {
 			log.Warn("eval failed, nacking", "eval", e.ID, "job", e.JobID, "err", err)
-			if nerr := s.broker.Nack(e.ID, tok); nerr != nil && ctx.Err() == nil {
+			if nerr := w.evals.Nack(e.ID, tok); nerr != nil && ctx.Err() == nil {
 				log.Warn("nack", "eval", e.ID, "err", nerr)
 			}
 			continue
 		}
-		if err := s.broker.Ack(e.ID, tok); err != nil && ctx.Err() == nil {
+		if err := w.evals.Ack(e.ID, tok); err != nil && ctx.Err() == nil {
 			log.Warn("ack", "eval", e.ID, "err", err)
 		}
 	}
@@ -44,8 +74,8 @@ func (s *Server) runWorker(ctx context.Context) {
 // processEval runs the scheduler on a snapshot at least as new as the
 // eval, submits the plan (retrying on fresh state when nodes were
 // rejected) and commits the eval's outcome.
-func (s *Server) processEval(ctx context.Context, e *api.Evaluation, token string) error {
-	st := s.State()
+func (w *worker) processEval(ctx context.Context, e *api.Evaluation, token string) error {
+	st := w.State()
 	wctx, cancel := context.WithTimeout(ctx, snapshotWait)
 	snap, err := st.SnapshotMinIndex(wctx, e.ModifyIndex)
 	cancel()
@@ -55,7 +85,9 @@ func (s *Server) processEval(ctx context.Context, e *api.Evaluation, token strin
 	var res *scheduler.Result
 	exhausted := false
 	for attempt := 1; ; attempt++ {
-		opts := scheduler.Options{Now: s.clock.Now(), Logger: s.log.With("component", "scheduler", "eval", e.ID)}
+		pre, algorithm := schedulerOptions(snap)
+		opts := scheduler.Options{Now: w.clock.Now(), Logger: w.log.With("component", "scheduler", "eval", e.ID),
+			Preemption: &pre, Algorithm: algorithm}
 		res, err = scheduler.Schedule(snap.Scheduler(), e, opts)
 		if err != nil {
 			return fmt.Errorf("schedule: %w", err)
@@ -66,7 +98,7 @@ func (s *Server) processEval(ctx context.Context, e *api.Evaluation, token strin
 		}
 		plan.EvalID, plan.EvalToken, plan.Priority = e.ID, token, e.Priority
 		plan.SnapshotIndex = snap.LatestIndex()
-		pending, err := s.planQueue.Enqueue(plan)
+		pending, err := w.plans.Enqueue(plan)
 		if err != nil {
 			return fmt.Errorf("submit plan: %w", err)
 		}
@@ -88,13 +120,13 @@ func (s *Server) processEval(ctx context.Context, e *api.Evaluation, token strin
 			return fmt.Errorf("refresh snapshot at %d: %w", pr.RefreshIndex, err)
 		}
 	}
-	return s.commitEvalResult(ctx, e, res, snap.LatestIndex(), exhausted)
+	return w.commitEvalResult(ctx, e, res, snap.LatestIndex(), exhausted)
 }
 
 // commitEvalResult writes the eval's new status plus any blocked and
 // follow-up evals, then hands the new ones to the broker/tracker.
-func (s *Server) commitEvalResult(ctx context.Context, e *api.Evaluation, res *scheduler.Result, snapIndex uint64, exhausted bool) error {
-	now := s.clock.Now()
+func (w *worker) commitEvalResult(ctx context.Context, e *api.Evaluation, res *scheduler.Result, snapIndex uint64, exhausted bool) error {
+	now := w.clock.Now()
 	out := res.Eval
 	if out == nil {
 		out = e.Copy()
@@ -138,11 +170,10 @@ func (s *Server) commitEvalResult(ctx context.Context, e *api.Evaluation, res *s
 		out.NextEval = f.ID
 		newEval(f)
 	}
-	if _, err := s.applyEvals(ctx, evals); err != nil {
+	if _, err := w.applyEvals(ctx, evals); err != nil {
 		return fmt.Errorf("update evals: %w", err)
 	}
-	s.enqueueStored(created...)
-	s.dropObsoleteBlocked(e, out, res.Blocked != nil)
+	w.dropObsoleteBlocked(e, out, res.Blocked != nil)
 	return nil
 }
 
@@ -151,16 +182,16 @@ func (s *Server) commitEvalResult(ctx context.Context, e *api.Evaluation, res *s
 // whole job, so the blocked eval has nothing left to place. (Evals of one
 // job are serialized by the broker, so nothing else changes the job's
 // tracked eval meanwhile.)
-func (s *Server) dropObsoleteBlocked(e, out *api.Evaluation, blocked bool) {
+func (w *worker) dropObsoleteBlocked(e, out *api.Evaluation, blocked bool) {
 	if blocked || out.Status != api.EvalStatusComplete || (e.Type != api.JobTypeService && e.Type != api.JobTypeBatch) {
 		return
 	}
-	old := s.blocked.Blocked(e.Namespace, e.JobID)
+	old := w.blocked.Blocked(e.Namespace, e.JobID)
 	if old == nil || old.ID == e.ID || old.CreateIndex >= e.CreateIndex {
 		return
 	}
-	if got := s.blocked.Untrack(e.Namespace, e.JobID); got != nil {
-		s.cancelDuplicateBlocked(got)
+	if got := w.blocked.Untrack(e.Namespace, e.JobID); got != nil {
+		w.obsolete(got)
 	}
 }
 

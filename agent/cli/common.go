@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -16,10 +17,21 @@ import (
 	"github.com/drover/drover/api"
 )
 
-// apiClient builds the REST client from -address / DROVER_ADDR.
+// apiClient builds the REST client from -address / DROVER_ADDR and
+// -namespace / DROVER_NAMESPACE.
 func apiClient(cmd *cobra.Command) *api.Client {
 	addr, _ := cmd.Flags().GetString("address")
-	return api.NewClient(addr)
+	c := api.NewClient(addr)
+	c.Namespace = namespaceFlag(cmd)
+	return c
+}
+
+// namespaceFlag is -namespace, else $DROVER_NAMESPACE ("" = default).
+func namespaceFlag(cmd *cobra.Command) string {
+	if ns, _ := cmd.Flags().GetString("namespace"); ns != "" {
+		return ns
+	}
+	return os.Getenv("DROVER_NAMESPACE")
 }
 
 // addJSONFlag registers -json on cmd.

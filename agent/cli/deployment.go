@@ -27,9 +27,8 @@ func newDeploymentListCmd() *cobra.Command {
 		Args:  exactArgs(0),
 	}
 	jsonOut := addJSONFlag(cmd)
-	ns := cmd.Flags().String("namespace", "", `namespace ("*" for all)`)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		ds, _, err := apiClient(cmd).Deployments(cmd.Context(), &api.QueryOptions{Namespace: *ns})
+		ds, _, err := apiClient(cmd).Deployments(cmd.Context(), nil)
 		if err != nil {
 			return cmdErr("list deployments: %w", err)
 		}
@@ -37,19 +36,24 @@ func newDeploymentListCmd() *cobra.Command {
 		if *jsonOut {
 			return printJSON(out, ds)
 		}
-		if len(ds) == 0 {
-			fmt.Fprintln(out, "No deployments found")
-			return nil
-		}
-		sort.Slice(ds, func(i, j int) bool { return ds[i].CreateIndex > ds[j].CreateIndex })
-		rows := make([]string, 0, len(ds))
-		for _, d := range ds {
-			rows = append(rows, fmt.Sprintf("%s\t%s\t%d\t%s\t%s", short(d.ID), d.JobID, d.JobVersion, d.Status, d.StatusDescription))
-		}
-		table(out, "ID\tJob ID\tJob Version\tStatus\tDescription", rows)
+		printDeploymentTable(out, ds)
 		return nil
 	}
 	return cmd
+}
+
+// printDeploymentTable lists deployments, newest first.
+func printDeploymentTable(out io.Writer, ds []*api.Deployment) {
+	if len(ds) == 0 {
+		fmt.Fprintln(out, "No deployments found")
+		return
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i].CreateIndex > ds[j].CreateIndex })
+	rows := make([]string, 0, len(ds))
+	for _, d := range ds {
+		rows = append(rows, fmt.Sprintf("%s\t%s\t%d\t%s\t%s", short(d.ID), d.JobID, d.JobVersion, d.Status, d.StatusDescription))
+	}
+	table(out, "ID\tJob ID\tJob Version\tStatus\tDescription", rows)
 }
 
 func newDeploymentStatusCmd() *cobra.Command {

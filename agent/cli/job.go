@@ -34,7 +34,7 @@ registered and waits for capacity).`,
 	checkIndex := cmd.Flags().Uint64("check-index", 0, "register only if the job's modify index matches (0: the job must not exist)")
 	jsonOut := addJSONFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		job, err := loadJob(args[0], *vars, *varFiles)
+		job, err := loadJob(args[0], *vars, *varFiles, namespaceFlag(cmd))
 		if err != nil {
 			return jobFileErr(err)
 		}
@@ -89,14 +89,15 @@ func newJobPlanCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plan [flags] FILE",
 		Short: "Dry-run the scheduler for a job file: diff, placements and failures",
-		Long:  "Exit codes: 0 no allocations would be created or destroyed, 1 allocations would fail to place or an error, 2 usage.",
-		Args:  exactArgs(1),
+		Long: `Exit codes (as Nomad's): 0 no allocations would be created, destroyed or updated;
+1 allocations would be created, destroyed or updated (or fail to place), or an error; 2 usage.`,
+		Args: exactArgs(1),
 	}
 	vars, varFiles := addVarFlags(cmd)
 	noDiff := cmd.Flags().Bool("no-diff", false, "do not show the job diff")
 	jsonOut := addJSONFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		job, err := loadJob(args[0], *vars, *varFiles)
+		job, err := loadJob(args[0], *vars, *varFiles, namespaceFlag(cmd))
 		if err != nil {
 			return jobFileErr(err)
 		}
@@ -113,7 +114,7 @@ func newJobPlanCmd() *cobra.Command {
 		} else {
 			printPlan(out, job, resp)
 		}
-		if len(resp.FailedTGAllocs) > 0 {
+		if len(resp.FailedTGAllocs) > 0 || planChanges(resp.Annotations) {
 			return failed(ExitError)
 		}
 		return nil
@@ -121,11 +122,38 @@ func newJobPlanCmd() *cobra.Command {
 	return cmd
 }
 
+// planChanges reports whether a plan would create, destroy, update or
+// move allocations (anything but ignore).
+func planChanges(a *api.PlanAnnotations) bool {
+	if a == nil {
+		return false
+	}
+	for _, u := range a.DesiredTGUpdates {
+		if u.Place+u.Stop+u.Migrate+u.InPlaceUpdate+u.DestructiveUpdate+u.Canary+u.Preemptions > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 func printPlan(w io.Writer, job *api.Job, resp *api.JobPlanResponse) {
 	if d := resp.Diff; d != nil {
 		fmt.Fprintln(w, strings.TrimSpace(fmt.Sprintf("%s Job: %q", diffMark(d.Type), job.ID)))
 		for _, f := range d.Fields {
 			printFieldDiff(w, "", f)
+		}
+		shown := map[string]bool{}
+		for _, tg := range d.TaskGroups {
+			shown[tg.Name] = true
+		}
+		if resp.Annotations != nil {
+			// Unchanged groups have no diff but still say what happens
+			// to their allocations (as Nomad: "(2 ignore)").
+			for _, g := range sortedKeys(resp.Annotations.DesiredTGUpdates) {
+				if !shown[g] {
+					fmt.Fprintf(w, "Task Group: %q%s\n", g, groupAnnotation(resp.Annotations, g))
+				}
+			}
 		}
 		for _, tg := range d.TaskGroups {
 			ann := groupAnnotation(resp.Annotations, tg.Name)
@@ -222,13 +250,12 @@ func newJobStatusCmd() *cobra.Command {
 		Args:  rangeArgs(0, 1),
 	}
 	jsonOut := addJSONFlag(cmd)
-	ns := cmd.Flags().String("namespace", "", `namespace ("*" for all)`)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		c := apiClient(cmd)
 		ctx := cmd.Context()
 		out := cmd.OutOrStdout()
 		if len(args) == 0 {
-			jobs, _, err := c.Jobs(ctx, &api.QueryOptions{Namespace: *ns})
+			jobs, _, err := c.Jobs(ctx, nil)
 			if err != nil {
 				return cmdErr("list jobs: %w", err)
 			}
@@ -246,7 +273,7 @@ func newJobStatusCmd() *cobra.Command {
 			table(out, "ID\tType\tPriority\tStatus\tSubmit Date", rows)
 			return nil
 		}
-		q := &api.QueryOptions{Namespace: *ns}
+		q := &api.QueryOptions{}
 		job, _, err := c.Job(ctx, args[0], q)
 		if err != nil {
 			return cmdErr("job %q: %w", args[0], err)
@@ -308,9 +335,16 @@ func printJobStatus(w io.Writer, job *api.Job, summary *api.JobSummary, allocs [
 		fmt.Fprintf(w, "\nEvaluation %q is blocked waiting for capacity\n", short(blocked.ID))
 	}
 	fmt.Fprintln(w, "\nAllocations")
+	if printAllocTable(w, allocs) {
+		printRecentEvents(w, allocs)
+	}
+}
+
+// printAllocTable lists allocs, newest first; false when there are none.
+func printAllocTable(w io.Writer, allocs []*api.AllocListStub) bool {
 	if len(allocs) == 0 {
 		fmt.Fprintln(w, "No allocations placed")
-		return
+		return false
 	}
 	sort.Slice(allocs, func(i, j int) bool { return allocs[i].CreateIndex > allocs[j].CreateIndex })
 	rows := make([]string, 0, len(allocs))
@@ -318,7 +352,7 @@ func printJobStatus(w io.Writer, job *api.Job, summary *api.JobSummary, allocs [
 		rows = append(rows, fmt.Sprintf("%s\t%s\t%s\t%d\t%s\t%s\t%s", short(a.ID), short(a.NodeID), a.TaskGroup, a.JobVersion, a.DesiredStatus, a.ClientStatus, fmtUnixNano(a.ModifyTime)))
 	}
 	table(w, "ID\tNode ID\tTask Group\tVersion\tDesired\tStatus\tModified", rows)
-	printRecentEvents(w, allocs)
+	return true
 }
 
 // printRecentEvents shows the latest event of each task of the newest
@@ -402,7 +436,7 @@ func newJobInspectCmd() *cobra.Command {
 			if len(args) != 0 {
 				return usageErr("job inspect: -local takes no job ID")
 			}
-			job, err := loadJob(*local, *vars, *varFiles)
+			job, err := loadJob(*local, *vars, *varFiles, namespaceFlag(cmd))
 			if err != nil {
 				return jobFileErr(err)
 			}

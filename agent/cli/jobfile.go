@@ -26,8 +26,8 @@ const maxStdinJob = 8 << 20
 // -var-file inputs, DROVER_VAR_*/NOMAD_VAR_* from the environment, and
 // applies the defaults. Parse problems come back as jobspec.Diagnostics
 // (one file:line:col: message per line); a malformed -var is a usage error.
-func loadJob(path string, vars []string, varFiles []string) (*api.Job, error) {
-	opts := &jobspec.Options{VarFiles: varFiles}
+func loadJob(path string, vars []string, varFiles []string, namespace string) (*api.Job, error) {
+	opts := &jobspec.Options{VarFiles: varFiles, Namespace: namespace}
 	if len(vars) > 0 {
 		opts.Vars = make(map[string]string, len(vars))
 		for _, kv := range vars {

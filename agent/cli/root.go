@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 
 	"github.com/spf13/cobra"
 )
@@ -47,7 +48,7 @@ var (
 	allocCmd    = &cobra.Command{Use: "alloc", Short: "Inspect and control allocations"}
 	evalCmd     = &cobra.Command{Use: "eval", Short: "Inspect evaluations"}
 	serverCmd   = &cobra.Command{Use: "server", Short: "Inspect servers"}
-	operatorCmd = &cobra.Command{Use: "operator", Short: "Cluster operator tools (raft, snapshots)"}
+	operatorCmd = &cobra.Command{Use: "operator", Short: "Cluster operator tools (raft, snapshots, scheduler)"}
 )
 
 func newRoot() *cobra.Command {
@@ -58,19 +59,51 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().String("address", "", "address of the drover agent (default $DROVER_ADDR or http://127.0.0.1:4646)")
+	root.PersistentFlags().String("namespace", "", `namespace to act in ("*" for all, on lists; default $DROVER_NAMESPACE or "default")`)
 	return root
 }
 
 func init() {
 	rootCmd.AddCommand(jobCmd, nodeCmd, allocCmd, evalCmd, serverCmd, operatorCmd)
-	rootCmd.AddCommand(&cobra.Command{
+	rootCmd.AddCommand(newVersionCmd())
+}
+
+func newVersionCmd() *cobra.Command {
+	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the drover version",
 		Args:  cobra.NoArgs,
-		Run: func(cmd *cobra.Command, _ []string) {
-			fmt.Fprintf(cmd.OutOrStdout(), "drover v%s\n", Version)
-		},
-	})
+	}
+	jsonOut := cmd.Flags().Bool("json", false, "print the version as JSON")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if *jsonOut {
+			return printJSON(cmd.OutOrStdout(), map[string]string{"Version": Version, "GoVersion": runtime.Version()})
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "drover v%s\n", Version)
+		return nil
+	}
+	return cmd
+}
+
+// rejectUnknownSubcommands makes every command group (a command with
+// subcommands and no action of its own) fail with a usage error on an
+// unknown subcommand; cobra would print the group's help and exit 0, so a
+// CI script calling a verb drover lacks would "pass". Without arguments a
+// group still prints its help.
+func rejectUnknownSubcommands(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		rejectUnknownSubcommands(sub)
+	}
+	if c == rootCmd || !c.HasSubCommands() || c.Run != nil || c.RunE != nil {
+		return
+	}
+	c.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return usageErr("unknown command %q for %q", args[0], cmd.CommandPath())
+		}
+		return nil
+	}
+	c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 }
 
 // Execute runs the CLI and returns the process exit code.
@@ -79,6 +112,10 @@ func Execute(ctx context.Context, args []string) int {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	rejectUnknownSubcommands(rootCmd)
+	if len(args) == 1 && (args[0] == "-v" || args[0] == "-version" || args[0] == "--version") {
+		args = []string{"version"} // as `nomad -v`
+	}
 	rootCmd.SetArgs(normalizeArgs(rootCmd, args))
 	rootCmd.SetOut(stdout)
 	rootCmd.SetErr(stderr)
@@ -92,11 +129,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != errSilent {
-			fmt.Fprintln(stderr, "Error:", ee.err)
+			fmt.Fprintln(stderr, "Error:", tidyMessage(ee.err.Error()))
 		}
 		return ee.code
 	}
-	fmt.Fprintln(stderr, "Error:", err)
+	fmt.Fprintln(stderr, "Error:", tidyMessage(err.Error()))
 	// cobra's own argument/command errors are usage errors.
 	if isCobraUsage(err) {
 		return ExitUsage

@@ -18,7 +18,8 @@ func (s *HTTPServer) allocList(w nethttp.ResponseWriter, r *nethttp.Request) (an
 		if err != nil {
 			return nil, 0, err
 		}
-		return stubs(allocs), idx, nil
+		out, err := listPage(w, r, stubs(allocs), func(a *api.AllocListStub) string { return a.ID })
+		return out, idx, err
 	})
 }
 
@@ -97,7 +98,8 @@ func (s *HTTPServer) evalList(w nethttp.ResponseWriter, r *nethttp.Request) (any
 		if evals == nil {
 			evals = []*api.Evaluation{}
 		}
-		return evals, idx, nil
+		evals, err = listPage(w, r, evals, func(e *api.Evaluation) string { return e.ID })
+		return evals, idx, err
 	})
 }
 

@@ -48,6 +48,11 @@ type Server interface {
 	UpdateNodeDrain(ctx context.Context, req *api.NodeUpdateDrainRequest) (*api.NodeUpdateResponse, error)
 	UpdateNodeEligibility(ctx context.Context, req *api.NodeUpdateEligibilityRequest) (*api.NodeUpdateResponse, error)
 	StopAlloc(ctx context.Context, id string) (*api.AllocStopResponse, error)
+	DispatchJob(ctx context.Context, ns, id string, req *api.JobDispatchRequest) (*api.JobDispatchResponse, error)
+	ForcePeriodic(ctx context.Context, ns, id string) (*api.PeriodicForceResponse, error)
+	RevertJob(ctx context.Context, ns, id string, req *api.JobRevertRequest) (*api.JobRegisterResponse, error)
+	ScaleJob(ctx context.Context, ns, id string, req *api.JobScaleRequest) (*api.JobRegisterResponse, error)
+	SystemGC(ctx context.Context) (int, error)
 	Leader() string
 	Peers() []string
 	LastContact() time.Duration

@@ -35,3 +35,28 @@ func FuzzDecodeBody(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeSchedulerConfig: any body either decodes into a valid
+// configuration or fails with a 400/413 api error; never a panic.
+func FuzzDecodeSchedulerConfig(f *testing.F) {
+	for _, s := range []string{`{"SchedulerAlgorithm":"spread"}`, `{"SchedulerAlgorithm":"x"}`, ``, `null`,
+		`{"PreemptionConfig":{"ServiceSchedulerEnabled":1}}`, `{"PauseEvalBroker":true}`, `{} {}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest("PUT", "/v1/operator/scheduler/configuration", bytes.NewReader(body))
+		r.Body = nethttp.MaxBytesReader(w, io.NopCloser(bytes.NewReader(body)), 1<<10)
+		c, err := decodeSchedulerConfig(r)
+		if err == nil {
+			if c.Validate() != nil {
+				t.Fatalf("decodeSchedulerConfig(%q) accepted an invalid config %+v", body, c)
+			}
+			return
+		}
+		var e *api.Error
+		if !errors.As(err, &e) || (e.Status != 400 && e.Status != 413) {
+			t.Fatalf("decodeSchedulerConfig(%q) = %v, want a 400/413 api error", body, err)
+		}
+	})
+}

@@ -82,7 +82,8 @@ func (s *HTTPServer) deploymentList(w nethttp.ResponseWriter, r *nethttp.Request
 		if out == nil {
 			out = []*api.Deployment{}
 		}
-		return out, idx, nil
+		out, err = listPage(w, r, out, func(d *api.Deployment) string { return d.ID })
+		return out, idx, err
 	})
 }
 

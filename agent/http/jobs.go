@@ -27,7 +27,8 @@ func (s *HTTPServer) jobList(w nethttp.ResponseWriter, r *nethttp.Request) (any,
 			}
 			out = append(out, j.Stub(sum))
 		}
-		return out, idx, nil
+		out, err = listPage(w, r, out, func(j *api.JobListStub) string { return nsKey(j.Namespace, j.ID) })
+		return out, idx, err
 	})
 }
 

@@ -51,6 +51,7 @@ type statusWriter struct {
 func (w *statusWriter) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
+		mirrorNomadHeaders(w.Header())
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
@@ -58,6 +59,7 @@ func (w *statusWriter) WriteHeader(code int) {
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = nethttp.StatusOK
+		mirrorNomadHeaders(w.Header())
 	}
 	n, err := w.ResponseWriter.Write(b)
 	w.bytes += int64(n)
@@ -71,6 +73,25 @@ func (w *statusWriter) Flush() {
 }
 
 func (w *statusWriter) Unwrap() nethttp.ResponseWriter { return w.ResponseWriter }
+
+// nomadHeaders are drover's query-meta headers and Nomad's names for them;
+// Nomad tooling (its CLI and Go client, Terraform, nomad-pack) reads the
+// latter.
+var nomadHeaders = [...][2]string{
+	{api.HeaderIndex, "X-Nomad-Index"},
+	{api.HeaderKnownLeader, "X-Nomad-KnownLeader"},
+	{api.HeaderLastContact, "X-Nomad-LastContact"},
+}
+
+// mirrorNomadHeaders sets each Nomad header beside drover's, before the
+// header is written.
+func mirrorNomadHeaders(h nethttp.Header) {
+	for _, p := range nomadHeaders {
+		if v := h.Get(p[0]); v != "" {
+			h.Set(p[1], v)
+		}
+	}
+}
 
 // middleware wraps every route: body limit, panic safety, logging, metrics.
 func (s *HTTPServer) middleware(next nethttp.Handler) nethttp.Handler {
@@ -147,6 +168,12 @@ func writeIndex(out any) uint64 {
 	case *api.NodeRegisterResponse:
 		return r.Index
 	case *api.AllocStopResponse:
+		return r.Index
+	case *api.JobDispatchResponse:
+		return r.Index
+	case *api.PeriodicForceResponse:
+		return r.Index
+	case *api.SchedulerSetConfigurationResponse:
 		return r.Index
 	}
 	return 0

@@ -27,7 +27,8 @@ func (s *HTTPServer) nodeList(w nethttp.ResponseWriter, r *nethttp.Request) (any
 		for _, n := range nodes {
 			out = append(out, n.Stub())
 		}
-		return out, idx, nil
+		out, err = listPage(w, r, out, func(n *api.NodeListStub) string { return n.ID })
+		return out, idx, err
 	})
 }
 

@@ -43,6 +43,7 @@ func (s *HTTPServer) operatorRoutes() {
 	h("POST /v1/agent/force-leave", s.forceLeave)
 	h("PUT /v1/agent/keyring/{op}", s.keyringOp)
 	h("POST /v1/agent/keyring/{op}", s.keyringOp)
+	s.schedulerConfigRoutes()
 }
 
 func (s *HTTPServer) operator() (OperatorServer, error) {

@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/drover/drover/api"
 )
 
@@ -63,10 +61,10 @@ func (s *HTTPServer) routes() {
 
 	s.operatorRoutes()
 	s.deploymentRoutes()
+	s.jobVerbRoutes()
 
 	m.HandleFunc("GET /v1/event/stream", s.eventStream)
-	prom := promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{})
-	m.Handle("GET /v1/metrics", prom)
+	s.metricsRoute()
 
 	m.HandleFunc("/v1/client/", s.clientRoute)
 

@@ -30,6 +30,7 @@ const (
 	AllocUpsertType            MessageType = 14
 	JobStabilityType           MessageType = 15
 	DeploymentUpdateType       MessageType = 16
+	SchedulerConfigType        MessageType = 17
 )
 
 var typeNames = map[MessageType]string{
@@ -39,7 +40,7 @@ var typeNames = map[MessageType]string{
 	NodeEligibilityUpdateType: "NodeEligibilityUpdate", AllocClientUpdateType: "AllocClientUpdate",
 	AllocDesiredTransitionType: "AllocDesiredTransition", ApplyPlanResultsType: "ApplyPlanResults",
 	DeploymentUpsertType: "DeploymentUpsert", AllocUpsertType: "AllocUpsert", JobStabilityType: "JobStability",
-	DeploymentUpdateType: "DeploymentUpdate",
+	DeploymentUpdateType: "DeploymentUpdate", SchedulerConfigType: "SchedulerConfig",
 }
 
 func (t MessageType) String() string {
@@ -208,4 +209,13 @@ type JobStabilityRequest struct {
 	JobID     string `json:"JobID"`
 	Version   uint64 `json:"Version"`
 	Stable    bool   `json:"Stable"`
+}
+
+// SchedulerConfigRequest replaces the scheduler configuration; with CAS
+// only if the stored ModifyIndex (0 when unset) is CASIndex, failing with
+// api.ErrIndexConflict otherwise.
+type SchedulerConfigRequest struct {
+	Config   *api.SchedulerConfiguration `json:"Config"`
+	CAS      bool                        `json:"CAS,omitempty"`
+	CASIndex uint64                      `json:"CASIndex,omitempty"`
 }

@@ -12,14 +12,35 @@ import (
 )
 
 // Hooks lets the server react to applied changes (enqueue evals into the
-// broker, unblock blocked evals on freed capacity, ...). Methods are called
-// synchronously from Apply after the change is committed, on every server
-// (leader or not), and must not block: hand the work to a goroutine or a
-// buffered channel. Arguments are stored objects: never modify them.
+// broker, unblock blocked evals on freed capacity, ...): it is the one
+// path from a committed change to the leader's reactions. Methods are
+// called synchronously from Apply after the change is committed, on every
+// server (leader or not), and must not block: hand the work to a goroutine
+// or a buffered channel. Arguments are stored objects: never modify them.
 type Hooks interface {
+	// EvalsUpserted gets every eval a command wrote (with its indexes).
 	EvalsUpserted(evals []*api.Evaluation)
-	AllocsUpdated(allocs []*api.Allocation)
-	NodesUpdated(nodes []*api.Node)
+	// AllocsUpdated gets every alloc a command touched at index.
+	AllocsUpdated(index uint64, changes []AllocChange)
+	// NodesUpdated gets the node a command registered or updated at index.
+	NodesUpdated(index uint64, nodes []*api.Node)
+}
+
+// AllocChange is one alloc a command touched: Before is the stored version
+// before the command (nil for a new alloc), After the one after it.
+type AllocChange struct {
+	Before, After *api.Allocation
+}
+
+// Freed reports whether the change released the alloc's resources on its
+// node: it became terminal (desired stop or evict) or the client finished
+// it.
+func (c AllocChange) Freed() bool {
+	if c.Before == nil || c.After == nil {
+		return false
+	}
+	return (!c.Before.TerminalStatus() && c.After.TerminalStatus()) ||
+		(!c.Before.ClientTerminalStatus() && c.After.ClientTerminalStatus())
 }
 
 // RestoreHook is an optional Hooks ability: called after Restore swapped
@@ -146,11 +167,11 @@ func (f *FSM) apply(t MessageType, index uint64, body json.RawMessage) error {
 		if err != nil {
 			return err
 		}
-		if err := f.write(s, index, req.Evals, func(tx *state.Txn) error { return tx.UpsertNode(req.Node) }); err != nil {
-			return err
+		var id string
+		if req.Node != nil {
+			id = req.Node.ID // a nil node fails in UpsertNode
 		}
-		f.nodesUpdated(s, req.Node.ID)
-		return nil
+		return f.nodeWrite(s, index, id, req.Evals, func(tx *state.Txn) error { return tx.UpsertNode(req.Node) })
 	case NodeDeregisterType:
 		req, err := decodeBody[NodeDeregisterRequest](body)
 		if err != nil {
@@ -247,6 +268,12 @@ func (f *FSM) apply(t MessageType, index uint64, body json.RawMessage) error {
 		return s.Write(index, func(tx *state.Txn) error {
 			return tx.SetJobStable(req.Namespace, req.JobID, req.Version, req.Stable)
 		})
+	case SchedulerConfigType:
+		req, err := decodeBody[SchedulerConfigRequest](body)
+		if err != nil {
+			return err
+		}
+		return s.SetSchedulerConfig(index, req.Config, req.CAS, req.CASIndex)
 	}
 	return fmt.Errorf("apply %v: %w", t, ErrUnknownType)
 }
@@ -268,7 +295,6 @@ func allocIDs(allocs []*api.Allocation) []string {
 	return ids
 }
 
-// write runs fn in one transaction, then tells the hooks about the evals.
 // write runs fn (optional) and upserts evals in one transaction, then
 // hands the evals to the hooks (the broker and blocked tracker).
 func (f *FSM) write(s *state.StateStore, index uint64, evals []*api.Evaluation, fn func(*state.Txn) error) error {
@@ -292,42 +318,44 @@ func (f *FSM) nodeWrite(s *state.StateStore, index uint64, nodeID string, evals 
 	if err := f.write(s, index, evals, fn); err != nil {
 		return err
 	}
-	f.nodesUpdated(s, nodeID)
+	h := f.getHooks()
+	if h == nil {
+		return nil
+	}
+	if n, err := s.NodeByID(nil, nodeID); err == nil && n != nil {
+		h.NodesUpdated(index, []*api.Node{n})
+	}
 	return nil
 }
 
-func (f *FSM) nodesUpdated(s *state.StateStore, id string) {
-	h := f.getHooks()
-	if h == nil {
-		return
-	}
-	if n, err := s.NodeByID(nil, id); err == nil && n != nil {
-		h.NodesUpdated([]*api.Node{n})
-	}
-}
-
 // allocWrite runs fn and the evals in one transaction, then reports the
-// stored versions of the touched allocs to the hooks.
+// touched allocs (stored versions before and after) to the hooks.
 func (f *FSM) allocWrite(s *state.StateStore, index uint64, ids []string, evals []*api.Evaluation, fn func(*state.Txn) error) error {
+	h := f.getHooks()
+	var before map[string]*api.Allocation
+	if h != nil && len(ids) > 0 {
+		// Stored objects are immutable: the old pointers stay valid.
+		before = make(map[string]*api.Allocation, len(ids))
+		for _, id := range ids {
+			if a, err := s.AllocByID(nil, id); err == nil && a != nil {
+				before[id] = a
+			}
+		}
+	}
 	if err := f.write(s, index, evals, fn); err != nil {
 		return err
 	}
-	h := f.getHooks()
 	if h == nil || len(ids) == 0 {
 		return nil
 	}
-	snap, err := s.Snapshot()
-	if err != nil {
-		return nil
-	}
-	out := make([]*api.Allocation, 0, len(ids))
+	out := make([]AllocChange, 0, len(ids))
 	for _, id := range ids {
-		if a, err := snap.AllocByID(nil, id); err == nil && a != nil {
-			out = append(out, a)
+		if a, err := s.AllocByID(nil, id); err == nil && a != nil {
+			out = append(out, AllocChange{Before: before[id], After: a})
 		}
 	}
 	if len(out) > 0 {
-		h.AllocsUpdated(out)
+		h.AllocsUpdated(index, out)
 	}
 	return nil
 }

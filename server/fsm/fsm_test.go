@@ -21,12 +21,12 @@ func (h *recHooks) EvalsUpserted(evals []*api.Evaluation) {
 		h.evals = append(h.evals, e.ID)
 	}
 }
-func (h *recHooks) AllocsUpdated(allocs []*api.Allocation) {
-	for _, a := range allocs {
-		h.allocs = append(h.allocs, a.ID)
+func (h *recHooks) AllocsUpdated(_ uint64, changes []AllocChange) {
+	for _, c := range changes {
+		h.allocs = append(h.allocs, c.After.ID)
 	}
 }
-func (h *recHooks) NodesUpdated(nodes []*api.Node) {
+func (h *recHooks) NodesUpdated(_ uint64, nodes []*api.Node) {
 	for _, n := range nodes {
 		h.nodes = append(h.nodes, n.ID)
 	}

@@ -13,7 +13,7 @@ import (
 // index, never panic.
 func FuzzApply(f *testing.F) {
 	for _, typ := range []MessageType{JobRegisterType, ApplyPlanResultsType, NodeRegisterType, AllocClientUpdateType,
-		NodeDrainUpdateType, DeploymentUpsertType, EvalDeleteType} {
+		NodeDrainUpdateType, DeploymentUpsertType, EvalDeleteType, SchedulerConfigType} {
 		b, _ := Encode(typ, map[string]any{})
 		f.Add(b)
 	}
@@ -44,6 +44,7 @@ func FuzzRestore(f *testing.F) {
 	f.Add(record(recHeader, `{"Format":1}`))
 	f.Add(append(record(recHeader, `{"Format":1}`), record(recAlloc, `{"Alloc":null}`)...))
 	f.Add(append(record(recHeader, `{"Format":1}`), record(recJob, `null`)...))
+	f.Add(append(record(recHeader, `{"Format":1}`), record(recSchedulerConfig, `{"SchedulerAlgorithm":"spread"}`)...))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fsm := New(Config{})
 		_ = fsm.Restore(io.NopCloser(bytes.NewReader(data)))

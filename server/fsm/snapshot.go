@@ -19,18 +19,21 @@ import (
 type recordType uint8
 
 const (
-	recHeader      recordType = 1
-	recJob         recordType = 2
-	recJobVersion  recordType = 3
-	recJobSummary  recordType = 4
-	recNode        recordType = 5
-	recEval        recordType = 6
-	recDeployment  recordType = 7
-	recAllocJob    recordType = 8 // a job shared by the allocs that follow
-	recAlloc       recordType = 9
-	recIndex       recordType = 10
-	snapshotFormat            = 1
-	maxRecordSize             = 256 << 20
+	recHeader     recordType = 1
+	recJob        recordType = 2
+	recJobVersion recordType = 3
+	recJobSummary recordType = 4
+	recNode       recordType = 5
+	recEval       recordType = 6
+	recDeployment recordType = 7
+	recAllocJob   recordType = 8 // a job shared by the allocs that follow
+	recAlloc      recordType = 9
+	recIndex      recordType = 10
+	// recSchedulerConfig: absent from snapshots written before it
+	// existed (and from any taken before a configuration was set).
+	recSchedulerConfig recordType = 11
+	snapshotFormat                = 1
+	maxRecordSize                 = 256 << 20
 )
 
 // ErrUnknownRecord: a snapshot holds a record type this FSM does not know.
@@ -58,7 +61,7 @@ type allocRecord struct {
 var tableRecords = map[string]recordType{
 	state.TableJobs: recJob, state.TableJobVersions: recJobVersion, state.TableJobSummary: recJobSummary,
 	state.TableNodes: recNode, state.TableEvals: recEval, state.TableDeployments: recDeployment,
-	state.TableIndex: recIndex,
+	state.TableIndex: recIndex, state.TableSchedulerConfig: recSchedulerConfig,
 }
 
 // Snapshot captures the current state (O(1)); Persist writes it.
@@ -235,6 +238,8 @@ func restoreRecord(res *state.Restore, t recordType, b []byte, jobs map[int]*api
 		return restoreObj(b, res.Deployment)
 	case recIndex:
 		return restoreObj(b, res.Index)
+	case recSchedulerConfig:
+		return restoreObj(b, res.SchedulerConfig)
 	case recAllocJob:
 		r, err := decodeRecord[allocJobRecord](b)
 		if err != nil {

@@ -7,14 +7,10 @@ import (
 )
 
 // PreemptionConfig says which job types may evict lower-priority allocs
-// to make room. The zero Options use Nomad's defaults: system and
-// sysbatch jobs preempt, service and batch jobs do not.
-type PreemptionConfig struct {
-	SystemSchedulerEnabled   bool
-	SysBatchSchedulerEnabled bool
-	BatchSchedulerEnabled    bool
-	ServiceSchedulerEnabled  bool
-}
+// to make room: the cluster's api.PreemptionConfig (kept in Raft with the
+// scheduler configuration). The zero Options use Nomad's defaults: system
+// and sysbatch jobs preempt, service and batch jobs do not.
+type PreemptionConfig = api.PreemptionConfig
 
 // DefaultPreemptionConfig is used when Options.Preemption is nil.
 var DefaultPreemptionConfig = PreemptionConfig{SystemSchedulerEnabled: true, SysBatchSchedulerEnabled: true}

@@ -40,6 +40,8 @@ type Options struct {
 	// Preemption says which job types may evict allocs of jobs at least
 	// 10 priority points lower; nil means DefaultPreemptionConfig.
 	Preemption *PreemptionConfig
+	// Algorithm is binpack (default) or spread.
+	Algorithm string
 }
 
 // Result is what one scheduling pass decided.

@@ -1,7 +1,7 @@
 // Package state is the server's in-memory state store: a go-memdb database
 // holding jobs (and their last versions and summaries), nodes, allocations,
-// evaluations and deployments, plus a per-table index of the last Raft index
-// that changed it.
+// evaluations, deployments and the scheduler configuration (a singleton),
+// plus a per-table index of the last Raft index that changed it.
 //
 // It owns: the memdb schema, the write methods the FSM calls (one memdb
 // transaction each, stamped with the Raft index), the read methods the HTTP

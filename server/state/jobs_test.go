@@ -2,16 +2,24 @@ package state
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/drover/drover/api"
 	"github.com/google/go-cmp/cmp"
 )
 
+// jobRev is testJob("web") with a spec change per rev (a new version).
+func jobRev(rev int) *api.Job {
+	j := testJob("web")
+	j.Meta = map[string]string{"rev": fmt.Sprint(rev)}
+	return j
+}
+
 func TestUpsertJobVersionsAndIndexes(t *testing.T) {
 	s := NewStateStore()
-	must(t, s.UpsertJob(10, testJob("web")))
-	must(t, s.UpsertJob(20, testJob("web")))
+	must(t, s.UpsertJob(10, jobRev(0)))
+	must(t, s.UpsertJob(20, jobRev(1)))
 
 	got := mustGet[api.Job](t)(s.JobByID(nil, "", "web"))
 	if got == nil {
@@ -43,7 +51,7 @@ func TestUpsertJobVersionsAndIndexes(t *testing.T) {
 func TestJobVersionsKeepsLastSix(t *testing.T) {
 	s := NewStateStore()
 	for i := uint64(1); i <= 9; i++ {
-		must(t, s.UpsertJob(i, testJob("web")))
+		must(t, s.UpsertJob(i, jobRev(int(i))))
 	}
 	vs, err := s.JobVersionsByID(nil, "default", "web")
 	must(t, err)
@@ -143,8 +151,8 @@ func TestStopJobAndStatus(t *testing.T) {
 
 func TestSetJobStable(t *testing.T) {
 	s := NewStateStore()
-	must(t, s.UpsertJob(1, testJob("web")))
-	must(t, s.UpsertJob(2, testJob("web")))
+	must(t, s.UpsertJob(1, jobRev(0)))
+	must(t, s.UpsertJob(2, jobRev(1)))
 	must(t, s.Write(3, func(tx *Txn) error { return tx.SetJobStable("default", "web", 1, true) }))
 	if j := mustGet[api.Job](t)(s.JobByID(nil, "", "web")); !j.Stable {
 		t.Error("current version not stable")
@@ -196,5 +204,35 @@ func TestChildJobsCountedInParentSummary(t *testing.T) {
 	must(t, s.DeleteJob(6, "", "batch/periodic-2"))
 	if diff := cmp.Diff(api.JobChildrenSummary{Dead: 1}, children()); diff != "" {
 		t.Errorf("after completion and purge (-want +got):\n%s", diff)
+	}
+}
+
+// Registering the same spec again keeps the version, JobModifyIndex and
+// stability (as Nomad); a changed spec makes a new version.
+func TestUpsertUnchangedJobKeepsVersion(t *testing.T) {
+	s := NewStateStore()
+	must(t, s.UpsertJob(10, jobRev(0)))
+	must(t, s.Write(11, func(tx *Txn) error { return tx.SetJobStable("default", "web", 0, true) }))
+	again := jobRev(0)
+	again.SubmitTime = 12345
+	must(t, s.UpsertJob(20, again))
+	got := mustGet[api.Job](t)(s.JobByID(nil, "", "web"))
+	if got.Version != 0 || got.JobModifyIndex != 10 || got.ModifyIndex != 20 || !got.Stable || got.SubmitTime != 12345 {
+		t.Errorf("unchanged spec: version %d jobModify %d modify %d stable %v submit %d, want 0 10 20 true 12345",
+			got.Version, got.JobModifyIndex, got.ModifyIndex, got.Stable, got.SubmitTime)
+	}
+	vs, err := s.JobVersionsByID(nil, "default", "web")
+	if err != nil || len(vs) != 1 {
+		t.Errorf("%d versions stored (%v), want 1", len(vs), err)
+	}
+	must(t, s.UpsertJob(30, jobRev(1)))
+	if got := mustGet[api.Job](t)(s.JobByID(nil, "", "web")); got.Version != 1 || got.JobModifyIndex != 30 || got.Stable {
+		t.Errorf("changed spec: version %d jobModify %d stable %v, want 1 30 false", got.Version, got.JobModifyIndex, got.Stable)
+	}
+	stopped := jobRev(1)
+	stopped.Stop = true
+	must(t, s.UpsertJob(40, stopped))
+	if got := mustGet[api.Job](t)(s.JobByID(nil, "", "web")); got.Version != 2 {
+		t.Errorf("stopping is a spec change: version %d, want 2", got.Version)
 	}
 }

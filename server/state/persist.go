@@ -9,11 +9,11 @@ import (
 
 // Persist walks every stored object of the snapshot, table by table in a
 // fixed order (jobs, versions, summaries, nodes, evals, deployments, allocs,
-// indexes), for writing a Raft snapshot. fn's error stops the walk.
+// scheduler configuration, indexes), for writing a Raft snapshot. fn's error stops the walk.
 func (s *Snapshot) Persist(fn func(table string, obj any) error) error {
 	txn := s.db.Txn(false)
 	for _, table := range []string{TableJobs, TableJobVersions, TableJobSummary, TableNodes, TableEvals,
-		TableDeployments, TableAllocs, TableIndex} {
+		TableDeployments, TableAllocs, TableSchedulerConfig, TableIndex} {
 		it, err := txn.Get(table, "id")
 		if err != nil {
 			return fmt.Errorf("persist %s: %w", table, err)

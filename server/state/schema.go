@@ -67,6 +67,7 @@ func schema() *memdb.DBSchema {
 		TableIndex: {Name: TableIndex, Indexes: map[string]*memdb.IndexSchema{
 			"id": {Name: "id", Unique: true, Indexer: str("Key")},
 		}},
+		TableSchedulerConfig: schedulerConfigTable(),
 	}}
 }
 

@@ -21,9 +21,11 @@ func (s *StateStore) DeleteJob(index uint64, namespace, id string) error {
 }
 
 // UpsertJob stores job (taking ownership): a new job gets Version 0 and
-// CreateIndex; an existing one keeps CreateIndex and gets Version+1.
-// ModifyIndex and JobModifyIndex are set to the txn index, Status is
-// computed, Stable is cleared; SubmitTime is the caller's. The last
+// CreateIndex; an existing one keeps CreateIndex and gets Version+1 —
+// unless its spec did not change (api.Job.SpecChanged), when it keeps its
+// version, JobModifyIndex and stability. ModifyIndex is set to the txn
+// index, JobModifyIndex too for a new version, Status is computed, Stable
+// is cleared for a new version; SubmitTime is the caller's. The last
 // MaxJobVersions versions are kept and the job summary gains any new group.
 func (t *Txn) UpsertJob(job *api.Job) error {
 	if job == nil || job.ID == "" {
@@ -39,16 +41,27 @@ func (t *Txn) UpsertJob(job *api.Job) error {
 	if err != nil {
 		return err
 	}
-	if existing != nil {
+	unchanged := existing != nil && !existing.SpecChanged(job)
+	switch {
+	case unchanged:
+		// The same spec again (as Nomad): no new version, same
+		// JobModifyIndex and stability; only the submit time moves.
+		job.CreateIndex = existing.CreateIndex
+		job.Version = existing.Version
+		job.JobModifyIndex = existing.JobModifyIndex
+		job.Stable = existing.Stable
+	case existing != nil:
 		job.CreateIndex = existing.CreateIndex
 		job.Version = existing.Version + 1
-	} else {
+		job.JobModifyIndex = t.index
+		job.Stable = false
+	default:
 		job.CreateIndex = t.index
 		job.Version = 0
+		job.JobModifyIndex = t.index
+		job.Stable = false
 	}
 	job.ModifyIndex = t.index
-	job.JobModifyIndex = t.index
-	job.Stable = false
 	status, err := t.jobStatus(job, nil)
 	if err != nil {
 		return err
@@ -63,6 +76,12 @@ func (t *Txn) UpsertJob(job *api.Job) error {
 	}
 	if err := t.insert(TableJobs, job); err != nil {
 		return err
+	}
+	if unchanged {
+		// Keep the stored version's record (its diff base) as it is.
+		t.emit(api.Event{Topic: api.TopicJob, Type: "JobRegistered", Key: job.ID, Namespace: job.Namespace,
+			Payload: map[string]any{"Job": job}})
+		return nil
 	}
 	if err := t.insert(TableJobVersions, job); err != nil {
 		return err

@@ -92,6 +92,14 @@ func (a serverState) AllocsByDeployment(ws memdb.WatchSet, deploymentID string) 
 
 var _ http.DeploymentState = serverState{}
 
+func (a serverState) SchedulerConfig(ws memdb.WatchSet) (*api.SchedulerConfiguration, error) {
+	return a.st(ws).SchedulerConfig(ws)
+}
+
+var _ http.SchedulerConfigState = serverState{}
+
+var _ http.SchedulerConfigServer = (*server.Server)(nil)
+
 // serverEvents adapts the state store's event broker to http.EventSource.
 type serverEvents struct{ s *server.Server }
 

@@ -1,0 +1,23 @@
+package cli
+
+import "testing"
+
+func TestTidyMessage(t *testing.T) {
+	for in, want := range map[string]string{
+		`job "nope": job "nope": job not found`:                                        `job "nope": job not found`,
+		`stop job "nope": deregister job "nope": job "nope": job not found`:            `stop job "nope": job not found`,
+		`allocation "nope": no allocation with prefix "nope": allocation not found`:    `allocation "nope": allocation not found`,
+		`job "nope" versions: job "nope": job not found`:                               `job "nope" versions: job not found`,
+		`dispatch job "r": dispatch job "r": job "r": missing required meta: customer`: `dispatch job "r": missing required meta: customer`,
+		// Segments that say more than the subject stay.
+		`register job "web": job "web" group "api": count -1 must not be negative`: `register job "web": job "web" group "api": count -1 must not be negative`,
+		`plan job "web": invalid job: group "g": task "t": driver "x" unknown`:     `plan job "web": invalid job: group "g": task "t": driver "x" unknown`,
+		// The last segment is never dropped; quotes may hold ": ".
+		`read "a: b": job "a: b"`: `read "a: b": job "a: b"`,
+		`no colon here`:           `no colon here`,
+	} {
+		if got := tidyMessage(in); got != want {
+			t.Errorf("tidyMessage(%q)\n got %q\nwant %q", in, got, want)
+		}
+	}
+}

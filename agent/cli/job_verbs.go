@@ -1,0 +1,275 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/drover/drover/api"
+)
+
+func init() {
+	periodicCmd := &cobra.Command{Use: "periodic", Short: "Interact with periodic jobs"}
+	periodicCmd.AddCommand(newJobPeriodicForceCmd())
+	jobCmd.AddCommand(newJobDispatchCmd(), periodicCmd, newJobRevertCmd(), newJobScaleCmd(),
+		newJobAllocsCmd(), newJobDeploymentsCmd())
+	evalCmd.AddCommand(newEvalListCmd())
+	systemCmd := &cobra.Command{Use: "system", Short: "System maintenance (garbage collection)"}
+	systemCmd.AddCommand(newSystemGCCmd())
+	rootCmd.AddCommand(systemCmd)
+}
+
+// monitorOrPrint ends a job write: -json prints the answer, -detach (or
+// no eval) prints the eval ID, otherwise the eval is monitored as by
+// `job run` (exit 1 when placements failed).
+func monitorOrPrint(cmd *cobra.Command, resp any, evalID string, jsonOut, detach bool, done string) error {
+	out := cmd.OutOrStdout()
+	if jsonOut {
+		return printJSON(out, resp)
+	}
+	if done != "" {
+		fmt.Fprintln(out, done)
+	}
+	if detach || evalID == "" {
+		if evalID != "" {
+			fmt.Fprintf(out, "Evaluation ID: %s\n", evalID)
+		}
+		return nil
+	}
+	code, err := monitorEval(cmd.Context(), out, apiClient(cmd), evalID)
+	if err != nil {
+		return cmdErr("%w", err)
+	}
+	if code == ExitError {
+		return failed(code)
+	}
+	return nil
+}
+
+func newJobDispatchCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "dispatch [flags] JOB [INPUT]",
+		Short: "Run a parameterized job once, with a payload (INPUT file, - for stdin) and meta",
+		Args:  rangeArgs(1, 2),
+	}
+	meta := cmd.Flags().StringArray("meta", nil, "meta key=value for the dispatched job (repeatable)")
+	prefix := cmd.Flags().String("id-prefix-template", "", "put this into the dispatched job's ID")
+	detach := cmd.Flags().Bool("detach", false, "return after dispatching, without monitoring the evaluation")
+	jsonOut := addJSONFlag(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		req := &api.JobDispatchRequest{Meta: map[string]string{}, IdPrefixTemplate: *prefix}
+		for _, kv := range *meta {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" {
+				return usageErr("job dispatch: -meta %q: want key=value", kv)
+			}
+			req.Meta[k] = v
+		}
+		if len(args) == 2 {
+			var r io.Reader
+			if args[1] == "-" {
+				r = cmd.InOrStdin()
+			} else {
+				f, err := os.Open(args[1])
+				if err != nil {
+					return cmdErr("job dispatch: read payload: %w", err)
+				}
+				defer f.Close()
+				r = f
+			}
+			b, err := io.ReadAll(io.LimitReader(r, api.DispatchPayloadSizeLimit+1))
+			if err != nil {
+				return cmdErr("job dispatch: read payload: %w", err)
+			}
+			req.Payload = b
+		}
+		resp, err := apiClient(cmd).DispatchJob(cmd.Context(), args[0], req, nil)
+		if err != nil {
+			return cmdErr("dispatch job %q: %w", args[0], err)
+		}
+		return monitorOrPrint(cmd, resp, resp.EvalID, *jsonOut, *detach, "Dispatched Job ID = "+resp.DispatchedJobID)
+	}
+	return cmd
+}
+
+func newJobPeriodicForceCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "force [flags] JOB",
+		Short: "Launch a periodic job now, whatever its schedule",
+		Args:  exactArgs(1),
+	}
+	detach := cmd.Flags().Bool("detach", false, "return after launching, without monitoring the evaluation")
+	jsonOut := addJSONFlag(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		resp, err := apiClient(cmd).ForcePeriodic(cmd.Context(), args[0], nil)
+		if err != nil {
+			return cmdErr("force launch of job %q: %w", args[0], err)
+		}
+		return monitorOrPrint(cmd, resp, resp.EvalID, *jsonOut, *detach, "Launched Job ID = "+resp.DispatchedJobID)
+	}
+	return cmd
+}
+
+func newJobRevertCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "revert [flags] JOB VERSION",
+		Short: "Register an earlier version of a job again",
+		Args:  exactArgs(2),
+	}
+	detach := cmd.Flags().Bool("detach", false, "return after reverting, without monitoring the evaluation")
+	jsonOut := addJSONFlag(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		v, err := strconv.ParseUint(args[1], 10, 64)
+		if err != nil {
+			return usageErr("job revert: version %q: want a number", args[1])
+		}
+		resp, err := apiClient(cmd).RevertJob(cmd.Context(), args[0], &api.JobRevertRequest{JobID: args[0], JobVersion: v},
+			nil)
+		if err != nil {
+			return cmdErr("revert job %q: %w", args[0], err)
+		}
+		return monitorOrPrint(cmd, resp, resp.EvalID, *jsonOut, *detach, "")
+	}
+	return cmd
+}
+
+func newJobScaleCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "scale [flags] JOB [GROUP] COUNT",
+		Short: "Set a group's count (GROUP may be left out when the job has one group)",
+		Args:  rangeArgs(2, 3),
+	}
+	detach := cmd.Flags().Bool("detach", false, "return after scaling, without monitoring the evaluation")
+	jsonOut := addJSONFlag(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		c := apiClient(cmd)
+		n, err := strconv.ParseInt(args[len(args)-1], 10, 64)
+		if err != nil || n < 0 {
+			return usageErr("job scale: count %q: want a number >= 0", args[len(args)-1])
+		}
+		group := ""
+		if len(args) == 3 {
+			group = args[1]
+		} else {
+			job, _, err := c.Job(cmd.Context(), args[0], nil)
+			if err != nil {
+				return cmdErr("job %q: %w", args[0], err)
+			}
+			if len(job.TaskGroups) != 1 {
+				return usageErr("job scale: job %q has %d groups: name the group", args[0], len(job.TaskGroups))
+			}
+			group = job.TaskGroups[0].Name
+		}
+		resp, err := c.ScaleJob(cmd.Context(), args[0], &api.JobScaleRequest{Target: api.ScalingTarget{"Group": group}, Count: &n},
+			nil)
+		if err != nil {
+			return cmdErr("scale job %q: %w", args[0], err)
+		}
+		return monitorOrPrint(cmd, resp, resp.EvalID, *jsonOut, *detach, "")
+	}
+	return cmd
+}
+
+func newJobAllocsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "allocs [flags] JOB",
+		Short: "List a job's allocations",
+		Args:  exactArgs(1),
+	}
+	jsonOut := addJSONFlag(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		allocs, _, err := apiClient(cmd).JobAllocations(cmd.Context(), args[0], nil)
+		if err != nil {
+			return cmdErr("allocations of job %q: %w", args[0], err)
+		}
+		out := cmd.OutOrStdout()
+		if *jsonOut {
+			return printJSON(out, allocs)
+		}
+		printAllocTable(out, allocs)
+		return nil
+	}
+	return cmd
+}
+
+func newJobDeploymentsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "deployments [flags] JOB",
+		Short: "List a job's deployments",
+		Args:  exactArgs(1),
+	}
+	jsonOut := addJSONFlag(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		ds, _, err := apiClient(cmd).JobDeployments(cmd.Context(), args[0], nil)
+		if err != nil {
+			return cmdErr("deployments of job %q: %w", args[0], err)
+		}
+		out := cmd.OutOrStdout()
+		if *jsonOut {
+			return printJSON(out, ds)
+		}
+		printDeploymentTable(out, ds)
+		return nil
+	}
+	return cmd
+}
+
+func newEvalListCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List evaluations",
+		Args:  exactArgs(0),
+	}
+	job := cmd.Flags().String("job", "", "only the evaluations of this job")
+	status := cmd.Flags().String("status", "", "only evaluations with this status")
+	jsonOut := addJSONFlag(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		evals, _, err := apiClient(cmd).Evaluations(cmd.Context(), nil)
+		if err != nil {
+			return cmdErr("list evaluations: %w", err)
+		}
+		kept := evals[:0]
+		for _, e := range evals {
+			if (*job == "" || e.JobID == *job) && (*status == "" || e.Status == *status) {
+				kept = append(kept, e)
+			}
+		}
+		out := cmd.OutOrStdout()
+		if *jsonOut {
+			return printJSON(out, kept)
+		}
+		if len(kept) == 0 {
+			fmt.Fprintln(out, "No evaluations found")
+			return nil
+		}
+		sort.Slice(kept, func(i, j int) bool { return kept[i].CreateIndex > kept[j].CreateIndex })
+		rows := make([]string, 0, len(kept))
+		for _, e := range kept {
+			rows = append(rows, fmt.Sprintf("%s\t%d\t%s\t%s\t%s\t%s\t%t", short(e.ID), e.Priority, e.TriggeredBy, e.JobID,
+				short(e.NodeID), e.Status, len(e.FailedTGAllocs) > 0))
+		}
+		table(out, "ID\tPriority\tTriggered By\tJob ID\tNode ID\tStatus\tPlacement Failures", rows)
+		return nil
+	}
+	return cmd
+}
+
+func newSystemGCCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "gc",
+		Short: "Collect finished evaluations and allocations now",
+		Args:  exactArgs(0),
+	}
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := apiClient(cmd).Write(cmd.Context(), "PUT", "/v1/system/gc", nil, nil, nil); err != nil {
+			return cmdErr("system gc: %w", err)
+		}
+		return nil
+	}
+	return cmd
+}

@@ -1,0 +1,82 @@
+package agent_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/drover/drover/api"
+)
+
+const systemJobHCL = `job "sysagent" {
+  type = "system"
+  group "g" {
+    task "t" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sleep"
+        args    = ["3600"]
+      }
+      resources {
+        cpu    = 50
+        memory = 32
+      }
+    }
+  }
+}
+`
+
+// A system job comes back on a node after `node drain -enable` (which
+// stops it there) and `node drain -disable`, through the real CLI.
+func TestE2ESystemJobAfterDrainDisable(t *testing.T) {
+	d := startDevCluster(t)
+	file := filepath.Join(t.TempDir(), "sys.hcl")
+	if err := os.WriteFile(file, []byte(systemJobHCL), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	first := d.runJob(file, "sysagent")
+	reapTasks(t, first)
+	var nodes []*api.NodeListStub
+	if code := devGet(d.base+"/v1/nodes", &nodes); code != 200 || len(nodes) != 1 {
+		t.Fatalf("nodes: status %d, %d nodes", code, len(nodes))
+	}
+	nodeID := nodes[0].ID
+	if out, err := d.drover("node", "drain", "-enable", "-yes", "-deadline", "1m", nodeID[:8]); err != nil {
+		t.Fatalf("drover node drain -enable: %v\n%s", err, out)
+	}
+	d.alloc(first, "the system alloc stopped by the drain", func(a *api.Allocation) (bool, string) {
+		return a.ClientTerminalStatus(), a.DesiredStatus + "/" + a.ClientStatus
+	})
+	d.waitBlocking("/v1/node/"+nodeID, "the drain complete", func(b []byte) (bool, string) {
+		var n api.Node
+		if err := json.Unmarshal(b, &n); err != nil {
+			return false, err.Error()
+		}
+		return n.DrainStrategy == nil && n.LastDrain != nil && n.LastDrain.Status == "complete", fmt.Sprintf("drain %+v last %+v", n.DrainStrategy, n.LastDrain)
+	})
+	if out, err := d.drover("node", "drain", "-disable", nodeID[:8]); err != nil {
+		t.Fatalf("drover node drain -disable: %v\n%s", err, out)
+	}
+	var again string
+	d.waitBlocking("/v1/job/sysagent/allocations", "a new running system alloc", func(b []byte) (bool, string) {
+		var stubs []*api.AllocListStub
+		if err := json.Unmarshal(b, &stubs); err != nil {
+			return false, err.Error()
+		}
+		var got []string
+		for _, s := range stubs {
+			got = append(got, s.ID[:8]+":"+s.ClientStatus)
+			if s.ID != first && s.NodeID == nodeID && s.ClientStatus == api.AllocClientStatusRunning {
+				again = s.ID
+			}
+		}
+		return again != "", fmt.Sprint(got)
+	})
+	reapTasks(t, again)
+	var job api.JobListStub
+	if code := devGet(d.base+"/v1/job/sysagent", &job); code != 200 || job.Status != api.JobStatusRunning {
+		t.Errorf("job after drain disable: status %d %q", code, job.Status)
+	}
+}

@@ -1,0 +1,57 @@
+package server
+
+import (
+	"sort"
+
+	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/state"
+)
+
+// preemptionEvals builds one pending eval (TriggeredBy "preemption") per
+// distinct job with an alloc in preempted, so the evicted work is placed
+// again (elsewhere now, or once capacity frees through a blocked eval).
+// The job's current priority and type come from snap; a job that is gone
+// falls back to the alloc's copy, and an alloc without either is skipped.
+// Evals are ordered by namespace and job ID.
+func preemptionEvals(snap *state.Snapshot, preempted map[string][]*api.Allocation, now int64) []*api.Evaluation {
+	jobs := map[api.NamespacedID]*api.Job{}
+	for _, allocs := range preempted {
+		for _, a := range allocs {
+			k := api.NamespacedID{Namespace: a.Namespace, ID: a.JobID}
+			if _, seen := jobs[k]; seen {
+				continue
+			}
+			j, err := snap.JobByID(nil, a.Namespace, a.JobID)
+			if err != nil || j == nil {
+				j = a.Job
+			}
+			jobs[k] = j
+		}
+	}
+	keys := make([]api.NamespacedID, 0, len(jobs))
+	for k, j := range jobs {
+		if j != nil {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].Namespace != keys[j].Namespace {
+			return keys[i].Namespace < keys[j].Namespace
+		}
+		return keys[i].ID < keys[j].ID
+	})
+	out := make([]*api.Evaluation, 0, len(keys))
+	for _, k := range keys {
+		j := jobs[k]
+		ns := j.Namespace
+		if ns == "" {
+			ns = k.Namespace
+		}
+		out = append(out, &api.Evaluation{
+			ID: newID(), Namespace: ns, Priority: j.Priority, Type: j.Type, JobID: j.ID,
+			JobModifyIndex: j.JobModifyIndex, TriggeredBy: api.EvalTriggerPreemption,
+			Status: api.EvalStatusPending, CreateTime: now, ModifyTime: now,
+		})
+	}
+	return out
+}
