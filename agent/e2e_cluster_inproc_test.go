@@ -157,9 +157,11 @@ func waitOneLeader(t *testing.T, d time.Duration, servers []*clusterServer) *clu
 	return leader
 }
 
+// jobIDs lists the jobs in base's own state (?stale: a plain read would
+// be answered by the leader).
 func jobIDs(t *testing.T, base string) ([]string, bool) {
 	var stubs []*api.JobListStub
-	if code, _ := getJSON(base+"/v1/jobs", &stubs); code != 200 {
+	if code, _ := getJSON(base+"/v1/jobs?stale", &stubs); code != 200 {
 		return nil, false
 	}
 	var ids []string

@@ -205,7 +205,7 @@ func TestE2EClusterLeaderKill(t *testing.T) {
 	for _, s := range servers {
 		waitFor(t, 20*time.Second, "every acknowledged job on "+s.name, func() (bool, string) {
 			var stubs []*api.JobListStub
-			if code, _ := getJSON(s.base+"/v1/jobs?prefix=w-", &stubs); code != 200 {
+			if code, _ := getJSON(s.base+"/v1/jobs?stale&prefix=w-", &stubs); code != 200 {
 				return false, fmt.Sprint("status ", code)
 			}
 			have := map[string]bool{}

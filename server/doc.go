@@ -28,7 +28,9 @@
 // workers, the drainer, the eval reaper, the GC, the periodic launcher and
 // the deployment watcher
 // under one context and waits for all of them on revocation. Heartbeat timers come from the injected clock;
-// a missed TTL spawns a node-down write the heartbeat tracker waits for.
+// a missed TTL spawns a node-down write the heartbeat tracker waits for
+// (node-disconnected first when its allocs' groups set max_client_disconnect:
+// they become unknown, and the node goes down when the window passes).
 // Evals are handed to the broker by the code that committed them (after
 // Raft returns), and restored from state on gaining leadership.
 package server

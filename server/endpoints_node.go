@@ -105,7 +105,7 @@ func (s *Server) HeartbeatNode(ctx context.Context, id, secret string, req *api.
 	if node.Status != api.NodeStatusReady {
 		now := s.clock.Now()
 		allocs, _ := s.State().AllocsByNode(nil, id)
-		evals := s.nodeEvals(node, allocs, api.EvalTriggerNodeUpdate, now)
+		evals := s.nodeEvals(node, allocs, reconnectTrigger(node), now)
 		ev := &api.NodeEvent{Message: "Node heartbeat resumed", Subsystem: "Cluster", Timestamp: now}
 		idx, err = s.applyNodeStatus(ctx, id, api.NodeStatusReady, now.Unix(), ev, evals)
 		if err != nil {
@@ -156,8 +156,9 @@ func (s *Server) UpdateAllocsFromClient(ctx context.Context, nodeID, secret stri
 		u.NodeID, u.Namespace, u.JobID, u.TaskGroup = cur.NodeID, cur.Namespace, cur.JobID, cur.TaskGroup
 		u.ModifyTime = now.UnixNano()
 		updates = append(updates, u)
-		if u.ClientStatus == api.AllocClientStatusFailed && cur.ClientStatus != api.AllocClientStatusFailed &&
-			cur.DesiredStatus == api.AllocDesiredStatusRun {
+		failed := u.ClientStatus == api.AllocClientStatusFailed && cur.ClientStatus != api.AllocClientStatusFailed &&
+			cur.DesiredStatus == api.AllocDesiredStatusRun
+		if failed || reconnected(cur, u) {
 			k := jk{cur.Namespace, cur.JobID}
 			if evalFor[k] != nil {
 				continue
@@ -166,7 +167,11 @@ func (s *Server) UpdateAllocsFromClient(ctx context.Context, nodeID, secret stri
 			if job == nil || job.Stop {
 				continue
 			}
-			e := s.newJobEval(job, api.EvalTriggerRetryFailedAlloc)
+			trigger := api.EvalTriggerRetryFailedAlloc
+			if !failed {
+				trigger = api.EvalTriggerReconnect
+			}
+			e := s.newJobEval(job, trigger)
 			e.NodeID = nodeID
 			evalFor[k] = e
 			evals = append(evals, e)

@@ -11,8 +11,10 @@ import (
 )
 
 // heartbeats holds one TTL timer per live node on the leader. A timer
-// that fires marks the node down (in a goroutine the heartbeats own and
-// wait for on disable).
+// that fires marks the node down, or disconnected when some of its allocs'
+// groups set max_client_disconnect; then the timer is re-armed for that
+// window, and when it fires again the node goes down (in a goroutine the
+// heartbeats own and wait for on disable).
 type heartbeats struct {
 	s *Server
 
@@ -44,7 +46,8 @@ func (h *heartbeats) ttl() time.Duration {
 }
 
 // enable arms a timer for every node that is not down, with the grace
-// period on top (clients need time to find the new leader).
+// period on top (clients need time to find the new leader); a
+// disconnected node keeps what is left of its disconnect window.
 func (h *heartbeats) enable(ctx context.Context, nodes []*api.Node) {
 	h.mu.Lock()
 	h.enabled, h.ctx = true, ctx
@@ -53,7 +56,11 @@ func (h *heartbeats) enable(ctx context.Context, nodes []*api.Node) {
 		if n.Status == api.NodeStatusDown {
 			continue
 		}
-		h.reset(n.ID, h.s.cfg.HeartbeatTTLMin+h.s.cfg.HeartbeatGrace)
+		d := h.s.cfg.HeartbeatTTLMin + h.s.cfg.HeartbeatGrace
+		if n.Status == api.NodeStatusDisconnected {
+			d = max(h.s.disconnectLeft(n), h.s.cfg.HeartbeatGrace)
+		}
+		h.reset(n.ID, d)
 	}
 }
 
@@ -117,10 +124,125 @@ func (h *heartbeats) expire(nodeID string, gen uint64) {
 	go func() {
 		defer h.wg.Done()
 		h.s.metrics.heartbeatMisses.Inc()
-		if err := h.s.nodeDown(ctx, nodeID, "node heartbeat missed"); err != nil {
+		if err := h.s.nodeExpired(ctx, nodeID); err != nil {
 			h.s.log.Warn("mark node down", "node", nodeID, "err", err)
 		}
 	}()
+}
+
+// nodeExpired handles a node whose timer ran out: a ready node whose live
+// allocs' groups set max_client_disconnect goes disconnected (and its
+// timer is re-armed for the longest such window); a disconnected node
+// whose window passed, or a node without such allocs, goes down.
+func (s *Server) nodeExpired(ctx context.Context, nodeID string) error {
+	st := s.State()
+	node, err := st.NodeByID(nil, nodeID)
+	if err != nil || node == nil || node.Status == api.NodeStatusDown {
+		return err
+	}
+	if node.Status == api.NodeStatusDisconnected {
+		return s.nodeDown(ctx, nodeID, "node did not reconnect within max_client_disconnect")
+	}
+	allocs, err := st.AllocsByNode(nil, nodeID)
+	if err != nil {
+		return err
+	}
+	w := disconnectWindow(allocs)
+	if w <= 0 {
+		return s.nodeDown(ctx, nodeID, "node heartbeat missed")
+	}
+	return s.nodeDisconnect(ctx, node, allocs, w)
+}
+
+// nodeDisconnect marks the node disconnected: live allocs whose group
+// sets max_client_disconnect become unknown (the scheduler places a
+// replacement but does not stop them: the client may still run them),
+// the others lost; every affected job gets an eval. The node's timer is
+// re-armed for the window w: without a heartbeat by then it goes down.
+func (s *Server) nodeDisconnect(ctx context.Context, node *api.Node, allocs []*api.Allocation, w time.Duration) error {
+	var ups []*api.Allocation
+	unknown := 0
+	for _, a := range allocs {
+		if a.TerminalStatus() || a.ClientStatus == api.AllocClientStatusUnknown {
+			continue
+		}
+		u := &api.Allocation{ID: a.ID, NodeID: node.ID, Namespace: a.Namespace, JobID: a.JobID,
+			TaskGroup: a.TaskGroup, ClientStatus: api.AllocClientStatusLost,
+			ClientDescription: "alloc is lost since its node is down", TaskStates: a.TaskStates}
+		if allocMaxDisconnect(a) > 0 {
+			u.ClientStatus = api.AllocClientStatusUnknown
+			u.ClientDescription = "alloc is unknown since its node is disconnected"
+			unknown++
+		}
+		ups = append(ups, u)
+	}
+	now := s.clock.Now()
+	evals := s.nodeEvals(node, allocs, api.EvalTriggerNodeUpdate, now)
+	actx, cancel := context.WithTimeout(ctx, s.cfg.RaftApplyTimeout)
+	defer cancel()
+	if len(ups) > 0 {
+		if _, err := s.applyAllocClientUpdate(actx, ups, nil); err != nil {
+			return err
+		}
+	}
+	ev := &api.NodeEvent{Message: "node heartbeat missed; disconnected for up to " + w.String() + " (max_client_disconnect)",
+		Subsystem: "Cluster", Timestamp: now}
+	if _, err := s.applyNodeStatus(actx, node.ID, api.NodeStatusDisconnected, now.Unix(), ev, evals); err != nil {
+		return err
+	}
+	s.log.Info("node disconnected", "node", node.ID, "unknown_allocs", unknown, "lost_allocs", len(ups)-unknown,
+		"window", w, "evals", len(evals))
+	s.hb.reset(node.ID, w)
+	return nil
+}
+
+// disconnectLeft is what is left of a disconnected node's window.
+func (s *Server) disconnectLeft(n *api.Node) time.Duration {
+	allocs, err := s.State().AllocsByNode(nil, n.ID)
+	if err != nil {
+		return 0
+	}
+	since := s.clock.Now().Sub(time.Unix(n.StatusUpdatedAt, 0))
+	return disconnectWindow(allocs) - since
+}
+
+// disconnectWindow is the longest max_client_disconnect among the groups
+// of the live allocs (0 when none sets one).
+func disconnectWindow(allocs []*api.Allocation) time.Duration {
+	var w time.Duration
+	for _, a := range allocs {
+		if !a.TerminalStatus() {
+			w = max(w, allocMaxDisconnect(a))
+		}
+	}
+	return w
+}
+
+// allocMaxDisconnect is the max_client_disconnect of the alloc's group.
+func allocMaxDisconnect(a *api.Allocation) time.Duration {
+	if a.Job == nil {
+		return 0
+	}
+	if tg := a.Job.LookupTaskGroup(a.TaskGroup); tg != nil {
+		return tg.MaxClientDisconnect
+	}
+	return 0
+}
+
+// reconnectTrigger is the trigger of the evals for a node that sends a
+// heartbeat again: reconnect when it was disconnected.
+func reconnectTrigger(node *api.Node) string {
+	if node.Status == api.NodeStatusDisconnected {
+		return api.EvalTriggerReconnect
+	}
+	return api.EvalTriggerNodeUpdate
+}
+
+// reconnected reports whether a client's update of an alloc the server
+// marked unknown brings its real status back (its node reconnected).
+func reconnected(cur, u *api.Allocation) bool {
+	return cur.ClientStatus == api.AllocClientStatusUnknown && u.ClientStatus != api.AllocClientStatusUnknown &&
+		cur.DesiredStatus == api.AllocDesiredStatusRun
 }
 
 // nodeDown marks the node's live allocs lost, sets the node down and

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/drover/drover/agent/allocrunner"
 	"github.com/drover/drover/agent/clientstate"
@@ -42,6 +43,15 @@ type Client struct {
 	// ran); each status is reported once.
 	failedAllocs []*api.Allocation
 	dirtyCh      chan struct{}
+
+	// Last successful heartbeat and its TTL (disconnect.go); hbCh is
+	// signalled after each.
+	hbMu   sync.Mutex
+	hbLast time.Time
+	hbTTL  time.Duration
+	hbCh   chan struct{}
+	// awayStopped: allocs this client stopped while cut off (under mu).
+	awayStopped map[string]bool
 
 	registerCh   chan struct{} // node changed: re-register
 	registeredCh chan struct{} // closed after the first registration
@@ -82,6 +92,7 @@ func New(cfg *Config) (*Client, error) {
 		return nil, err
 	}
 	c.servers = newServers(c.cfg.Servers)
+	c.servers.http = c.cfg.HTTPClient
 	c.servers.setSecret(id.SecretID)
 	c.drivers = map[string]drivers.Driver{}
 	for name, f := range c.cfg.Drivers {
@@ -115,6 +126,8 @@ func New(cfg *Config) (*Client, error) {
 	c.node = node
 	c.runners = map[string]*allocrunner.AllocRunner{}
 	c.seenIndex = map[string]uint64{}
+	c.awayStopped = map[string]bool{}
+	c.hbCh = make(chan struct{}, 1)
 	c.dirty = map[string]bool{}
 	c.dirtyCh = make(chan struct{}, 1)
 	c.registerCh = make(chan struct{}, 1)
@@ -199,7 +212,7 @@ func (c *Client) Start(ctx context.Context) error {
 			c.log.Error("restore allocation", "alloc_id", a.ID, "error", err)
 		}
 	}
-	loops := []func(context.Context){c.registerLoop, c.watchLoop, c.updateLoop, c.fingerprintLoop}
+	loops := []func(context.Context){c.registerLoop, c.watchLoop, c.updateLoop, c.fingerprintLoop, c.disconnectLoop}
 	if c.devices != nil {
 		loops = append(loops, c.deviceLoop)
 	}

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/drover/drover/agent/taskrunner"
@@ -49,6 +50,9 @@ type Config struct {
 	StopAllocsOnShutdown bool
 	Logger               *slog.Logger
 	Clock                Clock
+	// HTTPClient, when set, carries every call to the servers (tests cut a
+	// client off from them with its transport); nil: a plain client.
+	HTTPClient *http.Client
 	// Devices, when set, builds the node's device fingerprinter (GPUs)
 	// once the node ID is known (simulated GPUs derive UUIDs from it).
 	Devices func(nodeID string) (DeviceSource, error)

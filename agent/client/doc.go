@@ -5,6 +5,10 @@
 // coalesced batches, persists its state in bbolt so an agent restart
 // reattaches to running tasks, and serves the /v1/client/... endpoints
 // (logs, alloc filesystem, stats, restart, signal, exec over a websocket).
+// A client that cannot heartbeat for its TTL stops each alloc after its
+// group's max_client_disconnect (at once without one) and reports it lost
+// once back in touch; then every alloc's status is sent again
+// (disconnect.go).
 //
 // Optional driver abilities, found by type assertion: a driver with
 // OnTaskEvent(func(taskID, message, at)) has its progress messages (image
@@ -19,7 +23,7 @@
 // imports server.
 //
 // Concurrency: Start launches the loops (register/heartbeat, alloc
-// watch, status updates, re-fingerprint) and one goroutine per alloc
+// watch, status updates, re-fingerprint, disconnect watch) and one goroutine per alloc
 // runner, all owned by the Client and waited for in Shutdown. Handler,
 // HasAlloc and NodeID are safe for concurrent use.
 package client

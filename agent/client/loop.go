@@ -83,6 +83,7 @@ func (c *Client) registerLoop(ctx context.Context) {
 		if ttl <= 0 {
 			ttl = 10 * time.Second
 		}
+		c.heartbeatOK(ttl)
 		// Heartbeat at half the TTL, jittered down by up to a quarter.
 		wait := ttl/2 - rand.N(ttl/4+1)
 		select {
@@ -230,6 +231,7 @@ func (c *Client) applyAllocs(server []*api.Allocation) {
 		ar := c.runners[id]
 		delete(c.runners, id)
 		delete(c.seenIndex, id)
+		delete(c.awayStopped, id)
 		c.mu.Unlock()
 		if ar == nil {
 			continue
@@ -300,9 +302,11 @@ func (c *Client) updateLoop(ctx context.Context) {
 				continue
 			}
 			a := ar.Alloc()
-			batch = append(batch, &api.Allocation{ID: a.ID, NodeID: node(c).ID, JobID: a.JobID, Namespace: a.Namespace,
+			u := &api.Allocation{ID: a.ID, NodeID: node(c).ID, JobID: a.JobID, Namespace: a.Namespace,
 				TaskGroup: a.TaskGroup, ClientStatus: a.ClientStatus, ClientDescription: a.ClientDescription,
-				TaskStates: a.TaskStates}) // alloc health is the leader's deployment watcher's verdict
+				TaskStates: a.TaskStates} // alloc health is the leader's deployment watcher's verdict
+			c.awayStatus(u)
+			batch = append(batch, u)
 		}
 		if len(batch) == 0 {
 			continue

@@ -13,6 +13,8 @@ import (
 // servers is the server list with failover: calls go to the current
 // server and rotate to the next one on transport errors or 5xx answers.
 type servers struct {
+	http *http.Client // nil: api.NewClient's
+
 	mu     sync.Mutex
 	list   []string
 	cur    int
@@ -97,6 +99,9 @@ func (s *servers) do(ctx context.Context, fn func(*api.Client) error) error {
 	for i := range list {
 		addr := list[(cur+i)%len(list)]
 		c := api.NewClient(addr)
+		if s.http != nil {
+			c.HTTP = s.http
+		}
 		c.Headers = http.Header{}
 		if secret != "" {
 			c.Headers.Set(api.NodeSecretHeader, secret)

@@ -68,6 +68,11 @@ type Server struct {
 	// server_stabilization_time.
 	DeadServerGrace     time.Duration
 	ServerStabilization time.Duration
+	// MinHeartbeatTTL is the smallest heartbeat TTL handed to clients
+	// (default 10s); HeartbeatGrace is added to it before a node counts
+	// as missing (default 10s). HCL: min_heartbeat_ttl, heartbeat_grace.
+	MinHeartbeatTTL time.Duration
+	HeartbeatGrace  time.Duration
 	// LeaveOnTerminate: on shutdown the server leaves the gossip pool, so
 	// the leader removes it from Raft at once (HCL leave_on_terminate).
 	LeaveOnTerminate bool
@@ -193,6 +198,8 @@ type fileServer struct {
 	RetryJoin       []string  `hcl:"retry_join,optional"` // legacy spelling of server_join.retry_join
 	DeadServerGrace *string   `hcl:"dead_server_grace,optional"`
 	Stabilization   *string   `hcl:"server_stabilization_time,optional"`
+	MinHeartbeatTTL *string   `hcl:"min_heartbeat_ttl,optional"`
+	HeartbeatGrace  *string   `hcl:"heartbeat_grace,optional"`
 	ServerJoin      *fileJoin `hcl:"server_join,block"`
 	Remain          hcl.Body  `hcl:",remain"`
 }
@@ -295,7 +302,8 @@ func Parse(src []byte, filename string, base *Config) (*Config, error) {
 			name string
 			v    *string
 			dst  *time.Duration
-		}{{"dead_server_grace", s.DeadServerGrace, &c.Server.DeadServerGrace}, {"server_stabilization_time", s.Stabilization, &c.Server.ServerStabilization}} {
+		}{{"dead_server_grace", s.DeadServerGrace, &c.Server.DeadServerGrace}, {"server_stabilization_time", s.Stabilization, &c.Server.ServerStabilization},
+			{"min_heartbeat_ttl", s.MinHeartbeatTTL, &c.Server.MinHeartbeatTTL}, {"heartbeat_grace", s.HeartbeatGrace, &c.Server.HeartbeatGrace}} {
 			if d.v == nil {
 				continue
 			}

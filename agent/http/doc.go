@@ -12,11 +12,14 @@
 // (*server.Server satisfies Server; agent/http/serverstate adapts its state
 // store to State and EventSource) and the client role through ClientRole.
 // An agent without the server role proxies server API calls to
-// Config.Servers. On a server (leader.go), writes and ?consistent reads
-// that arrive at a follower are reverse-proxied to the leader's HTTP
-// address (held through an election for up to LeaderHoldTimeout,
-// retrying only requests the leader never saw); ?consistent on the leader
-// verifies leadership first; plain and ?stale reads are served locally.
+// Config.Servers. On a server (leader.go), writes and every read but
+// ?stale ones (blocking queries included; /v1/status/* and the event
+// stream excepted) that arrive at a follower are reverse-proxied to the
+// leader's HTTP address, as Nomad does (held through an election for up to
+// LeaderHoldTimeout, retrying only requests the leader never saw), so a
+// write a server acknowledged is visible to a plain read on it at once;
+// ?consistent on the leader verifies leadership first; ?stale reads are
+// served locally.
 // operator.go serves Raft peers, snapshots, the gossip keyring and
 // force-leave through optional interfaces found by type assertion. It must not import package agent, server/* or drivers/*
 // (serverstate may): the agent wires concrete types in. It imports jobspec

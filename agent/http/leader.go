@@ -37,15 +37,28 @@ func localWrite(r *nethttp.Request) bool {
 	return r.URL.Path == "/v1/jobs/parse"
 }
 
-// consistentByDefault lists reads that go to the leader unless ?stale.
+// consistentByDefault lists reads that verify leadership with a quorum
+// unless ?stale (like ?consistent).
 func consistentByDefault(r *nethttp.Request) bool {
 	return r.URL.Path == "/v1/operator/snapshot"
 }
 
-// forwardToLeader sends writes (and ?consistent reads) arriving at a
-// follower to the leader, and verifies leadership for ?consistent reads
-// on the leader. Plain reads are served locally (possibly stale; the
-// X-Drover-KnownLeader and X-Drover-LastContact headers say how stale).
+// localRead lists server reads every server answers from its own view
+// whatever the parameters: who it thinks leads (used to find the leader),
+// and the event stream (a feed of this server's state changes, as in
+// Nomad, which does not forward Event.Stream to the leader).
+func localRead(r *nethttp.Request) bool {
+	return strings.HasPrefix(r.URL.Path, "/v1/status/") || r.URL.Path == "/v1/event/stream"
+}
+
+// forwardToLeader sends server requests arriving at a follower to the
+// leader: writes, and reads unless ?stale, as Nomad does (blocking queries
+// included: the leader holds them). So a write a server acknowledged is
+// visible at once to a plain read on that same server: the leader answered
+// the write after its own FSM applied it, and answers the read too.
+// ?stale reads are served locally (the X-Drover-KnownLeader and
+// X-Drover-LastContact headers say how stale). On the leader, ?consistent
+// reads first verify leadership with a quorum; plain reads are served.
 func (s *HTTPServer) forwardToLeader(next nethttp.Handler) nethttp.Handler {
 	ls, ok := s.cfg.Server.(LeaderServer)
 	if !ok {
@@ -61,7 +74,12 @@ func (s *HTTPServer) forwardToLeader(next nethttp.Handler) nethttp.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		verify := false
 		if read {
+			if localRead(r) {
+				next.ServeHTTP(w, r)
+				return
+			}
 			q := r.URL.Query()
 			stale, err := boolParam(r, "stale")
 			if err != nil {
@@ -76,13 +94,14 @@ func (s *HTTPServer) forwardToLeader(next nethttp.Handler) nethttp.Handler {
 			if !q.Has("consistent") && consistentByDefault(r) {
 				consistent = !stale
 			}
-			if !consistent {
+			if stale && !consistent {
 				next.ServeHTTP(w, r)
 				return
 			}
+			verify = consistent
 		}
 		if ls.IsLeader() {
-			if read {
+			if verify {
 				ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 				err := ls.VerifyLeader(ctx)
 				cancel()
@@ -120,7 +139,7 @@ var leaderTransport = &nethttp.Transport{
 	Proxy:                 nil,
 	DialContext:           (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
 	DisableKeepAlives:     true,
-	ResponseHeaderTimeout: 0, // blocking queries may be forwarded (?consistent)
+	ResponseHeaderTimeout: 0, // blocking queries are forwarded
 }
 
 // errRetryForward makes the proxy's ErrorHandler try again.

@@ -116,6 +116,9 @@ func (s *sched) linkPrev(prev, next *api.Allocation) {
 			return
 		}
 	}
+	if prev.ClientStatus == api.AllocClientStatusUnknown {
+		return // it may still run on its disconnected node: see disconnect.go
+	}
 	desc, status := "alloc was rescheduled because it failed", ""
 	if prev.ClientStatus == api.AllocClientStatusLost {
 		desc, status = "alloc is lost since its node is down", api.AllocClientStatusLost

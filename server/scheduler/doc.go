@@ -11,6 +11,8 @@
 // the health verdicts the server's deployment watcher writes; only with
 // health_check "manual" does a running alloc count as healthy; a failed
 // deployment halts its version's rollout), lost and migrating allocs,
+// unknown allocs of disconnected nodes (disconnect.go: replaced, not
+// stopped; on reconnect the older copy stops),
 // rescheduling with delays and follow-up evals), feasibility
 // (readiness, datacenters, pools, constraints, drivers, resources, ports,
 // devices, with per computed-class caching), ranking (bin-packing, job

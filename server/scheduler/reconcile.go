@@ -135,7 +135,8 @@ func (s *sched) reconcileGroup(tg *api.TaskGroup, allocs []*api.Allocation) []*p
 	upd := updateStrategy(s.job, tg)
 	rolling := upd != nil && s.job.Type == api.JobTypeService
 	curDep, promoted := s.activeDeployment(tg.Name)
-	var keep, replace, canaries []*api.Allocation
+	allocs, replace := s.reconcileDisconnects(allocs, d) // disconnect.go: unknown allocs, reconnects
+	var keep, canaries []*api.Allocation
 	var terminal []*api.Allocation
 	seen := map[int]bool{}
 	for _, a := range allocs {

@@ -1,0 +1,76 @@
+package http_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	agenthttp "github.com/drover/drover/agent/http"
+	"github.com/drover/drover/api"
+	"github.com/drover/drover/server"
+)
+
+// follower is a server that is not the leader and names leaderURL as the
+// leader's HTTP address; its own state is its own (empty) store.
+type follower struct {
+	*server.Server
+	leaderURL string
+}
+
+func (f *follower) IsLeader() bool         { return false }
+func (f *follower) LeaderHTTPAddr() string { return f.leaderURL }
+
+// TestFollowerReadsForwarded: like Nomad, a plain read on a follower is
+// answered by the leader (blocking queries included), ?stale is answered
+// from the follower's own state, /v1/status/* stays local.
+func TestFollowerReadsForwarded(t *testing.T) {
+	leader := newTestAPI(t)
+	reg := leader.register(webJob(1))
+	var f *testAPI
+	f = newTestAPI(t, func(c *agenthttp.Config) {
+		c.Server = &follower{Server: c.Server.(*server.Server), leaderURL: strings.TrimPrefix(leader.ts.URL, "http://")}
+	})
+
+	var job api.Job
+	r := f.ok("GET", "/v1/job/web", nil, &job)
+	if job.ID != "web" || headerIndex(t, r) < reg.JobModifyIndex {
+		t.Errorf("plain read on a follower = job %q index %d, want the leader's job web at >= %d", job.ID, headerIndex(t, r), reg.JobModifyIndex)
+	}
+	if got := r.header.Get(api.HeaderKnownLeader); got != "true" {
+		t.Errorf("forwarded read %s = %q, want true", api.HeaderKnownLeader, got)
+	}
+	var stubs []*api.JobListStub
+	f.ok("GET", "/v1/jobs", nil, &stubs)
+	if len(stubs) != 1 || stubs[0].ID != "web" {
+		t.Errorf("plain list on a follower = %+v, want the leader's [web]", stubs)
+	}
+	// ?stale is served by the follower itself: its state has no job.
+	f.fails("GET", "/v1/job/web?stale", nil, 404, "job_not_found")
+	f.fails("GET", "/v1/job/web?stale=true", nil, 404, "job_not_found")
+	f.ok("GET", "/v1/jobs?stale", nil, &stubs)
+	if len(stubs) != 0 {
+		t.Errorf("stale list on a follower = %+v, want its own empty state", stubs)
+	}
+	f.fails("GET", "/v1/job/web?stale=maybe", nil, 400, "bad_request")
+
+	// A blocking query is held by the leader and wakes on its change.
+	idx := headerIndex(t, r)
+	done := make(chan *resp, 1)
+	go func() { done <- f.do("GET", "/v1/job/web?wait=20s&index="+itoa(idx), nil) }()
+	leader.register(webJob(2))
+	select {
+	case br := <-done:
+		if br.status != 200 || headerIndex(t, br) <= idx || !strings.Contains(string(br.body), `"Count":2`) {
+			t.Errorf("forwarded blocking query = %d index %s %s, want the new version past %d", br.status, br.header.Get(api.HeaderIndex), br.body, idx)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("forwarded blocking query did not wake on the leader's write")
+	}
+
+	// Who leads is each server's own answer.
+	var l string
+	f.ok("GET", "/v1/status/leader", nil, &l)
+	if want := f.srv.Leader(); l != want {
+		t.Errorf("status/leader on a follower = %q, want its own view %q", l, want)
+	}
+}
