@@ -2,21 +2,33 @@ package server
 
 import (
 	"context"
+	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/server/broker"
 )
 
-// heartbeats holds one TTL timer per live node on the leader. A timer
-// that fires marks the node down, or disconnected when some of its allocs'
-// groups set max_client_disconnect; then the timer is re-armed for that
-// window, and when it fires again the node goes down (in a goroutine the
-// heartbeats own and wait for on disable).
+// heartbeats holds one TTL timer per live node on the leader, a leader
+// duty: enable arms the timers when leadership starts, Run disarms them
+// when it ends. A timer that fires hands the node to expired (the server
+// marks it down, or disconnected when some of its allocs' groups set
+// max_client_disconnect, and re-arms the timer for that window), in a
+// goroutine the heartbeats own and wait for on disable.
 type heartbeats struct {
-	s *Server
+	ttlMin, grace time.Duration // HeartbeatTTLMin, HeartbeatGrace
+	maxPerSecond  float64       // MaxHeartbeatsPerSecond
+	clock         broker.Clock
+	log           *slog.Logger
+	missed        prometheus.Counter
+	// expired handles a node whose timer ran out.
+	expired func(ctx context.Context, nodeID string) error
+	// windowLeft is what is left of a disconnected node's window.
+	windowLeft func(n *api.Node) time.Duration
 
 	mu      sync.Mutex
 	enabled bool
@@ -28,7 +40,17 @@ type heartbeats struct {
 }
 
 func newHeartbeats(s *Server) *heartbeats {
-	return &heartbeats{s: s, timers: map[string]broker.Timer{}, gens: map[string]uint64{}}
+	return &heartbeats{ttlMin: s.cfg.HeartbeatTTLMin, grace: s.cfg.HeartbeatGrace, maxPerSecond: s.cfg.MaxHeartbeatsPerSecond,
+		clock: s.clock, log: s.log.With("component", "heartbeats"), missed: s.metrics.heartbeatMisses,
+		expired: s.nodeExpired, windowLeft: s.disconnectLeft,
+		timers: map[string]broker.Timer{}, gens: map[string]uint64{}}
+}
+
+// Run keeps the timers armed until ctx ends (leadership lost), then
+// disarms them and waits for node-down writes in flight.
+func (h *heartbeats) Run(ctx context.Context) {
+	<-ctx.Done()
+	h.disable()
 }
 
 // ttl is the heartbeat interval handed to a client: it grows with the
@@ -38,8 +60,8 @@ func (h *heartbeats) ttl() time.Duration {
 	h.mu.Lock()
 	n := len(h.timers)
 	h.mu.Unlock()
-	base := h.s.cfg.HeartbeatTTLMin
-	if scaled := time.Duration(float64(n) / h.s.cfg.MaxHeartbeatsPerSecond * float64(time.Second)); scaled > base {
+	base := h.ttlMin
+	if scaled := time.Duration(float64(n) / h.maxPerSecond * float64(time.Second)); scaled > base {
 		base = scaled
 	}
 	return base + time.Duration(rand.Int64N(int64(base)/2+1))
@@ -56,9 +78,9 @@ func (h *heartbeats) enable(ctx context.Context, nodes []*api.Node) {
 		if n.Status == api.NodeStatusDown {
 			continue
 		}
-		d := h.s.cfg.HeartbeatTTLMin + h.s.cfg.HeartbeatGrace
+		d := h.ttlMin + h.grace
 		if n.Status == api.NodeStatusDisconnected {
-			d = max(h.s.disconnectLeft(n), h.s.cfg.HeartbeatGrace)
+			d = max(h.windowLeft(n), h.grace)
 		}
 		h.reset(n.ID, d)
 	}
@@ -90,7 +112,7 @@ func (h *heartbeats) reset(nodeID string, d time.Duration) {
 	h.gen++
 	gen := h.gen
 	h.gens[nodeID] = gen
-	h.timers[nodeID] = h.s.clock.AfterFunc(d, func() { h.expire(nodeID, gen) })
+	h.timers[nodeID] = h.clock.AfterFunc(d, func() { h.expire(nodeID, gen) })
 }
 
 // clear drops a node's timer (node down or deregistered).
@@ -123,9 +145,9 @@ func (h *heartbeats) expire(nodeID string, gen uint64) {
 	h.mu.Unlock()
 	go func() {
 		defer h.wg.Done()
-		h.s.metrics.heartbeatMisses.Inc()
-		if err := h.s.nodeExpired(ctx, nodeID); err != nil {
-			h.s.log.Warn("mark node down", "node", nodeID, "err", err)
+		h.missed.Inc()
+		if err := h.expired(ctx, nodeID); err != nil {
+			h.log.Warn("mark node down", "node", nodeID, "err", err)
 		}
 	}()
 }

@@ -69,7 +69,7 @@ func (s *Server) establishLeadership() {
 	if err != nil {
 		s.log.Error("list nodes for heartbeats", "err", err)
 	}
-	s.hb.enable(ctx, nodes)
+	s.hb.enable(ctx, nodes) // armed before anything can advance the clock
 
 	s.leaderGo(func() { s.runPlanApplier(ctx) })
 	for _, d := range s.leaderDuties(since) {
@@ -84,6 +84,7 @@ func (s *Server) establishLeadership() {
 // and gossip membership; none gets the whole server.
 func (s *Server) leaderDuties(since time.Time) []leaderDuty {
 	duties := []leaderDuty{
+		s.hb,
 		&drainer{serverCore: s.named("drainer")},
 		&evalReaper{serverCore: s.named("evalreaper"), queue: &s.reap},
 		&evalGC{serverCore: s.named("evalgc"), interval: s.cfg.EvalGCInterval, threshold: s.cfg.EvalGCThreshold},
@@ -121,8 +122,7 @@ func (s *Server) revokeLeadership() {
 	s.broker.SetEnabled(false)
 	s.blocked.SetEnabled(false)
 	s.planQueue.SetEnabled(false)
-	s.hb.disable()
-	s.leaderWG.Wait()
+	s.leaderWG.Wait() // the heartbeats duty disarms its timers on the way out
 	s.log.Info("leadership revoked")
 }
 

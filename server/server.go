@@ -177,8 +177,8 @@ func New(cfg *Config) (*Server, error) {
 	})
 	s.blocked = broker.NewBlockedEvals(s.broker.Enqueue, s.cancelDuplicateBlocked)
 	s.planQueue = broker.NewPlanQueue()
-	s.hb = newHeartbeats(s)
 	s.metrics = newMetrics(s)
+	s.hb = newHeartbeats(s)
 	if c.Registry != nil {
 		if err := s.metrics.register(c.Registry); err != nil {
 			s.cancel()
