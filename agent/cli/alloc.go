@@ -5,6 +5,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -52,14 +53,16 @@ func printAlloc(w io.Writer, a *api.Allocation, verbose bool) {
 	kv(w, "ID", id, "Eval ID", eval, "Name", a.Name, "Node ID", node, "Node Name", a.NodeName,
 		"Job ID", a.JobID, "Job Version", ver, "Client Status", a.ClientStatus,
 		"Client Description", a.ClientDescription, "Desired Status", a.DesiredStatus,
-		"Desired Description", a.DesiredDescription, "Created", fmtUnixNano(a.CreateTime),
-		"Modified", fmtUnixNano(a.ModifyTime))
+		"Desired Description", a.DesiredDescription, "Created", fmtAgo(a.CreateTime, time.Now()),
+		"Modified", fmtAgo(a.ModifyTime, time.Now()))
+	printAllocAddresses(w, a.AllocatedResources)
 	for _, name := range sortedKeys(a.TaskStates) {
 		ts := a.TaskStates[name]
 		fmt.Fprintf(w, "\nTask %q is %q\n", name, ts.State)
 		if ts.Restarts > 0 || ts.Failed {
 			fmt.Fprintf(w, "Restarts %d, Failed %v\n", ts.Restarts, ts.Failed)
 		}
+		printTaskResources(w, a.AllocatedResources, name)
 		fmt.Fprintln(w, "Recent Events:")
 		evs := ts.Events
 		if len(evs) > 10 && !verbose {
@@ -91,6 +94,55 @@ func printAlloc(w io.Writer, a *api.Allocation, verbose bool) {
 		if len(rows) > 0 {
 			table(w, "Node\tScores\tFinal Score", rows)
 		}
+	}
+}
+
+// printAllocAddresses lists the alloc's ports (Nomad's "Allocation
+// Addresses": label, dynamic or static, host address and mapped port).
+func printAllocAddresses(w io.Writer, r *api.AllocatedResources) {
+	if r == nil {
+		return
+	}
+	var rows []string
+	for _, n := range r.Shared.Networks {
+		add := func(ports []api.Port, dynamic string) {
+			for _, p := range ports {
+				to := ""
+				if p.To > 0 && p.To != p.Value {
+					to = fmt.Sprintf(" -> %d", p.To)
+				}
+				rows = append(rows, fmt.Sprintf("%s\t%s\t%s:%d%s", p.Label, dynamic, n.IP, p.Value, to))
+			}
+		}
+		add(n.ReservedPorts, "no")
+		add(n.DynamicPorts, "yes")
+	}
+	if len(rows) == 0 {
+		for _, p := range r.Shared.Ports {
+			rows = append(rows, fmt.Sprintf("%s\t-\t%s:%d", p.Label, p.HostIP, p.Value))
+		}
+	}
+	if len(rows) > 0 {
+		fmt.Fprintln(w, "\nAllocation Addresses:")
+		table(w, "Label\tDynamic\tAddress", rows)
+	}
+}
+
+// printTaskResources shows what the scheduler gave a task: CPU, memory,
+// reserved cores and device instances (GPUs by ID).
+func printTaskResources(w io.Writer, r *api.AllocatedResources, task string) {
+	if r == nil || r.Tasks[task] == nil {
+		return
+	}
+	t := r.Tasks[task]
+	fmt.Fprintln(w, "Task Resources:")
+	cores := "-"
+	if len(t.Cpu.ReservedCores) > 0 {
+		cores = fmt.Sprint(t.Cpu.ReservedCores)
+	}
+	table(w, "CPU\tMemory\tCores", []string{fmt.Sprintf("%d MHz\t%d MiB\t%s", t.Cpu.CpuShares, t.Memory.MemoryMB, cores)})
+	for _, d := range t.Devices {
+		fmt.Fprintf(w, "Device %s/%s/%s: %s\n", d.Vendor, d.Type, d.Name, strings.Join(d.DeviceIDs, ", "))
 	}
 }
 

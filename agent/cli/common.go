@@ -79,6 +79,33 @@ func fmtUnixNano(ns int64) string {
 	return time.Unix(0, ns).UTC().Format(time.RFC3339)
 }
 
+// fmtAgo is a time with how long ago it was, as Nomad shows them
+// ("2026-12-03T11:32:33Z (5s ago)").
+func fmtAgo(ns int64, now time.Time) string {
+	if ns == 0 {
+		return "-"
+	}
+	t := time.Unix(0, ns)
+	rel := "ago"
+	d := now.Sub(t)
+	if d < 0 {
+		d, rel = -d, "from now"
+	}
+	return fmt.Sprintf("%s (%s %s)", t.UTC().Format(time.RFC3339), roundAgo(d), rel)
+}
+
+// roundAgo rounds a duration to what a person reads: 5s, 3m10s, 2h5m, 3d4h.
+func roundAgo(d time.Duration) string {
+	switch {
+	case d < time.Hour:
+		return d.Round(time.Second).String()
+	case d < 24*time.Hour:
+		return strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
+	default:
+		return fmt.Sprintf("%dd%dh", int(d/(24*time.Hour)), int((d%(24*time.Hour))/time.Hour))
+	}
+}
+
 func fmtTime(t time.Time) string {
 	if t.IsZero() {
 		return "-"
