@@ -160,9 +160,13 @@ func (p *parser) applyInputs(vars map[string]*variable, base *hcl.EvalContext) {
 		}
 	}
 	for _, path := range p.opts.VarFiles {
-		src, err := os.ReadFile(path)
+		src, d, err := readSource(path)
 		if err != nil {
 			p.diags = append(p.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: fmt.Sprintf("Cannot read variable file: %s", err)})
+			continue
+		}
+		if d != nil {
+			p.diags = append(p.diags, d)
 			continue
 		}
 		p.applyVarFile(vars, base, path, src)
@@ -183,6 +187,10 @@ func (p *parser) applyInputs(vars map[string]*variable, base *hcl.EvalContext) {
 
 // applyVarFile applies name = value lines from a var file.
 func (p *parser) applyVarFile(vars map[string]*variable, base *hcl.EvalContext, name string, src []byte) {
+	if d := checkSource(name, src); d != nil {
+		p.diags = append(p.diags, d)
+		return
+	}
 	f, diags := hclsyntax.ParseConfig(src, name, hcl.InitialPos)
 	p.diags = append(p.diags, diags...)
 	if diags.HasErrors() {
@@ -210,6 +218,11 @@ func (p *parser) applyVarFile(vars map[string]*variable, base *hcl.EvalContext, 
 func (p *parser) assignString(v *variable, s, origin string) {
 	if v.typ == cty.String || v.typ == cty.DynamicPseudoType {
 		v.val, v.set = cty.StringVal(s), true
+		return
+	}
+	if d := checkSource(origin, []byte(s)); d != nil {
+		p.diags = append(p.diags, &hcl.Diagnostic{Severity: hcl.DiagError,
+			Summary: fmt.Sprintf("Invalid value for variable %q from %s: %s: %s", v.name, origin, d.Summary, d.Detail)})
 		return
 	}
 	expr, diags := hclsyntax.ParseExpression([]byte(s), origin, hcl.InitialPos)
