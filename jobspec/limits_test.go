@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/jobspec"
@@ -167,5 +168,30 @@ func TestJSONDecodeDepth(t *testing.T) {
 	}
 	if got := job.TaskGroups[0].Tasks[0].Config["args"]; !strings.Contains(fmt.Sprint(got), `]]]"`) {
 		t.Errorf("args = %#v, want the decoded document", got)
+	}
+}
+
+// Locals are evaluated once each, in dependency order: a chain of 12,000
+// locals took 25 s before (the local object was rebuilt for every local
+// on every pass), well within the token limit.
+func TestLocalsChainIsLinear(t *testing.T) {
+	const n = 15_000
+	var b strings.Builder
+	b.WriteString("locals {\n")
+	for i := range n - 1 {
+		fmt.Fprintf(&b, "  l%d = local.l%d\n", i, i+1)
+	}
+	fmt.Fprintf(&b, "  l%d = \"end\"\n}\n", n-1)
+	b.WriteString(limitJob("[local.l0]"))
+	start := time.Now()
+	job, err := jobspec.Parse("chain.hcl", []byte(b.String()), &jobspec.Options{Env: []string{}})
+	if err != nil {
+		t.Fatalf("Parse = %v", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("a chain of %d locals took %v, want well under 10s", n, d)
+	}
+	if got := fmt.Sprint(job.TaskGroups[0].Tasks[0].Config["args"]); got != "[end]" {
+		t.Errorf("args = %s, want [end]", got)
 	}
 }
