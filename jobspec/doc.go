@@ -11,6 +11,13 @@
 // config blocks are kept schemaless: attributes keep their values, nested
 // blocks become lists of maps.
 //
+// Limits (limits.go): a source over MaxSourceBytes, nested deeper than
+// MaxNestingDepth, with an expression of more than MaxOperators operators
+// or more than MaxTokens tokens is refused with a diagnostic before
+// hashicorp/hcl, whose recursive descent has no limit, sees it. The scan
+// mirrors hclsyntax's token rules (strings, heredocs, comments, template
+// sequences); FuzzScanMatchesLexer holds it to them.
+//
 // Imports: api, the standard library and the HCL/cty libraries only; never
 // server, agent or drivers.
 //

@@ -21,6 +21,13 @@ func FuzzParse(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte(`job "x" { group "g" { task "t" { driver = "exec" } } }`))
+	// Deep nesting: before the limits, 100,000 levels overflowed the
+	// parser's stack (a fatal error no recover catches).
+	for _, n := range []int{jobspec.MaxNestingDepth, jobspec.MaxNestingDepth + 1, 100_000} {
+		for _, src := range deepNesting(n) {
+			f.Add([]byte(src))
+		}
+	}
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, src []byte) {
 		job, err := jobspec.Parse(filepath.Join(dir, "fuzz.hcl"), src, &jobspec.Options{Env: []string{}})

@@ -2,7 +2,6 @@ package jobspec
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -69,17 +68,24 @@ func (ds Diagnostics) Error() string {
 // Unwrap makes errors.Is(err, api.ErrInvalidJob) true.
 func (ds Diagnostics) Unwrap() error { return api.ErrInvalidJob }
 
-// ParseFile reads and parses one job file.
+// ParseFile reads and parses one job file. A file over MaxSourceBytes is
+// a Diagnostics error, found without reading it whole.
 func ParseFile(path string, opts *Options) (*api.Job, error) {
-	src, err := os.ReadFile(path)
+	src, d, err := readSource(path)
 	if err != nil {
 		return nil, fmt.Errorf("read job file: %w", err)
+	}
+	if d != nil {
+		p := &parser{filename: path, diags: hcl.Diagnostics{d}}
+		return nil, p.diagnostics()
 	}
 	return Parse(path, src, opts)
 }
 
 // Parse parses a job file's contents; filename is used in diagnostics and,
-// unless opts.BaseDir is set, to locate files read by file().
+// unless opts.BaseDir is set, to locate files read by file(). Sources over
+// the limits (MaxSourceBytes, MaxNestingDepth, MaxOperators, MaxTokens)
+// are Diagnostics errors before the HCL parser sees them.
 func Parse(filename string, src []byte, opts *Options) (*api.Job, error) {
 	if opts == nil {
 		opts = &Options{}
@@ -126,6 +132,10 @@ var rootSchema = &hcl.BodySchema{
 }
 
 func (p *parser) parse() *api.Job {
+	if d := checkSource(p.filename, p.src); d != nil {
+		p.diags = append(p.diags, d)
+		return nil
+	}
 	file, diags := hclsyntax.ParseConfig(p.src, p.filename, hcl.InitialPos)
 	p.diags = append(p.diags, diags...)
 	if diags.HasErrors() {

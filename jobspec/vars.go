@@ -160,9 +160,13 @@ func (p *parser) applyInputs(vars map[string]*variable, base *hcl.EvalContext) {
 		}
 	}
 	for _, path := range p.opts.VarFiles {
-		src, err := os.ReadFile(path)
+		src, d, err := readSource(path)
 		if err != nil {
 			p.diags = append(p.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: fmt.Sprintf("Cannot read variable file: %s", err)})
+			continue
+		}
+		if d != nil {
+			p.diags = append(p.diags, d)
 			continue
 		}
 		p.applyVarFile(vars, base, path, src)
@@ -183,6 +187,10 @@ func (p *parser) applyInputs(vars map[string]*variable, base *hcl.EvalContext) {
 
 // applyVarFile applies name = value lines from a var file.
 func (p *parser) applyVarFile(vars map[string]*variable, base *hcl.EvalContext, name string, src []byte) {
+	if d := checkSource(name, src); d != nil {
+		p.diags = append(p.diags, d)
+		return
+	}
 	f, diags := hclsyntax.ParseConfig(src, name, hcl.InitialPos)
 	p.diags = append(p.diags, diags...)
 	if diags.HasErrors() {
@@ -210,6 +218,11 @@ func (p *parser) applyVarFile(vars map[string]*variable, base *hcl.EvalContext, 
 func (p *parser) assignString(v *variable, s, origin string) {
 	if v.typ == cty.String || v.typ == cty.DynamicPseudoType {
 		v.val, v.set = cty.StringVal(s), true
+		return
+	}
+	if d := checkSource(origin, []byte(s)); d != nil {
+		p.diags = append(p.diags, &hcl.Diagnostic{Severity: hcl.DiagError,
+			Summary: fmt.Sprintf("Invalid value for variable %q from %s: %s: %s", v.name, origin, d.Summary, d.Detail)})
 		return
 	}
 	expr, diags := hclsyntax.ParseExpression([]byte(s), origin, hcl.InitialPos)
@@ -245,54 +258,87 @@ func (p *parser) locals(ctx *hcl.EvalContext, blocks hcl.Blocks) cty.Value {
 			pending[name] = a
 		}
 	}
+	// Kahn's order: each local is evaluated once, after the locals it
+	// references, with only those in scope (building the whole local
+	// object per local, pass after pass, was quadratic: a chain of
+	// 12,000 locals took 25 s).
 	done := make(map[string]cty.Value, len(pending))
-	for len(pending) > 0 {
-		progress := false
-		for _, name := range sortedKeys(pending) {
-			a := pending[name]
-			if !localsReady(a.Expr, done, pending) {
-				continue
+	waits := make(map[string]int, len(pending))
+	dependents := make(map[string][]string)
+	for _, name := range sortedKeys(pending) {
+		for dep := range localRefs(pending[name].Expr) {
+			if _, ok := pending[dep]; ok {
+				waits[name]++
+				dependents[dep] = append(dependents[dep], name)
 			}
-			ctx.Variables["local"] = cty.ObjectVal(done)
-			val, diags := a.Expr.Value(ctx)
-			p.diags = append(p.diags, diags...)
-			if diags.HasErrors() {
-				val = cty.DynamicVal
-			}
-			done[name] = val
-			delete(pending, name)
-			progress = true
 		}
-		if !progress {
-			for _, name := range sortedKeys(pending) {
-				errorf(&p.diags, pending[name].NameRange, "Cyclic local %q: it depends on itself", name)
-				done[name] = cty.DynamicVal
-			}
-			break
+	}
+	var ready []string
+	for _, name := range sortedKeys(pending) {
+		if waits[name] == 0 {
+			ready = append(ready, name)
 		}
+	}
+	for len(ready) > 0 {
+		name := ready[0]
+		ready = ready[1:]
+		a := pending[name]
+		ctx.Variables["local"] = localScope(a.Expr, done)
+		val, diags := a.Expr.Value(ctx)
+		p.diags = append(p.diags, diags...)
+		if diags.HasErrors() {
+			val = cty.DynamicVal
+		}
+		done[name] = val
+		delete(pending, name)
+		for _, d := range dependents[name] {
+			if waits[d]--; waits[d] == 0 {
+				ready = append(ready, d)
+			}
+		}
+	}
+	for _, name := range sortedKeys(pending) {
+		errorf(&p.diags, pending[name].NameRange, "Cyclic local %q: it depends on itself", name)
+		done[name] = cty.DynamicVal
 	}
 	return cty.ObjectVal(done)
 }
 
-// localsReady reports whether every local.X that expr references is
-// already evaluated (or not a local at all, left for evaluation to flag).
-func localsReady(expr hcl.Expression, done map[string]cty.Value, pending map[string]*hcl.Attribute) bool {
+// localRefs is the set of X that expr references as local.X.
+func localRefs(expr hcl.Expression) map[string]bool {
+	refs := map[string]bool{}
 	for _, t := range expr.Variables() {
 		if t.RootName() != "local" || len(t) < 2 {
 			continue
 		}
-		a, ok := t[1].(hcl.TraverseAttr)
-		if !ok {
-			continue
-		}
-		if _, ok := done[a.Name]; ok {
-			continue
-		}
-		if _, ok := pending[a.Name]; ok {
-			return false
+		if a, ok := t[1].(hcl.TraverseAttr); ok {
+			refs[a.Name] = true
 		}
 	}
-	return true
+	return refs
+}
+
+// localScope is the local object expr is evaluated with: the evaluated
+// locals it references, or every evaluated local where it uses local
+// whole or names one that does not exist (so errors suggest names as
+// before).
+func localScope(expr hcl.Expression, done map[string]cty.Value) cty.Value {
+	scope := map[string]cty.Value{}
+	for _, t := range expr.Variables() {
+		if t.RootName() != "local" {
+			continue
+		}
+		a, ok := hcl.TraverseAttr{}, len(t) >= 2
+		if ok {
+			a, ok = t[1].(hcl.TraverseAttr)
+		}
+		v, found := done[a.Name]
+		if !ok || !found {
+			return cty.ObjectVal(done)
+		}
+		scope[a.Name] = v
+	}
+	return cty.ObjectVal(scope)
 }
 
 func sortedKeys[V any](m map[string]V) []string {
