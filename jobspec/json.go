@@ -17,8 +17,8 @@ func IsJSON(src []byte) bool {
 	return len(t) > 0 && t[0] == '{'
 }
 
-// maxJSONJob bounds a JSON job source, as for HCL.
-const maxJSONJob = 8 << 20
+// maxJSONJob bounds a JSON job source, as MaxSourceBytes does HCL.
+const maxJSONJob = MaxSourceBytes
 
 // ParseJSON reads a JSON job: either {"Job": {...}} (what `job inspect` and
 // `job run -output` print) or the job object itself. Unknown fields are
