@@ -254,6 +254,11 @@ func (j *Job) Validate() error {
 				v.add("", "periodic: invalid time zone %q", p.TimeZone)
 			}
 		}
+		for _, sp := range p.allSpecs() {
+			if _, err := parseCron(sp); err != nil {
+				v.add("", "periodic: %v", err)
+			}
+		}
 	}
 	if pj := j.ParameterizedJob; pj != nil && !slices.Contains(payloadModes, pj.Payload) {
 		v.add("", "parameterized: invalid payload %q (want optional, required or forbidden)", pj.Payload)

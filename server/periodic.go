@@ -103,31 +103,13 @@ func (p *periodicLauncher) periodicPass(ctx context.Context, ws memdb.WatchSet, 
 
 // periodicNext is the job's next launch after max(since, newest child).
 func (p *periodicLauncher) periodicNext(j *api.Job, since time.Time) (time.Time, error) {
-	specs := j.Periodic.Specs
-	if j.Periodic.Spec != "" {
-		specs = append([]string{j.Periodic.Spec}, specs...)
-	}
-	loc := time.UTC
-	if tz := j.Periodic.TimeZone; tz != "" {
-		l, err := time.LoadLocation(tz)
-		if err != nil {
-			return time.Time{}, fmt.Errorf("periodic job %q time zone %q: %w", j.ID, tz, err)
-		}
-		loc = l
-	}
 	after := since
 	if last := p.lastPeriodicLaunch(j); last.After(after) {
 		after = last
 	}
-	var next time.Time
-	for _, sp := range specs {
-		c, err := parseCron(sp)
-		if err != nil {
-			return time.Time{}, fmt.Errorf("periodic job %q: %w", j.ID, err)
-		}
-		if n := c.next(after.In(loc)); !n.IsZero() && (next.IsZero() || n.Before(next)) {
-			next = n
-		}
+	next, err := j.Periodic.Next(after)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("periodic job %q: %w", j.ID, err)
 	}
 	return next, nil
 }

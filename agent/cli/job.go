@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -293,6 +294,14 @@ func newJobStatusCmd() *cobra.Command {
 		if *jsonOut {
 			return printJSON(out, map[string]any{"Job": job, "Summary": summary, "Allocations": allocs, "Evaluations": evals})
 		}
+		if job.IsPeriodic() || job.IsParameterized() {
+			children, _, err := c.Jobs(ctx, &api.QueryOptions{Prefix: job.ID + "/"})
+			if err != nil {
+				return cmdErr("children of job %q: %w", job.ID, err)
+			}
+			printParentJob(out, job, children, time.Now())
+			return nil
+		}
 		printJobStatus(out, job, summary, allocs, evals)
 		if err := printLatestDeployment(ctx, out, c, job.ID, q); err != nil {
 			return cmdErr("job %q deployment: %w", job.ID, err)
@@ -300,6 +309,49 @@ func newJobStatusCmd() *cobra.Command {
 		return nil
 	}
 	return cmd
+}
+
+// printParentJob shows a periodic or parameterized job as Nomad does: its
+// next launch (periodic) and the children it launched or was dispatched
+// into, newest first.
+func printParentJob(w io.Writer, job *api.Job, children []*api.JobListStub, now time.Time) {
+	pairs := []string{"ID", job.ID, "Name", job.Name, "Submit Date", fmtUnixNano(job.SubmitTime), "Type", job.Type,
+		"Priority", strconv.Itoa(job.Priority), "Datacenters", strings.Join(job.Datacenters, ","),
+		"Namespace", job.Namespace, "Status", job.Status, "Periodic", strconv.FormatBool(job.IsPeriodic()),
+		"Parameterized", strconv.FormatBool(job.IsParameterized())}
+	if job.IsPeriodic() {
+		next := "none"
+		if job.Stop {
+			next = "none (stopped)"
+		} else if t, err := job.Periodic.Next(now); err != nil {
+			next = "invalid spec: " + err.Error()
+		} else if !t.IsZero() {
+			next = fmtAgo(t.UnixNano(), now)
+		}
+		pairs = append(pairs, "Next Periodic Launch", next)
+	}
+	kv(w, pairs...)
+	var kids []*api.JobListStub
+	for _, c := range children {
+		if c.ParentID == job.ID {
+			kids = append(kids, c)
+		}
+	}
+	title := "Previously Launched Jobs"
+	if job.IsParameterized() {
+		title = "Dispatched Jobs"
+	}
+	fmt.Fprintf(w, "\n%s\n", title)
+	if len(kids) == 0 {
+		fmt.Fprintln(w, "No instances found")
+		return
+	}
+	sort.Slice(kids, func(i, j int) bool { return kids[i].SubmitTime > kids[j].SubmitTime })
+	rows := make([]string, 0, len(kids))
+	for _, k := range kids {
+		rows = append(rows, fmt.Sprintf("%s\t%s\t%s", k.ID, k.Status, fmtUnixNano(k.SubmitTime)))
+	}
+	table(w, "ID\tStatus\tSubmit Date", rows)
 }
 
 func printJobStatus(w io.Writer, job *api.Job, summary *api.JobSummary, allocs []*api.AllocListStub, evals []*api.Evaluation) {

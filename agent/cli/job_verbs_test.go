@@ -203,3 +203,27 @@ func TestCLIJSONJobFile(t *testing.T) {
 		t.Errorf("job validate bad.json: exit %d stderr %q, want 1 and file:line:col", code, stderr)
 	}
 }
+
+// job status of a periodic job shows its next launch and its children.
+func TestCLIPeriodicJobStatus(t *testing.T) {
+	addr := startAPI(t)
+	cli := func(args ...string) (int, string, string) {
+		t.Helper()
+		return runCLI(t, append(args, "-address", addr)...)
+	}
+	hcl := strings.Replace(webHCL, `job "web" {`, "job \"nightly\" {\n  type = \"batch\"\n  periodic {\n    crons = [\"0 3 * * *\"]\n  }", 1)
+	if code, out, stderr := cli("job", "run", "-detach", writeFile(t, t.TempDir(), "nightly.hcl", hcl)); code != 0 {
+		t.Fatalf("job run nightly: exit %d %q %q", code, out, stderr)
+	}
+	code, out, _ := cli("job", "status", "nightly")
+	if code != 0 || !strings.Contains(out, "Next Periodic Launch") || !strings.Contains(out, "T03:00:00Z (") || !strings.Contains(out, "No instances found") {
+		t.Errorf("job status of a periodic job: exit %d out %q", code, out)
+	}
+	if code, out, stderr := cli("job", "periodic", "force", "-detach", "nightly"); code != 0 {
+		t.Fatalf("periodic force: exit %d %q %q", code, out, stderr)
+	}
+	code, out, _ = cli("job", "status", "nightly")
+	if code != 0 || !strings.Contains(out, "Previously Launched Jobs") || !strings.Contains(out, "nightly/periodic-") {
+		t.Errorf("job status after a forced launch: exit %d out %q", code, out)
+	}
+}

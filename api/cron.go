@@ -1,4 +1,4 @@
-package server
+package api
 
 import (
 	"fmt"
@@ -133,4 +133,36 @@ func (c *cronSpec) next(t time.Time) time.Time {
 		return t
 	}
 	return time.Time{}
+}
+
+// Next is the first launch time strictly after after, over every spec of
+// the config, in its time zone (UTC when unset); zero when no spec ever
+// fires again.
+func (p *PeriodicConfig) Next(after time.Time) (time.Time, error) {
+	loc := time.UTC
+	if p.TimeZone != "" {
+		l, err := time.LoadLocation(p.TimeZone)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("time zone %q: %w", p.TimeZone, err)
+		}
+		loc = l
+	}
+	var next time.Time
+	for _, sp := range p.allSpecs() {
+		c, err := parseCron(sp)
+		if err != nil {
+			return time.Time{}, err
+		}
+		if n := c.next(after.In(loc)); !n.IsZero() && (next.IsZero() || n.Before(next)) {
+			next = n
+		}
+	}
+	return next, nil
+}
+
+func (p *PeriodicConfig) allSpecs() []string {
+	if p.Spec == "" {
+		return p.Specs
+	}
+	return append([]string{p.Spec}, p.Specs...)
 }

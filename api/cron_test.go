@@ -1,6 +1,7 @@
-package server
+package api
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -31,5 +32,19 @@ func TestCronNext(t *testing.T) {
 		if _, err := parseCron(bad); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
+	}
+}
+
+func TestPeriodicNextAndValidate(t *testing.T) {
+	p := &PeriodicConfig{Enabled: true, Spec: "0 12 * * *", Specs: []string{"30 6 * * *"}, TimeZone: "Europe/Paris"}
+	got, err := p.Next(time.Date(2026, 3, 1, 4, 0, 0, 0, time.UTC)) // 05:00 in Paris
+	if err != nil || !got.Equal(time.Date(2026, 3, 1, 5, 30, 0, 0, time.UTC)) {
+		t.Errorf("Next = %v, %v; want 06:30 Paris (05:30 UTC)", got, err)
+	}
+	j := &Job{ID: "cron", Type: JobTypeBatch, TaskGroups: []*TaskGroup{{Name: "g", Count: 1, Tasks: []*Task{{Name: "t", Driver: "exec"}}}},
+		Periodic: &PeriodicConfig{Enabled: true, Spec: "61 * * * *"}}
+	j.Canonicalize()
+	if err := j.Validate(); err == nil || !strings.Contains(err.Error(), "periodic:") {
+		t.Errorf("a job with cron spec 61 * * * * validated: %v", err)
 	}
 }
