@@ -91,15 +91,9 @@ func (s *Server) DeregisterJob(ctx context.Context, ns, id string, purge bool) (
 	if ns == "" {
 		ns = api.DefaultNamespace
 	}
-	if !s.IsLeader() {
-		return nil, errNotLeader()
-	}
-	job, err := s.State().JobByID(nil, ns, id)
+	job, err := s.currentJob(ns, id)
 	if err != nil {
-		return nil, fmt.Errorf("job %q: %w", id, err)
-	}
-	if job == nil {
-		return nil, fmt.Errorf("job %q: %w", id, api.ErrJobNotFound)
+		return nil, err
 	}
 	var eval *api.Evaluation
 	if !job.IsPeriodic() && !job.IsParameterized() {
@@ -121,15 +115,9 @@ func (s *Server) EvaluateJob(ctx context.Context, ns, id string) (*api.JobEvalua
 	if ns == "" {
 		ns = api.DefaultNamespace
 	}
-	if !s.IsLeader() {
-		return nil, errNotLeader()
-	}
-	job, err := s.State().JobByID(nil, ns, id)
+	job, err := s.currentJob(ns, id)
 	if err != nil {
-		return nil, fmt.Errorf("job %q: %w", id, err)
-	}
-	if job == nil {
-		return nil, fmt.Errorf("job %q: %w", id, api.ErrJobNotFound)
+		return nil, err
 	}
 	if job.IsPeriodic() || job.IsParameterized() {
 		return nil, fmt.Errorf("job %q is periodic or parameterized and cannot be evaluated: %w", id, api.ErrBadRequest)
