@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -176,44 +177,35 @@ func newJobScaleCmd() *cobra.Command {
 }
 
 func newJobAllocsCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "allocs [flags] JOB",
-		Short: "List a job's allocations",
-		Args:  exactArgs(1),
-	}
-	jsonOut := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		allocs, _, err := apiClient(cmd).JobAllocations(cmd.Context(), args[0], nil)
-		if err != nil {
-			return cmdErr("allocations of job %q: %w", args[0], err)
-		}
-		out := cmd.OutOrStdout()
-		if *jsonOut {
-			return printJSON(out, allocs)
-		}
-		printAllocTable(out, allocs)
-		return nil
-	}
-	return cmd
+	return jobListCmd("allocs", "List a job's allocations", "allocations",
+		func(ctx context.Context, c *api.Client, id string) ([]*api.AllocListStub, error) {
+			out, _, err := c.JobAllocations(ctx, id, nil)
+			return out, err
+		}, func(w io.Writer, as []*api.AllocListStub) { printAllocTable(w, as) })
 }
 
 func newJobDeploymentsCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "deployments [flags] JOB",
-		Short: "List a job's deployments",
-		Args:  exactArgs(1),
-	}
+	return jobListCmd("deployments", "List a job's deployments", "deployments", func(ctx context.Context, c *api.Client, id string) ([]*api.Deployment, error) {
+		out, _, err := c.JobDeployments(ctx, id, nil)
+		return out, err
+	}, printDeploymentTable)
+}
+
+// jobListCmd is `job <name> JOB`: one list read about the job, printed as
+// a table or, with -json, as JSON.
+func jobListCmd[T any](name, short, what string, fetch func(context.Context, *api.Client, string) ([]T, error), print func(io.Writer, []T)) *cobra.Command {
+	cmd := &cobra.Command{Use: name + " [flags] JOB", Short: short, Args: exactArgs(1)}
 	jsonOut := addJSONFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		ds, _, err := apiClient(cmd).JobDeployments(cmd.Context(), args[0], nil)
+		items, err := fetch(cmd.Context(), apiClient(cmd), args[0])
 		if err != nil {
-			return cmdErr("deployments of job %q: %w", args[0], err)
+			return cmdErr("%s of job %q: %w", what, args[0], err)
 		}
 		out := cmd.OutOrStdout()
 		if *jsonOut {
-			return printJSON(out, ds)
+			return printJSON(out, items)
 		}
-		printDeploymentTable(out, ds)
+		print(out, items)
 		return nil
 	}
 	return cmd
