@@ -193,7 +193,7 @@ func newJobDeploymentsCmd() *cobra.Command {
 
 // jobListCmd is `job <name> JOB`: one list read about the job, printed as
 // a table or, with -json, as JSON.
-func jobListCmd[T any](name, short, what string, fetch func(context.Context, *api.Client, string) ([]T, error), print func(io.Writer, []T)) *cobra.Command {
+func jobListCmd[T any](name, short, what string, fetch func(context.Context, *api.Client, string) ([]T, error), show func(io.Writer, []T)) *cobra.Command {
 	cmd := &cobra.Command{Use: name + " [flags] JOB", Short: short, Args: exactArgs(1)}
 	jsonOut := addJSONFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -205,7 +205,7 @@ func jobListCmd[T any](name, short, what string, fetch func(context.Context, *ap
 		if *jsonOut {
 			return printJSON(out, items)
 		}
-		print(out, items)
+		show(out, items)
 		return nil
 	}
 	return cmd
