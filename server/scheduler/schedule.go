@@ -18,6 +18,10 @@ import (
 // (nil, or without a job ID).
 var ErrBadEval = errors.New("scheduler: bad evaluation")
 
+// ErrBadOptions is returned for Options the scheduler cannot work with
+// (an unknown Algorithm).
+var ErrBadOptions = errors.New("scheduler: bad options")
+
 // sched is one scheduling pass: the state it reads, the plan it builds
 // and the per-node bookkeeping placement needs. Single-threaded.
 type sched struct {
@@ -58,6 +62,12 @@ type sched struct {
 func Schedule(st State, eval *api.Evaluation, opts Options) (*Result, error) {
 	if eval == nil || eval.JobID == "" {
 		return nil, fmt.Errorf("schedule: %w", ErrBadEval)
+	}
+	switch opts.Algorithm {
+	case "", AlgorithmBinpack, AlgorithmSpread:
+	default:
+		return nil, fmt.Errorf("schedule eval %s: algorithm %q (want %q or %q): %w",
+			eval.ID, opts.Algorithm, AlgorithmBinpack, AlgorithmSpread, ErrBadOptions)
 	}
 	ns := eval.Namespace
 	if ns == "" {
