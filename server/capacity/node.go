@@ -177,14 +177,18 @@ func (c *Node) Add(v *Vector) {
 	}
 }
 
-// Sub releases v, which must have been added before.
+// Sub releases v, which should have been added before (IDs not counted
+// are skipped; amounts are subtracted as given).
 func (c *Node) Sub(v *Vector) {
 	u := &c.used
 	u.CPU -= v.CPU
 	u.MemoryMB -= v.MemoryMB
 	u.DiskMB -= v.DiskMB
 	for _, id := range v.Cores {
-		if u.Cores[id]--; u.Cores[id] <= 0 {
+		if u.Cores[id] == 0 {
+			continue // never added: nothing to release
+		}
+		if u.Cores[id]--; u.Cores[id] == 0 {
 			delete(u.Cores, id)
 		}
 	}
@@ -192,7 +196,10 @@ func (c *Node) Sub(v *Vector) {
 		u.Cores = nil
 	}
 	for _, p := range v.Ports {
-		if u.Ports[p]--; u.Ports[p] <= 0 {
+		if u.Ports[p] == 0 {
+			continue
+		}
+		if u.Ports[p]--; u.Ports[p] == 0 {
 			delete(u.Ports, p)
 			if _, res := c.reservedPorts[p]; !res && c.inDynamic(p) {
 				c.busyDynamic--
@@ -203,7 +210,10 @@ func (c *Node) Sub(v *Vector) {
 		u.Ports = nil
 	}
 	for _, id := range v.Devices {
-		if u.Devices[id]--; u.Devices[id] <= 0 {
+		if u.Devices[id] == 0 {
+			continue
+		}
+		if u.Devices[id]--; u.Devices[id] == 0 {
 			delete(u.Devices, id)
 		}
 	}

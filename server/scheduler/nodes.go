@@ -72,10 +72,10 @@ func (ns *nodeState) removeAlloc(a *api.Allocation, job *api.Job) int {
 			continue
 		}
 		ns.allocs = append(ns.allocs[:i:i], ns.allocs[i+1:]...)
-		v := capacity.AllocVector(a.AllocatedResources)
+		v := capacity.AllocVector(x.AllocatedResources) // what was counted, whatever copy a is
 		ns.cap.Sub(&v)
-		if job != nil && a.JobID == job.ID && a.Namespace == job.Namespace {
-			ns.jobTG[a.TaskGroup]--
+		if job != nil && x.JobID == job.ID && x.Namespace == job.Namespace {
+			ns.jobTG[x.TaskGroup]--
 			ns.jobTotal--
 		}
 		return i

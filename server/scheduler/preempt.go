@@ -113,7 +113,9 @@ func (s *sched) preempt(tc *tgCtx, nodes []*nodeState, prevNode string) (*cand, 
 		}
 		if fit {
 			// Prune: give back every victim the group can do without.
-			kept := victims[:0]
+			// kept is a new slice: filling victims in place while reading
+			// it backwards would overwrite victims not yet looked at.
+			kept := make([]*api.Allocation, 0, len(victims))
 			for i := len(victims) - 1; i >= 0; i-- {
 				v := victims[i]
 				ns.addAlloc(v, s.job)
