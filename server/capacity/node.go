@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
 
 	"github.com/drover/drover/api"
@@ -323,4 +324,14 @@ func indexOf[T comparable](s []T, x T) bool {
 		}
 	}
 	return false
+}
+
+// Clone returns a copy whose usage can change independently (the
+// capacity side, never modified after NewNode, is shared).
+func (c *Node) Clone() *Node {
+	d := *c
+	d.used.Cores = maps.Clone(c.used.Cores)
+	d.used.Ports = maps.Clone(c.used.Ports)
+	d.used.Devices = maps.Clone(c.used.Devices)
+	return &d
 }

@@ -70,7 +70,7 @@ func (s *sched) place(p *placement) *api.Allocation {
 			if s.err != nil {
 				return nil
 			}
-			tc.failed = true
+			s.failGroup(tc)
 			s.failed[name] = s.explain(tc)
 			s.queued[name]++
 			return nil
@@ -78,8 +78,8 @@ func (s *sched) place(p *placement) *api.Allocation {
 	}
 	if len(victims) > 0 {
 		for _, v := range victims {
-			c.ns.removeAlloc(v, s.job) // before building: ports and cores come free
-			s.stopped[v.ID] = true
+			s.removeFrom(c.ns, v) // before building: ports and cores come free
+			s.markStopped(v)
 		}
 	}
 	a := s.buildAlloc(tc, p, c)
@@ -91,10 +91,10 @@ func (s *sched) place(p *placement) *api.Allocation {
 	if len(victims) > 0 {
 		s.recordEvictions(a, victims)
 	}
-	ns.addAlloc(a, s.job)
+	s.addTo(ns, a)
 	if len(tc.props) > 0 || len(tc.spreads) > 0 {
 		for _, other := range s.groups {
-			s.countAlloc(other, ns.node, name)
+			s.countPlaced(other, ns.node, name)
 		}
 	}
 	s.plan.AppendAlloc(a)

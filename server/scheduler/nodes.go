@@ -75,7 +75,9 @@ func (ns *nodeState) removeAlloc(a *api.Allocation, job *api.Job) int {
 		v := capacity.AllocVector(x.AllocatedResources) // what was counted, whatever copy a is
 		ns.cap.Sub(&v)
 		if job != nil && x.JobID == job.ID && x.Namespace == job.Namespace {
-			ns.jobTG[x.TaskGroup]--
+			if ns.jobTG[x.TaskGroup]--; ns.jobTG[x.TaskGroup] == 0 {
+				delete(ns.jobTG, x.TaskGroup)
+			}
 			ns.jobTotal--
 		}
 		return i

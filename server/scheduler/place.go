@@ -187,21 +187,21 @@ func (s *sched) newTG(tg *api.TaskGroup) *tgCtx {
 			if n == nil {
 				continue
 			}
-			s.countAlloc(tc, n, a.TaskGroup)
+			s.countAlloc(tc, n, a.TaskGroup, 1)
 		}
 	}
 	return tc
 }
 
 // countAlloc records an alloc of group g on node n in distinct_property
-// and spread counters.
-func (s *sched) countAlloc(tc *tgCtx, n *api.Node, g string) {
+// and spread counters (delta -1 takes one back).
+func (s *sched) countAlloc(tc *tgCtx, n *api.Node, g string, delta int) {
 	for _, p := range tc.props {
 		if p.tg && g != tc.tg.Name {
 			continue
 		}
 		if v, ok := resolveNode(p.c.LTarget, n); ok {
-			p.counts[v]++
+			addCount(p.counts, v, delta)
 		}
 	}
 	if g != tc.tg.Name {
@@ -209,8 +209,16 @@ func (s *sched) countAlloc(tc *tgCtx, n *api.Node, g string) {
 	}
 	for _, sp := range tc.spreads {
 		if v, ok := resolveNode(attrTarget(sp.sp.Attribute), n); ok {
-			sp.counts[v]++
+			addCount(sp.counts, v, delta)
 		}
+	}
+}
+
+// addCount adds delta to m[k], deleting the key at zero: spread scoring
+// tells a value never counted from one counted.
+func addCount(m map[string]int, k string, delta int) {
+	if m[k] += delta; m[k] == 0 {
+		delete(m, k)
 	}
 }
 
@@ -380,6 +388,7 @@ func (s *sched) checkNode(tc *tgCtx, ns *nodeState) (int, string, []devPick) {
 func (s *sched) selectNode(tc *tgCtx, prevNode string, desired int) (*cand, int, int) {
 	limit := s.sampleLimit(tc)
 	tc.cands = tc.cands[:0]
+	s.saveCursor(tc)
 	evaluated, filtered := 0, 0
 	for i := tc.start; i < len(s.nodes); i++ {
 		if limit > 0 && len(tc.cands) >= limit {
@@ -396,7 +405,7 @@ func (s *sched) selectNode(tc *tgCtx, prevNode string, desired int) (*cand, int,
 		rej, _, picks := s.checkNode(tc, ns)
 		if rej != okNode {
 			filtered++
-			tc.skip[i] = true
+			s.skipNode(tc, i)
 			if i == tc.start {
 				tc.start++
 			}

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/drover/drover/api"
@@ -85,6 +86,7 @@ func (s *sched) preempt(tc *tgCtx, nodes []*nodeState, prevNode string) (*cand, 
 			continue
 		}
 		examined++
+		order := slices.Clone(ns.allocs) // probing below reorders the list; usage it restores itself
 		// Lowest priority first; among equals, the allocs holding devices
 		// (when devices are asked) and then the biggest.
 		sort.SliceStable(pool, func(i, j int) bool {
@@ -139,6 +141,7 @@ func (s *sched) preempt(tc *tgCtx, nodes []*nodeState, prevNode string) (*cand, 
 		for _, v := range victims {
 			ns.addAlloc(v, s.job)
 		}
+		ns.allocs = order
 	}
 	if best != nil {
 		tc.cands = append(tc.cands[:0], *best)
