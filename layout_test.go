@@ -29,6 +29,8 @@ var rules = []rule{
 	{prefix: "jobspec", allowed: func(i string) bool { return under(i, "api") }},
 	{prefix: "drivers", allowed: func(i string) bool { return under(i, "api") || under(i, "drivers") }},
 	{prefix: "server", allowed: func(i string) bool { return !under(i, "agent") && !under(i, "drivers") && !under(i, "ui") }},
+	// capacity is the pure resource model the scheduler and the plan applier share.
+	{prefix: "server/capacity", stdOnly: true, allowed: func(i string) bool { return under(i, "api") }},
 	// ui's tests start the real binary through the shared test helpers.
 	{prefix: "ui", allowed: func(i string) bool { return under(i, "api") },
 		testAllowed: func(i string) bool { return i == "drivers/drivertest" }},
@@ -126,6 +128,9 @@ func TestLayoutRulesCatchViolations(t *testing.T) {
 		{"server", module + "/jobspec", false, false},
 		{"jobspec", module + "/server", false, true},
 		{"ui", module + "/drivers/drivertest", true, false},
+		{"server/capacity", module + "/api", false, false},
+		{"server/capacity", module + "/server/state", false, true},
+		{"server/capacity", "github.com/hashicorp/go-version", false, true},
 		{"ui", module + "/drivers/drivertest", false, true},
 		{"ui", module + "/drivers/exec", true, true},
 		{"ui", module + "/agent", true, true},

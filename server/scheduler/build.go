@@ -70,7 +70,7 @@ func (s *sched) place(p *placement) *api.Allocation {
 			if s.err != nil {
 				return nil
 			}
-			tc.failed = true
+			s.failGroup(tc)
 			s.failed[name] = s.explain(tc)
 			s.queued[name]++
 			return nil
@@ -78,8 +78,8 @@ func (s *sched) place(p *placement) *api.Allocation {
 	}
 	if len(victims) > 0 {
 		for _, v := range victims {
-			c.ns.removeAlloc(v, s.job) // before building: ports and cores come free
-			s.stopped[v.ID] = true
+			s.removeFrom(c.ns, v) // before building: ports and cores come free
+			s.markStopped(v)
 		}
 	}
 	a := s.buildAlloc(tc, p, c)
@@ -91,10 +91,10 @@ func (s *sched) place(p *placement) *api.Allocation {
 	if len(victims) > 0 {
 		s.recordEvictions(a, victims)
 	}
-	ns.addAlloc(a, s.job)
+	s.addTo(ns, a)
 	if len(tc.props) > 0 || len(tc.spreads) > 0 {
 		for _, other := range s.groups {
-			s.countAlloc(other, ns.node, name)
+			s.countPlaced(other, ns.node, name)
 		}
 	}
 	s.plan.AppendAlloc(a)
@@ -137,7 +137,7 @@ func (s *sched) buildAlloc(tc *tgCtx, p *placement, c *cand) *api.Allocation {
 	ar := &api.AllocatedResources{Tasks: make(map[string]*api.AllocatedTaskResources, len(tc.tasks))}
 	var cores []uint16
 	if tc.cores > 0 {
-		cores = c.ns.freeCores(tc.cores)
+		cores = c.ns.cap.FreeCores(tc.cores)
 	}
 	for _, t := range tc.tasks {
 		cpu := api.AllocatedCpuResources{CpuShares: t.cpu}
@@ -197,7 +197,8 @@ func (s *sched) buildAlloc(tc *tgCtx, p *placement, c *cand) *api.Allocation {
 // assignPorts gives reserved ports their value and dynamic ports a free
 // value from the node's dynamic range.
 func (s *sched) assignPorts(tc *tgCtx, ns *nodeState, ar *api.AllocatedResources) {
-	used := ns.usedPorts()
+	taken := map[int]bool{} // ports given within this alloc
+	busy := func(p int) bool { return taken[p] || ns.cap.PortBusy(p) }
 	ip := hostIP(ns.node)
 	groupNets := make([]*api.NetworkResource, len(tc.tg.Networks))
 	for i, n := range tc.tg.Networks {
@@ -212,21 +213,22 @@ func (s *sched) assignPorts(tc *tgCtx, ns *nodeState, ar *api.AllocatedResources
 			taskNets[t.task.Name] = append(taskNets[t.task.Name], &api.NetworkResource{Mode: n.Mode, IP: ip, MBits: n.MBits})
 		}
 	}
-	span := ns.maxPort - ns.minPort + 1
+	lo := ns.cap.MinDynamicPort
+	span := ns.cap.MaxDynamicPort - lo + 1
 	for _, pa := range tc.ports {
 		p := pa.port
 		dynamic := p.Value == 0
 		if dynamic {
 			start := s.rng.IntN(span)
 			for i := 0; i < span; i++ {
-				v := ns.minPort + (start+i)%span
-				if _, busy := used[v]; !busy {
+				v := lo + (start+i)%span
+				if !busy(v) {
 					p.Value = v
 					break
 				}
 			}
 		}
-		used[p.Value] = struct{}{}
+		taken[p.Value] = true
 		var net *api.NetworkResource
 		if pa.group {
 			net = groupNets[pa.netIdx]

@@ -109,7 +109,7 @@ func (s *sched) pickDevices(ns *nodeState, asks []devAsk) ([]devPick, bool) {
 				if !inst.Healthy {
 					continue
 				}
-				if _, used := ns.devUsed[inst.ID]; used {
+				if ns.cap.DeviceUsed(inst.ID) {
 					continue
 				}
 				if _, used := taken[inst.ID]; used {

@@ -22,6 +22,18 @@
 // placement, and failure explanations
 // (AllocMetric, ExplainFailure).
 //
+// Structure of a pass: reconcileGroup decides per group and returns a
+// groupResult (stops, updates, placements, follow-up evals, annotation);
+// applyGroup turns it into plan edits; then the placements are made.
+// Node fit bookkeeping is server/capacity's (the same model the plan
+// applier checks with; NodePlanFits is the scheduler's verdict on a plan's
+// node for differential tests). Placement state can be checkpointed and
+// rolled back (checkpoint, rollback, release: an undo journal of node
+// usage, stops and per-group cursors) so a set of placements can be tried
+// and undone. Options.Algorithm picks the fit score: binpack (default,
+// fullest nodes first) or spread (emptiest first), as Nomad's
+// scheduler_algorithm.
+//
 // Placement cost: nodes are visited in the shuffled order from a per-group
 // cursor; nodes found infeasible or full are skipped for the rest of the
 // pass, and each placement scores at most SampleLimit feasible nodes
@@ -29,8 +41,8 @@
 // groups asking for devices so tight GPU fits are found, 100 for groups
 // with affinities or spreads, which need a wider view).
 //
-// Imports: api and the standard library (plus small pure libraries such as
-// go-version). Never server/state, agent or drivers.
+// Imports: api, server/capacity and the standard library (plus small pure
+// libraries such as go-version). Never server/state, agent or drivers.
 //
 // Concurrency: Schedule is safe to call from many goroutines at once as
 // long as each call has its own State; it shares nothing between calls.

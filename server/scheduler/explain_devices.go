@@ -72,7 +72,7 @@ func (s *sched) freeMatching(ns *nodeState, req *api.RequestedDevice) int {
 		}
 		n := 0
 		for _, in := range g.Instances {
-			if _, used := ns.devUsed[in.ID]; in.Healthy && !used {
+			if in.Healthy && !ns.cap.DeviceUsed(in.ID) {
 				n++
 			}
 		}

@@ -143,16 +143,3 @@ func TestClassCacheAndComputedClass(t *testing.T) {
 		t.Errorf("eval = %+v, blocked = %+v", res.Eval, res.Blocked)
 	}
 }
-
-func TestParsePortSpec(t *testing.T) {
-	got := parsePortSpec("22, 80,8000-8002,bad,9-1")
-	want := []int{22, 80, 8000, 8001, 8002}
-	if len(got) != len(want) {
-		t.Fatalf("got %v, want %v", got, want)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("got %v, want %v", got, want)
-		}
-	}
-}

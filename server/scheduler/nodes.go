@@ -2,30 +2,28 @@ package scheduler
 
 import (
 	"hash/fnv"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/capacity"
 )
 
 // nodeState is one candidate node with its free resources, computed
 // lazily (on first visit) from the node's allocations and then updated
-// as this pass places and stops allocations.
+// as this pass places and stops allocations. The resource bookkeeping is
+// server/capacity's, the same model the plan applier checks plans with.
 type nodeState struct {
 	node  *api.Node
 	pos   int
 	class string
 
-	loaded                      bool
-	cpuTotal, memTotal, diskTot int64
-	cpuUsed, memUsed, diskUsed  int64
-	allocs                      []*api.Allocation // live allocs (not stopped by this plan)
-	ports                       map[int]struct{}  // nil until a group asks for ports
-	devUsed                     map[string]struct{}
-	coresUsed                   map[uint16]struct{}
-	jobTG                       map[string]int // live allocs of the scheduled job, by group
-	jobTotal                    int
-	minPort, maxPort            int
+	loaded   bool
+	cap      *capacity.Node
+	allocs   []*api.Allocation // live allocs (not stopped by this plan)
+	jobTG    map[string]int    // live allocs of the scheduled job, by group
+	jobTotal int
 }
 
 // load computes the node's usage once.
@@ -34,23 +32,8 @@ func (s *sched) load(ns *nodeState) {
 		return
 	}
 	ns.loaded = true
-	n := ns.node
-	if r := n.NodeResources; r != nil {
-		ns.cpuTotal, ns.memTotal, ns.diskTot = r.Cpu.CpuShares, r.Memory.MemoryMB, r.Disk.DiskMB
-		ns.minPort, ns.maxPort = r.MinDynamicPort, r.MaxDynamicPort
-	}
-	if ns.minPort <= 0 {
-		ns.minPort = api.DefaultMinDynamicPort
-	}
-	if ns.maxPort <= 0 || ns.maxPort < ns.minPort {
-		ns.maxPort = api.DefaultMaxDynamicPort
-	}
-	if r := n.ReservedResources; r != nil {
-		ns.cpuTotal -= r.Cpu.CpuShares
-		ns.memTotal -= r.Memory.MemoryMB
-		ns.diskTot -= r.Disk.DiskMB
-	}
-	allocs, err := s.st.AllocsByNode(n.ID)
+	ns.cap = capacity.NewNode(ns.node)
+	allocs, err := s.st.AllocsByNode(ns.node.ID)
 	if err != nil {
 		s.err = err
 		return
@@ -64,32 +47,14 @@ func (s *sched) load(ns *nodeState) {
 }
 
 func (ns *nodeState) addAlloc(a *api.Allocation, job *api.Job) {
-	ns.allocs = append(ns.allocs, a)
-	cpu, mem, disk := a.AllocatedResources.Comparable()
-	ns.cpuUsed += cpu
-	ns.memUsed += mem
-	ns.diskUsed += disk
-	if r := a.AllocatedResources; r != nil {
-		for _, t := range r.Tasks {
-			for _, c := range t.Cpu.ReservedCores {
-				if ns.coresUsed == nil {
-					ns.coresUsed = map[uint16]struct{}{}
-				}
-				ns.coresUsed[c] = struct{}{}
-			}
-			for _, d := range t.Devices {
-				if ns.devUsed == nil {
-					ns.devUsed = map[string]struct{}{}
-				}
-				for _, id := range d.DeviceIDs {
-					ns.devUsed[id] = struct{}{}
-				}
-			}
-		}
-		if ns.ports != nil {
-			addAllocPorts(ns.ports, a)
-		}
-	}
+	ns.insertAlloc(len(ns.allocs), a, job)
+}
+
+// insertAlloc counts a live alloc at position i of the node's list.
+func (ns *nodeState) insertAlloc(i int, a *api.Allocation, job *api.Job) {
+	ns.allocs = slices.Insert(ns.allocs, i, a)
+	v := capacity.AllocVector(a.AllocatedResources)
+	ns.cap.Add(&v)
 	if job != nil && a.JobID == job.ID && a.Namespace == job.Namespace {
 		if ns.jobTG == nil {
 			ns.jobTG = map[string]int{}
@@ -99,106 +64,25 @@ func (ns *nodeState) addAlloc(a *api.Allocation, job *api.Job) {
 	}
 }
 
-// removeAlloc releases a live alloc stopped by this plan.
-func (ns *nodeState) removeAlloc(a *api.Allocation, job *api.Job) {
+// removeAlloc releases a live alloc stopped by this plan and returns its
+// former position in the node's list (-1 when it was not there).
+func (ns *nodeState) removeAlloc(a *api.Allocation, job *api.Job) int {
 	for i, x := range ns.allocs {
 		if x.ID != a.ID {
 			continue
 		}
 		ns.allocs = append(ns.allocs[:i:i], ns.allocs[i+1:]...)
-		cpu, mem, disk := a.AllocatedResources.Comparable()
-		ns.cpuUsed -= cpu
-		ns.memUsed -= mem
-		ns.diskUsed -= disk
-		if r := a.AllocatedResources; r != nil {
-			for _, t := range r.Tasks {
-				for _, c := range t.Cpu.ReservedCores {
-					delete(ns.coresUsed, c)
-				}
-				for _, d := range t.Devices {
-					for _, id := range d.DeviceIDs {
-						delete(ns.devUsed, id)
-					}
-				}
+		v := capacity.AllocVector(x.AllocatedResources) // what was counted, whatever copy a is
+		ns.cap.Sub(&v)
+		if job != nil && x.JobID == job.ID && x.Namespace == job.Namespace {
+			if ns.jobTG[x.TaskGroup]--; ns.jobTG[x.TaskGroup] == 0 {
+				delete(ns.jobTG, x.TaskGroup)
 			}
-		}
-		if ns.ports != nil {
-			ns.ports = nil // rebuilt on demand
-		}
-		if job != nil && a.JobID == job.ID && a.Namespace == job.Namespace {
-			ns.jobTG[a.TaskGroup]--
 			ns.jobTotal--
 		}
-		return
+		return i
 	}
-}
-
-// usedPorts returns the node's used host ports, building the set lazily.
-func (ns *nodeState) usedPorts() map[int]struct{} {
-	if ns.ports != nil {
-		return ns.ports
-	}
-	ns.ports = map[int]struct{}{}
-	if r := ns.node.ReservedResources; r != nil {
-		for _, p := range parsePortSpec(r.ReservedHostPorts) {
-			ns.ports[p] = struct{}{}
-		}
-	}
-	for _, a := range ns.allocs {
-		addAllocPorts(ns.ports, a)
-	}
-	return ns.ports
-}
-
-func addAllocPorts(m map[int]struct{}, a *api.Allocation) {
-	r := a.AllocatedResources
-	if r == nil {
-		return
-	}
-	for _, p := range r.Shared.Ports {
-		m[p.Value] = struct{}{}
-	}
-	addNetPorts(m, r.Shared.Networks)
-	for _, t := range r.Tasks {
-		addNetPorts(m, t.Networks)
-	}
-}
-
-func addNetPorts(m map[int]struct{}, nets []*api.NetworkResource) {
-	for _, n := range nets {
-		for _, p := range n.ReservedPorts {
-			m[p.Value] = struct{}{}
-		}
-		for _, p := range n.DynamicPorts {
-			m[p.Value] = struct{}{}
-		}
-	}
-}
-
-// parsePortSpec parses "22,80,8000-8010"; malformed parts are ignored.
-func parsePortSpec(spec string) []int {
-	var out []int
-	for _, part := range strings.Split(spec, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(strings.TrimSpace(lo))
-		if err != nil {
-			continue
-		}
-		b := a
-		if isRange {
-			if b, err = strconv.Atoi(strings.TrimSpace(hi)); err != nil || b < a || b-a > 65535 {
-				continue
-			}
-		}
-		for p := a; p <= b; p++ {
-			out = append(out, p)
-		}
-	}
-	return out
+	return -1
 }
 
 // computedClass returns the node's class key: ComputedClass when the node
@@ -297,35 +181,4 @@ func (ns *nodeState) mhzPerCore() int64 {
 		return 0
 	}
 	return r.Cpu.CpuShares / int64(r.Cpu.TotalCpuCores)
-}
-
-// freeCores returns up to n free reservable core IDs, lowest first.
-func (ns *nodeState) freeCores(n int) []uint16 {
-	r := ns.node.NodeResources
-	if r == nil {
-		return nil
-	}
-	cores := r.Cpu.ReservableCpuCores
-	if len(cores) == 0 {
-		for i := uint16(0); i < r.Cpu.TotalCpuCores; i++ {
-			cores = append(cores, i)
-		}
-	}
-	reserved := map[uint16]bool{}
-	if rr := ns.node.ReservedResources; rr != nil {
-		for _, c := range rr.Cpu.ReservableCpuCores {
-			reserved[c] = true
-		}
-	}
-	var out []uint16
-	for _, c := range cores {
-		if _, used := ns.coresUsed[c]; used || reserved[c] {
-			continue
-		}
-		out = append(out, c)
-		if len(out) == n {
-			break
-		}
-	}
-	return out
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/capacity"
 )
 
 // tgCtx is what placing one task group needs, computed once per pass.
@@ -19,6 +20,7 @@ type tgCtx struct {
 	ports   []portAsk // reserved (Value > 0) and dynamic (Value == 0) ports
 	devs    []devAsk
 	drivers []string
+	ask     capacity.Vector // cpu set per node (cpuOn); static ports, dynamic and core counts
 
 	classCons []*api.Constraint // depend only on the computed class
 	nodeCons  []*api.Constraint // read unique node data
@@ -164,6 +166,14 @@ func (s *sched) newTG(tg *api.TaskGroup) *tgCtx {
 	for _, sp := range append(append([]*api.Spread{}, s.job.Spreads...), tg.Spreads...) {
 		tc.spreads = append(tc.spreads, &spreadState{sp: sp, counts: map[string]int{}})
 	}
+	tc.ask = capacity.Vector{MemoryMB: tc.mem, DiskMB: tc.disk, NumCores: tc.cores}
+	for _, p := range tc.ports {
+		if p.port.Value == 0 {
+			tc.ask.NumDynamicPorts++
+		} else {
+			tc.ask.Ports = append(tc.ask.Ports, p.port.Value)
+		}
+	}
 	if len(tc.nodeCons) > 0 || len(tc.props) > 0 {
 		s.escape = true
 	}
@@ -177,21 +187,21 @@ func (s *sched) newTG(tg *api.TaskGroup) *tgCtx {
 			if n == nil {
 				continue
 			}
-			s.countAlloc(tc, n, a.TaskGroup)
+			s.countAlloc(tc, n, a.TaskGroup, 1)
 		}
 	}
 	return tc
 }
 
 // countAlloc records an alloc of group g on node n in distinct_property
-// and spread counters.
-func (s *sched) countAlloc(tc *tgCtx, n *api.Node, g string) {
+// and spread counters (delta -1 takes one back).
+func (s *sched) countAlloc(tc *tgCtx, n *api.Node, g string, delta int) {
 	for _, p := range tc.props {
 		if p.tg && g != tc.tg.Name {
 			continue
 		}
 		if v, ok := resolveNode(p.c.LTarget, n); ok {
-			p.counts[v]++
+			addCount(p.counts, v, delta)
 		}
 	}
 	if g != tc.tg.Name {
@@ -199,8 +209,16 @@ func (s *sched) countAlloc(tc *tgCtx, n *api.Node, g string) {
 	}
 	for _, sp := range tc.spreads {
 		if v, ok := resolveNode(attrTarget(sp.sp.Attribute), n); ok {
-			sp.counts[v]++
+			addCount(sp.counts, v, delta)
 		}
+	}
+}
+
+// addCount adds delta to m[k], deleting the key at zero: spread scoring
+// tells a value never counted from one counted.
+func addCount(m map[string]int, k string, delta int) {
+	if m[k] += delta; m[k] == 0 {
+		delete(m, k)
 	}
 }
 
@@ -316,46 +334,14 @@ func (s *sched) nodeOK(tc *tgCtx, ns *nodeState) (bool, string) {
 	return true, ""
 }
 
-// fits checks resources; it returns the exhausted dimension on failure.
+// fits checks resources; it returns the exhausted dimension on failure
+// (the capacity.Dim names, or "devices: <ask>").
 func (s *sched) fits(tc *tgCtx, ns *nodeState) ([]devPick, string) {
 	s.load(ns)
-	if ns.cpuUsed+tc.cpuOn(ns) > ns.cpuTotal {
-		return nil, "cpu"
-	}
-	if tc.cores > 0 && len(ns.freeCores(tc.cores)) < tc.cores {
-		return nil, "cores"
-	}
-	if ns.memUsed+tc.mem > ns.memTotal {
-		return nil, "memory"
-	}
-	if ns.diskTot > 0 && ns.diskUsed+tc.disk > ns.diskTot { // 0: the node reports no disk
-		return nil, "disk"
-	}
-	if len(tc.ports) > 0 {
-		used := ns.usedPorts()
-		dyn := 0
-		seen := map[int]bool{}
-		for _, p := range tc.ports {
-			if p.port.Value == 0 {
-				dyn++
-				continue
-			}
-			if _, busy := used[p.port.Value]; busy || seen[p.port.Value] {
-				return nil, "network: port collision"
-			}
-			seen[p.port.Value] = true
-		}
-		if dyn > 0 {
-			free := ns.maxPort - ns.minPort + 1
-			for p := range used {
-				if p >= ns.minPort && p <= ns.maxPort {
-					free--
-				}
-			}
-			if free < dyn+len(seen) {
-				return nil, "network: dynamic port exhausted"
-			}
-		}
+	ask := tc.ask
+	ask.CPU = tc.cpuOn(ns)
+	if e := ns.cap.Fits(&ask); e != nil {
+		return nil, e.Dimension
 	}
 	if len(tc.devs) > 0 {
 		picks, ok := s.pickDevices(ns, tc.devs)
@@ -402,6 +388,7 @@ func (s *sched) checkNode(tc *tgCtx, ns *nodeState) (int, string, []devPick) {
 func (s *sched) selectNode(tc *tgCtx, prevNode string, desired int) (*cand, int, int) {
 	limit := s.sampleLimit(tc)
 	tc.cands = tc.cands[:0]
+	s.saveCursor(tc)
 	evaluated, filtered := 0, 0
 	for i := tc.start; i < len(s.nodes); i++ {
 		if limit > 0 && len(tc.cands) >= limit {
@@ -418,7 +405,7 @@ func (s *sched) selectNode(tc *tgCtx, prevNode string, desired int) (*cand, int,
 		rej, _, picks := s.checkNode(tc, ns)
 		if rej != okNode {
 			filtered++
-			tc.skip[i] = true
+			s.skipNode(tc, i)
 			if i == tc.start {
 				tc.start++
 			}
@@ -444,10 +431,26 @@ func binPackScore(cpuUsed, cpuTotal, memUsed, memTotal int64) float64 {
 	if cpuTotal <= 0 || memTotal <= 0 {
 		return 0
 	}
+	return clampFit(20 - fitTotal(cpuUsed, cpuTotal, memUsed, memTotal))
+}
+
+// spreadFitScore is Nomad's spread algorithm, the mirror of binPackScore:
+// (10^freeCPU + 10^freeMem) - 2, clamped to [0,18] and normalised to
+// [0,1]. Emptier nodes score higher.
+func spreadFitScore(cpuUsed, cpuTotal, memUsed, memTotal int64) float64 {
+	if cpuTotal <= 0 || memTotal <= 0 {
+		return 0
+	}
+	return clampFit(fitTotal(cpuUsed, cpuTotal, memUsed, memTotal) - 2)
+}
+
+func fitTotal(cpuUsed, cpuTotal, memUsed, memTotal int64) float64 {
 	freeCPU := 1 - float64(cpuUsed)/float64(cpuTotal)
 	freeMem := 1 - float64(memUsed)/float64(memTotal)
-	total := math.Pow(10, freeCPU) + math.Pow(10, freeMem)
-	sc := 20 - total
+	return math.Pow(10, freeCPU) + math.Pow(10, freeMem)
+}
+
+func clampFit(sc float64) float64 {
 	if sc < 0 {
 		sc = 0
 	}
@@ -457,9 +460,19 @@ func binPackScore(cpuUsed, cpuTotal, memUsed, memTotal int64) float64 {
 	return sc / 18
 }
 
+// fitScore is the node-fit part of a candidate's score (reported under
+// "binpack" as Nomad does, whichever the algorithm) after placing.
+func (s *sched) fitScore(cpuUsed, cpuTotal, memUsed, memTotal int64) float64 {
+	if s.opts.Algorithm == AlgorithmSpread {
+		return spreadFitScore(cpuUsed, cpuTotal, memUsed, memTotal)
+	}
+	return binPackScore(cpuUsed, cpuTotal, memUsed, memTotal)
+}
+
 func (s *sched) score(tc *tgCtx, ns *nodeState, picks []devPick, prevNode string, desired int) cand {
 	c := cand{ns: ns, picks: picks}
-	c.binpack = binPackScore(ns.cpuUsed+tc.cpuOn(ns), ns.cpuTotal, ns.memUsed+tc.mem, ns.memTotal)
+	u := ns.cap.Used()
+	c.binpack = s.fitScore(u.CPU+tc.cpuOn(ns), ns.cap.CPU, u.MemoryMB+tc.mem, ns.cap.MemoryMB)
 	sum, cnt := c.binpack, 1.0
 	if col := ns.jobTG[tc.tg.Name]; col > 0 {
 		if desired < 1 {

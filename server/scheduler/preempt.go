@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/drover/drover/api"
@@ -81,6 +82,7 @@ func (s *sched) preempt(tc *tgCtx, nodes []*nodeState, prevNode string) (*cand, 
 			continue
 		}
 		examined++
+		order := slices.Clone(ns.allocs) // probing below reorders the list; usage it restores itself
 		// Lowest priority first; among equals, the allocs holding devices
 		// (when devices are asked) and then the biggest.
 		sort.SliceStable(pool, func(i, j int) bool {
@@ -109,7 +111,9 @@ func (s *sched) preempt(tc *tgCtx, nodes []*nodeState, prevNode string) (*cand, 
 		}
 		if fit {
 			// Prune: give back every victim the group can do without.
-			kept := victims[:0]
+			// kept is a new slice: filling victims in place while reading
+			// it backwards would overwrite victims not yet looked at.
+			kept := make([]*api.Allocation, 0, len(victims))
 			for i := len(victims) - 1; i >= 0; i-- {
 				v := victims[i]
 				ns.addAlloc(v, s.job)
@@ -133,6 +137,7 @@ func (s *sched) preempt(tc *tgCtx, nodes []*nodeState, prevNode string) (*cand, 
 		for _, v := range victims {
 			ns.addAlloc(v, s.job)
 		}
+		ns.allocs = order
 	}
 	if best != nil {
 		tc.cands = append(tc.cands[:0], *best)

@@ -34,7 +34,7 @@ func (s *sched) scheduleGeneric(allocs []*api.Allocation) {
 	}
 	var places []*placement
 	for _, tg := range s.job.TaskGroups {
-		places = append(places, s.reconcileGroup(tg, byGroup[tg.Name])...)
+		places = append(places, s.applyGroup(s.reconcileGroup(tg, byGroup[tg.Name]))...)
 	}
 	s.completeDeployment()
 	// Every group's context exists before the first placement so that
@@ -114,9 +114,13 @@ func (s *sched) nodeLost(a *api.Allocation) bool {
 }
 
 // reconcileGroup compares one group's allocs with its desired count and
-// returns the placements to make. Stops are added to the plan directly.
-func (s *sched) reconcileGroup(tg *api.TaskGroup, allocs []*api.Allocation) []*placement {
-	d := s.annotate(tg.Name)
+// returns what it decided (stops, updates, placements, follow-up evals,
+// annotation counts) for applyGroup to turn into plan edits. Only the
+// job's deployment, which all groups share, is edited in the plan here
+// (deployment, canaryPhase's promotion).
+func (s *sched) reconcileGroup(tg *api.TaskGroup, allocs []*api.Allocation) *groupResult {
+	r := &groupResult{tg: tg}
+	d := &r.desired
 	count := tg.Count
 	if count < 0 {
 		count = 0
@@ -146,16 +150,16 @@ func (s *sched) reconcileGroup(tg *api.TaskGroup, allocs []*api.Allocation) []*p
 		}
 		switch {
 		case s.nodeLost(a):
-			s.stop(a, "alloc is lost since its node is down", api.AllocClientStatusLost)
+			r.stop(a, "alloc is lost since its node is down", api.AllocClientStatusLost)
 			replace = append(replace, a)
 		case curDep != nil && !promoted && a.DeploymentID == curDep.ID && isCanary(a, curDep.TaskGroups[tg.Name]):
 			canaries = append(canaries, a) // outside the count until promoted
 		case a.DesiredTransition.ShouldMigrate():
-			s.stop(a, "alloc is being migrated", "")
+			r.stop(a, "alloc is being migrated", "")
 			d.Migrate++
 			replace = append(replace, a)
 		case seen[a.Index()]:
-			s.stop(a, "alloc not needed: duplicate index", "")
+			r.stop(a, "alloc not needed: duplicate index", "")
 			d.Stop++
 		default:
 			seen[a.Index()] = true
@@ -164,32 +168,115 @@ func (s *sched) reconcileGroup(tg *api.TaskGroup, allocs []*api.Allocation) []*p
 	}
 	if len(keep) > count {
 		for _, a := range keep[count:] {
-			s.stop(a, "alloc not needed due to job update", "")
+			r.stop(a, "alloc not needed due to job update", "")
 			d.Stop++
 		}
 		keep = keep[:count]
 	}
 	budget := count - len(keep)
-	occupied := map[int]bool{}
+	idx := &indexPool{count: count, occupied: map[int]bool{}}
 	for _, a := range keep {
-		occupied[a.Index()] = true
+		idx.occupied[a.Index()] = true
 	}
 	var places []*placement
-	lowFree := 0 // every index below it is occupied
-	newIndex := func(want int) int {
-		if want >= 0 && want < count && !occupied[want] {
-			occupied[want] = true
-			return want
+	resched := s.terminalSlots(r, terminal, keep, idx, &budget)
+	for _, a := range replace {
+		if budget <= 0 {
+			break
 		}
-		for ; ; lowFree++ {
-			if !occupied[lowFree] {
-				occupied[lowFree] = true
-				return lowFree
-			}
+		budget--
+		places = append(places, &placement{tg: tg, index: idx.take(a.Index()), prev: a, stopped: true})
+		if !a.DesiredTransition.ShouldMigrate() {
+			d.Place++
 		}
 	}
-	// Terminal allocs that still hold their slot: batch work done,
-	// failures waiting for (or past) their reschedule, lost allocs.
+	for _, p := range resched {
+		places = append(places, p)
+		d.Place++
+	}
+	destructive, inflight, unhealthy := s.updateKept(r, keep)
+	if rolling && upd.Canary > 0 && len(destructive) > 0 && !promoted {
+		var canaryPlaces []*placement
+		destructive, canaryPlaces = s.canaryPhase(r, upd, canaries, destructive)
+		places = append(places, canaryPlaces...)
+	}
+	// A failed alloc of the active deployment halts the rollout too (the
+	// deployment watcher fails the deployment; this eval may come first).
+	for _, a := range terminal {
+		if curDep != nil && a.DeploymentID == curDep.ID && (a.ClientStatus == api.AllocClientStatusFailed || allocHealth(a) == healthBad) {
+			unhealthy++
+		}
+	}
+	limit := len(destructive)
+	failedDep := rolling && s.versionDeploymentFailed()
+	if rolling {
+		limit = upd.MaxParallel - inflight
+		paused := curDep != nil && curDep.Status == api.DeploymentStatusPaused
+		if limit < 0 || unhealthy > 0 || failedDep || paused {
+			limit = 0 // an unhealthy alloc halts the rollout
+		}
+		r.failDeployment = unhealthy > 0
+		if inflight > 0 || unhealthy > 0 || len(destructive) > 0 {
+			r.deployBusy = true
+		}
+	}
+	for i, a := range destructive {
+		if i >= limit {
+			d.Ignore++
+			continue
+		}
+		r.stop(a, "alloc is being updated due to job update", "")
+		d.DestructiveUpdate++
+		places = append(places, &placement{tg: tg, index: a.Index(), prev: a, stopped: true})
+	}
+	for ; budget > 0; budget-- {
+		places = append(places, &placement{tg: tg, index: idx.take(-1)})
+		d.Place++
+	}
+	if rolling && len(places) > 0 && !failedDep {
+		r.deployBusy = true
+		dep := s.deployment()
+		st := dep.TaskGroups[tg.Name]
+		if st == nil {
+			st = &api.DeploymentState{AutoRevert: upd.AutoRevert, AutoPromote: upd.AutoPromote}
+			dep.TaskGroups[tg.Name] = st
+		}
+		st.DesiredTotal = count
+		for _, p := range places {
+			p.deploy = dep.ID
+		}
+	}
+	r.places = places
+	return r
+}
+
+// indexPool hands out alloc indexes below the count: a wanted one when it
+// is free, else the lowest free one.
+type indexPool struct {
+	count    int
+	occupied map[int]bool
+	lowFree  int // every index below it is occupied
+}
+
+func (p *indexPool) take(want int) int {
+	if want >= 0 && want < p.count && !p.occupied[want] {
+		p.occupied[want] = true
+		return want
+	}
+	for ; ; p.lowFree++ {
+		if !p.occupied[p.lowFree] {
+			p.occupied[p.lowFree] = true
+			return p.lowFree
+		}
+	}
+}
+
+// terminalSlots decides for terminal allocs that still hold their slot
+// (batch work done, failures waiting for or past their reschedule, lost
+// allocs) and returns the reschedule placements; each slot held or
+// rescheduled takes one from the budget.
+func (s *sched) terminalSlots(r *groupResult, terminal, keep []*api.Allocation, idx *indexPool, budget *int) []*placement {
+	tg, d, count := r.tg, &r.desired, idx.count
 	live := map[int]bool{}
 	for _, a := range keep {
 		live[a.Index()] = true
@@ -211,7 +298,7 @@ func (s *sched) reconcileGroup(tg *api.TaskGroup, allocs []*api.Allocation) []*p
 	var resched []*placement
 	for _, i := range idxs {
 		a := latest[i]
-		if budget <= 0 {
+		if *budget <= 0 {
 			break
 		}
 		switch a.ClientStatus {
@@ -219,55 +306,47 @@ func (s *sched) reconcileGroup(tg *api.TaskGroup, allocs []*api.Allocation) []*p
 			if s.job.Type != api.JobTypeBatch {
 				continue // a finished service alloc frees its slot
 			}
-			budget--
-			occupied[i] = true
+			*budget--
+			idx.occupied[i] = true
 			d.Ignore++
 		case api.AllocClientStatusLost:
-			budget--
-			resched = append(resched, &placement{tg: tg, index: newIndex(i), prev: a})
+			*budget--
+			resched = append(resched, &placement{tg: tg, index: idx.take(i), prev: a})
 		case api.AllocClientStatusFailed:
 			dec, at, delay := decideReschedule(s.job, tg, a, s.eval.ID, s.opts.Now)
 			switch {
 			case dec == reschedNow:
-				budget--
-				resched = append(resched, &placement{tg: tg, index: newIndex(i), prev: a, resched: true, delay: int64(delay)})
+				*budget--
+				resched = append(resched, &placement{tg: tg, index: idx.take(i), prev: a, resched: true, delay: int64(delay)})
 			case dec == reschedLater && a.FollowupEvalID != "":
-				budget-- // waiting for its follow-up eval
-				occupied[i] = true
+				*budget-- // waiting for its follow-up eval
+				idx.occupied[i] = true
 				d.Ignore++
 			case dec == reschedLater:
-				budget--
-				occupied[i] = true
-				f := s.followUp(at)
+				*budget--
+				idx.occupied[i] = true
+				f := s.followUp(r, at)
 				c := a.Copy()
 				c.FollowupEvalID = f.ID
 				c.ModifyTime = s.opts.Now.UnixNano()
-				s.plan.AppendAlloc(c)
+				r.updates = append(r.updates, c)
 				d.Ignore++
 			default:
-				budget-- // out of attempts: stays failed
-				occupied[i] = true
+				*budget-- // out of attempts: stays failed
+				idx.occupied[i] = true
 				d.Ignore++
 			}
 		}
 	}
-	for _, a := range replace {
-		if budget <= 0 {
-			break
-		}
-		budget--
-		places = append(places, &placement{tg: tg, index: newIndex(a.Index()), prev: a, stopped: true})
-		if !a.DesiredTransition.ShouldMigrate() {
-			d.Place++
-		}
-	}
-	for _, p := range resched {
-		places = append(places, p)
-		d.Place++
-	}
-	// Updates of kept allocs to the current job version.
-	var destructive []*api.Allocation
-	inflight, unhealthy := 0, 0
+	return resched
+}
+
+// updateKept brings kept allocs to the job version: unchanged ones are
+// ignored (counting deployment allocs still pending or unhealthy),
+// others are updated in place or, when the change is destructive,
+// returned for the rollout.
+func (s *sched) updateKept(r *groupResult, keep []*api.Allocation) (destructive []*api.Allocation, inflight, unhealthy int) {
+	tg, d := r.tg, &r.desired
 	for _, a := range keep {
 		if sameVersion(a, s.job) {
 			d.Ignore++
@@ -293,63 +372,10 @@ func (s *sched) reconcileGroup(tg *api.TaskGroup, allocs []*api.Allocation) []*p
 		c.Job = s.job
 		c.EvalID = s.eval.ID
 		c.ModifyTime = s.opts.Now.UnixNano()
-		s.plan.AppendAlloc(c)
+		r.updates = append(r.updates, c)
 		d.InPlaceUpdate++
 	}
-	if rolling && upd.Canary > 0 && len(destructive) > 0 && !promoted {
-		var canaryPlaces []*placement
-		destructive, canaryPlaces = s.canaryPhase(tg, upd, canaries, destructive, d)
-		places = append(places, canaryPlaces...)
-	}
-	// A failed alloc of the active deployment halts the rollout too (the
-	// deployment watcher fails the deployment; this eval may come first).
-	for _, a := range terminal {
-		if curDep != nil && a.DeploymentID == curDep.ID && (a.ClientStatus == api.AllocClientStatusFailed || allocHealth(a) == healthBad) {
-			unhealthy++
-		}
-	}
-	limit := len(destructive)
-	failedDep := rolling && s.versionDeploymentFailed()
-	if rolling {
-		limit = upd.MaxParallel - inflight
-		paused := curDep != nil && curDep.Status == api.DeploymentStatusPaused
-		if limit < 0 || unhealthy > 0 || failedDep || paused {
-			limit = 0 // an unhealthy alloc halts the rollout
-		}
-		if unhealthy > 0 {
-			s.failDeployment(tg.Name)
-		}
-		if inflight > 0 || unhealthy > 0 || len(destructive) > 0 {
-			s.deployBusy = true
-		}
-	}
-	for i, a := range destructive {
-		if i >= limit {
-			d.Ignore++
-			continue
-		}
-		s.stop(a, "alloc is being updated due to job update", "")
-		d.DestructiveUpdate++
-		places = append(places, &placement{tg: tg, index: a.Index(), prev: a, stopped: true})
-	}
-	for ; budget > 0; budget-- {
-		places = append(places, &placement{tg: tg, index: newIndex(-1)})
-		d.Place++
-	}
-	if rolling && len(places) > 0 && !failedDep {
-		s.deployBusy = true
-		dep := s.deployment()
-		st := dep.TaskGroups[tg.Name]
-		if st == nil {
-			st = &api.DeploymentState{AutoRevert: upd.AutoRevert, AutoPromote: upd.AutoPromote}
-			dep.TaskGroups[tg.Name] = st
-		}
-		st.DesiredTotal = count
-		for _, p := range places {
-			p.deploy = dep.ID
-		}
-	}
-	return places
+	return destructive, inflight, unhealthy
 }
 
 // deployment returns the job version's active deployment, creating one in
@@ -506,8 +532,9 @@ func (s *sched) activeDeployment(group string) (*api.Deployment, bool) {
 // allocs at the canaries' indexes stop and the rest of destructive is
 // returned for the rolling update. Without auto_promote the rollout waits
 // for a promotion of the deployment (Promoted set on its group state).
-func (s *sched) canaryPhase(tg *api.TaskGroup, upd *api.UpdateStrategy, canaries, destructive []*api.Allocation, d *api.DesiredUpdates) ([]*api.Allocation, []*placement) {
-	s.deployBusy = true
+func (s *sched) canaryPhase(r *groupResult, upd *api.UpdateStrategy, canaries, destructive []*api.Allocation) ([]*api.Allocation, []*placement) {
+	tg, d := r.tg, &r.desired
+	r.deployBusy = true
 	dep := s.deployment()
 	st := dep.TaskGroups[tg.Name]
 	if st == nil {
@@ -553,7 +580,7 @@ func (s *sched) canaryPhase(tg *api.TaskGroup, upd *api.UpdateStrategy, canaries
 	var rest []*api.Allocation
 	for _, a := range destructive {
 		if at[a.Index()] {
-			s.stop(a, "alloc replaced by a promoted canary", "")
+			r.stop(a, "alloc replaced by a promoted canary", "")
 			d.Stop++
 			continue
 		}

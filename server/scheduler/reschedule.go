@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"slices"
 	"time"
 
 	"github.com/drover/drover/api"
@@ -106,8 +107,8 @@ func decideReschedule(job *api.Job, tg *api.TaskGroup, a *api.Allocation, evalID
 
 // followUp returns the delayed eval for time at, reusing one created in
 // this pass for a time within the window.
-func (s *sched) followUp(at time.Time) *api.Evaluation {
-	for _, f := range s.res.FollowUps {
+func (s *sched) followUp(r *groupResult, at time.Time) *api.Evaluation {
+	for _, f := range slices.Concat(s.res.FollowUps, r.followUps) {
 		if d := f.WaitUntil.Sub(at); d > -rescheduleWindow && d < rescheduleWindow {
 			return f
 		}
@@ -122,6 +123,6 @@ func (s *sched) followUp(at time.Time) *api.Evaluation {
 		Status: api.EvalStatusPending, StatusDescription: "created for delayed rescheduling",
 		WaitUntil: at, CreateTime: s.opts.Now.UnixNano(), ModifyTime: s.opts.Now.UnixNano(),
 	}
-	s.res.FollowUps = append(s.res.FollowUps, f)
+	r.followUps = append(r.followUps, f)
 	return f
 }

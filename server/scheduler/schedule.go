@@ -18,6 +18,10 @@ import (
 // (nil, or without a job ID).
 var ErrBadEval = errors.New("scheduler: bad evaluation")
 
+// ErrBadOptions is returned for Options the scheduler cannot work with
+// (an unknown Algorithm).
+var ErrBadOptions = errors.New("scheduler: bad options")
+
 // sched is one scheduling pass: the state it reads, the plan it builds
 // and the per-node bookkeeping placement needs. Single-threaded.
 type sched struct {
@@ -50,6 +54,9 @@ type sched struct {
 	// destructive updates waiting, allocs not yet healthy).
 	deployBusy bool
 	groups     map[string]*tgCtx
+
+	undo      []undoEntry // node-state changes since the outermost open checkpoint
+	undoDepth int         // open checkpoints
 }
 
 // Schedule reconciles the eval's job with the cluster and returns the plan
@@ -59,6 +66,12 @@ func Schedule(st State, eval *api.Evaluation, opts Options) (*Result, error) {
 	if eval == nil || eval.JobID == "" {
 		return nil, fmt.Errorf("schedule: %w", ErrBadEval)
 	}
+	switch opts.Algorithm {
+	case "", AlgorithmBinpack, AlgorithmSpread:
+	default:
+		return nil, fmt.Errorf("schedule eval %s: algorithm %q (want %q or %q): %w",
+			eval.ID, opts.Algorithm, AlgorithmBinpack, AlgorithmSpread, ErrBadOptions)
+	}
 	ns := eval.Namespace
 	if ns == "" {
 		ns = api.DefaultNamespace
@@ -67,28 +80,7 @@ func Schedule(st State, eval *api.Evaluation, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schedule eval %s: read job %q: %w", eval.ID, eval.JobID, err)
 	}
-	s := &sched{
-		st: st, eval: eval, opts: opts, job: job,
-		stopped: map[string]bool{},
-		failed:  map[string]*api.AllocMetric{},
-		queued:  map[string]int{},
-		class:   map[string]bool{},
-		groups:  map[string]*tgCtx{},
-	}
-	h := fnv.New64a()
-	h.Write([]byte(eval.ID))
-	s.shuffleK = h.Sum64()
-	var idx [8]byte
-	binary.LittleEndian.PutUint64(idx[:], st.Index())
-	h.Write(idx[:])
-	s.rng = rand.New(rand.NewPCG(s.shuffleK, h.Sum64()))
-	s.plan = &api.Plan{EvalID: eval.ID, Priority: eval.Priority, SnapshotIndex: st.Index()}
-	if job != nil {
-		s.plan.Job = job
-		s.plan.Priority = job.Priority
-	}
-	s.res = &Result{Plan: s.plan}
-
+	s := newPass(st, eval, opts, job)
 	allocs, err := st.AllocsByJob(ns, eval.JobID)
 	if err != nil {
 		return nil, fmt.Errorf("schedule eval %s: read allocs: %w", eval.ID, err)
@@ -118,6 +110,32 @@ func Schedule(st State, eval *api.Evaluation, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("schedule eval %s: %w", eval.ID, s.err)
 	}
 	return s.finish(), nil
+}
+
+// newPass sets up one scheduling pass of eval for job (nil when gone).
+func newPass(st State, eval *api.Evaluation, opts Options, job *api.Job) *sched {
+	s := &sched{
+		st: st, eval: eval, opts: opts, job: job,
+		stopped: map[string]bool{},
+		failed:  map[string]*api.AllocMetric{},
+		queued:  map[string]int{},
+		class:   map[string]bool{},
+		groups:  map[string]*tgCtx{},
+	}
+	h := fnv.New64a()
+	h.Write([]byte(eval.ID))
+	s.shuffleK = h.Sum64()
+	var idx [8]byte
+	binary.LittleEndian.PutUint64(idx[:], st.Index())
+	h.Write(idx[:])
+	s.rng = rand.New(rand.NewPCG(s.shuffleK, h.Sum64()))
+	s.plan = &api.Plan{EvalID: eval.ID, Priority: eval.Priority, SnapshotIndex: st.Index()}
+	if job != nil {
+		s.plan.Job = job
+		s.plan.Priority = job.Priority
+	}
+	s.res = &Result{Plan: s.plan}
+	return s
 }
 
 // loadNodes reads every node, keeps the ready ones in the job's
@@ -160,13 +178,13 @@ func (s *sched) loadNodes() error {
 
 // stop records a stop of a live alloc and frees its resources.
 func (s *sched) stop(a *api.Allocation, desc, clientStatus string) *api.Allocation {
-	s.stopped[a.ID] = true
+	s.markStopped(a)
 	s.plan.AppendStoppedAlloc(a, desc, clientStatus)
 	list := s.plan.NodeUpdate[a.NodeID]
 	c := list[len(list)-1]
 	c.ModifyTime = s.opts.Now.UnixNano()
 	if ns := s.byID[a.NodeID]; ns != nil && ns.loaded {
-		ns.removeAlloc(a, s.job)
+		s.removeFrom(ns, a)
 	}
 	return c
 }

@@ -40,9 +40,18 @@ type Options struct {
 	// Preemption says which job types may evict allocs of jobs at least
 	// 10 priority points lower; nil means DefaultPreemptionConfig.
 	Preemption *PreemptionConfig
-	// Algorithm is binpack (default) or spread.
+	// Algorithm is how nodes are scored for fit: AlgorithmBinpack ("" too,
+	// the default) fills the fullest nodes first, AlgorithmSpread the
+	// emptiest (Nomad's scheduler_algorithm). Other values are rejected
+	// with ErrBadOptions.
 	Algorithm string
 }
+
+// Scheduler algorithms (Options.Algorithm), Nomad's names.
+const (
+	AlgorithmBinpack = "binpack"
+	AlgorithmSpread  = "spread"
+)
 
 // Result is what one scheduling pass decided.
 type Result struct {
