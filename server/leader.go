@@ -71,7 +71,6 @@ func (s *Server) establishLeadership() {
 	}
 	s.hb.enable(ctx, nodes) // armed before anything can advance the clock
 
-	s.leaderGo(func() { s.runPlanApplier(ctx) })
 	for _, d := range s.leaderDuties(since) {
 		s.leaderGo(func() { d.Run(ctx) })
 	}
@@ -85,6 +84,8 @@ func (s *Server) establishLeadership() {
 func (s *Server) leaderDuties(since time.Time) []leaderDuty {
 	duties := []leaderDuty{
 		s.hb,
+		&planApplier{serverCore: s.named("planapplier"), plans: s.planQueue, tokens: s.broker, hook: &s.planHook,
+			applied: s.metrics.planApply, placed: s.metrics.placements},
 		&drainer{serverCore: s.named("drainer")},
 		&evalReaper{serverCore: s.named("evalreaper"), queue: &s.reap},
 		&evalGC{serverCore: s.named("evalgc"), interval: s.cfg.EvalGCInterval, threshold: s.cfg.EvalGCThreshold},

@@ -4,14 +4,27 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/server/broker"
 	"github.com/drover/drover/server/state"
 )
 
-// runPlanApplier is the leader's single plan applier: for each plan, in
+// planSource hands out submitted plans in priority order (the plan queue).
+type planSource interface {
+	Dequeue(ctx context.Context) (*broker.PendingPlan, error)
+}
+
+// tokenChecker says which token holds an eval now (the broker).
+type tokenChecker interface {
+	Outstanding(evalID string) (string, bool)
+}
+
+// planApplier is the leader's single plan applier, a leader duty: for each plan, in
 // priority order, it re-checks every node against the latest state, drops
 // the nodes that no longer fit (everything when the plan is AllAtOnce) and
 // commits the rest through Raft.
@@ -22,7 +35,19 @@ import (
 // and its own commit is issued only after N's returned, keeping the log
 // in plan order. If N fails, N+1 was checked conservatively (N's
 // placements counted), which can only reject more, never overcommit.
-func (s *Server) runPlanApplier(ctx context.Context) {
+type planApplier struct {
+	serverCore
+	plans  planSource
+	tokens tokenChecker
+	// hook, when set (tests only), sees each plan before it is verified.
+	hook *atomic.Pointer[func(*api.Plan)]
+	// applied and placed record a commit's duration and placements.
+	applied prometheus.Observer
+	placed  prometheus.Counter
+}
+
+// Run applies plans until ctx ends.
+func (ap *planApplier) Run(ctx context.Context) {
 	var prev *planCommit
 	defer func() {
 		if prev != nil {
@@ -30,7 +55,7 @@ func (s *Server) runPlanApplier(ctx context.Context) {
 		}
 	}()
 	for {
-		p, err := s.planQueue.Dequeue(ctx)
+		p, err := ap.plans.Dequeue(ctx)
 		if err != nil {
 			return
 		}
@@ -43,8 +68,8 @@ func (s *Server) runPlanApplier(ctx context.Context) {
 				overlay = prev
 			}
 		}
-		start := s.clock.Now()
-		snap, res, req, err := s.verifyPlan(p.Plan, overlay)
+		start := ap.clock.Now()
+		snap, res, req, err := ap.verifyPlan(p.Plan, overlay)
 		if prev != nil {
 			<-prev.done
 			if res != nil && res.RefreshIndex != 0 && prev.index > res.RefreshIndex {
@@ -53,7 +78,7 @@ func (s *Server) runPlanApplier(ctx context.Context) {
 			prev = nil
 		}
 		if err != nil {
-			s.log.Warn("plan rejected", "eval", p.Plan.EvalID, "err", err)
+			ap.log.Warn("plan rejected", "eval", p.Plan.EvalID, "err", err)
 			p.Respond(nil, err)
 			continue
 		}
@@ -66,7 +91,7 @@ func (s *Server) runPlanApplier(ctx context.Context) {
 		prev = c
 		go func() {
 			defer close(c.done)
-			c.index = s.commitPlan(ctx, p, snap, res, req, start)
+			c.index = ap.commitPlan(ctx, p, snap, res, req, start)
 		}()
 	}
 }
@@ -94,14 +119,14 @@ func newPlanCommit(req *state.ApplyPlanResultsRequest) *planCommit {
 }
 
 // verifyPlan checks the eval's token and the plan's fit.
-func (s *Server) verifyPlan(plan *api.Plan, overlay *planCommit) (*state.Snapshot, *api.PlanResult, *state.ApplyPlanResultsRequest, error) {
-	if tok, ok := s.broker.Outstanding(plan.EvalID); !ok || tok != plan.EvalToken {
+func (ap *planApplier) verifyPlan(plan *api.Plan, overlay *planCommit) (*state.Snapshot, *api.PlanResult, *state.ApplyPlanResultsRequest, error) {
+	if tok, ok := ap.tokens.Outstanding(plan.EvalID); !ok || tok != plan.EvalToken {
 		return nil, nil, nil, fmt.Errorf("plan of eval %s: %w", plan.EvalID, errStaleToken)
 	}
-	if h := s.planHook.Load(); h != nil {
+	if h := ap.hook.Load(); h != nil {
 		(*h)(plan)
 	}
-	snap, err := s.State().Snapshot()
+	snap, err := ap.State().Snapshot()
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("snapshot: %w", err)
 	}
@@ -114,9 +139,9 @@ func (s *Server) verifyPlan(plan *api.Plan, overlay *planCommit) (*state.Snapsho
 
 // commitPlan writes a verified plan through Raft, answers the submitter
 // and returns the commit index (0 on failure).
-func (s *Server) commitPlan(ctx context.Context, p *broker.PendingPlan, snap *state.Snapshot, res *api.PlanResult,
+func (ap *planApplier) commitPlan(ctx context.Context, p *broker.PendingPlan, snap *state.Snapshot, res *api.PlanResult,
 	req *state.ApplyPlanResultsRequest, start time.Time) uint64 {
-	now := s.clock.Now().UnixNano()
+	now := ap.clock.Now().UnixNano()
 	for _, a := range req.AllocsPlaced {
 		if a.CreateTime == 0 {
 			a.CreateTime = now
@@ -132,10 +157,10 @@ func (s *Server) commitPlan(ctx context.Context, p *broker.PendingPlan, snap *st
 	// Preempted jobs get evals in the same entry, so their work is placed again.
 	preempted := preemptionEvals(snap, res.NodePreemptions, now)
 	req.Evals = append(req.Evals, preempted...)
-	idx, err := s.applyPlanResults(ctx, req)
+	idx, err := ap.applyPlanResults(ctx, req)
 	if err != nil {
 		err = fmt.Errorf("commit plan of eval %s: %w", p.Plan.EvalID, err)
-		s.log.Warn("plan commit failed", "eval", p.Plan.EvalID, "err", err)
+		ap.log.Warn("plan commit failed", "eval", p.Plan.EvalID, "err", err)
 		p.Respond(nil, err)
 		return 0
 	}
@@ -143,8 +168,8 @@ func (s *Server) commitPlan(ctx context.Context, p *broker.PendingPlan, snap *st
 	if res.RefreshIndex != 0 && idx > res.RefreshIndex {
 		res.RefreshIndex = idx
 	}
-	s.metrics.planApply.Observe(s.clock.Now().Sub(start).Seconds())
-	s.metrics.placements.Add(float64(len(req.AllocsPlaced)))
+	ap.applied.Observe(ap.clock.Now().Sub(start).Seconds())
+	ap.placed.Add(float64(len(req.AllocsPlaced)))
 	p.Respond(res, nil)
 	return idx
 }
