@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/drover/drover/api"
@@ -43,8 +42,7 @@ func (s *Server) monitorLeadership() {
 
 // establishLeadership waits for the FSM to catch up with the log, enables
 // the broker, blocked tracker and plan queue, restores evals from state,
-// arms heartbeat timers and starts the workers, plan applier, drainer and
-// eval reaper.
+// arms heartbeat timers and starts every leader duty (leaderDuties).
 func (s *Server) establishLeadership() {
 	if err := s.rs.raft.Barrier(s.cfg.RaftApplyTimeout).Error(); err != nil {
 		s.log.Error("leadership barrier failed", "err", err)
@@ -137,76 +135,6 @@ func (s *Server) restoreEvals() error {
 	}
 	s.reactor.dispatch(evals)
 	return nil
-}
-
-// evalStatusQueue collects evals whose status the leader must change
-// (failed after the delivery limit, superseded blocked evals); the
-// reaper writes them through Raft. Callbacks only append, never block.
-type evalStatusQueue struct {
-	mu     sync.Mutex
-	items  []*api.Evaluation
-	notify chan struct{}
-}
-
-func (q *evalStatusQueue) push(e *api.Evaluation) {
-	q.mu.Lock()
-	q.items = append(q.items, e)
-	q.mu.Unlock()
-	select {
-	case q.notify <- struct{}{}:
-	default:
-	}
-}
-
-func (q *evalStatusQueue) take() []*api.Evaluation {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	out := q.items
-	q.items = nil
-	return out
-}
-
-func (s *Server) evalDeliveryFailed(e *api.Evaluation) {
-	c := e.Copy()
-	c.Status = api.EvalStatusFailed
-	c.StatusDescription = "evaluation reached its delivery limit"
-	s.reap.push(c)
-}
-
-func (s *Server) cancelDuplicateBlocked(e *api.Evaluation) {
-	c := e.Copy()
-	c.Status = api.EvalStatusCancelled
-	c.StatusDescription = "superseded by a newer blocked evaluation"
-	s.reap.push(c)
-}
-
-// evalReaper writes the queued eval status changes.
-type evalReaper struct {
-	serverCore
-	queue *evalStatusQueue
-}
-
-// Run writes until ctx ends.
-func (r *evalReaper) Run(ctx context.Context) {
-	for {
-		if items := r.queue.take(); len(items) > 0 {
-			now := r.clock.Now().UnixNano()
-			for _, e := range items {
-				e.ModifyTime = now
-			}
-			actx, cancel := r.applyCtx(ctx)
-			_, err := r.applyEvals(actx, items)
-			cancel()
-			if err != nil {
-				r.log.Warn("update eval status", "evals", len(items), "err", err)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-r.queue.notify:
-		}
-	}
 }
 
 // planRetryBackoff is the WaitUntil delay of a max-plan-attempts follow-up.
