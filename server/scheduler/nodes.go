@@ -52,7 +52,11 @@ func (ns *nodeState) addAlloc(a *api.Allocation, job *api.Job) {
 
 // insertAlloc counts a live alloc at position i of the node's list.
 func (ns *nodeState) insertAlloc(i int, a *api.Allocation, job *api.Job) {
-	ns.allocs = slices.Insert(ns.allocs, i, a)
+	if i == len(ns.allocs) {
+		ns.allocs = append(ns.allocs, a)
+	} else {
+		ns.allocs = slices.Insert(ns.allocs, i, a)
+	}
 	v := capacity.AllocVector(a.AllocatedResources)
 	ns.cap.Add(&v)
 	if job != nil && a.JobID == job.ID && a.Namespace == job.Namespace {
