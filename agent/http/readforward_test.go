@@ -26,8 +26,7 @@ func (f *follower) LeaderHTTPAddr() string { return f.leaderURL }
 func TestFollowerReadsForwarded(t *testing.T) {
 	leader := newTestAPI(t)
 	reg := leader.register(webJob(1))
-	var f *testAPI
-	f = newTestAPI(t, func(c *agenthttp.Config) {
+	f := newTestAPI(t, func(c *agenthttp.Config) {
 		c.Server = &follower{Server: c.Server.(*server.Server), leaderURL: strings.TrimPrefix(leader.ts.URL, "http://")}
 	})
 

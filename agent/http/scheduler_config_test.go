@@ -152,8 +152,7 @@ func (f followerOf) VerifyLeader(context.Context) error { return api.ErrNotLeade
 // A write on a follower is forwarded to the leader, like the other writes.
 func TestSchedulerConfigurationWriteForwardedToLeader(t *testing.T) {
 	leader := newTestAPI(t)
-	var follower *testAPI
-	follower = newTestAPI(t, func(c *agenthttp.Config) {
+	follower := newTestAPI(t, func(c *agenthttp.Config) {
 		c.Server = followerOf{Server: c.Server, leader: strings.TrimPrefix(leader.ts.URL, "http://")}
 	})
 	var set api.SchedulerSetConfigurationResponse
