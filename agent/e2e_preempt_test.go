@@ -1,0 +1,95 @@
+package agent_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/drover/drover/api"
+)
+
+// preemptJobHCL is a raw_exec job taking most of the node's CPU.
+func preemptJobHCL(id string, priority, cpu int) string {
+	return fmt.Sprintf(`job %q {
+  priority = %d
+  group "g" {
+    task "t" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sleep"
+        args    = ["3600"]
+      }
+      resources {
+        cpu    = %d
+        memory = 32
+      }
+    }
+  }
+}
+`, id, priority, cpu)
+}
+
+// With service preemption switched on through the CLI, a high-priority
+// job evicts a low-priority one on a full node, and the evicted job gets a
+// preemption eval (it was never evaluated again before).
+func TestE2EServicePreemptionThroughConfig(t *testing.T) {
+	d := startDevCluster(t)
+	var nodes []*api.Node
+	if code := devGet(d.base+"/v1/nodes", &nodes); code != 200 || len(nodes) != 1 {
+		t.Fatalf("nodes: %d", code)
+	}
+	var node api.Node
+	devGet(d.base+"/v1/node/"+nodes[0].ID, &node)
+	cpu := int(node.NodeResources.Cpu.CpuShares) * 6 / 10 // two of these never fit together
+	if out, err := d.drover("operator", "scheduler", "set-config", "-preempt-service-scheduler=true"); err != nil {
+		t.Fatalf("set-config: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	low := filepath.Join(dir, "low.hcl")
+	high := filepath.Join(dir, "high.hcl")
+	if err := os.WriteFile(low, []byte(preemptJobHCL("low", 20, cpu)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(high, []byte(preemptJobHCL("high", 80, cpu)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lowAlloc := d.runJob(low, "low")
+	reapTasks(t, lowAlloc)
+	highAlloc := d.runJob(high, "high")
+	reapTasks(t, highAlloc)
+	evicted := d.alloc(lowAlloc, "the low-priority alloc preempted", func(a *api.Allocation) (bool, string) {
+		return a.DesiredStatus == api.AllocDesiredStatusEvict && a.PreemptedByAllocation == highAlloc,
+			a.DesiredStatus + " by " + a.PreemptedByAllocation
+	})
+	if !evicted.ClientTerminalStatus() {
+		d.alloc(lowAlloc, "the preempted task stopped", func(a *api.Allocation) (bool, string) { return a.ClientTerminalStatus(), a.ClientStatus })
+	}
+	d.waitBlocking("/v1/job/low/evaluations", "a preemption eval for the low job", func(b []byte) (bool, string) {
+		var evals []*api.Evaluation
+		if err := json.Unmarshal(b, &evals); err != nil {
+			return false, err.Error()
+		}
+		var got []string
+		for _, e := range evals {
+			got = append(got, e.TriggeredBy+"/"+e.Status)
+			if e.TriggeredBy == api.EvalTriggerPreemption && e.TerminalStatus() {
+				return true, ""
+			}
+		}
+		return false, strings.Join(got, " ")
+	})
+	// The low job waits for capacity instead of being forgotten.
+	d.waitBlocking("/v1/job/low/evaluations", "a blocked eval for the low job", func(b []byte) (bool, string) {
+		var evals []*api.Evaluation
+		_ = json.Unmarshal(b, &evals)
+		for _, e := range evals {
+			if e.Status == api.EvalStatusBlocked {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprint(len(evals), " evals")
+	})
+}
