@@ -93,3 +93,64 @@ func TestE2EServicePreemptionThroughConfig(t *testing.T) {
 		return false, fmt.Sprint(len(evals), " evals")
 	})
 }
+
+// job restart restarts every running alloc of a job in place (the task
+// is started again), or with -reschedule replaces them.
+func TestE2EJobRestart(t *testing.T) {
+	d := startDevCluster(t)
+	file := filepath.Join(t.TempDir(), "r.hcl")
+	if err := os.WriteFile(file, []byte(preemptJobHCL("r", 50, 50)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	id := d.runJob(file, "r")
+	reapTasks(t, id)
+	if out, err := d.drover("job", "restart", "r"); err != nil || !strings.Contains(out, "1 allocation(s) restarted") {
+		t.Fatalf("job restart: %v\n%s", err, out)
+	}
+	d.alloc(id, "the task restarted in place", func(a *api.Allocation) (bool, string) {
+		ts := a.TaskStates["t"]
+		if ts == nil {
+			return false, "no task state"
+		}
+		return ts.State == api.TaskStateRunning && countEvents(ts, api.TaskRestartSignal) == 1 && countEvents(ts, api.TaskStarted) >= 2,
+			fmt.Sprintf("%s, events %v", ts.State, eventTypes(ts))
+	})
+	if out, err := d.drover("job", "restart", "-reschedule", "r"); err != nil || !strings.Contains(out, "rescheduled") {
+		t.Fatalf("job restart -reschedule: %v\n%s", err, out)
+	}
+	d.alloc(id, "the old alloc stopped", func(a *api.Allocation) (bool, string) {
+		return a.DesiredStatus == api.AllocDesiredStatusStop, a.DesiredStatus
+	})
+	var again string
+	d.waitBlocking("/v1/job/r/allocations", "a replacement running", func(b []byte) (bool, string) {
+		var stubs []*api.AllocListStub
+		if err := json.Unmarshal(b, &stubs); err != nil {
+			return false, err.Error()
+		}
+		for _, s := range stubs {
+			if s.ID != id && s.ClientStatus == api.AllocClientStatusRunning {
+				again = s.ID
+			}
+		}
+		return again != "", fmt.Sprint(len(stubs), " allocs")
+	})
+	reapTasks(t, again)
+}
+
+func countEvents(ts *api.TaskState, typ string) int {
+	n := 0
+	for _, e := range ts.Events {
+		if e.Type == typ {
+			n++
+		}
+	}
+	return n
+}
+
+func eventTypes(ts *api.TaskState) []string {
+	var out []string
+	for _, e := range ts.Events {
+		out = append(out, e.Type)
+	}
+	return out
+}

@@ -18,7 +18,7 @@ func init() {
 	periodicCmd := &cobra.Command{Use: "periodic", Short: "Interact with periodic jobs"}
 	periodicCmd.AddCommand(newJobPeriodicForceCmd())
 	jobCmd.AddCommand(newJobDispatchCmd(), periodicCmd, newJobRevertCmd(), newJobScaleCmd(),
-		newJobAllocsCmd(), newJobDeploymentsCmd())
+		newJobAllocsCmd(), newJobDeploymentsCmd(), newJobRestartCmd())
 	evalCmd.AddCommand(newEvalListCmd())
 	systemCmd := &cobra.Command{Use: "system", Short: "System maintenance (garbage collection)"}
 	systemCmd.AddCommand(newSystemGCCmd())
@@ -261,6 +261,64 @@ func newSystemGCCmd() *cobra.Command {
 		if err := apiClient(cmd).Write(cmd.Context(), "PUT", "/v1/system/gc", nil, nil, nil); err != nil {
 			return cmdErr("system gc: %w", err)
 		}
+		return nil
+	}
+	return cmd
+}
+
+func newJobRestartCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "restart [flags] JOB",
+		Short: "Restart a job's running allocations in batches (in place, or -reschedule to replace them)",
+		Args:  exactArgs(1),
+	}
+	batch := cmd.Flags().Int("batch-size", 1, "allocations restarted at a time")
+	task := cmd.Flags().String("task", "", "restart only this task of each allocation")
+	all := cmd.Flags().Bool("all-tasks", false, "restart every task, prestart ones included")
+	reschedule := cmd.Flags().Bool("reschedule", false, "stop each allocation and let the scheduler place a new one")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if *batch < 1 {
+			return usageErr("job restart: -batch-size must be at least 1")
+		}
+		if *task != "" && *all {
+			return usageErr("job restart: -task and -all-tasks exclude each other")
+		}
+		c := apiClient(cmd)
+		ctx := cmd.Context()
+		allocs, _, err := c.JobAllocations(ctx, args[0], nil)
+		if err != nil {
+			return cmdErr("allocations of job %q: %w", args[0], err)
+		}
+		var running []*api.AllocListStub
+		for _, a := range allocs {
+			if a.DesiredStatus == api.AllocDesiredStatusRun && a.ClientStatus == api.AllocClientStatusRunning {
+				running = append(running, a)
+			}
+		}
+		out := cmd.OutOrStdout()
+		if len(running) == 0 {
+			fmt.Fprintf(out, "Job %q has no running allocations\n", args[0])
+			return nil
+		}
+		sort.Slice(running, func(i, j int) bool { return running[i].Name < running[j].Name })
+		for i := 0; i < len(running); i += *batch {
+			end := min(i+*batch, len(running))
+			fmt.Fprintf(out, "==> Restarting batch %d of %d\n", i / *batch + 1, (len(running)+*batch-1) / *batch)
+			for _, a := range running[i:end] {
+				if *reschedule {
+					if _, err := c.StopAllocation(ctx, a.ID); err != nil {
+						return cmdErr("reschedule %s: %w", short(a.ID), err)
+					}
+					fmt.Fprintf(out, "    Allocation %q stopped and rescheduled\n", short(a.ID))
+					continue
+				}
+				if err := c.RestartAlloc(ctx, a.ID, &api.AllocRestartRequest{TaskName: *task, AllTasks: *all}); err != nil {
+					return cmdErr("restart %s: %w", short(a.ID), err)
+				}
+				fmt.Fprintf(out, "    Allocation %q restarted\n", short(a.ID))
+			}
+		}
+		fmt.Fprintf(out, "==> Job %q: %d allocation(s) restarted\n", args[0], len(running))
 		return nil
 	}
 	return cmd
