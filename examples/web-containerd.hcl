@@ -1,18 +1,25 @@
 # web-containerd.hcl: a container behind a dynamic port, with a health check.
 #
-#   drover job run examples/web-containerd.hcl
-#   drover job run -var image=oci-archive:///srv/images/busybox.tar examples/web-containerd.hcl
+#   make images     # once: builds build/images/busybox-oci.tar
+#   drover job run examples/web-containerd.hcl      # from the repository root
+#   drover job run -var image=busybox:latest -var replicas=3 examples/web-containerd.hcl
 #
-# The image is a registry reference or, where there is no registry, an OCI
-# image archive on the client (see NOTES.md on building one from busybox).
+# The image is, by default, the busybox OCI archive `make images` builds (no
+# registry needed: the dev agent's client imports it); any registry
+# reference or oci-archive:///abs/path.tar works too.
 variable "image" {
   type    = string
-  default = "busybox:latest"
+  default = ""
 }
 
+# One copy per node (distinct_hosts below): the dev agent is one node.
 variable "replicas" {
   type    = number
-  default = 2
+  default = 1
+}
+
+locals {
+  image = var.image != "" ? var.image : "oci-archive://${abspath("build/images/busybox-oci.tar")}"
 }
 
 job "web" {
@@ -58,7 +65,7 @@ job "web" {
       driver = "containerd"
 
       config {
-        image   = var.image
+        image   = local.image
         command = "httpd"
         args    = ["-f", "-p", "${NOMAD_PORT_http}", "-h", "/local"]
       }

@@ -1,6 +1,7 @@
 package jobspec
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -16,5 +17,25 @@ func TestFormat(t *testing.T) {
 	}
 	if _, err := Format("bad.hcl", []byte("job {\n")); err == nil || !strings.HasPrefix(err.Error(), "bad.hcl:") {
 		t.Errorf("Format of broken HCL: %v", err)
+	}
+}
+
+func TestAbsPath(t *testing.T) {
+	job, err := Parse("a.hcl", []byte(`job "a" {
+  meta {
+    p = abspath("build/x.tar")
+  }
+  group "g" {
+    task "t" {
+      driver = "exec"
+    }
+  }
+}
+`), &Options{Env: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := job.Meta["p"]; !filepath.IsAbs(p) || !strings.HasSuffix(p, "/build/x.tar") {
+		t.Errorf("abspath = %q", p)
 	}
 }

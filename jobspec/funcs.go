@@ -53,7 +53,24 @@ var stdFuncs = map[string]function.Function{
 	"tobool": stdlib.MakeToFunc(cty.Bool), "tolist": stdlib.MakeToFunc(cty.List(cty.DynamicPseudoType)),
 	"toset": stdlib.MakeToFunc(cty.Set(cty.DynamicPseudoType)), "tomap": stdlib.MakeToFunc(cty.Map(cty.DynamicPseudoType)),
 	"try": tryfunc.TryFunc, "can": tryfunc.CanFunc,
+	// filesystem (names only; file() and fileexists() read inside the job's directory)
+	"abspath": absPathFunc,
 }
+
+// absPathFunc is Nomad's abspath: a path made absolute against the working
+// directory of whoever parses the job (the CLI, for `drover job run`). It
+// reads nothing.
+var absPathFunc = function.New(&function.Spec{
+	Params: []function.Parameter{{Name: "path", Type: cty.String}},
+	Type:   function.StaticReturnType(cty.String),
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		p, err := filepath.Abs(args[0].AsString())
+		if err != nil {
+			return cty.UnknownVal(cty.String), err
+		}
+		return cty.StringVal(p), nil
+	},
+})
 
 // jsonDecodeFunc is cty's jsondecode for documents nested at most
 // MaxNestingDepth deep: cty builds a type as deep as the document and
