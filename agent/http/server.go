@@ -56,8 +56,11 @@ type Config struct {
 	Registry *prometheus.Registry
 	Logger   *slog.Logger
 
-	MaxBodyBytes int64         // default 8 MiB
-	MaxWait      time.Duration // cap of ?wait= (default 10m)
+	MaxBodyBytes int64 // default 8 MiB
+	// SnapshotRestoreMaxBytes bounds a snapshot restore's body (default
+	// DefaultSnapshotRestoreMaxBytes, 1 GiB).
+	SnapshotRestoreMaxBytes int64
+	MaxWait                 time.Duration // cap of ?wait= (default 10m)
 	// EventHeartbeat is the interval of {} lines on the event stream (default 10s).
 	EventHeartbeat time.Duration
 }
@@ -84,6 +87,9 @@ func New(cfg Config) (*HTTPServer, error) {
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.SnapshotRestoreMaxBytes <= 0 {
+		cfg.SnapshotRestoreMaxBytes = DefaultSnapshotRestoreMaxBytes
 	}
 	if cfg.MaxWait <= 0 {
 		cfg.MaxWait = MaxWait
