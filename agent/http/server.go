@@ -61,6 +61,13 @@ type Config struct {
 	// DefaultSnapshotRestoreMaxBytes, 1 GiB).
 	SnapshotRestoreMaxBytes int64
 	MaxWait                 time.Duration // cap of ?wait= (default 10m)
+	// ReadTimeout bounds reading a request, headers and body (default
+	// DefaultReadTimeout); responses are not bounded (blocking queries,
+	// streams, exec).
+	ReadTimeout time.Duration
+	// MaxConnsPerClient bounds the open connections of one remote IP
+	// (0: no limit); one over it is answered 429 and closed.
+	MaxConnsPerClient int
 	// EventHeartbeat is the interval of {} lines on the event stream (default 10s).
 	EventHeartbeat time.Duration
 }
@@ -90,6 +97,9 @@ func New(cfg Config) (*HTTPServer, error) {
 	}
 	if cfg.SnapshotRestoreMaxBytes <= 0 {
 		cfg.SnapshotRestoreMaxBytes = DefaultSnapshotRestoreMaxBytes
+	}
+	if cfg.ReadTimeout <= 0 {
+		cfg.ReadTimeout = DefaultReadTimeout
 	}
 	if cfg.MaxWait <= 0 {
 		cfg.MaxWait = MaxWait
@@ -130,10 +140,16 @@ func (s *HTTPServer) Start(ctx context.Context) error {
 	if ln == nil {
 		return errors.New("http: Start needs Config.Listener")
 	}
+	if s.cfg.MaxConnsPerClient > 0 {
+		ln = newConnLimitListener(ln, s.cfg.MaxConnsPerClient, s.log)
+	}
 	base, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	// No WriteTimeout: blocking queries, log follow, the event stream and
+	// exec answer for as long as they need.
 	srv := &nethttp.Server{
 		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: min(10*time.Second, s.cfg.ReadTimeout),
+		ReadTimeout:       s.cfg.ReadTimeout,
 		BaseContext:       func(net.Listener) context.Context { return base },
 	}
 	s.mu.Lock()
