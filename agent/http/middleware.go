@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	nethttp "net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -226,6 +227,8 @@ func bodyError(err error) error {
 	switch {
 	case errors.As(err, &mbe):
 		return api.Errorf(api.ErrBodyTooLarge, fmt.Sprintf("request body larger than %d bytes", mbe.Limit))
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return api.Errorf(api.ErrBadRequest, "request body not received within the read timeout (agent limits.http_read_timeout)")
 	case errors.Is(err, io.EOF):
 		return api.Errorf(api.ErrBadRequest, "request body required")
 	case errors.As(err, &se):
