@@ -63,7 +63,8 @@ type Config struct {
 	MaxWait                 time.Duration // cap of ?wait= (default 10m)
 	// ReadTimeout bounds reading a request, headers and body (default
 	// DefaultReadTimeout); responses are not bounded (blocking queries,
-	// streams, exec).
+	// streams, exec). A snapshot restore's body must instead arrive at 1
+	// MiB per ReadTimeout.
 	ReadTimeout time.Duration
 	// MaxConnsPerClient bounds the open connections of one remote IP
 	// (0: no limit); one over it is answered 429 and closed.

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	nethttp "net/http"
+	"os"
+	"time"
 
 	"github.com/drover/drover/api"
 )
@@ -18,12 +20,22 @@ import (
 // while it is verified and restored, so a larger file is refused.
 const DefaultSnapshotRestoreMaxBytes = 1 << 30
 
+// snapshotProgress is how much of a restore body must arrive within one
+// read timeout: a large snapshot may take longer than the timeout as a
+// whole, but not dawdle.
+const snapshotProgress = 1 << 20
+
 // snapshotBody is the restore request body, read through
 // http.MaxBytesReader; it remembers whether the limit was hit, since the
-// snapshot reader reports a short read as a bad file.
+// snapshot reader reports a short read as a bad file, and pushes the read
+// deadline forward by the read timeout each snapshotProgress bytes.
 type snapshotBody struct {
 	r        io.Reader
+	rc       *nethttp.ResponseController
+	timeout  time.Duration
+	since    int
 	tooLarge bool
+	timedOut bool
 }
 
 func (b *snapshotBody) Read(p []byte) (int, error) {
@@ -31,6 +43,13 @@ func (b *snapshotBody) Read(p []byte) (int, error) {
 	var mbe *nethttp.MaxBytesError
 	if errors.As(err, &mbe) {
 		b.tooLarge = true
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		b.timedOut = true
+	}
+	if b.since += n; b.since >= snapshotProgress {
+		b.since = 0
+		_ = b.rc.SetReadDeadline(time.Now().Add(b.timeout))
 	}
 	return n, err
 }
@@ -43,7 +62,7 @@ func (s *HTTPServer) limitedSnapshot(w nethttp.ResponseWriter, r *nethttp.Reques
 	tooLarge := func() error {
 		return api.Errorf(api.ErrBodyTooLarge, fmt.Sprintf("snapshot larger than %d bytes (agent limits.snapshot_restore_max_bytes)", limit))
 	}
-	body := &snapshotBody{r: nethttp.MaxBytesReader(w, r.Body, limit)}
+	body := &snapshotBody{r: nethttp.MaxBytesReader(w, r.Body, limit), rc: nethttp.NewResponseController(w), timeout: s.cfg.ReadTimeout}
 	br := bufio.NewReaderSize(body, 64<<10)
 	line, _ := br.ReadSlice('\n')
 	if body.tooLarge {
@@ -55,8 +74,11 @@ func (s *HTTPServer) limitedSnapshot(w nethttp.ResponseWriter, r *nethttp.Reques
 	}
 	rd := io.MultiReader(bytes.NewReader(bytes.Clone(line)), br)
 	classify := func(err error) error {
-		if err != nil && body.tooLarge {
+		switch {
+		case err != nil && body.tooLarge:
 			return tooLarge()
+		case err != nil && body.timedOut:
+			return api.Errorf(api.ErrBadRequest, fmt.Sprintf("snapshot arriving slower than %d bytes per %v (agent limits.http_read_timeout)", snapshotProgress, s.cfg.ReadTimeout))
 		}
 		return err
 	}
