@@ -99,7 +99,11 @@ func (s *HTTPServer) middleware(next nethttp.Handler) nethttp.Handler {
 	return nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
-		if r.Body != nil && !isSnapshotRestore(r) {
+		switch {
+		case r.Body == nil || r.Body == nethttp.NoBody:
+		case isSnapshotRestore(r): // its own size limit, in the handler
+			r.Body = &progressBody{ReadCloser: r.Body, rc: nethttp.NewResponseController(sw), timeout: s.cfg.ReadTimeout}
+		default:
 			r.Body = nethttp.MaxBytesReader(sw, r.Body, s.cfg.MaxBodyBytes)
 		}
 		defer func() {

@@ -25,15 +25,32 @@ const DefaultSnapshotRestoreMaxBytes = 1 << 30
 // whole, but not dawdle.
 const snapshotProgress = 1 << 20
 
+// progressBody pushes the connection's read deadline forward by the read
+// timeout each snapshotProgress bytes (the middleware wraps a restore's
+// body with it, so a follower forwarding one to the leader reads at the
+// same pace).
+type progressBody struct {
+	io.ReadCloser
+	rc      *nethttp.ResponseController
+	timeout time.Duration
+	since   int
+}
+
+func (b *progressBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if b.since += n; b.since >= snapshotProgress {
+		b.since = 0
+		_ = b.rc.SetReadDeadline(time.Now().Add(b.timeout))
+	}
+	return n, err
+}
+
 // snapshotBody is the restore request body, read through
-// http.MaxBytesReader; it remembers whether the limit was hit, since the
-// snapshot reader reports a short read as a bad file, and pushes the read
-// deadline forward by the read timeout each snapshotProgress bytes.
+// http.MaxBytesReader; it remembers whether the limit or the read
+// deadline was hit, since the snapshot reader reports a short read as a
+// bad file.
 type snapshotBody struct {
 	r        io.Reader
-	rc       *nethttp.ResponseController
-	timeout  time.Duration
-	since    int
 	tooLarge bool
 	timedOut bool
 }
@@ -47,10 +64,6 @@ func (b *snapshotBody) Read(p []byte) (int, error) {
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		b.timedOut = true
 	}
-	if b.since += n; b.since >= snapshotProgress {
-		b.since = 0
-		_ = b.rc.SetReadDeadline(time.Now().Add(b.timeout))
-	}
 	return n, err
 }
 
@@ -62,7 +75,7 @@ func (s *HTTPServer) limitedSnapshot(w nethttp.ResponseWriter, r *nethttp.Reques
 	tooLarge := func() error {
 		return api.Errorf(api.ErrBodyTooLarge, fmt.Sprintf("snapshot larger than %d bytes (agent limits.snapshot_restore_max_bytes)", limit))
 	}
-	body := &snapshotBody{r: nethttp.MaxBytesReader(w, r.Body, limit), rc: nethttp.NewResponseController(w), timeout: s.cfg.ReadTimeout}
+	body := &snapshotBody{r: nethttp.MaxBytesReader(w, r.Body, limit)}
 	br := bufio.NewReaderSize(body, 64<<10)
 	line, _ := br.ReadSlice('\n')
 	if body.tooLarge {
