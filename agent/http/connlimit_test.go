@@ -181,3 +181,35 @@ func TestHTTPMaxConnsPerClient(t *testing.T) {
 		<-tick.C
 	}
 }
+
+// drover's own traffic (servers forwarding to the leader or to client
+// nodes) is HTTP: connections from a configured server's IP are not
+// counted, or a follower serving many clients would be refused.
+func TestHTTPMaxConnsExemptsServers(t *testing.T) {
+	addr := startListening(t, func(c *agenthttp.Config) {
+		c.MaxConnsPerClient = 1
+		c.Servers = []string{"http://127.0.0.1:1"}
+	})
+	var held []net.Conn
+	t.Cleanup(func() {
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	for i := range 3 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.WriteString(c, "GET /v1/jobs HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		r, err := nethttp.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil || r.StatusCode != 200 {
+			t.Fatalf("connection %d from a configured server's IP: %v %v, want 200", i+1, r, err)
+		}
+		r.Body.Close()
+	}
+}

@@ -67,7 +67,8 @@ type Config struct {
 	// MiB per ReadTimeout.
 	ReadTimeout time.Duration
 	// MaxConnsPerClient bounds the open connections of one remote IP
-	// (0: no limit); one over it is answered 429 and closed.
+	// (0: no limit); one over it is answered 429 and closed. Raft peers
+	// and Config.Servers are not counted (connlimit_peers.go).
 	MaxConnsPerClient int
 	// EventHeartbeat is the interval of {} lines on the event stream (default 10s).
 	EventHeartbeat time.Duration
@@ -142,7 +143,9 @@ func (s *HTTPServer) Start(ctx context.Context) error {
 		return errors.New("http: Start needs Config.Listener")
 	}
 	if s.cfg.MaxConnsPerClient > 0 {
-		ln = newConnLimitListener(ln, s.cfg.MaxConnsPerClient, s.log)
+		peers := &peerIPs{s: s}
+		peers.resolveServers(ctx)
+		ln = newConnLimitListener(ln, s.cfg.MaxConnsPerClient, peers.exempt, s.log)
 	}
 	base, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	// No WriteTimeout: blocking queries, log follow, the event stream and
