@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -60,6 +61,49 @@ func TestAgentLimitsSnapshotAndConns(t *testing.T) {
 		}
 		if got := status(c); !strings.HasPrefix(got, want) {
 			t.Errorf("connection %d: %q, want %s", i+1, got, want)
+		}
+	}
+}
+
+// On a cluster, servers forward to the leader over HTTP, one connection
+// per request: the limit does not count Raft peers' IPs, so blocking
+// queries through a follower beyond the limit are all answered (here the
+// servers share 127.0.0.1, so loopback is a peer's IP too).
+func TestAgentLimitsClusterForwarding(t *testing.T) {
+	servers := startCluster(t, func(c *config.Config) { c.Limits.HTTPMaxConnsPerClient = 2 })
+	leader := waitOneLeader(t, 15*time.Second, servers)
+	follower := servers[0]
+	if follower == leader {
+		follower = servers[1]
+	}
+	waitFor(t, 10*time.Second, "the follower knows the three peers", func() (bool, string) {
+		var rc struct{ Servers []struct{ Address string } }
+		code := call(t, "GET", follower.base+"/v1/operator/raft/configuration?stale", "", &rc)
+		return code == 200 && len(rc.Servers) == 3, fmt.Sprint(code, rc)
+	})
+	r, err := http.Get(follower.base + "/v1/jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	idx := r.Header.Get("X-Nomad-Index")
+	const n = 5
+	codes := make(chan string, n)
+	for range n {
+		go func() {
+			c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+			r, err := c.Get(follower.base + "/v1/jobs?wait=1s&index=" + idx)
+			if err != nil {
+				codes <- err.Error()
+				return
+			}
+			r.Body.Close()
+			codes <- r.Status
+		}()
+	}
+	for range n {
+		if st := <-codes; !strings.HasPrefix(st, "200") {
+			t.Errorf("blocking query through a follower: %s, want 200", st)
 		}
 	}
 }

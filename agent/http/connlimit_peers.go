@@ -16,8 +16,12 @@ import (
 // (Config.Servers); Nomad carries this traffic over RPC, outside its HTTP
 // limit.
 
-// peerRefresh is how long the set of peer IPs is reused.
-const peerRefresh = 5 * time.Second
+// The set of peer IPs is reused for peerRefresh, and fetched again on a
+// miss at most every peerMissRefresh (a server that just joined).
+const (
+	peerRefresh     = 5 * time.Second
+	peerMissRefresh = 500 * time.Millisecond
+)
 
 type peerIPs struct {
 	s *HTTPServer
@@ -80,7 +84,8 @@ func (p *peerIPs) exempt(ip string) bool {
 	if !ok {
 		return false
 	}
-	if p.ips == nil || time.Since(p.fetched) > peerRefresh {
+	age := time.Since(p.fetched)
+	if p.ips == nil || age > peerRefresh || (!p.ips[ip] && age > peerMissRefresh) {
 		p.fetched = time.Now()
 		self := ""
 		if r, ok := p.s.cfg.Server.(interface{ RaftID() string }); ok {
