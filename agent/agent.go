@@ -87,6 +87,8 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 	hcfg := agenthttp.Config{
 		Addr: cfg.HTTPAddr(), Listener: a.httpLn, Registry: a.registry, Logger: a.base,
 		Self: a.self, Members: a.members,
+		ReadTimeout: cfg.Limits.HTTPReadTimeout, MaxConnsPerClient: cfg.Limits.HTTPMaxConnsPerClient,
+		SnapshotRestoreMaxBytes: cfg.Limits.SnapshotRestoreMaxBytes,
 	}
 	if cfg.Server.Enabled {
 		dataDir := cfg.DataDir

@@ -38,7 +38,7 @@ func (c *Client) routes() http.Handler {
 }
 
 func writeError(w http.ResponseWriter, err error) {
-	e := api.AsError(err)
+	e := api.AsError(badPathError(err))
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(e.Status)
 	_ = json.NewEncoder(w).Encode(api.ErrorBody{Error: e})

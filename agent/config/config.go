@@ -46,7 +46,31 @@ type Config struct {
 	Plugins map[string]map[string]any
 	// Join lists gossip addresses of servers to join (host:port).
 	Join []string
+	// Limits bound the HTTP API (HCL block limits, as Nomad's).
+	Limits Limits
 }
+
+// Limits of the agent's HTTP API.
+type Limits struct {
+	// HTTPReadTimeout bounds reading one request, headers and body
+	// (default 30s; responses are not bounded). HCL http_read_timeout.
+	HTTPReadTimeout time.Duration
+	// HTTPMaxConnsPerClient bounds the open connections of one client IP,
+	// loopback included (default 100 as Nomad; 0: no limit). HCL
+	// http_max_conns_per_client.
+	HTTPMaxConnsPerClient int
+	// SnapshotRestoreMaxBytes bounds a snapshot file restored through
+	// PUT /v1/operator/snapshot (default 1 GiB). HCL
+	// snapshot_restore_max_bytes.
+	SnapshotRestoreMaxBytes int64
+}
+
+// Defaults of Limits (the HTTP server's own defaults are the same).
+const (
+	DefaultHTTPReadTimeout         = 30 * time.Second
+	DefaultHTTPMaxConnsPerClient   = 100
+	DefaultSnapshotRestoreMaxBytes = 1 << 30
+)
 
 // Ports the agent listens on.
 type Ports struct {
@@ -98,6 +122,8 @@ func Default() *Config {
 		Ports:   Ports{HTTP: DefaultHTTPPort, Raft: DefaultRaftPort, Gossip: DefaultGossipPort},
 		Client:  Client{NodePool: "default", Meta: map[string]string{}, Options: map[string]string{}},
 		Plugins: map[string]map[string]any{},
+		Limits: Limits{HTTPReadTimeout: DefaultHTTPReadTimeout, HTTPMaxConnsPerClient: DefaultHTTPMaxConnsPerClient,
+			SnapshotRestoreMaxBytes: DefaultSnapshotRestoreMaxBytes},
 	}
 }
 
@@ -180,6 +206,13 @@ type file struct {
 	Server        *fileServer   `hcl:"server,block"`
 	Client        *fileClient   `hcl:"client,block"`
 	Plugins       []*filePlugin `hcl:"plugin,block"`
+	Limits        *fileLimits   `hcl:"limits,block"`
+}
+
+type fileLimits struct {
+	HTTPReadTimeout         *string `hcl:"http_read_timeout,optional"`
+	HTTPMaxConnsPerClient   *int    `hcl:"http_max_conns_per_client,optional"`
+	SnapshotRestoreMaxBytes *int64  `hcl:"snapshot_restore_max_bytes,optional"`
 }
 
 type filePorts struct {
@@ -339,6 +372,11 @@ func Parse(src []byte, filename string, base *Config) (*Config, error) {
 			c.Client.Options[k] = v
 		}
 	}
+	if l := fc.Limits; l != nil {
+		if err := l.apply(&c.Limits, filename); err != nil {
+			return nil, err
+		}
+	}
 	for _, pl := range fc.Plugins {
 		cfg := map[string]any{}
 		if pl.Config != nil {
@@ -351,6 +389,30 @@ func Parse(src []byte, filename string, base *Config) (*Config, error) {
 		c.Plugins[pl.Name] = cfg
 	}
 	return c, nil
+}
+
+// apply sets the limits given in the block, checking each.
+func (l *fileLimits) apply(dst *Limits, filename string) error {
+	if l.HTTPReadTimeout != nil {
+		v, err := time.ParseDuration(*l.HTTPReadTimeout)
+		if err != nil || v <= 0 {
+			return fmt.Errorf("%w: %s: limits.http_read_timeout = %q: want a positive duration such as 30s", ErrInvalid, filename, *l.HTTPReadTimeout)
+		}
+		dst.HTTPReadTimeout = v
+	}
+	if l.HTTPMaxConnsPerClient != nil {
+		if *l.HTTPMaxConnsPerClient < 0 {
+			return fmt.Errorf("%w: %s: limits.http_max_conns_per_client = %d: want 0 (no limit) or more", ErrInvalid, filename, *l.HTTPMaxConnsPerClient)
+		}
+		dst.HTTPMaxConnsPerClient = *l.HTTPMaxConnsPerClient
+	}
+	if l.SnapshotRestoreMaxBytes != nil {
+		if *l.SnapshotRestoreMaxBytes <= 0 {
+			return fmt.Errorf("%w: %s: limits.snapshot_restore_max_bytes = %d: want a positive number of bytes", ErrInvalid, filename, *l.SnapshotRestoreMaxBytes)
+		}
+		dst.SnapshotRestoreMaxBytes = *l.SnapshotRestoreMaxBytes
+	}
+	return nil
 }
 
 // unknownIn reports any attribute or block left in a remain body.

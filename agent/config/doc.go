@@ -1,6 +1,7 @@
 // Package config is the agent's configuration: the HCL agent config file
 // (Nomad's agent grammar: name, region, datacenter, data_dir, bind_addr,
-// ports, server { ... }, client { ... }, plugin "name" { config { ... } }),
+// ports, server { ... }, client { ... }, plugin "name" { config { ... } },
+// limits { ... } of the HTTP API),
 // defaults, dev-mode settings, merging of files and command-line flags, and
 // validation.
 //

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	nethttp "net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -98,7 +99,11 @@ func (s *HTTPServer) middleware(next nethttp.Handler) nethttp.Handler {
 	return nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
-		if r.Body != nil && !isSnapshotRestore(r) {
+		switch {
+		case r.Body == nil || r.Body == nethttp.NoBody:
+		case isSnapshotRestore(r): // its own size limit, in the handler
+			r.Body = &progressBody{ReadCloser: r.Body, rc: nethttp.NewResponseController(sw), timeout: s.cfg.ReadTimeout}
+		default:
 			r.Body = nethttp.MaxBytesReader(sw, r.Body, s.cfg.MaxBodyBytes)
 		}
 		defer func() {
@@ -226,6 +231,8 @@ func bodyError(err error) error {
 	switch {
 	case errors.As(err, &mbe):
 		return api.Errorf(api.ErrBodyTooLarge, fmt.Sprintf("request body larger than %d bytes", mbe.Limit))
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return api.Errorf(api.ErrBadRequest, "request body not received within the read timeout (agent limits.http_read_timeout)")
 	case errors.Is(err, io.EOF):
 		return api.Errorf(api.ErrBadRequest, "request body required")
 	case errors.As(err, &se):

@@ -23,10 +23,8 @@ type OperatorServer interface {
 // use, remove with a base64 key; list).
 type KeyringFunc func(ctx context.Context, op, key string) (*api.KeyringResponse, error)
 
-// MaxSnapshotBytes bounds PUT /v1/operator/snapshot (the general body
-// limit does not apply to it).
-const MaxSnapshotBytes = 4 << 30
-
+// isSnapshotRestore: the general body limit does not apply to a restore,
+// which has its own (Config.SnapshotRestoreMaxBytes).
 func isSnapshotRestore(r *nethttp.Request) bool {
 	return r.URL.Path == "/v1/operator/snapshot" && (r.Method == nethttp.MethodPut || r.Method == nethttp.MethodPost)
 }
@@ -108,9 +106,13 @@ func (s *HTTPServer) snapshotRestore(w nethttp.ResponseWriter, r *nethttp.Reques
 	if r.Body == nil {
 		return nil, api.Errorf(api.ErrBadRequest, "request body (the snapshot file) required")
 	}
-	idx, err := o.RestoreSnapshot(r.Context(), io.LimitReader(r.Body, MaxSnapshotBytes+8192))
+	body, classify, err := s.limitedSnapshot(w, r)
 	if err != nil {
 		return nil, err
+	}
+	idx, err := o.RestoreSnapshot(r.Context(), body)
+	if err != nil {
+		return nil, classify(err)
 	}
 	return &api.SnapshotRestoreResponse{Index: idx}, nil
 }

@@ -56,8 +56,20 @@ type Config struct {
 	Registry *prometheus.Registry
 	Logger   *slog.Logger
 
-	MaxBodyBytes int64         // default 8 MiB
-	MaxWait      time.Duration // cap of ?wait= (default 10m)
+	MaxBodyBytes int64 // default 8 MiB
+	// SnapshotRestoreMaxBytes bounds a snapshot restore's body (default
+	// DefaultSnapshotRestoreMaxBytes, 1 GiB).
+	SnapshotRestoreMaxBytes int64
+	MaxWait                 time.Duration // cap of ?wait= (default 10m)
+	// ReadTimeout bounds reading a request, headers and body (default
+	// DefaultReadTimeout); responses are not bounded (blocking queries,
+	// streams, exec). A snapshot restore's body must instead arrive at 1
+	// MiB per ReadTimeout.
+	ReadTimeout time.Duration
+	// MaxConnsPerClient bounds the open connections of one remote IP
+	// (0: no limit); one over it is answered 429 and closed. Raft peers
+	// and Config.Servers are not counted (connlimit_peers.go).
+	MaxConnsPerClient int
 	// EventHeartbeat is the interval of {} lines on the event stream (default 10s).
 	EventHeartbeat time.Duration
 }
@@ -84,6 +96,12 @@ func New(cfg Config) (*HTTPServer, error) {
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.SnapshotRestoreMaxBytes <= 0 {
+		cfg.SnapshotRestoreMaxBytes = DefaultSnapshotRestoreMaxBytes
+	}
+	if cfg.ReadTimeout <= 0 {
+		cfg.ReadTimeout = DefaultReadTimeout
 	}
 	if cfg.MaxWait <= 0 {
 		cfg.MaxWait = MaxWait
@@ -124,10 +142,18 @@ func (s *HTTPServer) Start(ctx context.Context) error {
 	if ln == nil {
 		return errors.New("http: Start needs Config.Listener")
 	}
+	if s.cfg.MaxConnsPerClient > 0 {
+		peers := &peerIPs{s: s}
+		peers.resolveServers(ctx)
+		ln = newConnLimitListener(ln, s.cfg.MaxConnsPerClient, peers.exempt, s.log)
+	}
 	base, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	// No WriteTimeout: blocking queries, log follow, the event stream and
+	// exec answer for as long as they need.
 	srv := &nethttp.Server{
 		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: min(10*time.Second, s.cfg.ReadTimeout),
+		ReadTimeout:       s.cfg.ReadTimeout,
 		BaseContext:       func(net.Listener) context.Context { return base },
 	}
 	s.mu.Lock()

@@ -1,0 +1,39 @@
+package client
+
+import (
+	"encoding/json"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/drover/drover/api"
+)
+
+// A path component over 255 bytes (NAME_MAX)
+// is the caller's mistake: a 400 JSON error, not the 500 that the
+// kernel's ENAMETOOLONG used to give on every fs route.
+func TestFSLongPathIsBadRequest(t *testing.T) {
+	_, a, base := httpClient(t)
+	long := strings.Repeat("x", 300)
+	for _, op := range []string{"cat", "ls", "stat"} {
+		for _, p := range []string{long, "alloc/" + long, "alloc/data/" + long + "/f"} {
+			st, body := get(t, base+"/v1/client/fs/"+op+"/"+a.ID+"?path="+url.QueryEscape(p))
+			var eb api.ErrorBody
+			if err := json.Unmarshal(body, &eb); err != nil || eb.Error == nil {
+				t.Errorf("%s %d-byte path: body %.200s, want a JSON error", op, len(p), body)
+				continue
+			}
+			if st != 400 || eb.Error.Code != "bad_request" || !strings.Contains(eb.Error.Message, "too long") {
+				t.Errorf("%s %d-byte path: %d %+v, want 400 bad_request naming the length", op, len(p), st, eb.Error)
+			}
+		}
+	}
+	// A name of exactly 255 bytes is legal, and so is a path over
+	// PATH_MAX of short names (opened one component at a time): not
+	// found, as any other.
+	for _, p := range []string{strings.Repeat("y", 255), strings.Repeat("d/", 2100) + "f"} {
+		if st, _ := get(t, base+"/v1/client/fs/stat/"+a.ID+"?path="+p); st != 404 {
+			t.Errorf("%d-byte path of legal names: status %d, want 404", len(p), st)
+		}
+	}
+}
