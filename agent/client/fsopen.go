@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -25,7 +26,7 @@ import (
 const maxNameLen = 255
 
 // openat2Missing is set once openat2 returned ENOSYS.
-var openat2Missing bool
+var openat2Missing atomic.Bool
 
 // cleanRel validates a user path and returns it relative to the alloc dir:
 // NUL bytes, ".." components and components over 255 bytes are refused
@@ -57,7 +58,7 @@ func cleanRel(p string) (string, error) {
 // (O_CLOEXEC and O_NOFOLLOW are added).
 func openBeneath(dirfd int, name string, flags int) (*os.File, error) {
 	flags |= unix.O_CLOEXEC | unix.O_NOFOLLOW
-	if !openat2Missing {
+	if !openat2Missing.Load() {
 		how := &unix.OpenHow{Flags: uint64(flags), Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
 		for {
 			fd, err := unix.Openat2(dirfd, name, how)
@@ -70,7 +71,7 @@ func openBeneath(dirfd int, name string, flags int) (*os.File, error) {
 			if err != unix.ENOSYS {
 				return nil, &os.PathError{Op: "openat2", Path: name, Err: err}
 			}
-			openat2Missing = true
+			openat2Missing.Store(true)
 			break
 		}
 	}
