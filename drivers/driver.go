@@ -180,6 +180,9 @@ type Options struct {
 	DataDir string
 	// DevMode is set by `drover agent -dev`.
 	DevMode bool
+	// ClientOptions is the client's options { ... } block (e.g.
+	// "user.denylist"); nil when the client sets none.
+	ClientOptions map[string]string
 }
 
 // Factory builds a driver.

@@ -100,7 +100,7 @@ func New(cfg *Config) (*Client, error) {
 			continue
 		}
 		d, err := f(drivers.Options{Logger: c.cfg.Logger.With("driver", name), Config: c.cfg.PluginConfig[name],
-			DataDir: filepath.Join(c.cfg.DataDir, "drivers", name), DevMode: c.cfg.DevMode})
+			DataDir: filepath.Join(c.cfg.DataDir, "drivers", name), DevMode: c.cfg.DevMode, ClientOptions: c.cfg.Options})
 		if err != nil {
 			db.Close()
 			return nil, fmt.Errorf("driver %q: %w", name, err)

@@ -10,6 +10,12 @@
 // once back in touch; then every alloc's status is sent again
 // (disconnect.go).
 //
+// The fs and logs endpoints open every path beneath the alloc dir with
+// openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS (an
+// O_NOFOLLOW openat walk where openat2 is missing) and read and stat only
+// through the fd: a link the task planted or swapped in is refused (403),
+// never followed, even inside the dir; ls lists links as links (fsopen.go).
+//
 // Optional driver abilities, found by type assertion: a driver with
 // OnTaskEvent(func(taskID, message, at)) has its progress messages (image
 // import, pull) routed to the task's runner as "Driver" task events; a

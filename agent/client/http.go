@@ -6,8 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -62,135 +61,80 @@ func (c *Client) withAlloc(h func(http.ResponseWriter, *http.Request, *allocrunn
 	}
 }
 
-// resolve checks a user path against the alloc dir: ".." components are
-// refused (400) and the path is opened through an os.Root, which refuses
-// symlinks out of the dir (403). Leading "/" means the alloc dir root.
-func resolve(allocDir, p string) (*os.Root, string, error) {
-	if strings.ContainsRune(p, 0) {
-		return nil, "", badRequest("path contains a NUL byte")
-	}
-	for _, part := range strings.Split(filepath.ToSlash(p), "/") {
-		if part == ".." {
-			return nil, "", fmt.Errorf("path %q: %w", p, badRequest("path escapes the allocation directory"))
-		}
-	}
-	name := strings.Trim(filepath.ToSlash(p), "/")
-	if name == "" {
-		name = "."
-	}
-	root, err := os.OpenRoot(allocDir)
-	if err != nil {
-		return nil, "", fmt.Errorf("open alloc dir: %w", err)
-	}
-	return root, name, nil
-}
-
-// classify turns an os.Root error into an API error.
-func classify(allocDir, name string, err error) error {
-	if errors.Is(err, os.ErrNotExist) {
-		// A dangling symlink pointing outside is still an escape.
-		if escapes(allocDir, name) {
-			return fmt.Errorf("path %q: %w", name, api.Errorf(api.ErrPermissionDenied, "path escapes the allocation directory"))
-		}
-		return fmt.Errorf("path %q: %w", name, api.Errorf(api.ErrNotFound, "no such file or directory"))
-	}
-	if escapes(allocDir, name) {
-		return fmt.Errorf("path %q: %w", name, api.Errorf(api.ErrPermissionDenied, "path escapes the allocation directory"))
-	}
-	return fmt.Errorf("path %q: %w", name, err)
-}
-
-// escapes reports whether following the symlinks in name leaves dir.
-func escapes(dir, name string) bool {
-	full := filepath.Join(dir, name)
-	for p := full; p != dir && strings.HasPrefix(p, dir); p = filepath.Dir(p) {
-		target, err := os.Readlink(p)
-		if err != nil {
-			continue
-		}
-		if !filepath.IsAbs(target) {
-			target = filepath.Join(filepath.Dir(p), target)
-		}
-		if rel, err := filepath.Rel(dir, filepath.Clean(target)); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-			return true
-		}
-	}
-	return false
-}
-
-func fileInfo(fi os.FileInfo) *api.AllocFileInfo {
-	return &api.AllocFileInfo{Name: fi.Name(), IsDir: fi.IsDir(), Size: fi.Size(), FileMode: fi.Mode().String(), ModTime: fi.ModTime()}
-}
-
 func (c *Client) handleStat(w http.ResponseWriter, r *http.Request, ar *allocrunner.AllocRunner) {
-	root, name, err := resolve(ar.AllocDir(), r.URL.Query().Get("path"))
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	defer root.Close()
-	fi, err := root.Stat(name)
-	if err != nil {
-		writeError(w, classify(ar.AllocDir(), name, err))
-		return
-	}
-	writeJSON(w, fileInfo(fi))
-}
-
-// openInAlloc opens a user path inside the alloc dir (see resolve); the
-// name is the cleaned path within it.
-func openInAlloc(allocDir, p string) (*os.File, string, error) {
-	root, name, err := resolve(allocDir, p)
-	if err != nil {
-		return nil, "", err
-	}
-	defer root.Close()
-	f, err := root.Open(name)
-	if err != nil {
-		return nil, name, classify(allocDir, name, err)
-	}
-	return f, name, nil
-}
-
-func (c *Client) handleLs(w http.ResponseWriter, r *http.Request, ar *allocrunner.AllocRunner) {
-	f, name, err := openInAlloc(ar.AllocDir(), r.URL.Query().Get("path"))
+	f, name, err := openInAlloc(ar.AllocDir(), r.URL.Query().Get("path"), unix.O_PATH)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	defer f.Close()
-	fi, err := f.Stat()
+	fi, st, err := fstatInfo(f, name)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	if !fi.IsDir() {
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		// O_PATH|O_NOFOLLOW opened the link itself: refused like cat.
+		writeError(w, classifyOpen(name, unix.ELOOP))
+		return
+	}
+	writeJSON(w, fi)
+}
+
+// handleLs lists a directory; entries are lstat'ed relative to the dir fd,
+// so a symlink is shown as a link and never followed.
+func (c *Client) handleLs(w http.ResponseWriter, r *http.Request, ar *allocrunner.AllocRunner) {
+	f, name, err := openInAlloc(ar.AllocDir(), r.URL.Query().Get("path"), unix.O_RDONLY)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	defer f.Close()
+	_, st, err := fstatInfo(f, name)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		writeError(w, badRequest(fmt.Sprintf("%q is not a directory", name)))
 		return
 	}
-	ents, err := f.ReadDir(-1)
+	names, err := f.Readdirnames(-1)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	out := make([]*api.AllocFileInfo, 0, len(ents))
-	for _, e := range ents {
-		if info, err := e.Info(); err == nil {
-			out = append(out, fileInfo(info))
+	sort.Strings(names)
+	out := make([]*api.AllocFileInfo, 0, len(names))
+	for _, n := range names {
+		var est unix.Stat_t
+		if err := unix.Fstatat(int(f.Fd()), n, &est, unix.AT_SYMLINK_NOFOLLOW); err == nil {
+			out = append(out, statInfo(n, &est))
 		}
 	}
 	writeJSON(w, out)
 }
 
 func (c *Client) handleCat(w http.ResponseWriter, r *http.Request, ar *allocrunner.AllocRunner) {
-	f, name, err := openInAlloc(ar.AllocDir(), r.URL.Query().Get("path"))
+	// O_NONBLOCK: a planted FIFO must not hang the request.
+	f, name, err := openInAlloc(ar.AllocDir(), r.URL.Query().Get("path"), unix.O_RDONLY|unix.O_NONBLOCK)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || fi.IsDir() {
+	_, st, err := fstatInfo(f, name)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+	case unix.S_IFDIR:
 		writeError(w, badRequest(fmt.Sprintf("%q is a directory", name)))
+		return
+	default:
+		writeError(w, badRequest(fmt.Sprintf("%q is not a regular file", name)))
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -64,7 +63,19 @@ func (c *Client) handleLogs(w http.ResponseWriter, r *http.Request, ar *allocrun
 		offset = v
 	}
 	follow, plain := q.Get("follow") == "true", q.Get("plain") == "true"
-	ls := &logStream{dir: filepath.Join(ar.AllocDir(), "alloc", "logs"), prefix: task + "." + typ, done: ar.WaitCh()}
+	// The logs dir is opened once, without following links; every file in
+	// it is then opened beneath this fd (see fsopen.go).
+	// A pending alloc has no dir yet: the stream opens it once it exists.
+	ls := &logStream{allocDir: ar.AllocDir(), prefix: task + "." + typ, done: ar.WaitCh()}
+	defer ls.close()
+	if err := ls.openDir(); err != nil && !errors.Is(err, api.ErrNotFound) {
+		writeError(w, err)
+		return
+	}
+	if err := ls.check(); err != nil {
+		writeError(w, err)
+		return
+	}
 	if plain {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	} else {
@@ -91,19 +102,59 @@ func (c *Client) handleLogs(w http.ResponseWriter, r *http.Request, ar *allocrun
 }
 
 // logStream reads a task stream's rotated files prefix.0, .1, ... as one.
+// A file that is not a regular file (a planted symlink, FIFO, device) ends
+// the stream with an error instead of being followed or read.
 type logStream struct {
-	dir, prefix string
-	done        <-chan struct{} // closed when the alloc has finished
+	allocDir string
+	dir      *os.File // alloc/logs, opened without following links; nil until it exists
+	prefix   string
+	done     <-chan struct{} // closed when the alloc has finished
 }
 
+// openDir opens alloc/logs if not yet open; a missing dir is an error
+// wrapping api.ErrNotFound, a link 403.
+func (l *logStream) openDir() error {
+	if l.dir != nil {
+		return nil
+	}
+	// No O_DIRECTORY: with it a link gives ENOTDIR instead of ELOOP (403).
+	d, _, err := openInAlloc(l.allocDir, "alloc/logs", unix.O_RDONLY|unix.O_NONBLOCK)
+	if err != nil {
+		return err
+	}
+	if _, st, err := fstatInfo(d, "alloc/logs"); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		d.Close()
+		return fmt.Errorf("alloc/logs: %w", api.Errorf(api.ErrPermissionDenied, "alloc/logs is not a directory"))
+	}
+	l.dir = d
+	return nil
+}
+
+func (l *logStream) close() {
+	if l.dir != nil {
+		l.dir.Close()
+	}
+}
+
+// errNotRegular ends a stream at a log file that is not a regular file.
+var errNotRegular = errors.New("log file is not a regular file")
+
 func (l *logStream) indexes() []int {
-	ents, err := os.ReadDir(l.dir)
+	if l.openDir() != nil {
+		return nil
+	}
+	d, err := openBeneath(int(l.dir.Fd()), ".", unix.O_RDONLY|unix.O_DIRECTORY)
+	if err != nil {
+		return nil
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
 	if err != nil {
 		return nil
 	}
 	var out []int
-	for _, e := range ents {
-		rest, ok := strings.CutPrefix(e.Name(), l.prefix+".")
+	for _, name := range names {
+		rest, ok := strings.CutPrefix(name, l.prefix+".")
 		if !ok {
 			continue
 		}
@@ -116,6 +167,59 @@ func (l *logStream) indexes() []int {
 }
 
 func (l *logStream) name(i int) string { return l.prefix + "." + strconv.Itoa(i) }
+
+// open opens file index i beneath the logs dir fd without following links
+// and checks through the fd that it is a regular file.
+func (l *logStream) open(i int) (*os.File, int64, error) {
+	if err := l.openDir(); err != nil {
+		if errors.Is(err, api.ErrNotFound) {
+			return nil, 0, fmt.Errorf("%s: %w", l.name(i), os.ErrNotExist)
+		}
+		return nil, 0, err
+	}
+	f, err := openBeneath(int(l.dir.Fd()), l.name(i), unix.O_RDONLY|unix.O_NONBLOCK)
+	if err != nil {
+		return nil, 0, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		f.Close()
+		return nil, 0, fmt.Errorf("%s: %w", l.name(i), errNotRegular)
+	}
+	return f, st.Size, nil
+}
+
+// check refuses (403) a stream whose files include a link or anything but
+// a regular file, before the response starts.
+func (l *logStream) check() error {
+	for _, ix := range l.indexes() {
+		f, _, err := l.open(ix)
+		switch {
+		case err == nil:
+			f.Close()
+		case errors.Is(err, os.ErrNotExist):
+		case errors.Is(err, errNotRegular):
+			return fmt.Errorf("alloc/logs/%s: %w", l.name(ix), api.Errorf(api.ErrPermissionDenied, "log file is not a regular file"))
+		default:
+			return classifyOpen("alloc/logs/"+l.name(ix), err)
+		}
+	}
+	return nil
+}
+
+// size is the size of file index i (-1 when it cannot be opened safely).
+func (l *logStream) size(i int) int64 {
+	f, n, err := l.open(i)
+	if err != nil {
+		return -1
+	}
+	f.Close()
+	return n
+}
 
 // run streams from the position given by origin/offset; with follow it
 // waits for more (inotify on the log dir, a ticker as fallback) until ctx
@@ -157,9 +261,7 @@ func (l *logStream) run(ctx context.Context, origin string, offset int64, follow
 		sizes := make([]int64, len(idxs))
 		var total int64
 		for i, ix := range idxs {
-			if fi, err := os.Stat(filepath.Join(l.dir, l.name(ix))); err == nil {
-				sizes[i] = fi.Size()
-			}
+			sizes[i] = max(l.size(ix), 0)
 			total += sizes[i]
 		}
 		want := offset
@@ -178,7 +280,7 @@ func (l *logStream) run(ctx context.Context, origin string, offset int64, follow
 	buf := make([]byte, 64<<10)
 	for {
 		// Drain the current file.
-		f, err := os.Open(filepath.Join(l.dir, l.name(cur)))
+		f, _, err := l.open(cur)
 		if err == nil {
 			if _, err := f.Seek(pos, io.SeekStart); err == nil {
 				for {
@@ -212,7 +314,7 @@ func (l *logStream) run(ctx context.Context, origin string, offset int64, follow
 			return ctx.Err()
 		case <-l.done:
 			// Finished: one last drain happens if the file grew.
-			if fi, err := os.Stat(filepath.Join(l.dir, l.name(cur))); err == nil && fi.Size() > pos {
+			if l.size(cur) > pos {
 				continue
 			}
 			if l.nextIndex(cur) >= 0 {
@@ -240,14 +342,19 @@ type dirWatcher struct {
 	done   chan struct{}
 }
 
-func newDirWatcher(dir string) (*dirWatcher, error) {
+// newDirWatcher watches the directory open as dir, through its fd's
+// /proc/self/fd entry, so no path is resolved again.
+func newDirWatcher(dir *os.File) (*dirWatcher, error) {
+	if dir == nil {
+		return nil, errors.New("inotify: log dir does not exist yet")
+	}
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
 		return nil, fmt.Errorf("inotify: %w", err)
 	}
-	if _, err := unix.InotifyAddWatch(fd, dir, unix.IN_MODIFY|unix.IN_CREATE|unix.IN_MOVED_TO|unix.IN_CLOSE_WRITE); err != nil {
+	if _, err := unix.InotifyAddWatch(fd, "/proc/self/fd/"+strconv.Itoa(int(dir.Fd())), unix.IN_MODIFY|unix.IN_CREATE|unix.IN_MOVED_TO|unix.IN_CLOSE_WRITE|unix.IN_ONLYDIR); err != nil {
 		unix.Close(fd)
-		return nil, fmt.Errorf("inotify watch %s: %w", dir, err)
+		return nil, fmt.Errorf("inotify watch %s: %w", dir.Name(), err)
 	}
 	w := &dirWatcher{f: os.NewFile(uintptr(fd), "inotify"), events: make(chan struct{}, 1), done: make(chan struct{})}
 	go func() {

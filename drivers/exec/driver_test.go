@@ -18,8 +18,11 @@ func TestMain(m *testing.M) {
 // across restarts.
 var stateDir = os.TempDir()
 
-func newDriver(t *testing.T) drivers.Driver {
-	d, err := New(drivers.Options{Config: map[string]any{"executor_path": droverBin}, DataDir: stateDir})
+func newDriver(t *testing.T) drivers.Driver { return newDriverWith(t, nil) }
+
+// newDriverWith builds the driver with client options (user.denylist).
+func newDriverWith(t *testing.T, clientOptions map[string]string) drivers.Driver {
+	d, err := New(drivers.Options{Config: map[string]any{"executor_path": droverBin}, DataDir: stateDir, ClientOptions: clientOptions})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,11 @@ import (
 
 func run(t *testing.T, cfg *drivers.TaskConfig) (*drivers.ExitResult, string) {
 	t.Helper()
-	d := newDriver(t)
+	return runOn(t, newDriver(t), cfg)
+}
+
+func runOn(t *testing.T, d drivers.Driver, cfg *drivers.TaskConfig) (*drivers.ExitResult, string) {
+	t.Helper()
 	if _, err := d.StartTask(context.Background(), cfg); err != nil {
 		t.Fatalf("StartTask: %v", err)
 	}
@@ -245,7 +249,8 @@ func TestRootTaskCapabilities(t *testing.T) {
 	cfg := drivertest.NewTaskConfig(t, "rooty", map[string]any{"command": "/bin/sh", "args": []any{"-c",
 		`grep -E 'CapBnd|NoNewPrivs' /proc/self/status; mount -t tmpfs none /tmp 2>/dev/null && echo mount=ok || echo mount=denied`}})
 	cfg.User = "root"
-	res, out := run(t, cfg)
+	// root is denied by default (user.denylist): allow it explicitly.
+	res, out := runOn(t, newDriverWith(t, map[string]string{"user.denylist": ""}), cfg)
 	if !res.Successful() {
 		t.Fatalf("exit %+v: %q", res, out)
 	}

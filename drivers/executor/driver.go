@@ -39,6 +39,8 @@ type Driver struct {
 	bin      string
 	stateDir string
 	pids     int64
+	// denied users (exec only): the client option user.denylist.
+	denied map[string]bool
 
 	mu    sync.Mutex
 	tasks map[string]*task
@@ -82,6 +84,9 @@ func NewDriver(name string, isolated bool, opts drivers.Options) (*Driver, error
 		default:
 			return nil, fmt.Errorf("%s plugin config: %w: unknown key %q", name, drivers.ErrInvalidConfig, k)
 		}
+	}
+	if isolated {
+		d.denied = UserDenylist(opts.ClientOptions)
 	}
 	if d.bin == "" {
 		exe, err := os.Executable()
@@ -194,6 +199,9 @@ func (d *Driver) executorConfig(cfg *drivers.TaskConfig, opts *TaskOptions) (*Co
 	}
 	cred, err := supervisor.LookupUser(ecfg.User)
 	if err != nil {
+		return nil, err
+	}
+	if err := d.checkUser(ecfg.User, cred.Uid); err != nil {
 		return nil, err
 	}
 	for _, sub := range []string{"local", "secrets", "tmp"} {

@@ -3,12 +3,14 @@ package logging
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // Defaults when Config leaves a limit zero (Nomad's task logs defaults).
@@ -46,6 +48,10 @@ func FileName(task, stream string, idx int) string {
 type Writer struct {
 	cfg      Config
 	maxBytes int64
+	// dir is Dir, opened once without following a link; every file is
+	// opened relative to it with O_NOFOLLOW (the task owns the directory
+	// and may plant links in it).
+	dir *os.File
 
 	mu     sync.Mutex
 	f      *os.File
@@ -77,17 +83,65 @@ func Open(cfg Config) (*Writer, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open log writer: %w", err)
 	}
-	idx, err := Indexes(cfg.Dir, cfg.Prefix)
+	dir, err := os.OpenFile(cfg.Dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 	if err != nil {
+		return nil, fmt.Errorf("open log writer: log dir (links are not followed): %w", err)
+	}
+	w.dir = dir
+	idx, err := w.indexes()
+	if err != nil {
+		dir.Close()
 		return nil, fmt.Errorf("open log writer: %w", err)
 	}
 	if len(idx) > 0 {
 		w.idx = idx[len(idx)-1]
 	}
 	if err := w.openLocked(); err != nil {
+		dir.Close()
 		return nil, err
 	}
 	return w, nil
+}
+
+// indexes is Indexes read through the dir fd.
+func (w *Writer) indexes() ([]int, error) {
+	fd, err := openat(int(w.dir.Fd()), ".", syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("read log dir: %w", err)
+	}
+	d := os.NewFile(uintptr(fd), w.cfg.Dir)
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil, fmt.Errorf("read log dir: %w", err)
+	}
+	return parseIndexes(names, w.cfg.Prefix), nil
+}
+
+func parseIndexes(names []string, prefix string) []int {
+	var out []int
+	for _, name := range names {
+		rest, ok := strings.CutPrefix(name, prefix+".")
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(rest)
+		if err != nil || n < 0 || strconv.Itoa(n) != rest {
+			continue
+		}
+		out = append(out, n)
+	}
+	sort.Ints(out)
+	return out
+}
+
+func openat(dirfd int, name string, flags int, perm uint32) (int, error) {
+	for {
+		fd, err := syscall.Openat(dirfd, name, flags, perm)
+		if err != syscall.EINTR {
+			return fd, err
+		}
+	}
 }
 
 // Indexes lists the indexes of Dir/Prefix.N files, ascending.
@@ -99,38 +153,59 @@ func Indexes(dir, prefix string) ([]int, error) {
 		}
 		return nil, err
 	}
-	var out []int
+	var names []string
 	for _, e := range ents {
-		rest, ok := strings.CutPrefix(e.Name(), prefix+".")
-		if !ok || e.IsDir() {
-			continue
+		if !e.IsDir() {
+			names = append(names, e.Name())
 		}
-		n, err := strconv.Atoi(rest)
-		if err != nil || n < 0 || strconv.Itoa(n) != rest {
-			continue
-		}
-		out = append(out, n)
 	}
-	sort.Ints(out)
-	return out, nil
+	return parseIndexes(names, prefix), nil
 }
 
-func (w *Writer) path(idx int) string {
-	return filepath.Join(w.cfg.Dir, w.cfg.Prefix+"."+strconv.Itoa(idx))
-}
+func (w *Writer) name(idx int) string { return w.cfg.Prefix + "." + strconv.Itoa(idx) }
 
+// openLocked opens file w.idx for appending, relative to the dir fd and
+// never through a link: O_NOFOLLOW makes a planted symlink fail (ELOOP)
+// and O_NONBLOCK a planted FIFO (ENXIO); those, and anything else that is
+// not a regular file with one link, are unlinked and the file created
+// afresh with O_EXCL. Nothing outside Dir is ever opened for writing.
 func (w *Writer) openLocked() error {
-	f, err := os.OpenFile(w.path(w.idx), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("open log file: %w", err)
+	dirfd, name := int(w.dir.Fd()), w.name(w.idx)
+	const flags = syscall.O_WRONLY | syscall.O_APPEND | syscall.O_NOFOLLOW | syscall.O_NONBLOCK | syscall.O_CLOEXEC
+	fd, err := openat(dirfd, name, flags|syscall.O_CREAT, 0o644)
+	if err == nil {
+		if st, ok := regular(fd); ok {
+			w.f, w.size = os.NewFile(uintptr(fd), filepath.Join(w.cfg.Dir, name)), st.Size
+			return nil
+		}
+		syscall.Close(fd)
+	} else if err != syscall.ELOOP && err != syscall.ENXIO {
+		return fmt.Errorf("open log file %s: %w", name, err)
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("stat log file: %w", err)
+	// Not a plain file of ours: replace it (a directory fails here).
+	if err := syscall.Unlinkat(dirfd, name); err != nil {
+		return fmt.Errorf("open log file %s: replace non-regular file: %w", name, err)
 	}
-	w.f, w.size = f, st.Size()
+	fd, err = openat(dirfd, name, flags|syscall.O_CREAT|syscall.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("open log file %s: %w", name, err)
+	}
+	if _, ok := regular(fd); !ok {
+		syscall.Close(fd)
+		return fmt.Errorf("open log file %s: not a regular file", name)
+	}
+	w.f, w.size = os.NewFile(uintptr(fd), filepath.Join(w.cfg.Dir, name)), 0
 	return nil
+}
+
+// regular fstats fd: a regular file with a single link (a hard link to a
+// file elsewhere is refused too).
+func regular(fd int) (syscall.Stat_t, bool) {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return st, false
+	}
+	return st, st.Mode&syscall.S_IFMT == syscall.S_IFREG && st.Nlink == 1
 }
 
 // Write appends p, rotating whenever the current file reaches the limit;
@@ -172,13 +247,14 @@ func (w *Writer) rotateLocked() error {
 		return err
 	}
 	// Delete files older than the MaxFiles newest.
-	idx, err := Indexes(w.cfg.Dir, w.cfg.Prefix)
+	idx, err := w.indexes()
 	if err != nil {
 		return fmt.Errorf("rotate log file: %w", err)
 	}
 	for _, i := range idx {
 		if i <= w.idx-w.cfg.MaxFiles {
-			if err := os.Remove(w.path(i)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			// unlinkat never follows: a link is removed, not its target.
+			if err := syscall.Unlinkat(int(w.dir.Fd()), w.name(i)); err != nil && err != syscall.ENOENT {
 				return fmt.Errorf("remove old log file: %w", err)
 			}
 		}
@@ -194,6 +270,7 @@ func (w *Writer) Close() error {
 		return nil
 	}
 	w.closed = true
+	w.dir.Close()
 	return w.f.Close()
 }
 
@@ -205,11 +282,24 @@ func ReadAll(dir, prefix string) ([]byte, error) {
 	}
 	var out []byte
 	for _, i := range idx {
-		b, err := os.ReadFile(filepath.Join(dir, prefix+"."+strconv.Itoa(i)))
+		b, err := readNoFollow(filepath.Join(dir, prefix+"."+strconv.Itoa(i)))
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, err
 		}
 		out = append(out, b...)
 	}
 	return out, nil
+}
+
+// readNoFollow reads a regular file; a link (or FIFO, device) is an error.
+func readNoFollow(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, ok := regular(int(f.Fd())); !ok && st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return nil, fmt.Errorf("read %s: not a regular file", path)
+	}
+	return io.ReadAll(f)
 }
