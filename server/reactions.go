@@ -83,7 +83,9 @@ func (r *commitReactor) AllocsUpdated(index uint64, changes []fsm.AllocChange) {
 	var done map[string]bool
 	st := r.state()
 	for _, c := range changes {
-		if !c.Freed() || done[c.After.NodeID] {
+		// A lost alloc frees nothing usable: its node is going down
+		// (heartbeat missed) and the node's own evals replace it.
+		if !c.Freed() || c.After.ClientStatus == api.AllocClientStatusLost || done[c.After.NodeID] {
 			continue
 		}
 		if done == nil {

@@ -86,10 +86,13 @@ func TestCommitReactorWakesOnCapacity(t *testing.T) {
 	onDown := &api.Allocation{ID: "a2", NodeID: "d", ClientStatus: api.AllocClientStatusRunning}
 	lost := onDown.Copy()
 	lost.ClientStatus = api.AllocClientStatusLost
+	lostOnReady := run.Copy() // marked lost just before its node goes down
+	lostOnReady.ClientStatus = api.AllocClientStatusLost
 	r.AllocsUpdated(4, []fsm.AllocChange{
 		{Before: nil, After: run},     // placed: uses capacity
 		{Before: run, After: run},     // no change
 		{Before: onDown, After: lost}, // freed, but the node cannot take work
+		{Before: run, After: lostOnReady},
 	})
 	if len(w.unblocked) != 0 {
 		t.Fatalf("woke %v without freed capacity on a ready node", w.unblocked)
