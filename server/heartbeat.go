@@ -182,34 +182,19 @@ func (s *Server) nodeExpired(ctx context.Context, nodeID string) error {
 // the others lost; every affected job gets an eval. The node's timer is
 // re-armed for the window w: without a heartbeat by then it goes down.
 func (s *Server) nodeDisconnect(ctx context.Context, node *api.Node, allocs []*api.Allocation, w time.Duration) error {
-	var ups []*api.Allocation
 	unknown := 0
-	for _, a := range allocs {
-		if a.TerminalStatus() || a.ClientStatus == api.AllocClientStatusUnknown {
-			continue
-		}
-		u := &api.Allocation{ID: a.ID, NodeID: node.ID, Namespace: a.Namespace, JobID: a.JobID,
-			TaskGroup: a.TaskGroup, ClientStatus: api.AllocClientStatusLost,
-			ClientDescription: "alloc is lost since its node is down", TaskStates: a.TaskStates}
-		if allocMaxDisconnect(a) > 0 {
-			u.ClientStatus = api.AllocClientStatusUnknown
-			u.ClientDescription = "alloc is unknown since its node is disconnected"
+	why := "node heartbeat missed; disconnected for up to " + w.String() + " (max_client_disconnect)"
+	ups, evals, err := s.writeNodeLoss(ctx, node, allocs, api.NodeStatusDisconnected, why, func(a *api.Allocation) (string, string) {
+		switch {
+		case a.ClientStatus == api.AllocClientStatusUnknown:
+			return "", "" // marked on an earlier disconnect
+		case allocMaxDisconnect(a) > 0:
 			unknown++
+			return api.AllocClientStatusUnknown, "alloc is unknown since its node is disconnected"
 		}
-		ups = append(ups, u)
-	}
-	now := s.clock.Now()
-	evals := s.nodeEvals(node, allocs, api.EvalTriggerNodeUpdate, now)
-	actx, cancel := context.WithTimeout(ctx, s.cfg.RaftApplyTimeout)
-	defer cancel()
-	if len(ups) > 0 {
-		if _, err := s.applyAllocClientUpdate(actx, ups, nil); err != nil {
-			return err
-		}
-	}
-	ev := &api.NodeEvent{Message: "node heartbeat missed; disconnected for up to " + w.String() + " (max_client_disconnect)",
-		Subsystem: "Cluster", Timestamp: now}
-	if _, err := s.applyNodeStatus(actx, node.ID, api.NodeStatusDisconnected, now.Unix(), ev, evals); err != nil {
+		return api.AllocClientStatusLost, lostDescription
+	})
+	if err != nil {
 		return err
 	}
 	s.log.Info("node disconnected", "node", node.ID, "unknown_allocs", unknown, "lost_allocs", len(ups)-unknown,
@@ -280,30 +265,52 @@ func (s *Server) nodeDown(ctx context.Context, nodeID, why string) error {
 	if err != nil {
 		return err
 	}
-	var lost []*api.Allocation
-	for _, a := range allocs {
-		if a.TerminalStatus() {
-			continue
-		}
-		lost = append(lost, &api.Allocation{ID: a.ID, NodeID: nodeID, Namespace: a.Namespace, JobID: a.JobID,
-			TaskGroup: a.TaskGroup, ClientStatus: api.AllocClientStatusLost,
-			ClientDescription: "alloc is lost since its node is down", TaskStates: a.TaskStates})
-	}
-	now := s.clock.Now()
-	evals := s.nodeEvals(node, allocs, api.EvalTriggerNodeUpdate, now)
-	actx, cancel := context.WithTimeout(ctx, s.cfg.RaftApplyTimeout)
-	defer cancel()
-	if len(lost) > 0 {
-		if _, err := s.applyAllocClientUpdate(actx, lost, nil); err != nil {
-			return err
-		}
-	}
-	ev := &api.NodeEvent{Message: why, Subsystem: "Cluster", Timestamp: now}
-	if _, err := s.applyNodeStatus(actx, nodeID, api.NodeStatusDown, now.Unix(), ev, evals); err != nil {
+	lost, evals, err := s.writeNodeLoss(ctx, node, allocs, api.NodeStatusDown, why, func(*api.Allocation) (string, string) {
+		return api.AllocClientStatusLost, lostDescription
+	})
+	if err != nil {
 		return err
 	}
 	s.log.Info("node down", "node", nodeID, "lost_allocs", len(lost), "evals", len(evals))
 	return nil
+}
+
+// lostDescription is the client description of an alloc lost with its node.
+const lostDescription = "alloc is lost since its node is down"
+
+// writeNodeLoss is a node leaving service (down or disconnected): each of
+// its live allocs gets the client status mark says ("" leaves it as it
+// is), then the node gets status with one eval per job that had allocs
+// there (and per system job), so the scheduler replaces them. It returns
+// the alloc updates and the evals written.
+func (s *Server) writeNodeLoss(ctx context.Context, node *api.Node, allocs []*api.Allocation, status, why string,
+	mark func(*api.Allocation) (clientStatus, desc string)) ([]*api.Allocation, []*api.Evaluation, error) {
+	var ups []*api.Allocation
+	for _, a := range allocs {
+		if a.TerminalStatus() {
+			continue
+		}
+		cs, desc := mark(a)
+		if cs == "" {
+			continue
+		}
+		ups = append(ups, &api.Allocation{ID: a.ID, NodeID: node.ID, Namespace: a.Namespace, JobID: a.JobID,
+			TaskGroup: a.TaskGroup, ClientStatus: cs, ClientDescription: desc, TaskStates: a.TaskStates})
+	}
+	now := s.clock.Now()
+	evals := s.nodeEvals(node, allocs, api.EvalTriggerNodeUpdate, now)
+	actx, cancel := s.applyCtx(ctx)
+	defer cancel()
+	if len(ups) > 0 {
+		if _, err := s.applyAllocClientUpdate(actx, ups, nil); err != nil {
+			return nil, nil, err
+		}
+	}
+	ev := &api.NodeEvent{Message: why, Subsystem: "Cluster", Timestamp: now}
+	if _, err := s.applyNodeStatus(actx, node.ID, status, now.Unix(), ev, evals); err != nil {
+		return nil, nil, err
+	}
+	return ups, evals, nil
 }
 
 // nodeEvals builds one eval per job with a live alloc on node, plus one
