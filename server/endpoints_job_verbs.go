@@ -51,10 +51,7 @@ func (s *Server) DispatchJob(ctx context.Context, ns, id string, req *api.JobDis
 	if p := req.IdPrefixTemplate; p != "" {
 		suffix = p + "-" + suffix
 	}
-	child := parent.Copy()
-	child.ID = parent.ID + "/dispatch-" + suffix
-	child.Name = child.ID
-	child.ParentID = parent.ID
+	child := childJob(parent, parent.ID+"/dispatch-"+suffix, now)
 	child.Dispatched = true
 	child.Payload = slices.Clone(req.Payload)
 	if len(req.Meta) > 0 {
@@ -65,9 +62,6 @@ func (s *Server) DispatchJob(ctx context.Context, ns, id string, req *api.JobDis
 			child.Meta[k] = v
 		}
 	}
-	child.Status, child.StatusDescription = "", ""
-	child.Version, child.CreateIndex, child.ModifyIndex, child.JobModifyIndex = 0, 0, 0, 0
-	child.SubmitTime = now.UnixNano()
 	eval := s.newJobEval(child, api.EvalTriggerJobRegister)
 	idx, err := s.applyJobRegister(ctx, child, eval)
 	if err != nil {

@@ -154,19 +154,24 @@ func (p *periodicLauncher) launchPeriodic(ctx context.Context, parent *api.Job, 
 	return err
 }
 
+// childJob is a copy of parent registered as its child id (a periodic
+// launch, a dispatch): a new job of its own, with parent's spec.
+func childJob(parent *api.Job, id string, now time.Time) *api.Job {
+	child := parent.Copy()
+	child.ID, child.Name, child.ParentID = id, id, parent.ID
+	child.Status, child.StatusDescription = "", ""
+	child.Version, child.CreateIndex, child.ModifyIndex, child.JobModifyIndex = 0, 0, 0, 0
+	child.SubmitTime = now.UnixNano()
+	return child
+}
+
 // registerPeriodicChild registers the child job launched at at and
 // returns it and its eval (nil when skipped). A skipped launch (overlap)
 // registers it stopped, so the launch time is recorded and the next one is
 // computed from it.
 func (c *serverCore) registerPeriodicChild(ctx context.Context, parent *api.Job, at time.Time, skipped bool) (*api.Job, *api.Evaluation, uint64, error) {
-	child := parent.Copy()
-	child.ID = parent.ID + periodicChildPrefix + strconv.FormatInt(at.Unix(), 10)
-	child.Name = child.ID
-	child.ParentID = parent.ID
+	child := childJob(parent, parent.ID+periodicChildPrefix+strconv.FormatInt(at.Unix(), 10), c.clock.Now())
 	child.Periodic = nil
-	child.Status, child.StatusDescription = "", ""
-	child.Version, child.CreateIndex, child.ModifyIndex, child.JobModifyIndex = 0, 0, 0, 0
-	child.SubmitTime = c.clock.Now().UnixNano()
 	child.Stop = skipped
 	var eval *api.Evaluation
 	if !skipped {
