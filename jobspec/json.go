@@ -23,7 +23,7 @@ const maxJSONJob = MaxSourceBytes
 // ParseJSON reads a JSON job: either {"Job": {...}} (what `job inspect` and
 // `job run -output` print) or the job object itself. Unknown fields are
 // errors; problems come back as Diagnostics (file:line:col: message), then
-// defaults are applied and the job validated unless opts.NoDefaults.
+// the job is finished as Parse does (namespace, defaults, validation).
 func ParseJSON(filename string, src []byte, opts *Options) (*api.Job, error) {
 	if opts == nil {
 		opts = &Options{}
@@ -46,19 +46,10 @@ func ParseJSON(filename string, src []byte, opts *Options) (*api.Job, error) {
 	if err := dec.Decode(job); err != nil { // trailing data failed the probe
 		return nil, jsonDiag(filename, src, err)
 	}
-	if job.Namespace == "" {
-		job.Namespace = opts.Namespace
-	}
-	if opts.NoDefaults {
-		return job, nil
-	}
-	job.Canonicalize()
-	if err := job.Validate(); err != nil {
-		var ds Diagnostics
-		for _, line := range strings.Split(err.Error(), "\n") {
-			if line = strings.TrimSpace(line); line != "" {
-				ds = append(ds, Diagnostic{File: filename, Line: 1, Column: 1, Message: line})
-			}
+	if errs := finish(job, opts); len(errs) > 0 {
+		ds := make(Diagnostics, 0, len(errs))
+		for _, e := range errs {
+			ds = append(ds, Diagnostic{File: filename, Line: 1, Column: 1, Message: e.Error()})
 		}
 		return nil, ds
 	}

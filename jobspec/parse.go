@@ -99,15 +99,8 @@ func Parse(filename string, src []byte, opts *Options) (*api.Job, error) {
 	if len(p.diags) > 0 {
 		return nil, p.diagnostics()
 	}
-	if job.Namespace == "" {
-		job.Namespace = opts.Namespace
-	}
-	if opts.NoDefaults {
-		return job, nil
-	}
-	job.Canonicalize()
-	if err := job.Validate(); err != nil {
-		p.addValidation(err)
+	if errs := finish(job, opts); len(errs) > 0 {
+		p.addValidation(errs)
 		return nil, p.diagnostics()
 	}
 	return job, nil
@@ -178,15 +171,30 @@ func (p *parser) parse() *api.Job {
 	return p.d.job(jobs[0])
 }
 
-// addValidation turns api.Job.Validate's problems into diagnostics at the
-// job block.
-func (p *parser) addValidation(err error) {
-	var errs []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	} else {
-		errs = []error{err}
+// finish gives a parsed job opts' namespace where it names none and,
+// unless opts.NoDefaults, the defaults; it returns api.Job.Validate's
+// problems one by one.
+func finish(job *api.Job, opts *Options) []error {
+	if job.Namespace == "" {
+		job.Namespace = opts.Namespace
 	}
+	if opts.NoDefaults {
+		return nil
+	}
+	job.Canonicalize()
+	err := job.Validate()
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// addValidation turns validation problems into diagnostics at the job
+// block.
+func (p *parser) addValidation(errs []error) {
 	for _, e := range errs {
 		p.diags = append(p.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: e.Error(), Subject: p.jobRange.Ptr()})
 	}
