@@ -10,30 +10,12 @@ import (
 	"github.com/drover/drover/api"
 )
 
-const systemJobHCL = `job "sysagent" {
-  type = "system"
-  group "g" {
-    task "t" {
-      driver = "raw_exec"
-      config {
-        command = "/bin/sleep"
-        args    = ["3600"]
-      }
-      resources {
-        cpu    = 50
-        memory = 32
-      }
-    }
-  }
-}
-`
-
 // A system job comes back on a node after `node drain -enable` (which
 // stops it there) and `node drain -disable`, through the real CLI.
 func TestE2ESystemJobAfterDrainDisable(t *testing.T) {
 	d := startDevCluster(t)
 	file := filepath.Join(t.TempDir(), "sys.hcl")
-	if err := os.WriteFile(file, []byte(systemJobHCL), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte(sleepJobHCL("sysagent", "system", 50, 50)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	first := d.runJob(file, "sysagent")

@@ -11,9 +11,11 @@ import (
 	"github.com/drover/drover/api"
 )
 
-// preemptJobHCL is a raw_exec job taking most of the node's CPU.
-func preemptJobHCL(id string, priority, cpu int) string {
+// sleepJobHCL is a one-task raw_exec job of the type and priority given,
+// asking for cpu MHz.
+func sleepJobHCL(id, typ string, priority, cpu int) string {
 	return fmt.Sprintf(`job %q {
+  type     = %q
   priority = %d
   group "g" {
     task "t" {
@@ -29,7 +31,7 @@ func preemptJobHCL(id string, priority, cpu int) string {
     }
   }
 }
-`, id, priority, cpu)
+`, id, typ, priority, cpu)
 }
 
 // With service preemption switched on through the CLI, a high-priority
@@ -50,10 +52,10 @@ func TestE2EServicePreemptionThroughConfig(t *testing.T) {
 	dir := t.TempDir()
 	low := filepath.Join(dir, "low.hcl")
 	high := filepath.Join(dir, "high.hcl")
-	if err := os.WriteFile(low, []byte(preemptJobHCL("low", 20, cpu)), 0o644); err != nil {
+	if err := os.WriteFile(low, []byte(sleepJobHCL("low", "service", 20, cpu)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(high, []byte(preemptJobHCL("high", 80, cpu)), 0o644); err != nil {
+	if err := os.WriteFile(high, []byte(sleepJobHCL("high", "service", 80, cpu)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	lowAlloc := d.runJob(low, "low")
@@ -99,7 +101,7 @@ func TestE2EServicePreemptionThroughConfig(t *testing.T) {
 func TestE2EJobRestart(t *testing.T) {
 	d := startDevCluster(t)
 	file := filepath.Join(t.TempDir(), "r.hcl")
-	if err := os.WriteFile(file, []byte(preemptJobHCL("r", 50, 50)), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte(sleepJobHCL("r", "service", 50, 50)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	id := d.runJob(file, "r")
