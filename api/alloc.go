@@ -46,6 +46,8 @@ type Allocation struct {
 	RescheduleTracker     *RescheduleTracker     `json:"RescheduleTracker,omitempty"`
 	PreemptedAllocations  []string               `json:"PreemptedAllocations,omitempty"`
 	PreemptedByAllocation string                 `json:"PreemptedByAllocation,omitempty"`
+	// Gang is the alloc's place in its gang (nil outside gangs).
+	Gang *AllocGang `json:"Gang,omitempty"`
 	CreateIndex           uint64                 `json:"CreateIndex"`
 	ModifyIndex           uint64                 `json:"ModifyIndex"`
 	AllocModifyIndex      uint64                 `json:"AllocModifyIndex"`

@@ -263,6 +263,10 @@ func (j *Job) Validate() error {
 	if pj := j.ParameterizedJob; pj != nil && !slices.Contains(payloadModes, pj.Payload) {
 		v.add("", "parameterized: invalid payload %q (want optional, required or forbidden)", pj.Payload)
 	}
+	v.gangs(j)
+	if j.MinRuntime < 0 {
+		v.add("", "min_runtime must not be negative")
+	}
 	groups := make(map[string]bool, len(j.TaskGroups))
 	for i, tg := range j.TaskGroups {
 		if tg == nil {

@@ -41,6 +41,14 @@ type Job struct {
 	Type             string                  `json:"Type,omitempty"`
 	Priority         int                     `json:"Priority,omitempty"`
 	AllAtOnce        bool                    `json:"AllAtOnce,omitempty"`
+	// Gang makes all of the job's groups one gang (see Gang).
+	Gang *Gang `json:"Gang,omitempty"`
+	// Preemptible false protects the job's allocs from preemption by
+	// higher-priority work (nil: preemptible).
+	Preemptible *bool `json:"Preemptible,omitempty"`
+	// MinRuntime protects an alloc from preemption until it has run this
+	// long (fresh work is not evicted at once).
+	MinRuntime time.Duration `json:"MinRuntime,omitempty"`
 	Datacenters      []string                `json:"Datacenters,omitempty"`
 	NodePool         string                  `json:"NodePool,omitempty"`
 	Constraints      []*Constraint           `json:"Constraints,omitempty"`

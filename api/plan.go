@@ -10,6 +10,9 @@ type Plan struct {
 	// AllAtOnce makes the whole plan all-or-nothing: if any node is
 	// rejected, nothing is committed. Gang placement builds on this.
 	AllAtOnce bool `json:"AllAtOnce,omitempty"`
+	// Gangs lists the plan's gang placements: each is committed whole or
+	// dropped whole (with the preemptions made for it).
+	Gangs []*PlanGang `json:"Gangs,omitempty"`
 	Job       *Job `json:"Job,omitempty"`
 	// NodeUpdate holds allocs to stop or evict, by node.
 	NodeUpdate map[string][]*Allocation `json:"NodeUpdate,omitempty"`

@@ -26,6 +26,8 @@ type TaskGroup struct {
 	// StopAfterClientDisconnect / MaxClientDisconnect as in Nomad.
 	StopAfterClientDisconnect time.Duration `json:"StopAfterClientDisconnect,omitempty"`
 	MaxClientDisconnect       time.Duration `json:"MaxClientDisconnect,omitempty"`
+	// Gang makes the group's allocs one gang (see Gang).
+	Gang *Gang `json:"Gang,omitempty"`
 }
 
 // UnmarshalJSON pre-fills Count with its default (1) so that a group that

@@ -10,12 +10,14 @@ import (
 )
 
 var (
-	jobSchema = schema("name region namespace type priority datacenters node_pool all_at_once meta",
+	jobSchema = schema("name region namespace type priority datacenters node_pool all_at_once meta preemptible min_runtime",
 		"group:name", "constraint", "affinity", "spread", "update", "periodic", "parameterized",
-		"meta", "reschedule", "migrate")
+		"meta", "reschedule", "migrate", "gang")
 	groupSchema = schema("count shutdown_delay stop_after_client_disconnect max_client_disconnect meta",
 		"task:name", "constraint", "affinity", "spread", "restart", "reschedule", "ephemeral_disk",
-		"update", "migrate", "network", "service", "meta")
+		"update", "migrate", "network", "service", "meta", "gang")
+	gangSchema       = schema("min timeout stale_grace", "topology")
+	topologySchema   = schema("level mode")
 	constraintSchema = schema("attribute operator value distinct_hosts distinct_property version semver regexp set_contains set_contains_all set_contains_any")
 	affinitySchema   = schema("attribute operator value weight version semver regexp set_contains set_contains_all set_contains_any")
 	spreadSchema     = schema("attribute weight", "target:value")
@@ -64,6 +66,11 @@ func (d *decoder) job(b *hcl.Block) *api.Job {
 	d.strs(c, "datacenters", &j.Datacenters)
 	d.str(c, "node_pool", &j.NodePool)
 	d.boolean(c, "all_at_once", &j.AllAtOnce)
+	var preemptible bool
+	if d.boolean(c, "preemptible", &preemptible) {
+		j.Preemptible = &preemptible
+	}
+	d.dur(c, "min_runtime", &j.MinRuntime)
 	j.Meta = d.kvAttr(c, "meta", j.Meta)
 
 	var resched *api.ReschedulePolicy
@@ -88,6 +95,8 @@ func (d *decoder) job(b *hcl.Block) *api.Job {
 			resched = d.reschedule(d.once(resched != nil, blk), api.DefaultReschedulePolicy(d.jobType))
 		case "migrate":
 			migrate = d.migrate(d.once(migrate != nil, blk))
+		case "gang":
+			j.Gang = d.gang(d.once(j.Gang != nil, blk))
 		}
 	}
 	names := map[string]hcl.Range{}
@@ -173,6 +182,8 @@ func (d *decoder) group(b *hcl.Block, j *api.Job, resched *api.ReschedulePolicy,
 			tg.Services = append(tg.Services, d.service(blk))
 		case "meta":
 			tg.Meta = d.mergeKV(tg.Meta, hcl.Blocks{blk})
+		case "gang":
+			tg.Gang = d.gang(d.once(tg.Gang != nil, blk))
 		}
 	}
 	names := map[string]hcl.Range{}
@@ -191,6 +202,26 @@ func (d *decoder) group(b *hcl.Block, j *api.Job, resched *api.ReschedulePolicy,
 		d.errorf(b.DefRange, "Missing task: group %q has no task block", tg.Name)
 	}
 	return tg
+}
+
+// gang decodes a gang block: gang { min = 4  timeout = "10m"
+// topology { level = "rack"  mode = "required" } }.
+func (d *decoder) gang(b *hcl.Block) *api.Gang {
+	g := &api.Gang{}
+	c := d.content(b.Body, gangSchema)
+	d.integer(c, "min", &g.Min, 0, anyInt)
+	d.dur(c, "timeout", &g.Timeout)
+	d.dur(c, "stale_grace", &g.StaleGrace)
+	for _, blk := range c.Blocks {
+		t := &api.Topology{}
+		tc := d.content(d.once(g.Topology != nil, blk).Body, topologySchema)
+		if !d.str(tc, "level", &t.Level) || t.Level == "" {
+			d.errorf(blk.DefRange, "Missing level: topology needs a level such as \"rack\" (node meta topology.<level>)")
+		}
+		d.enum(tc, "mode", "topology mode", &t.Mode, api.TopologyRequired, api.TopologyPreferred)
+		g.Topology = t
+	}
+	return g
 }
 
 // operand applies the constraint shorthands (distinct_hosts = true,
