@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/drover/drover/agent/logmon"
 	"log/slog"
 	"net"
 	"os"
@@ -40,6 +41,8 @@ type Agent struct {
 	httpLn, raftLn net.Listener
 	// tmpDir is the dev-mode data dir this agent created (removed on Shutdown).
 	tmpDir string
+	// monitor fans log records out to `drover monitor`.
+	monitor *logmon.Hub
 }
 
 // New validates cfg and prepares the agent; Start starts it.
@@ -50,7 +53,10 @@ func New(cfg *config.Config, logger *slog.Logger) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Agent{cfg: cfg, base: logger, log: logger.With("component", "agent"), registry: prometheus.NewRegistry()}, nil
+	// Every record also reaches the live monitors (GET /v1/agent/monitor).
+	hub := logmon.NewHub()
+	logger = slog.New(hub.Handler(logger.Handler()))
+	return &Agent{cfg: cfg, base: logger, log: logger.With("component", "agent"), registry: prometheus.NewRegistry(), monitor: hub}, nil
 }
 
 // Start brings up the server role, the client role and the HTTP API, in
@@ -86,7 +92,7 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 	}
 	hcfg := agenthttp.Config{
 		Addr: cfg.HTTPAddr(), Listener: a.httpLn, Registry: a.registry, Logger: a.base,
-		Self: a.self, Members: a.members,
+		Self: a.self, Members: a.members, Monitor: a.monitor,
 		ReadTimeout: cfg.Limits.HTTPReadTimeout, MaxConnsPerClient: cfg.Limits.HTTPMaxConnsPerClient,
 		SnapshotRestoreMaxBytes: cfg.Limits.SnapshotRestoreMaxBytes,
 	}

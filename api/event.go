@@ -26,3 +26,9 @@ type Events struct {
 	Index  uint64  `json:"Index,omitempty"`
 	Events []Event `json:"Events,omitempty"`
 }
+
+// StreamFrame is one frame of a byte stream such as GET /v1/agent/monitor:
+// Data is base64 in JSON, as Nomad's frames.
+type StreamFrame struct {
+	Data []byte `json:"Data,omitempty"`
+}

@@ -65,7 +65,7 @@ func newRoot() *cobra.Command {
 
 func init() {
 	rootCmd.AddCommand(jobCmd, nodeCmd, allocCmd, evalCmd, serverCmd, operatorCmd)
-	rootCmd.AddCommand(newVersionCmd())
+	rootCmd.AddCommand(newVersionCmd(), newMonitorCmd())
 }
 
 func newVersionCmd() *cobra.Command {
@@ -111,6 +111,16 @@ func Execute(ctx context.Context, args []string) int {
 	return run(ctx, args, os.Stdout, os.Stderr)
 }
 
+// setContext gives every command ctx: cobra hands the root's context
+// only to commands that have none yet, so a second run in one process
+// (tests) would see the first run's, perhaps cancelled, context.
+func setContext(cmd *cobra.Command, ctx context.Context) {
+	cmd.SetContext(ctx)
+	for _, c := range cmd.Commands() {
+		setContext(c, ctx)
+	}
+}
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	rejectUnknownSubcommands(rootCmd)
 	if len(args) == 1 && (args[0] == "-v" || args[0] == "-version" || args[0] == "--version") {
@@ -122,6 +132,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	rootCmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{code: ExitUsage, err: err}
 	})
+	setContext(rootCmd, ctx)
 	err := rootCmd.ExecuteContext(ctx)
 	if err == nil {
 		return ExitOK

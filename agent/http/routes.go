@@ -64,6 +64,7 @@ func (s *HTTPServer) routes() {
 	s.jobVerbRoutes()
 
 	m.HandleFunc("GET /v1/event/stream", s.eventStream)
+	m.HandleFunc("GET /v1/agent/monitor", s.agentMonitor)
 	s.metricsRoute()
 
 	m.HandleFunc("/v1/client/", s.clientRoute)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/drover/drover/agent/logmon"
 	"log/slog"
 	"net"
 	nethttp "net/http"
@@ -55,6 +56,8 @@ type Config struct {
 	// Registry receives the HTTP metrics and is served at /v1/metrics.
 	Registry *prometheus.Registry
 	Logger   *slog.Logger
+	// Monitor serves GET /v1/agent/monitor (nil: 503).
+	Monitor *logmon.Hub
 
 	MaxBodyBytes int64 // default 8 MiB
 	// SnapshotRestoreMaxBytes bounds a snapshot restore's body (default
