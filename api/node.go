@@ -274,3 +274,18 @@ type NodeAllocUpdateRequest struct {
 
 // Header carrying a node's SecretID on client->server node endpoints.
 const NodeSecretHeader = "X-Drover-Node-Secret"
+
+// NodeMetaApplyRequest is the body of POST /v1/client/metadata: keys to set
+// on a node's dynamic metadata, null to unset one.
+type NodeMetaApplyRequest struct {
+	NodeID string             `json:"NodeID,omitempty"`
+	Meta   map[string]*string `json:"Meta"`
+}
+
+// NodeMetaResponse is a node's metadata: Meta (what the scheduler sees) is
+// Static (agent configuration) with Dynamic applied over it.
+type NodeMetaResponse struct {
+	Meta    map[string]string  `json:"Meta"`
+	Dynamic map[string]*string `json:"Dynamic"`
+	Static  map[string]string  `json:"Static"`
+}

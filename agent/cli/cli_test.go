@@ -17,8 +17,15 @@ import (
 // and returns its address.
 func startAPI(t *testing.T) string {
 	t.Helper()
+	return startAgent(t, false)
+}
+
+// startAgent runs a real dev agent, with the client role when client is
+// set, on a free port and returns its address once a leader is known.
+func startAgent(t *testing.T, client bool) string {
+	t.Helper()
 	cfg := config.Dev()
-	cfg.Client.Enabled = false
+	cfg.Client.Enabled = client
 	cfg.Ports.HTTP = 0
 	cfg.Name = "cli-test"
 	a, err := agent.New(cfg, slog.New(slog.DiscardHandler))

@@ -53,6 +53,11 @@ type Client struct {
 	// awayStopped: allocs this client stopped while cut off (under mu).
 	awayStopped map[string]bool
 
+	// dynMeta is the dynamic node metadata (nodemeta.go; under mu);
+	// metaMu serialises applying it.
+	dynMeta map[string]*string
+	metaMu  sync.Mutex
+
 	registerCh   chan struct{} // node changed: re-register
 	registeredCh chan struct{} // closed after the first registration
 	regOnce      sync.Once
@@ -116,6 +121,12 @@ func New(cfg *Config) (*Client, error) {
 		}
 		c.devices = ds
 	}
+	if c.dynMeta, err = db.NodeMeta(); err != nil {
+		c.closeDrivers()
+		c.closeDevices()
+		db.Close()
+		return nil, err
+	}
 	node, err := c.buildNode(context.Background(), id)
 	if err != nil {
 		c.closeDrivers()
@@ -168,7 +179,7 @@ func (c *Client) buildNode(ctx context.Context, id *clientstate.Identity) (*api.
 	}
 	return &api.Node{
 		ID: id.NodeID, SecretID: id.SecretID, Datacenter: c.cfg.Datacenter, Name: name, HTTPAddr: c.cfg.HTTPAddr,
-		Attributes: attrs, NodeResources: host.Resources, Meta: maps.Clone(c.cfg.Meta), NodeClass: c.cfg.NodeClass,
+		Attributes: attrs, NodeResources: host.Resources, Meta: mergeMeta(c.cfg.Meta, c.dynMeta), NodeClass: c.cfg.NodeClass,
 		NodePool: c.cfg.NodePool, SchedulingEligibility: api.NodeSchedulingEligible, Status: api.NodeStatusReady,
 		Drivers: infos,
 	}, nil

@@ -30,6 +30,9 @@ func (c *Client) routes() http.Handler {
 		m.HandleFunc(method+" /v1/client/allocation/{alloc}/signal", c.withAlloc(c.handleSignal))
 	}
 	m.HandleFunc("GET /v1/client/stats", c.handleHostStats)
+	m.HandleFunc("GET /v1/client/metadata", c.handleMetaRead)
+	m.HandleFunc("POST /v1/client/metadata", c.handleMetaApply)
+	m.HandleFunc("PUT /v1/client/metadata", c.handleMetaApply)
 	m.HandleFunc("/v1/client/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, api.Errorf(api.ErrNotFound, fmt.Sprintf("no client endpoint %s %s", r.Method, r.URL.Path)))
 	})

@@ -20,6 +20,7 @@ var (
 	bucketAllocs = []byte("allocs")
 	bucketTasks  = []byte("tasks") // allocID -> nested bucket task -> TaskRecord
 	keyIdentity  = []byte("identity")
+	keyNodeMeta  = []byte("node_meta") // dynamic node metadata (drover node meta apply)
 )
 
 // ErrNotFound is returned when a record is absent.
@@ -102,6 +103,28 @@ func (d *DB) Identity() (*Identity, error) {
 // PutIdentity stores the node identity.
 func (d *DB) PutIdentity(id *Identity) error {
 	return d.put(bucketMeta, keyIdentity, id)
+}
+
+// NodeMeta returns the dynamic node metadata (a nil value hides the
+// static key of that name); an empty map when none was applied.
+func (d *DB) NodeMeta() (map[string]*string, error) {
+	m := map[string]*string{}
+	err := d.b.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketMeta).Get(keyNodeMeta); v != nil {
+			return json.Unmarshal(v, &m)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read node metadata: %w", err)
+	}
+	return m, nil
+}
+
+// PutNodeMeta stores the dynamic node metadata (synced to disk before it
+// returns, so an acknowledged change survives a restart).
+func (d *DB) PutNodeMeta(m map[string]*string) error {
+	return d.put(bucketMeta, keyNodeMeta, m)
 }
 
 func (d *DB) put(bucket, key []byte, v any) error {

@@ -31,6 +31,10 @@ func clientAllocID(path string) string {
 // the allocation (or the path is about the node itself) and otherwise
 // forwards it to the HTTP address of the node running the allocation.
 func (s *HTTPServer) clientRoute(w nethttp.ResponseWriter, r *nethttp.Request) {
+	if r.URL.Path == "/v1/client/metadata" {
+		s.clientMetadata(w, r)
+		return
+	}
 	allocID := clientAllocID(r.URL.Path)
 	local := s.cfg.Client
 	if local != nil && (allocID == "" || local.HasAlloc(allocID)) {
@@ -69,6 +73,14 @@ func (s *HTTPServer) clientRoute(w nethttp.ResponseWriter, r *nethttp.Request) {
 		writeError(w, api.Errorf(api.ErrUnavailable, fmt.Sprintf("node %q of allocation %s is down", n.ID, a.ID)))
 		return
 	}
+	r.URL.Path = strings.Replace(r.URL.Path, "/"+allocID, "/"+a.ID, 1)
+	r.URL.RawPath = ""
+	proxyToNode(w, r, n)
+}
+
+// proxyToNode forwards r to the node's HTTP address (marked forwarded, so
+// the node answers it itself).
+func proxyToNode(w nethttp.ResponseWriter, r *nethttp.Request, n *api.Node) {
 	target := n.HTTPAddr
 	if !strings.Contains(target, "://") {
 		target = "http://" + target
@@ -78,8 +90,6 @@ func (s *HTTPServer) clientRoute(w nethttp.ResponseWriter, r *nethttp.Request) {
 		writeError(w, api.Errorf(api.ErrInternal, fmt.Sprintf("node %q HTTP address %q: %v", n.ID, n.HTTPAddr, err)))
 		return
 	}
-	r.URL.Path = strings.Replace(r.URL.Path, "/"+allocID, "/"+a.ID, 1)
-	r.URL.RawPath = ""
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(u)
