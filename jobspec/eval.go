@@ -19,6 +19,7 @@ type decoder struct {
 	src     []byte
 	ctx     *hcl.EvalContext
 	diags   *hcl.Diagnostics
+	warns   *hcl.Diagnostics         // accepted-but-ignored items (unsupported.go)
 	blocks  map[int]*hclsyntax.Block // syntax blocks by DefRange start byte, for config
 	jobType string
 	bodies  int // bodies decoded so far, bounded by maxBodies
@@ -62,6 +63,7 @@ func (d *decoder) content(body hcl.Body, s *hcl.BodySchema) *hcl.BodyContent {
 	if c == nil {
 		c = &hcl.BodyContent{}
 	}
+	d.dropAccepted(c, s)
 	return c
 }
 

@@ -10,12 +10,15 @@ import (
 )
 
 var (
-	jobSchema = schema("name region namespace type priority datacenters node_pool all_at_once meta preemptible min_runtime",
+	jobSchema = accept(schema("name region namespace type priority datacenters node_pool all_at_once meta preemptible min_runtime",
 		"group:name", "constraint", "affinity", "spread", "update", "periodic", "parameterized",
-		"meta", "reschedule", "migrate", "gang")
-	groupSchema = schema("count shutdown_delay stop_after_client_disconnect max_client_disconnect meta",
+		"meta", "reschedule", "migrate", "gang"),
+		"vault_token consul_token consul_namespace", "multiregion", "vault", "consul", "ui")
+	groupSchema = accept(schema("count shutdown_delay stop_after_client_disconnect max_client_disconnect meta",
 		"task:name", "constraint", "affinity", "spread", "restart", "reschedule", "ephemeral_disk",
-		"update", "migrate", "network", "service", "meta", "gang")
+		"update", "migrate", "network", "service", "meta", "gang", "disconnect"),
+		"prevent_reschedule_on_lost", "volume:name", "scaling", "consul")
+	disconnectSchema = accept(schema("lost_after stop_on_client_after"), "replace reconcile")
 	gangSchema       = schema("min timeout stale_grace", "topology")
 	topologySchema   = schema("level mode")
 	constraintSchema = schema("attribute operator value distinct_hosts distinct_property version semver regexp set_contains set_contains_all set_contains_any")
@@ -29,8 +32,8 @@ var (
 	periodicSchema   = schema("cron crons prohibit_overlap time_zone enabled")
 	paramSchema      = schema("payload meta_required meta_optional")
 	diskSchema       = schema("sticky migrate size")
-	networkSchema    = schema("mode mbits hostname", "port:label", "dns")
-	portSchema       = schema("static to host_network")
+	networkSchema    = accept(schema("mode mbits hostname", "port:label", "dns"), "", "cni")
+	portSchema       = accept(schema("static to host_network"), "ignore_collision")
 	dnsSchema        = schema("servers searches options")
 )
 
@@ -144,7 +147,7 @@ func (d *decoder) group(b *hcl.Block, j *api.Job, resched *api.ReschedulePolicy,
 		m := *migrate
 		tg.Migrate = &m
 	}
-	var hasRestart, hasResched, hasMigrate, hasUpdate, hasDisk bool
+	var hasRestart, hasResched, hasMigrate, hasUpdate, hasDisk, hasDisconnect bool
 	for _, blk := range c.Blocks {
 		switch blk.Type {
 		case "constraint":
@@ -184,6 +187,9 @@ func (d *decoder) group(b *hcl.Block, j *api.Job, resched *api.ReschedulePolicy,
 			tg.Meta = d.mergeKV(tg.Meta, hcl.Blocks{blk})
 		case "gang":
 			tg.Gang = d.gang(d.once(tg.Gang != nil, blk))
+		case "disconnect":
+			d.disconnect(d.once(hasDisconnect, blk), tg, c)
+			hasDisconnect = true
 		}
 	}
 	names := map[string]hcl.Range{}
@@ -202,6 +208,19 @@ func (d *decoder) group(b *hcl.Block, j *api.Job, resched *api.ReschedulePolicy,
 		d.errorf(b.DefRange, "Missing task: group %q has no task block", tg.Name)
 	}
 	return tg
+}
+
+// disconnect decodes Nomad 1.8's disconnect block into the group's
+// disconnect settings; the older group attributes can't be mixed with it.
+func (d *decoder) disconnect(b *hcl.Block, tg *api.TaskGroup, group *hcl.BodyContent) {
+	for _, old := range []string{"max_client_disconnect", "stop_after_client_disconnect"} {
+		if a := group.Attributes[old]; a != nil {
+			d.errorf(a.NameRange, "Conflicting disconnect settings: %s and the disconnect block exclude each other", old)
+		}
+	}
+	c := d.content(b.Body, disconnectSchema)
+	d.dur(c, "lost_after", &tg.MaxClientDisconnect)
+	d.dur(c, "stop_on_client_after", &tg.StopAfterClientDisconnect)
 }
 
 // gang decodes a gang block: gang { min = 4  timeout = "10m"

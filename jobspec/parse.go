@@ -33,6 +33,10 @@ type Options struct {
 	// Namespace is the namespace of a job whose file names none (the
 	// CLI's -namespace); empty means the default namespace.
 	Namespace string
+	// Warn, when set, receives a warning for each item of Nomad's grammar
+	// that drover accepts but does not run yet (it is ignored), after a
+	// successful parse.
+	Warn func(Diagnostic)
 }
 
 // Diagnostic is one problem found in a job file.
@@ -103,6 +107,11 @@ func Parse(filename string, src []byte, opts *Options) (*api.Job, error) {
 		p.addValidation(errs)
 		return nil, p.diagnostics()
 	}
+	if opts.Warn != nil {
+		for _, w := range collect(p.warns, hcl.DiagWarning) {
+			opts.Warn(w)
+		}
+	}
 	return job, nil
 }
 
@@ -112,6 +121,7 @@ type parser struct {
 	opts     *Options
 	baseDir  string
 	diags    hcl.Diagnostics
+	warns    hcl.Diagnostics
 	jobRange hcl.Range
 	d        *decoder
 }
@@ -149,7 +159,7 @@ func (p *parser) parse() *api.Job {
 		}
 	}
 	ctx := p.evalContext(vars, locals)
-	p.d = &decoder{src: p.src, ctx: ctx, diags: &p.diags}
+	p.d = &decoder{src: p.src, ctx: ctx, diags: &p.diags, warns: &p.warns}
 	switch len(jobs) {
 	case 0:
 		p.diags = append(p.diags, &hcl.Diagnostic{
@@ -201,10 +211,20 @@ func (p *parser) addValidation(errs []error) {
 }
 
 func (p *parser) diagnostics() Diagnostics {
-	out := make(Diagnostics, 0, len(p.diags))
-	seen := make(map[string]bool, len(p.diags))
-	for _, d := range p.diags {
-		if d.Severity != hcl.DiagError {
+	out := collect(p.diags, hcl.DiagError)
+	if len(out) == 0 {
+		out = append(out, Diagnostic{File: p.filename, Message: "invalid job"})
+	}
+	return out
+}
+
+// collect turns the diagnostics of one severity into Diagnostics, without
+// duplicates, in file order.
+func collect(diags hcl.Diagnostics, sev hcl.DiagnosticSeverity) Diagnostics {
+	out := make(Diagnostics, 0, len(diags))
+	seen := make(map[string]bool, len(diags))
+	for _, d := range diags {
+		if d.Severity != sev {
 			continue
 		}
 		msg := d.Summary
@@ -232,9 +252,6 @@ func (p *parser) diagnostics() Diagnostics {
 		}
 		return a.Column < b.Column
 	})
-	if len(out) == 0 {
-		out = append(out, Diagnostic{File: p.filename, Message: "invalid job"})
-	}
 	return out
 }
 

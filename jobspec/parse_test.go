@@ -317,3 +317,39 @@ func TestTooManyBlocks(t *testing.T) {
 		t.Fatalf("got %v, want a job too large error", err)
 	}
 }
+
+// Nomad grammar drover does not run yet parses with one warning per item,
+// at its place; the disconnect block is decoded.
+func TestAcceptedGrammarWarns(t *testing.T) {
+	var warns []string
+	job, err := jobspec.ParseFile("testdata/nomad_grammar.hcl", &jobspec.Options{Warn: func(d jobspec.Diagnostic) { warns = append(warns, d.String()) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`testdata/nomad_grammar.hcl:2:3: "vault_token" is not supported by drover yet: accepted and ignored`,
+		`testdata/nomad_grammar.hcl:3:3: "ui" block is not supported by drover yet: accepted and ignored`,
+		`testdata/nomad_grammar.hcl:7:5: "prevent_reschedule_on_lost" is not supported by drover yet: accepted and ignored`,
+		`testdata/nomad_grammar.hcl:10:7: "replace" is not supported by drover yet: accepted and ignored`,
+		`testdata/nomad_grammar.hcl:12:5: "volume" block is not supported by drover yet: accepted and ignored`,
+		`testdata/nomad_grammar.hcl:16:5: "scaling" block is not supported by drover yet: accepted and ignored`,
+		`testdata/nomad_grammar.hcl:21:21: "ignore_collision" is not supported by drover yet: accepted and ignored`,
+		`testdata/nomad_grammar.hcl:26:7: "identity" block is not supported by drover yet: accepted and ignored`,
+		`testdata/nomad_grammar.hcl:29:7: "volume_mount" block is not supported by drover yet: accepted and ignored`,
+		`testdata/nomad_grammar.hcl:36:9: "check_restart" block is not supported by drover yet: accepted and ignored`,
+		`testdata/nomad_grammar.hcl:42:11: "on_update" is not supported by drover yet: accepted and ignored`,
+		`testdata/nomad_grammar.hcl:48:9: "wait" block is not supported by drover yet: accepted and ignored`,
+	}
+	if diff := cmp.Diff(want, warns); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+	if g := job.TaskGroups[0]; g.MaxClientDisconnect != time.Hour {
+		t.Errorf("disconnect.lost_after: MaxClientDisconnect = %v, want 1h", g.MaxClientDisconnect)
+	}
+	// The old attribute and the block exclude each other.
+	src := []byte("job \"x\" {\n  group \"g\" {\n    max_client_disconnect = \"1h\"\n    disconnect {\n      lost_after = \"1h\"\n    }\n" +
+		"    task \"t\" {\n      driver = \"raw_exec\"\n      config { command = \"/bin/true\" }\n    }\n  }\n}\n")
+	if _, err := jobspec.Parse("x.hcl", src, nil); err == nil || !strings.Contains(err.Error(), "x.hcl:3:5: Conflicting disconnect settings") {
+		t.Errorf("max_client_disconnect with a disconnect block: %v", err)
+	}
+}

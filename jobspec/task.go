@@ -7,18 +7,24 @@ import (
 )
 
 var (
-	taskSchema = schema("driver user kill_timeout kill_signal leader shutdown_delay kind meta env",
+	taskSchema = accept(schema("driver user kill_timeout kill_signal leader shutdown_delay kind meta env",
 		"config", "constraint", "affinity", "env", "service", "resources", "restart", "meta",
-		"logs", "artifact", "template", "dispatch_payload", "lifecycle")
-	resourcesSchema = schema("cpu cores memory memory_max disk", "network", "device:name")
+		"logs", "artifact", "template", "dispatch_payload", "lifecycle"),
+		"max_run_duration", "identity", "volume_mount", "vault", "consul", "csi_plugin", "scaling:name", "action:name", "schedule")
+	resourcesSchema = accept(schema("cpu cores memory memory_max disk", "network", "device:name"), "iops", "numa")
 	deviceSchema    = schema("count", "constraint", "affinity")
 	logsSchema      = schema("max_files max_file_size disabled enabled")
 	lifecycleSchema = schema("hook sidecar")
-	templateSchema  = schema("source destination data change_mode change_signal splay perms left_delimiter right_delimiter env")
-	artifactSchema  = schema("source destination mode", "options", "headers")
-	payloadSchema   = schema("file")
-	serviceSchema   = schema("name tags canary_tags port address_mode provider task", "check", "meta")
-	checkSchema     = schema("name type command args path protocol port method interval timeout task", "header")
+	templateSchema  = accept(schema("source destination data change_mode change_signal splay perms left_delimiter right_delimiter env"),
+		"uid gid error_on_missing_key vault_grace once", "change_script", "wait")
+	artifactSchema = accept(schema("source destination mode", "options", "headers"), "chown")
+	payloadSchema  = schema("file")
+	serviceSchema  = accept(schema("name tags canary_tags port address_mode provider task", "check", "meta"),
+		"enable_tag_override address on_update canary_meta tagged_addresses cluster weights kind",
+		"connect", "check_restart", "identity", "canary_meta", "tagged_addresses", "weights")
+	checkSchema = accept(schema("name type command args path protocol port method interval timeout task", "header"),
+		"address_mode body expose grpc_service grpc_use_tls initial_status success_before_passing failures_before_critical "+
+			"failures_before_warning tls_skip_verify tls_server_name on_update notes", "check_restart")
 )
 
 func (d *decoder) task(b *hcl.Block, tg *api.TaskGroup) *api.Task {

@@ -35,7 +35,7 @@ registered and waits for capacity).`,
 	checkIndex := cmd.Flags().Uint64("check-index", 0, "register only if the job's modify index matches (0: the job must not exist)")
 	jsonOut := addJSONFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		job, err := loadJob(args[0], *vars, *varFiles, namespaceFlag(cmd))
+		job, err := loadJob(args[0], *vars, *varFiles, namespaceFlag(cmd), cmd.ErrOrStderr())
 		if err != nil {
 			return jobFileErr(err)
 		}
@@ -98,7 +98,7 @@ func newJobPlanCmd() *cobra.Command {
 	noDiff := cmd.Flags().Bool("no-diff", false, "do not show the job diff")
 	jsonOut := addJSONFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		job, err := loadJob(args[0], *vars, *varFiles, namespaceFlag(cmd))
+		job, err := loadJob(args[0], *vars, *varFiles, namespaceFlag(cmd), cmd.ErrOrStderr())
 		if err != nil {
 			return jobFileErr(err)
 		}
@@ -488,7 +488,7 @@ func newJobInspectCmd() *cobra.Command {
 			if len(args) != 0 {
 				return usageErr("job inspect: -local takes no job ID")
 			}
-			job, err := loadJob(*local, *vars, *varFiles, namespaceFlag(cmd))
+			job, err := loadJob(*local, *vars, *varFiles, namespaceFlag(cmd), cmd.ErrOrStderr())
 			if err != nil {
 				return jobFileErr(err)
 			}

@@ -42,7 +42,7 @@ file, a file that does not exist or a malformed -var.`,
 // validateFile checks one file and returns its exit code.
 func validateFile(cmd *cobra.Command, path string, vars, varFiles []string) int {
 	stderr := cmd.ErrOrStderr()
-	_, err := loadJob(path, vars, varFiles, "")
+	_, err := loadJob(path, vars, varFiles, "", stderr)
 	var diags jobspec.Diagnostics
 	var ee *exitError
 	switch {

@@ -131,14 +131,14 @@ func examples(t *testing.T) []string {
 func TestLoadJob(t *testing.T) {
 	dir := t.TempDir()
 	good := writeFile(t, dir, "good.hcl", validJob)
-	job, err := loadJob(good, []string{"n=4"}, nil, "")
+	job, err := loadJob(good, []string{"n=4"}, nil, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if job.TaskGroups[0].Count != 4 || job.Region != "global" {
 		t.Errorf("count %d region %q, want 4 and defaults applied", job.TaskGroups[0].Count, job.Region)
 	}
-	if _, err := loadJob(filepath.Join(dir, "bad"), nil, nil, ""); err == nil {
+	if _, err := loadJob(filepath.Join(dir, "bad"), nil, nil, "", nil); err == nil {
 		t.Error("missing file: no error")
 	}
 }
