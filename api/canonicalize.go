@@ -372,10 +372,10 @@ func (v *validator) task(p string, t *Task, labels map[string]bool) {
 	v.restart(p, t.RestartPolicy)
 	v.services(p, t.Services)
 	if r := t.Resources; r != nil {
-		if r.CPU < 0 || r.Cores < 0 || r.MemoryMB < 0 || r.MemoryMaxMB < 0 || r.DiskMB < 0 {
-			v.add(p, "resources: negative cpu, cores, memory or disk")
+		if r.CPU < 0 || r.Cores < 0 || r.MemoryMB < 0 || r.MemoryMaxMB < -1 || r.DiskMB < 0 {
+			v.add(p, "resources: negative cpu, cores, memory or disk (memory_max may be -1: no limit)")
 		}
-		if r.MemoryMaxMB != 0 && r.MemoryMaxMB < r.MemoryMB {
+		if r.MemoryMaxMB > 0 && r.MemoryMaxMB < r.MemoryMB {
 			v.add(p, "resources: memory_max %d is below memory %d", r.MemoryMaxMB, r.MemoryMB)
 		}
 		if r.Cores > 0 && r.CPU > 0 {

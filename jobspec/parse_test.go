@@ -353,3 +353,24 @@ func TestAcceptedGrammarWarns(t *testing.T) {
 		t.Errorf("max_client_disconnect with a disconnect block: %v", err)
 	}
 }
+
+// memory_max = -1 asks for no memory ceiling (as Nomad); 0 and -2 are
+// errors at the value.
+func TestMemoryMaxUnlimited(t *testing.T) {
+	src := func(v string) []byte {
+		return []byte("job \"m\" {\n  group \"g\" {\n    task \"t\" {\n      driver = \"raw_exec\"\n      config { command = \"/bin/true\" }\n" +
+			"      resources {\n        memory = 64\n        memory_max = " + v + "\n      }\n    }\n  }\n}\n")
+	}
+	job, err := jobspec.Parse("m.hcl", src("-1"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := job.TaskGroups[0].Tasks[0].Resources.MemoryMaxMB; got != -1 {
+		t.Errorf("MemoryMaxMB = %d, want -1", got)
+	}
+	for _, v := range []string{"0", "-2"} {
+		if _, err := jobspec.Parse("m.hcl", src(v), nil); err == nil || !strings.Contains(err.Error(), "m.hcl:8:22:") {
+			t.Errorf("memory_max = %s: %v, want an error at 8:22", v, err)
+		}
+	}
+}

@@ -96,7 +96,9 @@ func (d *decoder) resources(b *hcl.Block) *api.Resources {
 	d.integer(c, "cpu", &r.CPU, 1, anyInt)
 	d.integer(c, "cores", &r.Cores, 1, anyInt)
 	d.integer(c, "memory", &r.MemoryMB, 1, anyInt)
-	d.integer(c, "memory_max", &r.MemoryMaxMB, 1, anyInt)
+	if a := c.Attributes["memory_max"]; a != nil && d.integer(c, "memory_max", &r.MemoryMaxMB, -1, anyInt) && r.MemoryMaxMB == 0 {
+		d.errorf(a.Expr.Range(), "Invalid value for \"memory_max\": 0 must be -1 (no limit) or at least 1")
+	}
 	d.integer(c, "disk", &r.DiskMB, 1, anyInt)
 	if c.Attributes["cpu"] != nil && c.Attributes["cores"] != nil {
 		d.errorf(c.Attributes["cores"].NameRange, "Conflicting resources: cpu and cores are mutually exclusive")

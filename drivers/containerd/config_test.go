@@ -134,6 +134,11 @@ func TestMemoryLimits(t *testing.T) {
 	if l, r := memoryLimits(cfg); l != 300<<20 || r != 100<<20 {
 		t.Errorf("oversubscribed: %d %d", l, r)
 	}
+	cfg.MemoryMaxMB = 0
+	cfg.Resources.Memory.MemoryMaxMB = -1
+	if l, r := memoryLimits(cfg); l != 0 || r != 100<<20 {
+		t.Errorf("memory_max = -1: %d %d, want no limit and a 100 MiB reservation", l, r)
+	}
 }
 
 // The NVIDIA libraries of a fake host root are mounted read-only and its

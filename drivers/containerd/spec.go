@@ -94,11 +94,15 @@ func envList(task, cfg map[string]string) []string {
 	return out
 }
 
-// memoryLimits returns the hard limit and soft reservation in bytes.
+// memoryLimits returns the hard limit and soft reservation in bytes; a
+// zero limit means none (memory_max = -1).
 func memoryLimits(cfg *drivers.TaskConfig) (limit, reservation int64) {
 	var mb, maxMB int64
 	if cfg.Resources != nil {
 		mb, maxMB = cfg.Resources.Memory.MemoryMB, cfg.Resources.Memory.MemoryMaxMB
+	}
+	if maxMB < 0 || cfg.MemoryMaxMB < 0 {
+		return 0, mb << 20 // memory_max = -1: no ceiling
 	}
 	if cfg.MemoryMaxMB > maxMB {
 		maxMB = cfg.MemoryMaxMB
@@ -249,8 +253,11 @@ func (d *Driver) withResources(cfg *drivers.TaskConfig, tc *TaskConfig) oci.Spec
 			s.Linux.Resources = &specs.LinuxResources{}
 		}
 		r := s.Linux.Resources
-		if limit, reservation := memoryLimits(cfg); limit > 0 {
-			r.Memory = &specs.LinuxMemory{Limit: &limit}
+		if limit, reservation := memoryLimits(cfg); limit > 0 || reservation > 0 {
+			r.Memory = &specs.LinuxMemory{}
+			if limit > 0 {
+				r.Memory.Limit = &limit
+			}
 			if reservation > 0 {
 				r.Memory.Reservation = &reservation
 			}

@@ -228,8 +228,8 @@ func (d *Driver) executorConfig(cfg *drivers.TaskConfig, opts *TaskOptions) (*Co
 		cg.CPUShares = r.Cpu.CpuShares
 		cg.ReservedCores = r.Cpu.ReservedCores
 		cg.MemoryMB = r.Memory.MemoryMB
-		if r.Memory.MemoryMaxMB > cg.MemoryMaxMB {
-			cg.MemoryMaxMB = r.Memory.MemoryMaxMB
+		if r.Memory.MemoryMaxMB > cg.MemoryMaxMB || r.Memory.MemoryMaxMB < 0 {
+			cg.MemoryMaxMB = r.Memory.MemoryMaxMB // -1: no ceiling
 		}
 	}
 	ecfg.Cgroup = cg

@@ -143,7 +143,21 @@ func (c *CgroupConfig) writes(v2 bool) []cgWrite {
 		}
 		w = append(w, cgWrite{"cpuset", "cpuset.cpus", strings.Join(cpus, ",")})
 	}
-	if c.MemoryMB > 0 || c.MemoryMaxMB > 0 {
+	if c.MemoryMaxMB < 0 {
+		// memory_max = -1: no ceiling; memory stays the soft reservation.
+		if v2 {
+			w = append(w, cgWrite{"memory", "memory.max", "max"})
+			if c.MemoryMB > 0 {
+				add("memory", "memory.low", c.MemoryMB<<20)
+			}
+			w = append(w, cgWrite{"memory", "memory.swap.max", "0"})
+		} else {
+			add("memory", "memory.limit_in_bytes", -1)
+			if c.MemoryMB > 0 {
+				add("memory", "memory.soft_limit_in_bytes", c.MemoryMB<<20)
+			}
+		}
+	} else if c.MemoryMB > 0 || c.MemoryMaxMB > 0 {
 		limit := max(c.MemoryMB, c.MemoryMaxMB) << 20
 		soft := int64(0)
 		if c.MemoryMaxMB > c.MemoryMB && c.MemoryMB > 0 {

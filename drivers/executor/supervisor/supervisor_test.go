@@ -64,6 +64,14 @@ pids/pids.max=64
 	if want := "memory/memory.limit_in_bytes=67108864\nmemory/memory.memsw.limit_in_bytes=67108864\n"; got != want {
 		t.Errorf("memory-only writes = %q, want %q", got, want)
 	}
+	// memory_max = -1: no ceiling, memory is the soft reservation.
+	unl := &CgroupConfig{Name: "u", MemoryMB: 64, MemoryMaxMB: -1}
+	if got, want := str(unl.writes(false)), "memory/memory.limit_in_bytes=-1\nmemory/memory.soft_limit_in_bytes=67108864\n"; got != want {
+		t.Errorf("unlimited v1 writes = %q, want %q", got, want)
+	}
+	if got, want := str(unl.writes(true)), "memory/memory.max=max\nmemory/memory.low=67108864\nmemory/memory.swap.max=0\n"; got != want {
+		t.Errorf("unlimited v2 writes = %q, want %q", got, want)
+	}
 	if got := CgroupName("a1/web/ff.0"); got != "a1_web_ff_0" {
 		t.Errorf("CgroupName = %q", got)
 	}
