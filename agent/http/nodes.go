@@ -57,6 +57,14 @@ func (s *HTTPServer) nodeGet(w nethttp.ResponseWriter, r *nethttp.Request) (any,
 	})
 }
 
+// nodeSub serves GET /v1/node/{id}/allocations.
+func (s *HTTPServer) nodeSub(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if r.PathValue("sub") != "allocations" {
+		return nil, api.Errorf(api.ErrNotFound, "no endpoint GET "+r.URL.Path)
+	}
+	return s.nodeAllocs(w, r)
+}
+
 func (s *HTTPServer) nodeAllocs(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
 	id := r.PathValue("id")
 	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {

@@ -42,6 +42,7 @@ func (s *HTTPServer) operatorRoutes() {
 	h("PUT /v1/agent/keyring/{op}", s.keyringOp)
 	h("POST /v1/agent/keyring/{op}", s.keyringOp)
 	s.schedulerConfigRoutes()
+	s.nodePoolRoutes()
 }
 
 func (s *HTTPServer) operator() (OperatorServer, error) {

@@ -32,7 +32,9 @@ func (s *HTTPServer) routes() {
 
 	h("GET /v1/nodes", s.nodeList)
 	h("GET /v1/node/{id}", s.nodeGet)
-	h("GET /v1/node/{id}/allocations", s.nodeAllocs)
+	// {sub} rather than "allocations": GET /v1/node/pool/{name} must be the
+	// more specific pattern (a literal one would conflict with it).
+	h("GET /v1/node/{id}/{sub}", s.nodeSub)
 	h("POST /v1/node/{id}/drain", s.nodeDrain)
 	h("PUT /v1/node/{id}/drain", s.nodeDrain)
 	h("POST /v1/node/{id}/eligibility", s.nodeEligibility)

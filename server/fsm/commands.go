@@ -31,6 +31,8 @@ const (
 	JobStabilityType           MessageType = 15
 	DeploymentUpdateType       MessageType = 16
 	SchedulerConfigType        MessageType = 17
+	NodePoolUpsertType         MessageType = 18
+	NodePoolDeleteType         MessageType = 19
 )
 
 var typeNames = map[MessageType]string{
@@ -41,6 +43,7 @@ var typeNames = map[MessageType]string{
 	AllocDesiredTransitionType: "AllocDesiredTransition", ApplyPlanResultsType: "ApplyPlanResults",
 	DeploymentUpsertType: "DeploymentUpsert", AllocUpsertType: "AllocUpsert", JobStabilityType: "JobStability",
 	DeploymentUpdateType: "DeploymentUpdate", SchedulerConfigType: "SchedulerConfig",
+	NodePoolUpsertType: "NodePoolUpsert", NodePoolDeleteType: "NodePoolDelete",
 }
 
 func (t MessageType) String() string {
@@ -218,4 +221,15 @@ type SchedulerConfigRequest struct {
 	Config   *api.SchedulerConfiguration `json:"Config"`
 	CAS      bool                        `json:"CAS,omitempty"`
 	CASIndex uint64                      `json:"CASIndex,omitempty"`
+}
+
+// NodePoolUpsertRequest creates or replaces node pools (all or none).
+type NodePoolUpsertRequest struct {
+	NodePools []*api.NodePool `json:"NodePools"`
+}
+
+// NodePoolDeleteRequest deletes node pools (all or none; see
+// state.Txn.DeleteNodePools for what can't be deleted).
+type NodePoolDeleteRequest struct {
+	Names []string `json:"Names"`
 }

@@ -274,6 +274,18 @@ func (f *FSM) apply(t MessageType, index uint64, body json.RawMessage) error {
 			return err
 		}
 		return s.SetSchedulerConfig(index, req.Config, req.CAS, req.CASIndex)
+	case NodePoolUpsertType:
+		req, err := decodeBody[NodePoolUpsertRequest](body)
+		if err != nil {
+			return err
+		}
+		return s.UpsertNodePools(index, req.NodePools)
+	case NodePoolDeleteType:
+		req, err := decodeBody[NodePoolDeleteRequest](body)
+		if err != nil {
+			return err
+		}
+		return s.DeleteNodePools(index, req.Names)
 	}
 	return fmt.Errorf("apply %v: %w", t, ErrUnknownType)
 }

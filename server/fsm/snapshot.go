@@ -32,8 +32,11 @@ const (
 	// recSchedulerConfig: absent from snapshots written before it
 	// existed (and from any taken before a configuration was set).
 	recSchedulerConfig recordType = 11
-	snapshotFormat                = 1
-	maxRecordSize                 = 256 << 20
+	// recNodePool: absent from snapshots written before pools were
+	// stored (restoring their nodes creates the pools).
+	recNodePool    recordType = 12
+	snapshotFormat            = 1
+	maxRecordSize             = 256 << 20
 )
 
 // ErrUnknownRecord: a snapshot holds a record type this FSM does not know.
@@ -61,7 +64,7 @@ type allocRecord struct {
 var tableRecords = map[string]recordType{
 	state.TableJobs: recJob, state.TableJobVersions: recJobVersion, state.TableJobSummary: recJobSummary,
 	state.TableNodes: recNode, state.TableEvals: recEval, state.TableDeployments: recDeployment,
-	state.TableIndex: recIndex, state.TableSchedulerConfig: recSchedulerConfig,
+	state.TableIndex: recIndex, state.TableSchedulerConfig: recSchedulerConfig, state.TableNodePools: recNodePool,
 }
 
 // Snapshot captures the current state (O(1)); Persist writes it.
@@ -240,6 +243,8 @@ func restoreRecord(res *state.Restore, t recordType, b []byte, jobs map[int]*api
 		return restoreObj(b, res.Index)
 	case recSchedulerConfig:
 		return restoreObj(b, res.SchedulerConfig)
+	case recNodePool:
+		return restoreObj(b, res.NodePool)
 	case recAllocJob:
 		r, err := decodeRecord[allocJobRecord](b)
 		if err != nil {

@@ -8,11 +8,12 @@ import (
 )
 
 // Persist walks every stored object of the snapshot, table by table in a
-// fixed order (jobs, versions, summaries, nodes, evals, deployments, allocs,
-// scheduler configuration, indexes), for writing a Raft snapshot. fn's error stops the walk.
+// fixed order (jobs, versions, summaries, node pools, nodes, evals,
+// deployments, allocs, scheduler configuration, indexes), for writing a
+// Raft snapshot. fn's error stops the walk.
 func (s *Snapshot) Persist(fn func(table string, obj any) error) error {
 	txn := s.db.Txn(false)
-	for _, table := range []string{TableJobs, TableJobVersions, TableJobSummary, TableNodes, TableEvals,
+	for _, table := range []string{TableJobs, TableJobVersions, TableJobSummary, TableNodePools, TableNodes, TableEvals,
 		TableDeployments, TableAllocs, TableSchedulerConfig, TableIndex} {
 		it, err := txn.Get(table, "id")
 		if err != nil {
@@ -53,8 +54,13 @@ func (r *Restore) JobVersion(j *api.Job) error { return r.put(TableJobVersions, 
 // JobSummary restores a job summary.
 func (r *Restore) JobSummary(s *api.JobSummary) error { return r.put(TableJobSummary, s) }
 
-// Node restores a node.
-func (r *Restore) Node(n *api.Node) error { return r.put(TableNodes, n) }
+// Node restores a node (and its pool, when the snapshot has no row for it).
+func (r *Restore) Node(n *api.Node) error {
+	if err := r.ensureNodePool(n); err != nil {
+		return err
+	}
+	return r.put(TableNodes, n)
+}
 
 // Alloc restores an allocation.
 func (r *Restore) Alloc(a *api.Allocation) error { return r.put(TableAllocs, a) }

@@ -68,6 +68,7 @@ func schema() *memdb.DBSchema {
 			"id": {Name: "id", Unique: true, Indexer: str("Key")},
 		}},
 		TableSchedulerConfig: schedulerConfigTable(),
+		TableNodePools:       nodePoolsTable(),
 	}}
 }
 

@@ -71,6 +71,9 @@ func (t *Txn) UpsertNode(node *api.Node) error {
 	if node.NodePool == "" {
 		node.NodePool = api.DefaultNodePool
 	}
+	if err := t.ensureNodePool(node.NodePool); err != nil {
+		return err
+	}
 	node.Events = slices.DeleteFunc(node.Events, func(e *api.NodeEvent) bool { return e == nil })
 	for _, e := range node.Events {
 		if e.CreateIndex == 0 {

@@ -98,6 +98,16 @@ func (a serverState) SchedulerConfig(ws memdb.WatchSet) (*api.SchedulerConfigura
 
 var _ http.SchedulerConfigState = serverState{}
 
+func (a serverState) NodePools(ws memdb.WatchSet, prefix string) ([]*api.NodePool, error) {
+	return a.st(ws).NodePools(ws, prefix)
+}
+
+func (a serverState) NodePoolByName(ws memdb.WatchSet, name string) (*api.NodePool, error) {
+	return a.st(ws).NodePoolByName(ws, name)
+}
+
+var _ http.NodePoolState = serverState{}
+
 var _ http.SchedulerConfigServer = (*server.Server)(nil)
 
 // serverEvents adapts the state store's event broker to http.EventSource.
