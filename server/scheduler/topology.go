@@ -164,9 +164,6 @@ func (s *sched) domainRoom(run *gangRun, key string) ([]string, map[string]int) 
 			doms = append(doms, d)
 			room[d] = 0
 		}
-		if room[d] >= want {
-			continue
-		}
 		room[d] += s.slots(tc, ns, want)
 	}
 	return doms, room
