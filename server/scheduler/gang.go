@@ -118,6 +118,11 @@ func (s *sched) placeAll(places []*placement, byGroup map[string][]*api.Allocati
 	if s.job.AllAtOnce {
 		s.plan.AllAtOnce = true
 	}
+	if s.gangsFailed && s.plan.Deployment != nil && len(s.plan.NodeAllocation) == 0 {
+		// Nothing of the rollout was placed: no deployment for it yet.
+		s.plan.Deployment = nil
+		s.plan.DeploymentUpdates = nil
+	}
 }
 
 // members fills the gang's running and finished members and the time
@@ -330,6 +335,7 @@ func (s *sched) tryGang(run *gangRun, need int, allowed func(*nodeState) bool) (
 // past its timeout gets no blocked eval; one still waiting gets a
 // follow-up eval at its deadline.
 func (s *sched) gangFailed(run *gangRun, have, need, fit int, why string) {
+	s.gangsFailed = true
 	n := map[string]int{}
 	for _, p := range run.places {
 		n[p.tg.Name]++

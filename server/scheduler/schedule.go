@@ -61,6 +61,8 @@ type sched struct {
 	attempt   *gangAttempt    // an open gang attempt: placements held apart from the plan
 	noRetry   map[string]bool // failed groups not to retry (timed-out gangs): no blocked eval for them
 	gangNotes []string        // for the eval's status description
+	// gangsFailed: some gang (or all_at_once job) was not placed.
+	gangsFailed bool
 }
 
 // Schedule reconciles the eval's job with the cluster and returns the plan
