@@ -471,8 +471,15 @@ func (s *sched) gangInfo(run *gangRun, held []heldAlloc, unit bool) {
 		members = append(members, s.gangMember(h.a, rank[i]))
 		leaderPort[h.a.ID] = gangPort(h.a)
 	}
+	liveRank := map[string]int{}
+	for _, a := range run.live {
+		if a.Gang != nil {
+			liveRank[a.ID] = a.Gang.Rank
+		}
+	}
 	for _, a := range unranked {
-		members = append(members, s.gangMember(a, next(-1)))
+		liveRank[a.ID] = next(-1)
+		members = append(members, s.gangMember(a, liveRank[a.ID]))
 		leaderPort[a.ID] = gangPort(a)
 	}
 	sort.Slice(members, func(i, j int) bool { return members[i].Rank < members[j].Rank })
@@ -486,9 +493,33 @@ func (s *sched) gangInfo(run *gangRun, held []heldAlloc, unit bool) {
 		h.a.Gang = &api.AllocGang{ID: run.id, Size: len(members), Rank: rank[i], LeaderAddr: addr, Members: members}
 		ids[i] = h.a.ID
 	}
+	// Running members learn the new membership (an in-place update; the
+	// applier drops it with the gang).
+	for _, a := range run.live {
+		if r, ok := liveRank[a.ID]; ok {
+			s.refreshMember(a, &api.AllocGang{ID: run.id, Size: len(members), Rank: r, LeaderAddr: addr, Members: members})
+			ids = append(ids, a.ID)
+		}
+	}
 	if unit {
 		s.plan.Gangs = append(s.plan.Gangs, &api.PlanGang{JobID: s.job.ID, ID: run.id, AllocIDs: ids})
 	}
+}
+
+// refreshMember gives a running member its gang's new info: on its
+// in-place update when the plan has one, else on a new copy.
+func (s *sched) refreshMember(a *api.Allocation, g *api.AllocGang) {
+	for _, c := range s.plan.NodeAllocation[a.NodeID] {
+		if c.ID == a.ID {
+			c.Gang = g
+			return
+		}
+	}
+	c := a.Copy()
+	c.Gang = g
+	c.EvalID = s.eval.ID
+	c.ModifyTime = s.opts.Now.UnixNano()
+	s.plan.AppendAlloc(c)
 }
 
 func (s *sched) gangMember(a *api.Allocation, rank int) api.GangMember {

@@ -136,10 +136,16 @@ func checkGangPlan(t *testing.T, desc string, st *memState, job *api.Job, plan *
 			t.Fatalf("%s: partial gang %s: %d placed, %d running, min %d", desc, id, tl.placed, tl.live, tl.min)
 		}
 	}
+	inPlan := map[string]bool{}
+	for _, l := range plan.NodeAllocation {
+		for _, a := range l {
+			inPlan[a.ID] = true
+		}
+	}
 	for _, g := range plan.Gangs {
 		for _, id := range g.AllocIDs {
-			if placed[id] == nil {
-				t.Fatalf("%s: plan gang %s lists %s, not placed", desc, g.ID, id)
+			if !inPlan[id] {
+				t.Fatalf("%s: plan gang %s lists %s, not in the plan", desc, g.ID, id)
 			}
 		}
 	}

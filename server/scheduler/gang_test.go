@@ -221,11 +221,27 @@ func TestGangReplacementKeepsRank(t *testing.T) {
 		}
 	}
 	res = schedule(t, st, job, 2, Options{})
-	allocs := placedOf(res.Plan, "r")
-	if len(allocs) != 1 || allocs[0].Gang == nil || allocs[0].Gang.Rank != 3 || allocs[0].Gang.Size != 8 {
-		t.Fatalf("replacement %+v, want one alloc of rank 3 in a gang of 8", allocs)
+	var fresh, refreshed []*api.Allocation
+	for _, a := range placedOf(res.Plan, "r") {
+		if st.allocs[a.ID] == nil {
+			fresh = append(fresh, a)
+		} else {
+			refreshed = append(refreshed, a)
+		}
 	}
-	if len(res.Plan.Gangs) != 1 || len(res.Plan.Gangs[0].AllocIDs) != 1 {
+	if len(fresh) != 1 || fresh[0].Gang == nil || fresh[0].Gang.Rank != 3 || fresh[0].Gang.Size != 8 {
+		t.Fatalf("replacement %+v, want one alloc of rank 3 in a gang of 8", fresh)
+	}
+	// The running members learn the new member (in-place updates).
+	if len(refreshed) != 7 {
+		t.Fatalf("%d running members refreshed, want 7", len(refreshed))
+	}
+	for _, a := range refreshed {
+		if a.Gang.Members[3].AllocID != fresh[0].ID || a.Gang.Rank == 3 {
+			t.Fatalf("member %s: gang %+v does not list the replacement at rank 3", a.Name, a.Gang)
+		}
+	}
+	if len(res.Plan.Gangs) != 1 || len(res.Plan.Gangs[0].AllocIDs) != 8 {
 		t.Fatalf("plan gangs %+v", res.Plan.Gangs)
 	}
 }
