@@ -166,6 +166,7 @@ func (s *sched) placeGang(run *gangRun, byGroup map[string][]*api.Allocation) {
 	s.members(run, byGroup)
 	have := len(run.live) + run.done
 	need := len(run.places) // all_at_once: the whole pass or nothing
+	var staleAt time.Time   // when a gang below min goes stale
 	if !run.plain {
 		need = max(0, run.min()-have)
 		if have < run.min() && len(run.live) > 0 && run.since > 0 {
@@ -178,12 +179,15 @@ func (s *sched) placeGang(run *gangRun, byGroup map[string][]*api.Allocation) {
 				s.restartGang(run, below)
 				have = run.done
 				need = run.min() - have
-			} else if len(run.places) < need {
-				// Members wait (reschedule delays): check again when the
-				// grace period ends.
-				s.gangFollowUp(time.Unix(0, run.since).Add(grace), "created to check gang "+run.id+" below min")
+			} else {
+				staleAt = time.Unix(0, run.since).Add(grace)
 			}
 		}
+	}
+	if len(run.places) < need && !staleAt.IsZero() {
+		// Members wait (reschedule delays, no room): check again when
+		// the grace period ends.
+		s.gangFollowUp(staleAt, "created to check gang "+run.id+" below min")
 	}
 	if len(run.places) == 0 {
 		return
@@ -202,6 +206,9 @@ func (s *sched) placeGang(run *gangRun, byGroup map[string][]*api.Allocation) {
 		return
 	}
 	s.gangFailed(run, have, need, len(held), why)
+	if !staleAt.IsZero() {
+		s.gangFollowUp(staleAt, "created to check gang "+run.id+" below min")
+	}
 }
 
 // restartGang stops a stale gang's running members so the whole gang is

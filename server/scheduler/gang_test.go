@@ -332,3 +332,30 @@ func TestGangRollbackUndoesPreemption(t *testing.T) {
 		t.Fatalf("placed %d, preempted on %d nodes; want 8 and 7", placedCount(res.Plan), len(res.Plan.NodePreemptions))
 	}
 }
+
+// A member lost with no room for its replacement: the gang waits out the
+// grace period (follow-up eval at its end), then stops whole and, still
+// not fitting, holds nothing.
+func TestGangStaleNoRoomHoldsNothing(t *testing.T) {
+	st := gpuCluster(8, 8)
+	job := gangJob("s", 8, 8, 0)
+	st.upsertJob(job)
+	st.apply(schedule(t, st, job, 1, Options{}).Plan)
+	st.nodes[0].Status = api.NodeStatusDown
+	res := schedule(t, st, job, 2, Options{})
+	if placedCount(res.Plan) != 0 || res.Blocked == nil {
+		t.Fatalf("lost member without room: placed %d, blocked %v", placedCount(res.Plan), res.Blocked)
+	}
+	if len(res.FollowUps) != 1 || !res.FollowUps[0].WaitUntil.Equal(testNow.Add(api.DefaultGangStaleGrace)) {
+		t.Fatalf("follow-ups %+v, want one at the grace deadline", res.FollowUps)
+	}
+	if m := res.Eval.FailedTGAllocs["train"]; m == nil || !strings.Contains(m.GangFailure, "needs 1 more members (min 8, 7 running), 0 fit") {
+		t.Fatalf("failure %+v", m)
+	}
+	st.apply(res.Plan)
+	res = schedule(t, st, job, 3, Options{Now: testNow.Add(time.Minute)})
+	st.apply(res.Plan)
+	if n := len(st.liveAllocs(api.DefaultNamespace, "s")); n != 0 || res.Blocked == nil {
+		t.Fatalf("stale gang without room: %d members still running, blocked %v; want 0 and a blocked eval", n, res.Blocked)
+	}
+}
