@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -333,7 +334,21 @@ func (s *sched) tryGang(run *gangRun, need int, allowed func(*nodeState) bool) (
 		return held, true, nil
 	}
 	s.rollback(cp)
+	s.dropCanaries(held)
 	return held, false, s.restoreGangMetrics(run, saved)
+}
+
+// dropCanaries takes held canaries back out of the deployment (buildAlloc
+// records them there when it builds them).
+func (s *sched) dropCanaries(held []heldAlloc) {
+	for _, h := range held {
+		if !h.p.canary || s.plan.Deployment == nil {
+			continue
+		}
+		if st := s.plan.Deployment.TaskGroups[h.p.tg.Name]; st != nil {
+			st.PlacedCanaries = slices.DeleteFunc(st.PlacedCanaries, func(id string) bool { return id == h.a.ID })
+		}
+	}
 }
 
 // gangFailed reports a gang that could not be placed: every member is

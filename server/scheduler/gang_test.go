@@ -2,6 +2,8 @@ package scheduler
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -357,5 +359,44 @@ func TestGangStaleNoRoomHoldsNothing(t *testing.T) {
 	st.apply(res.Plan)
 	if n := len(st.liveAllocs(api.DefaultNamespace, "s")); n != 0 || res.Blocked == nil {
 		t.Fatalf("stale gang without room: %d members still running, blocked %v; want 0 and a blocked eval", n, res.Blocked)
+	}
+}
+
+// A gang attempt that falls short leaves the pass as it found it: node
+// usage, stops (preemption victims), cursors and counters, the plan, the
+// failure metrics and queued counts.
+func TestGangAttemptRollbackRestoresPass(t *testing.T) {
+	held := 0
+	for seed := range uint64(200) {
+		s := journalPass(t, rand.New(rand.NewPCG(seed, 17)))
+		run := &gangRun{id: "job", gang: &api.Gang{}, groups: s.job.TaskGroups, staleStops: map[string]bool{}}
+		for _, tg := range s.job.TaskGroups {
+			for i := range tg.Count {
+				run.places = append(run.places, &placement{tg: tg, index: i})
+			}
+		}
+		before := snapPass(s)
+		plan := fmt.Sprintf("%+v %v %v %v", s.plan.NodeAllocation, s.plan.NodePreemptions, s.plan.NodeUpdate, s.plan.Annotations)
+		metrics := fmt.Sprintf("%v %v", s.failed, s.queued)
+		got, ok, _ := s.tryGang(run, len(run.places)+1, nil)
+		if ok {
+			t.Fatalf("seed %d: attempt needing more members than asked was kept", seed)
+		}
+		held += len(got)
+		if after := snapPass(s); !reflect.DeepEqual(before, after) {
+			t.Fatalf("seed %d: node state not restored:\nbefore %+v\nafter  %+v", seed, before, after)
+		}
+		if p := fmt.Sprintf("%+v %v %v %v", s.plan.NodeAllocation, s.plan.NodePreemptions, s.plan.NodeUpdate, s.plan.Annotations); p != plan {
+			t.Fatalf("seed %d: plan changed:\nbefore %s\nafter  %s", seed, plan, p)
+		}
+		if m := fmt.Sprintf("%v %v", s.failed, s.queued); m != metrics {
+			t.Fatalf("seed %d: metrics changed: %s -> %s", seed, metrics, m)
+		}
+		if len(s.undo) != 0 || s.undoDepth != 0 || s.attempt != nil {
+			t.Fatalf("seed %d: journal or attempt left open", seed)
+		}
+	}
+	if held == 0 {
+		t.Fatal("no attempt placed anything: nothing was rolled back")
 	}
 }

@@ -125,6 +125,7 @@ func (s *sched) tryGangDry(run *gangRun, need int) ([]heldAlloc, bool, map[strin
 	held := s.attempt.held
 	s.attempt = nil
 	s.rollback(cp)
+	s.dropCanaries(held)
 	return held, len(held) >= need, s.restoreGangMetrics(run, saved)
 }
 
