@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/drover/drover/api"
@@ -200,4 +201,34 @@ func TestEvaluatePlanNeverPartialGang(t *testing.T) {
 		t.Fatalf("gangs committed %d, dropped %d: the workload does not exercise both", whole, dropped)
 	}
 	t.Logf("gangs committed whole %d, dropped %d", whole, dropped)
+}
+
+// End to end through the worker and the applier: a gang that does not
+// fit holds nothing and says why; when a node joins, its blocked eval
+// places it whole, with a leader address.
+func TestGangPendingThenPlacedWhole(t *testing.T) {
+	s := newTestServer(t)
+	for _, n := range []string{"a", "b", "c"} {
+		registerNode(t, s, testNode(n, 1000, 4096))
+	}
+	job := testJob("gang", 4, 600, 256)
+	job.TaskGroups[0].Gang = &api.Gang{}
+	resp := registerJob(t, s, job)
+	ev := waitEvalStatus(t, s, resp.EvalID, api.EvalStatusComplete)
+	if m := ev.FailedTGAllocs["web"]; m == nil || !strings.Contains(m.GangFailure, "gang web needs 4 members, 3 fit") {
+		t.Fatalf("eval failure %+v, want the gang reason", ev.FailedTGAllocs)
+	}
+	if ev.BlockedEval == "" {
+		t.Fatal("no blocked eval for the pending gang")
+	}
+	if live, _ := liveAllocs(s, nil, "gang"); len(live) != 0 {
+		t.Fatalf("%d allocs of a pending gang exist", len(live))
+	}
+	registerNode(t, s, testNode("d", 1000, 4096))
+	live := waitLive(t, s, "gang", 4)
+	for _, a := range live {
+		if a.Gang == nil || a.Gang.Size != 4 || a.Gang.LeaderAddr == "" {
+			t.Fatalf("alloc %s gang %+v", a.Name, a.Gang)
+		}
+	}
 }

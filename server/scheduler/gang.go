@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"net"
 	"slices"
 	"sort"
 	"strconv"
@@ -508,7 +509,7 @@ func (s *sched) gangInfo(run *gangRun, held []heldAlloc, unit bool) {
 	lead := members[0]
 	addr := lead.Address
 	if p := leaderPort[lead.AllocID]; p > 0 {
-		addr += ":" + strconv.Itoa(p)
+		addr = net.JoinHostPort(addr, strconv.Itoa(p))
 	}
 	ids := make([]string, len(held))
 	for i, h := range held {
@@ -547,9 +548,21 @@ func (s *sched) refreshMember(a *api.Allocation, g *api.AllocGang) {
 func (s *sched) gangMember(a *api.Allocation, rank int) api.GangMember {
 	addr := ""
 	if n := s.allNodes[a.NodeID]; n != nil {
-		addr = hostIP(n)
+		addr = nodeAddr(n)
 	}
 	return api.GangMember{Rank: rank, AllocID: a.ID, Name: a.Name, NodeID: a.NodeID, Address: addr}
+}
+
+// nodeAddr is the address other nodes reach n at: its fingerprinted IP
+// (the one its ports are bound on), else the host of its HTTP address.
+func nodeAddr(n *api.Node) string {
+	if ip := n.Attributes["unique.network.ip-address"]; ip != "" {
+		return ip
+	}
+	if host, _, err := net.SplitHostPort(n.HTTPAddr); err == nil && host != "" {
+		return host
+	}
+	return hostIP(n)
 }
 
 // gangPort is the alloc's reserved gang port (0 when it has none).
