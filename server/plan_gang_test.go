@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/server/state"
@@ -231,4 +232,42 @@ func TestGangPendingThenPlacedWhole(t *testing.T) {
 			t.Fatalf("alloc %s gang %+v", a.Name, a.Gang)
 		}
 	}
+}
+
+// A gang that stays unplaced past its timeout fails: its follow-up eval
+// says so, no blocked eval is left and the job is dead.
+func TestGangTimeoutEndToEnd(t *testing.T) {
+	s := newTestServer(t)
+	registerNode(t, s, testNode("a", 1000, 4096))
+	job := testJob("late", 2, 600, 256)
+	job.TaskGroups[0].Gang = &api.Gang{Timeout: 200 * time.Millisecond}
+	registerJob(t, s, job)
+	var timedOut *api.Evaluation
+	eventually(t, "the gang's timeout eval", func() bool {
+		evals, _ := s.State().EvalsByJob(nil, api.DefaultNamespace, "late")
+		for _, e := range evals {
+			if e.Status == api.EvalStatusComplete && strings.Contains(e.StatusDescription, "gang web timed out after 200ms") {
+				timedOut = e
+			}
+		}
+		return timedOut != nil
+	})
+	if m := timedOut.FailedTGAllocs["web"]; m == nil || !strings.Contains(m.GangFailure, "timed out") {
+		t.Fatalf("failure %+v", timedOut.FailedTGAllocs)
+	}
+	defer func() {
+		if !t.Failed() {
+			return
+		}
+		j, _ := s.State().JobByID(nil, api.DefaultNamespace, "late")
+		evals, _ := s.State().EvalsByJob(nil, api.DefaultNamespace, "late")
+		for _, e := range evals {
+			t.Logf("eval %s %s %s %q wait %v blocked %q", e.ID, e.TriggeredBy, e.Status, e.StatusDescription, e.WaitUntil, e.BlockedEval)
+		}
+		t.Logf("job %s tracked %v", j.Status, s.blocked.Blocked(api.DefaultNamespace, "late"))
+	}()
+	eventually(t, "job dead, no blocked eval", func() bool {
+		j, _ := s.State().JobByID(nil, api.DefaultNamespace, "late")
+		return j != nil && j.Status == api.JobStatusDead && s.blocked.Blocked(api.DefaultNamespace, "late") == nil
+	})
 }
