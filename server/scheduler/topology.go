@@ -170,9 +170,21 @@ func (s *sched) domainRoom(run *gangRun, key string) ([]string, map[string]int) 
 	return doms, room
 }
 
-// slots estimates how many of tc's allocs fit on ns now (at most limit).
+// slots estimates how many of tc's allocs fit on ns now (at most limit):
+// the feasibility checks and the ledger's fit, then the free amounts over
+// the ask; devices are counted as free healthy instances, not picked
+// (cheaper; the attempt that follows places for real).
 func (s *sched) slots(tc *tgCtx, ns *nodeState, limit int) int {
-	if rej, _, _ := s.checkNode(tc, ns); rej != okNode {
+	if ok, _ := s.classOK(tc, ns); !ok {
+		return 0
+	}
+	if ok, _ := s.nodeOK(tc, ns); !ok {
+		return 0
+	}
+	s.load(ns)
+	ask := tc.ask
+	ask.CPU = tc.cpuOn(ns)
+	if ns.cap.Fits(&ask) != nil {
 		return 0
 	}
 	k := limit
@@ -201,5 +213,5 @@ func (s *sched) slots(tc *tgCtx, ns *nodeState, limit int) int {
 		}
 		per(free, ask)
 	}
-	return max(k, 1) // it fits once: checkNode said so
+	return k
 }
