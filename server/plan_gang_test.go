@@ -58,9 +58,19 @@ func TestEvaluatePlanDropsWholeGang(t *testing.T) {
 		plan.AppendAlloc(a)
 	}
 	plan.Gangs = []*api.PlanGang{{JobID: "g", ID: "web", AllocIDs: []string{m1.ID, m2.ID}}}
+	// m1 replaces an updated alloc (its stop is taken back) and a lost
+	// one (that stop stays).
+	old, lost := squatAlloc(job, "a", 100), squatAlloc(job, "c", 100)
+	plan.AppendStoppedAlloc(old, "updated", "")
+	plan.AppendStoppedAlloc(lost, "lost", api.AllocClientStatusLost)
+	plan.NodeUpdate["a"][0].NextAllocation = m1.ID
+	plan.NodeUpdate["c"][0].NextAllocation = m1.ID
 	res, req, err := evaluatePlan(snap, plan)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(req.AllocsStopped) != 1 || req.AllocsStopped[0].ID != lost.ID {
+		t.Fatalf("stopped %v, want only the lost alloc", req.AllocsStopped)
 	}
 	got := placedIDs(req)
 	if got[m1.ID] || got[m2.ID] || !got[other.ID] || len(got) != 1 {

@@ -457,20 +457,18 @@ func (s *sched) gangInfo(run *gangRun, held []heldAlloc, unit bool) {
 	}
 	used := map[int]bool{}
 	var members []api.GangMember
-	var leaderPort = map[string]int{}
+	leaderPort := map[string]int{}
+	liveRank := map[string]int{} // running members' ranks
+	var unranked []*api.Allocation // running members without a rank of their own
 	for _, a := range run.live {
-		if a.Gang == nil || used[a.Gang.Rank] {
+		if a.Gang == nil || a.Gang.ID != run.id || used[a.Gang.Rank] {
+			unranked = append(unranked, a)
 			continue
 		}
 		used[a.Gang.Rank] = true
+		liveRank[a.ID] = a.Gang.Rank
 		members = append(members, s.gangMember(a, a.Gang.Rank))
 		leaderPort[a.ID] = gangPort(a)
-	}
-	var unranked []*api.Allocation
-	for _, a := range run.live {
-		if a.Gang == nil {
-			unranked = append(unranked, a)
-		}
 	}
 	free := 0
 	next := func(want int) int {
@@ -493,12 +491,6 @@ func (s *sched) gangInfo(run *gangRun, held []heldAlloc, unit bool) {
 		rank[i] = next(want)
 		members = append(members, s.gangMember(h.a, rank[i]))
 		leaderPort[h.a.ID] = gangPort(h.a)
-	}
-	liveRank := map[string]int{}
-	for _, a := range run.live {
-		if a.Gang != nil {
-			liveRank[a.ID] = a.Gang.Rank
-		}
 	}
 	for _, a := range unranked {
 		liveRank[a.ID] = next(-1)
