@@ -458,7 +458,7 @@ func (s *sched) gangInfo(run *gangRun, held []heldAlloc, unit bool) {
 	used := map[int]bool{}
 	var members []api.GangMember
 	leaderPort := map[string]int{}
-	liveRank := map[string]int{} // running members' ranks
+	liveRank := map[string]int{}   // running members' ranks
 	var unranked []*api.Allocation // running members without a rank of their own
 	for _, a := range run.live {
 		if a.Gang == nil || a.Gang.ID != run.id || used[a.Gang.Rank] {
