@@ -47,12 +47,12 @@ type Allocation struct {
 	PreemptedAllocations  []string               `json:"PreemptedAllocations,omitempty"`
 	PreemptedByAllocation string                 `json:"PreemptedByAllocation,omitempty"`
 	// Gang is the alloc's place in its gang (nil outside gangs).
-	Gang *AllocGang `json:"Gang,omitempty"`
-	CreateIndex           uint64                 `json:"CreateIndex"`
-	ModifyIndex           uint64                 `json:"ModifyIndex"`
-	AllocModifyIndex      uint64                 `json:"AllocModifyIndex"`
-	CreateTime            int64                  `json:"CreateTime"`
-	ModifyTime            int64                  `json:"ModifyTime"`
+	Gang             *AllocGang `json:"Gang,omitempty"`
+	CreateIndex      uint64     `json:"CreateIndex"`
+	ModifyIndex      uint64     `json:"ModifyIndex"`
+	AllocModifyIndex uint64     `json:"AllocModifyIndex"`
+	CreateTime       int64      `json:"CreateTime"`
+	ModifyTime       int64      `json:"ModifyTime"`
 }
 
 // TerminalStatus reports whether the alloc is stopped or finished, by
@@ -222,6 +222,10 @@ type AllocMetric struct {
 	// 4 nvidia/gpu with memory >= 80 GiB; node gpu-3 has 2 free" (drover
 	// addition).
 	DeviceShortfalls []string `json:"DeviceShortfalls,omitempty"`
+	// GangFailure says why a gang was not placed: "gang train needs 8
+	// members, 7 fit" (nothing of it is held), or that it timed out
+	// (drover addition).
+	GangFailure string `json:"GangFailure,omitempty"`
 }
 
 // NodeScoreMeta is a top-scoring node's score breakdown.

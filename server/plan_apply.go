@@ -26,8 +26,9 @@ type tokenChecker interface {
 
 // planApplier is the leader's single plan applier, a leader duty: for each plan, in
 // priority order, it re-checks every node against the latest state, drops
-// the nodes that no longer fit (everything when the plan is AllAtOnce) and
-// commits the rest through Raft.
+// the nodes that no longer fit (everything when the plan is AllAtOnce;
+// every member of a gang with a member on such a node, dropRejectedGangs)
+// and commits the rest through Raft.
 //
 // Verification of plan N+1 overlaps the Raft commit of plan N: N+1 is
 // checked against a snapshot plus N's changes (an overlay, deduplicated by
@@ -199,14 +200,24 @@ func evaluatePlanOverlay(snap *state.Snapshot, plan *api.Plan, overlay *planComm
 	sort.Strings(ids)
 
 	res := &api.PlanResult{}
-	var rejected []string
-	accepted := make([]string, 0, len(ids))
+	fits := make(map[string]bool, len(ids))
 	for _, id := range ids {
 		ok, _, err := evaluateNodePlan(snap, plan, id, overlay)
 		if err != nil {
 			return nil, nil, err
 		}
-		if ok {
+		fits[id] = ok
+	}
+	if len(plan.Gangs) > 0 && !plan.AllAtOnce {
+		var err error
+		if plan, err = dropRejectedGangs(snap, plan, overlay, fits); err != nil {
+			return nil, nil, err
+		}
+	}
+	var rejected []string
+	accepted := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if fits[id] {
 			accepted = append(accepted, id)
 		} else {
 			rejected = append(rejected, id)
@@ -246,6 +257,102 @@ func evaluatePlanOverlay(snap *state.Snapshot, plan *api.Plan, overlay *planComm
 		}
 	}
 	return res, req, nil
+}
+
+// dropRejectedGangs makes every gang of the plan all-or-nothing: when a
+// node holding a member is rejected, every member of that gang is dropped
+// from every node, with the preemptions made for them and the stops of
+// the allocs they replace (lost allocs stay stopped: that is a fact).
+// Accepted nodes whose part of the plan changed are checked again (a
+// node that loses preemptions may no longer fit its other placements),
+// until no more gangs drop; rejected nodes stay rejected. fits is updated; the returned plan is a copy when
+// anything was dropped (the submitted plan is not modified).
+func dropRejectedGangs(snap *state.Snapshot, plan *api.Plan, overlay *planCommit, fits map[string]bool) (*api.Plan, error) {
+	gangOf := map[string]int{}
+	for i, g := range plan.Gangs {
+		for _, id := range g.AllocIDs {
+			gangOf[id] = i
+		}
+	}
+	dropped := map[int]bool{}
+	out := plan
+	for {
+		more := false
+		for node, ok := range fits {
+			if ok {
+				continue
+			}
+			for _, a := range out.NodeAllocation[node] {
+				if gi, in := gangOf[a.ID]; in && !dropped[gi] {
+					dropped[gi] = true
+					more = true
+				}
+			}
+		}
+		if !more {
+			return out, nil
+		}
+		members := map[string]bool{}
+		for id, gi := range gangOf {
+			if dropped[gi] {
+				members[id] = true
+			}
+		}
+		next := *plan
+		var touched []string
+		next.NodeAllocation, touched = filterAllocs(plan.NodeAllocation, touched, func(a *api.Allocation) bool { return members[a.ID] })
+		next.NodePreemptions, touched = filterAllocs(plan.NodePreemptions, touched, func(a *api.Allocation) bool {
+			return members[a.PreemptedByAllocation]
+		})
+		next.NodeUpdate, touched = filterAllocs(plan.NodeUpdate, touched, func(a *api.Allocation) bool {
+			return members[a.NextAllocation] && a.ClientStatus != api.AllocClientStatusLost
+		})
+		out = &next
+		sort.Strings(touched)
+		for _, id := range touched {
+			if !fits[id] {
+				continue // a rejected node stays rejected: the worker refreshes
+			}
+			ok, _, err := evaluateNodePlan(snap, out, id, overlay)
+			if err != nil {
+				return nil, err
+			}
+			fits[id] = ok
+		}
+	}
+}
+
+// filterAllocs returns m without the allocs drop matches (a new map when
+// anything is dropped) and appends the nodes that changed to touched.
+func filterAllocs(m map[string][]*api.Allocation, touched []string, drop func(*api.Allocation) bool) (map[string][]*api.Allocation, []string) {
+	var out map[string][]*api.Allocation
+	for node, list := range m {
+		kept := make([]*api.Allocation, 0, len(list))
+		for _, a := range list {
+			if !drop(a) {
+				kept = append(kept, a)
+			}
+		}
+		if len(kept) == len(list) {
+			continue
+		}
+		if out == nil {
+			out = make(map[string][]*api.Allocation, len(m))
+			for k, v := range m {
+				out[k] = v
+			}
+		}
+		if len(kept) == 0 {
+			delete(out, node)
+		} else {
+			out[node] = kept
+		}
+		touched = append(touched, node)
+	}
+	if out == nil {
+		return m, touched
+	}
+	return out, touched
 }
 
 // appendStripped appends shallow copies of allocs without the Job the

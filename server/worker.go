@@ -187,7 +187,9 @@ func (w *worker) dropObsoleteBlocked(e, out *api.Evaluation, blocked bool) {
 		return
 	}
 	old := w.blocked.Blocked(e.Namespace, e.JobID)
-	if old == nil || old.ID == e.ID || old.CreateIndex >= e.CreateIndex {
+	// A blocked eval created in the same entry as e (by the pass that
+	// also made e as a follow-up: a gang's timeout) is older than e's run.
+	if old == nil || old.ID == e.ID || old.CreateIndex > e.CreateIndex {
 		return
 	}
 	if got := w.blocked.Untrack(e.Namespace, e.JobID); got != nil {

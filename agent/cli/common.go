@@ -232,6 +232,9 @@ func failureLines(failed map[string]*api.AllocMetric) []string {
 
 func metricLines(m *api.AllocMetric) []string {
 	var out []string
+	if m.GangFailure != "" {
+		out = append(out, "  * Gang: "+m.GangFailure)
+	}
 	if m.NodesEvaluated == 0 && m.NodesInPool == 0 {
 		out = append(out, "  * No nodes were eligible for evaluation")
 	}

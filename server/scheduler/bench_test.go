@@ -2,7 +2,9 @@ package scheduler
 
 import (
 	"fmt"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/drover/drover/api"
 )
@@ -79,4 +81,57 @@ func BenchmarkSpread1000(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(1000*float64(b.N)/b.Elapsed().Seconds(), "placements/s")
 	b.ReportMetric(float64(nodes), "nodes")
+}
+
+// BenchmarkGangPlace64On5000 places a 64-member gang (8 GPUs each) on
+// 5,000 8-GPU nodes and reports the per-pass latency percentiles (50
+// passes per iteration, each with its own eval so the node order
+// differs).
+func BenchmarkGangPlace64On5000(b *testing.B) { benchGang(b, nil) }
+
+// BenchmarkGangPlace64On5000Racks is the same gang packed by rack
+// (topology preferred; racks of 40 nodes, so it spans two).
+func BenchmarkGangPlace64On5000Racks(b *testing.B) {
+	benchGang(b, &api.Topology{Level: "rack", Mode: api.TopologyPreferred})
+}
+
+func benchGang(b *testing.B, topo *api.Topology) {
+	st := newMemState()
+	for i := 0; i < 5000; i++ {
+		n := gangGPUNode(fmt.Sprintf("%d", i), 8)
+		n.Meta["topology.rack"] = fmt.Sprintf("rack%d", i/40)
+		st.addNode(n)
+	}
+	job := gangJob("bench", 64, 8, 0)
+	job.TaskGroups[0].Gang.Topology = topo
+	st.upsertJob(job)
+	const passes = 50
+	var lat []time.Duration
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for k := 0; k < passes; k++ {
+			start := time.Now()
+			res, err := Schedule(st, testEval(job, i*passes+k), Options{Now: testNow})
+			lat = append(lat, time.Since(start))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if n := placedCount(res.Plan); n != 64 {
+				b.Fatalf("placed %d of 64", n)
+			}
+		}
+	}
+	b.StopTimer()
+	reportPercentiles(b, lat)
+}
+
+// reportPercentiles reports the p50 and p99 of lat in milliseconds.
+func reportPercentiles(b *testing.B, lat []time.Duration) {
+	slices.Sort(lat)
+	at := func(q float64) float64 {
+		return float64(lat[int(q*float64(len(lat)-1))].Microseconds()) / 1000
+	}
+	b.ReportMetric(at(0.50), "p50-ms")
+	b.ReportMetric(at(0.99), "p99-ms")
 }

@@ -88,22 +88,21 @@ func (s *sched) place(p *placement) *api.Allocation {
 		ScoreMetaData: scoreMeta(tc.cands, 3),
 	}
 	ns := c.ns
-	if len(victims) > 0 {
-		s.recordEvictions(a, victims)
-	}
 	s.addTo(ns, a)
 	if len(tc.props) > 0 || len(tc.spreads) > 0 {
 		for _, other := range s.groups {
 			s.countPlaced(other, ns.node, name)
 		}
 	}
-	s.plan.AppendAlloc(a)
 	if _, ok := s.queued[name]; !ok {
 		s.queued[name] = 0
 	}
-	if p.prev != nil {
-		s.linkPrev(p.prev, a)
+	if s.attempt != nil {
+		// A gang attempt: held apart from the plan until kept (gang.go).
+		s.attempt.held = append(s.attempt.held, heldAlloc{a: a, victims: victims, p: p})
+		return a
 	}
+	s.keep(a, victims, p.prev)
 	return a
 }
 
@@ -203,6 +202,12 @@ func (s *sched) assignPorts(tc *tgCtx, ns *nodeState, ar *api.AllocatedResources
 	groupNets := make([]*api.NetworkResource, len(tc.tg.Networks))
 	for i, n := range tc.tg.Networks {
 		groupNets[i] = &api.NetworkResource{Mode: n.Mode, IP: ip, MBits: n.MBits, DNS: n.DNS, Hostname: n.Hostname}
+	}
+	for _, pa := range tc.ports {
+		if pa.group && pa.netIdx >= len(groupNets) {
+			// The gang port's own network (gangPortAsk).
+			groupNets = append(groupNets, &api.NetworkResource{Mode: "host", IP: ip})
+		}
 	}
 	taskNets := map[string][]*api.NetworkResource{}
 	for _, t := range tc.tasks {

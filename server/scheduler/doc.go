@@ -18,9 +18,36 @@
 // devices, with per computed-class caching), ranking (bin-packing, job
 // anti-affinity, affinities, spread, device fit and topology) with node
 // sampling, preemption of allocs of jobs at least 10 priority points lower
-// (system and sysbatch by default; Options.Preemption), all-at-once (gang)
-// placement, and failure explanations
-// (AllocMetric, ExplainFailure).
+// (system and sysbatch by default; Options.Preemption), gangs (below), and
+// failure explanations (AllocMetric, ExplainFailure).
+//
+// Gangs (gang.go, topology.go): a group with a gang block, or every group
+// of a job with one (job.GangOf), places its new allocs as one unit. The
+// members are placed one by one with the normal machinery inside a
+// checkpoint; each placement (alloc, evictions, link to the alloc it
+// replaces) is held apart from the plan until enough members fit: every
+// member, or Min (an elastic gang places up to its counts, never fewer
+// than Min); with members running, what is missing to reach Min (at or
+// above Min, replacements are placed one by one). Otherwise the
+// checkpoint is rolled back (node usage, victims, cursors): nothing is
+// held, every group of the gang fails with AllocMetric.GangFailure ("gang
+// train needs 8 members, 7 fit"), the stops of destructive updates are
+// taken back and a blocked eval retries when capacity frees. Placed
+// members get an AllocGang (rank by placement order, a replacement keeps
+// the rank it replaces; leader = rank 0's address and its reserved
+// drover_gang dynamic port, asked like any port so the applier checks
+// it); plan.Gangs lists each gang placed as a unit, which the plan
+// applier commits whole or not at all. An unplaced gang fails after
+// Timeout from the job version's SubmitTime (no blocked eval then; a
+// follow-up eval at the deadline before). A gang whose running members
+// stay below Min longer than StaleGrace (from the newest failed or lost
+// member) is stopped and placed again whole in the same pass (a
+// follow-up eval at the grace deadline before). Topology packs members
+// by node meta "topology.<level>": single domains first, best fit (the
+// least room that still holds the gang); "required" stops there,
+// "preferred" then tries the fewest domains, largest first, then any
+// node. Job-level all_at_once is the job-wide case of the same code (no
+// gang info; plan.AllAtOnce makes the applier reject the whole plan).
 //
 // Structure of a pass: reconcileGroup decides per group and returns a
 // groupResult (stops, updates, placements, follow-up evals, annotation);
@@ -30,7 +57,7 @@
 // node for differential tests). Placement state can be checkpointed and
 // rolled back (checkpoint, rollback, release: an undo journal of node
 // usage, stops and per-group cursors) so a set of placements can be tried
-// and undone. Options.Algorithm picks the fit score: binpack (default,
+// and undone (gangs). Options.Algorithm picks the fit score: binpack (default,
 // fullest nodes first) or spread (emptiest first), as Nomad's
 // scheduler_algorithm.
 //

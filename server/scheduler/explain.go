@@ -23,6 +23,12 @@ func ExplainFailure(group string, m *api.AllocMetric) string {
 	} else {
 		b.WriteString(itoa(n) + " allocs unplaced")
 	}
+	if m.GangFailure != "" {
+		b.WriteString("; " + m.GangFailure)
+		if m.NodesEvaluated == 0 {
+			return b.String()
+		}
+	}
 	if m.NodesEvaluated == 0 {
 		b.WriteString("; no ready nodes in the job's datacenters and node pool")
 		return b.String()

@@ -166,6 +166,7 @@ func (s *sched) newTG(tg *api.TaskGroup) *tgCtx {
 	for _, sp := range append(append([]*api.Spread{}, s.job.Spreads...), tg.Spreads...) {
 		tc.spreads = append(tc.spreads, &spreadState{sp: sp, counts: map[string]int{}})
 	}
+	s.gangPortAsk(tc)
 	tc.ask = capacity.Vector{MemoryMB: tc.mem, DiskMB: tc.disk, NumCores: tc.cores}
 	for _, p := range tc.ports {
 		if p.port.Value == 0 {

@@ -42,69 +42,9 @@ func (s *sched) scheduleGeneric(allocs []*api.Allocation) {
 	for _, tg := range s.job.TaskGroups {
 		s.newTG(tg)
 	}
-	// Place the groups in job order, each group's allocs by index.
-	placed := map[string]bool{}
-	for _, p := range places {
-		if a := s.place(p); a != nil {
-			placed[a.ID] = true
-		}
-		if s.err != nil {
-			return
-		}
-	}
-	if s.job.AllAtOnce {
-		s.plan.AllAtOnce = true
-		if len(s.failed) > 0 {
-			s.dropPlacements(places, placed)
-		}
-	}
-}
-
-// dropPlacements undoes every placement of an all-at-once job that could
-// not be placed whole, with the stops that made room for them (stops of
-// lost allocs stay: those are facts).
-func (s *sched) dropPlacements(places []*placement, placed map[string]bool) {
-	for node, list := range s.plan.NodeAllocation {
-		kept := list[:0]
-		for _, a := range list {
-			if placed[a.ID] {
-				s.queued[a.TaskGroup]++
-				continue
-			}
-			kept = append(kept, a)
-		}
-		if len(kept) == 0 {
-			delete(s.plan.NodeAllocation, node)
-		} else {
-			s.plan.NodeAllocation[node] = kept
-		}
-	}
-	for _, p := range places {
-		if p.prev == nil {
-			continue
-		}
-		list := s.plan.NodeUpdate[p.prev.NodeID]
-		for i, c := range list {
-			if c.ID != p.prev.ID {
-				continue
-			}
-			if c.ClientStatus == api.AllocClientStatusLost {
-				c.NextAllocation = ""
-				break
-			}
-			list = append(list[:i], list[i+1:]...)
-			break
-		}
-		if len(list) == 0 {
-			delete(s.plan.NodeUpdate, p.prev.NodeID)
-		} else {
-			s.plan.NodeUpdate[p.prev.NodeID] = list
-		}
-	}
-	if s.plan.Deployment != nil && len(s.plan.NodeAllocation) == 0 {
-		s.plan.Deployment = nil
-		s.plan.DeploymentUpdates = nil
-	}
+	// Place the groups in job order, each group's allocs by index; a
+	// gang's groups together, all-or-nothing (gang.go).
+	s.placeAll(places, byGroup)
 }
 
 // nodeLost reports whether the alloc's node is gone or down.

@@ -57,6 +57,12 @@ type sched struct {
 
 	undo      []undoEntry // node-state changes since the outermost open checkpoint
 	undoDepth int         // open checkpoints
+
+	attempt   *gangAttempt    // an open gang attempt: placements held apart from the plan
+	noRetry   map[string]bool // failed groups not to retry (timed-out gangs): no blocked eval for them
+	gangNotes []string        // for the eval's status description
+	// gangsFailed: some gang (or all_at_once job) was not placed.
+	gangsFailed bool
 }
 
 // Schedule reconciles the eval's job with the cluster and returns the plan
@@ -121,6 +127,7 @@ func newPass(st State, eval *api.Evaluation, opts Options, job *api.Job) *sched 
 		queued:  map[string]int{},
 		class:   map[string]bool{},
 		groups:  map[string]*tgCtx{},
+		noRetry: map[string]bool{},
 	}
 	h := fnv.New64a()
 	h.Write([]byte(eval.ID))
@@ -224,7 +231,16 @@ func (s *sched) finish() *Result {
 	if len(s.queued) > 0 {
 		e.QueuedAllocations = s.queued
 	}
-	if len(s.failed) > 0 && s.job != nil {
+	for _, n := range s.gangNotes {
+		e.StatusDescription += "; " + n
+	}
+	retry := false
+	for g := range s.failed {
+		if !s.noRetry[g] {
+			retry = true
+		}
+	}
+	if retry && s.job != nil {
 		b := &api.Evaluation{
 			ID: s.newID(), Namespace: e.Namespace, Priority: e.Priority, Type: e.Type,
 			TriggeredBy: api.EvalTriggerQueuedAllocs, JobID: e.JobID, JobModifyIndex: s.job.JobModifyIndex,
