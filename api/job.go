@@ -33,14 +33,14 @@ const (
 
 // Job is the unit users submit: a set of task groups scheduled together.
 type Job struct {
-	Region           string                  `json:"Region,omitempty"`
-	Namespace        string                  `json:"Namespace,omitempty"`
-	ID               string                  `json:"ID"`
-	ParentID         string                  `json:"ParentID,omitempty"`
-	Name             string                  `json:"Name,omitempty"`
-	Type             string                  `json:"Type,omitempty"`
-	Priority         int                     `json:"Priority,omitempty"`
-	AllAtOnce        bool                    `json:"AllAtOnce,omitempty"`
+	Region    string `json:"Region,omitempty"`
+	Namespace string `json:"Namespace,omitempty"`
+	ID        string `json:"ID"`
+	ParentID  string `json:"ParentID,omitempty"`
+	Name      string `json:"Name,omitempty"`
+	Type      string `json:"Type,omitempty"`
+	Priority  int    `json:"Priority,omitempty"`
+	AllAtOnce bool   `json:"AllAtOnce,omitempty"`
 	// Gang makes all of the job's groups one gang (see Gang).
 	Gang *Gang `json:"Gang,omitempty"`
 	// Preemptible false protects the job's allocs from preemption by
@@ -48,7 +48,7 @@ type Job struct {
 	Preemptible *bool `json:"Preemptible,omitempty"`
 	// MinRuntime protects an alloc from preemption until it has run this
 	// long (fresh work is not evicted at once).
-	MinRuntime time.Duration `json:"MinRuntime,omitempty"`
+	MinRuntime       time.Duration           `json:"MinRuntime,omitempty"`
 	Datacenters      []string                `json:"Datacenters,omitempty"`
 	NodePool         string                  `json:"NodePool,omitempty"`
 	Constraints      []*Constraint           `json:"Constraints,omitempty"`

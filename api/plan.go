@@ -13,7 +13,7 @@ type Plan struct {
 	// Gangs lists the plan's gang placements: each is committed whole or
 	// dropped whole (with the preemptions made for it).
 	Gangs []*PlanGang `json:"Gangs,omitempty"`
-	Job       *Job `json:"Job,omitempty"`
+	Job   *Job        `json:"Job,omitempty"`
 	// NodeUpdate holds allocs to stop or evict, by node.
 	NodeUpdate map[string][]*Allocation `json:"NodeUpdate,omitempty"`
 	// NodeAllocation holds new or in-place updated allocs, by node.
