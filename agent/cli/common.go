@@ -214,8 +214,9 @@ func resolveEval(ctx context.Context, c *api.Client, id string) (*api.Evaluation
 	return nil, fmt.Errorf("prefix %q matches %d evaluations", id, len(evals))
 }
 
-// failureLines explains why placements of each group failed.
-func failureLines(failed map[string]*api.AllocMetric) []string {
+// failureLines explains why placements of each group failed; with the job
+// (nil when unknown) a gang's groups also say how gangs are placed.
+func failureLines(failed map[string]*api.AllocMetric, job *api.Job) []string {
 	groups := make([]string, 0, len(failed))
 	for g := range failed {
 		groups = append(groups, g)
@@ -225,6 +226,9 @@ func failureLines(failed map[string]*api.AllocMetric) []string {
 	for _, g := range groups {
 		m := failed[g]
 		out = append(out, fmt.Sprintf("Task Group %q (failed to place %d allocation(s)):", g, m.CoalescedFailures+1))
+		if l := gangFailureLine(job, g); l != "" {
+			out = append(out, l)
+		}
 		out = append(out, metricLines(m)...)
 	}
 	return out
