@@ -98,12 +98,12 @@ func TestGangDevGPUsPendingHoldsNothing(t *testing.T) {
 	if len(held) != 0 {
 		t.Errorf("the unplaceable gang holds %d alloc(s), want none (all-or-nothing placement)", len(held))
 	}
-	if len(failed.DimensionExhausted) == 0 && len(failed.DeviceShortfalls) == 0 {
-		t.Errorf("failure metric %+v: want the GPU shortage as a reason", failed)
+	if want := "gang workers needs 2 members, 1 fit"; !strings.HasPrefix(failed.GangFailure, want) {
+		t.Errorf("gang failure %q, want %q", failed.GangFailure, want)
 	}
 	out, err := d.drover("job", "status", "big")
 	for _, want := range []string{"Gangs", "workers  workers      2        2    none (waits)", "Placement Failure",
-		`Gang "workers" (2 members, min 2) is placed whole or not at all`} {
+		"  * gang workers needs 2 members, 1 fit", `Gang "workers" (2 members, min 2) is placed whole or not at all`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("drover job status big: %v; lacks %q:\n%s", err, want, out)
 		}

@@ -222,6 +222,10 @@ type AllocMetric struct {
 	// 4 nvidia/gpu with memory >= 80 GiB; node gpu-3 has 2 free" (drover
 	// addition).
 	DeviceShortfalls []string `json:"DeviceShortfalls,omitempty"`
+	// GangFailure says why a gang was not placed: "gang train needs 8
+	// members, 7 fit" (nothing of it is held), or that it timed out
+	// (drover addition).
+	GangFailure string `json:"GangFailure,omitempty"`
 }
 
 // NodeScoreMeta is a top-scoring node's score breakdown.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -226,16 +227,24 @@ func failureLines(failed map[string]*api.AllocMetric, job *api.Job) []string {
 	for _, g := range groups {
 		m := failed[g]
 		out = append(out, fmt.Sprintf("Task Group %q (failed to place %d allocation(s)):", g, m.CoalescedFailures+1))
+		lines := metricLines(m)
 		if l := gangFailureLine(job, g); l != "" {
-			out = append(out, l)
+			at := 0
+			if m.GangFailure != "" {
+				at = 1 // after the scheduler's reason
+			}
+			lines = slices.Insert(lines, at, l)
 		}
-		out = append(out, metricLines(m)...)
+		out = append(out, lines...)
 	}
 	return out
 }
 
 func metricLines(m *api.AllocMetric) []string {
 	var out []string
+	if m.GangFailure != "" {
+		out = append(out, "  * "+m.GangFailure)
+	}
 	if m.NodesEvaluated == 0 && m.NodesInPool == 0 {
 		out = append(out, "  * No nodes were eligible for evaluation")
 	}

@@ -95,7 +95,7 @@ func gangFailureLine(job *api.Job, group string) string {
 			if n != group {
 				continue
 			}
-			s := fmt.Sprintf("  * Gang %q (%d members, min %d) is placed whole or not at all: no member is placed and nothing is held until all fit", g.id, g.members, g.min())
+			s := fmt.Sprintf("  * Gang %q (%d members, min %d) is placed whole or not at all: nothing is held until all fit", g.id, g.members, g.min())
 			if g.gang.Timeout > 0 {
 				s += "; placement fails after " + g.gang.Timeout.String()
 			}

@@ -34,7 +34,8 @@ func TestPrintJobStatusGang(t *testing.T) {
 	}}
 	evals := []*api.Evaluation{{ID: "e1", Status: api.EvalStatusBlocked},
 		{ID: "e0", Status: api.EvalStatusComplete, BlockedEval: "e1", FailedTGAllocs: map[string]*api.AllocMetric{
-			"workers": {NodesEvaluated: 1, NodesExhausted: 1, CoalescedFailures: 1, DimensionExhausted: map[string]int{"devices": 1}},
+			"workers": {NodesEvaluated: 1, NodesExhausted: 1, CoalescedFailures: 1, DimensionExhausted: map[string]int{"devices": 1},
+				GangFailure: "gang workers needs 2 members, 1 fit"},
 		}}}
 	var b bytes.Buffer
 	printJobStatus(&b, job, nil, nil, evals)
@@ -44,13 +45,18 @@ func TestPrintJobStatusGang(t *testing.T) {
 		"workers  workers      2        2    10m0s         rack (required)\n",
 		"elastic  elastic      8        4    none (waits)  -\n",
 		"Task Group \"workers\" (failed to place 2 allocation(s)):\n" +
-			"  * Gang \"workers\" (2 members, min 2) is placed whole or not at all: no member is placed and nothing is held until all fit; placement fails after 10m0s; members must share one \"rack\"\n" +
+			"  * gang workers needs 2 members, 1 fit\n" +
+			"  * Gang \"workers\" (2 members, min 2) is placed whole or not at all: nothing is held until all fit; placement fails after 10m0s; members must share one \"rack\"\n" +
 			"  * Dimension \"devices\" exhausted on 1 nodes\n",
 		"No allocations placed",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("job status lacks %q:\n%s", want, out)
 		}
+	}
+	// Without the job (eval status) the scheduler's reason still shows.
+	if got := strings.Join(failureLines(evals[1].FailedTGAllocs, nil), "\n"); !strings.Contains(got, "(failed to place 2 allocation(s)):\n  * gang workers needs 2 members, 1 fit\n  * Dimension") {
+		t.Errorf("failure lines without the job:\n%s", got)
 	}
 	// A job-wide gang is one row over all its groups.
 	job.Gang = &api.Gang{}
