@@ -70,6 +70,15 @@ func (d *devCluster) jobAllocs(job string) []*api.AllocListStub {
 // all), so a 1-GPU job submitted after it runs.
 func TestGangDevGPUsPendingHoldsNothing(t *testing.T) {
 	d := startDevCluster(t, "-dev-gpus", "dgxh100")
+	// The simulated node has topology levels for gang topology placement.
+	var nodes []*api.NodeListStub
+	var node api.Node
+	if devGet(d.base+"/v1/nodes", &nodes) != 200 || len(nodes) != 1 || devGet(d.base+"/v1/node/"+nodes[0].ID, &node) != 200 {
+		t.Fatalf("read the node: %d nodes", len(nodes))
+	}
+	if !strings.HasPrefix(node.Meta["topology.rack"], "rack-") || !strings.HasPrefix(node.Meta["topology.block"], "block-") {
+		t.Errorf("node meta %v: want the simulator's topology.rack and topology.block", node.Meta)
+	}
 	if out, err := d.drover("job", "run", "-detach", writeJob(t, "big.hcl", gpuJobHCL("big", 2, 8, "exec sleep 3600", true))); err != nil {
 		t.Fatalf("drover job run big: %v\n%s", err, out)
 	}

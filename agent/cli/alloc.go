@@ -83,6 +83,9 @@ func printAlloc(w io.Writer, a *api.Allocation, verbose bool) {
 		}
 		table(w, "Time\tType\tDescription", rows)
 	}
+	if verbose && a.Gang != nil {
+		printGangMembers(w, a.Gang)
+	}
 	if verbose && a.Metrics != nil {
 		fmt.Fprintln(w, "\nPlacement Metrics")
 		m := a.Metrics

@@ -19,6 +19,17 @@ func allocGangLine(g *api.AllocGang) string {
 	return s
 }
 
+// printGangMembers is alloc status -verbose's table of the alloc's gang
+// (full IDs, as -verbose shows them).
+func printGangMembers(w io.Writer, g *api.AllocGang) {
+	fmt.Fprintln(w, "\nGang Members")
+	rows := make([]string, 0, len(g.Members))
+	for _, m := range g.Members {
+		rows = append(rows, fmt.Sprintf("%d\t%s\t%s\t%s\t%s", m.Rank, m.AllocID, m.Name, m.NodeID, m.Address))
+	}
+	table(w, "Rank\tAlloc ID\tName\tNode ID\tAddress", rows)
+}
+
 // jobGang is one gang of a job as job status shows it.
 type jobGang struct {
 	id      string

@@ -16,6 +16,16 @@ func TestPrintAllocGang(t *testing.T) {
 	if want := "Gang                = workers, rank 1 of 2, leader 10.0.0.5:29500"; !strings.Contains(b.String(), want) {
 		t.Errorf("alloc status lacks %q:\n%s", want, b.String())
 	}
+	if strings.Contains(b.String(), "Gang Members") {
+		t.Errorf("alloc status without -verbose lists the members:\n%s", b.String())
+	}
+	a.Gang.Members = []api.GangMember{{Rank: 0, AllocID: "a0000000-1", Name: "train.workers[0]", NodeID: "n0000000-1", Address: "10.0.0.5"},
+		{Rank: 1, AllocID: "a1", Name: "train.workers[1]", NodeID: "n1", Address: "10.0.0.6"}}
+	b.Reset()
+	printAlloc(&b, a, true)
+	if want := "Gang Members\nRank  Alloc ID    Name              Node ID     Address\n0     a0000000-1  train.workers[0]  n0000000-1  10.0.0.5\n1     a1          train.workers[1]  n1          10.0.0.6\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("alloc status -verbose lacks %q:\n%s", want, b.String())
+	}
 	b.Reset()
 	a.Gang = nil
 	printAlloc(&b, a, false)
