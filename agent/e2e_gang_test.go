@@ -175,6 +175,7 @@ func TestGangDevGPUsMembersEnvAndHosts(t *testing.T) {
 		t.Fatalf("drover job run pair: %v\n%s", err, out)
 	}
 	var running []string
+	reaped := map[string]bool{}
 	d.waitBlocking("/v1/job/pair/allocations", "both gang members running", func(b []byte) (bool, string) {
 		var stubs []*api.AllocListStub
 		if err := json.Unmarshal(b, &stubs); err != nil {
@@ -183,7 +184,10 @@ func TestGangDevGPUsMembersEnvAndHosts(t *testing.T) {
 		running = running[:0]
 		var got []string
 		for _, s := range stubs {
-			reapTasks(t, s.ID)
+			if !reaped[s.ID] {
+				reaped[s.ID] = true
+				reapTasks(t, s.ID)
+			}
 			got = append(got, s.ClientStatus)
 			if s.ClientStatus == api.AllocClientStatusRunning {
 				running = append(running, s.ID)
