@@ -82,7 +82,7 @@ func (a *Agent) newClient() (clientRole, error) {
 	c, err := client.New(&client.Config{
 		DataDir: filepath.Join(dataDir, "client"), Servers: servers, NodeName: cfg.Name, Devices: devices,
 		Datacenter: cfg.Datacenter, Region: cfg.Region, NodePool: cfg.Client.NodePool,
-		NodeClass: cfg.Client.NodeClass, Meta: cfg.Client.Meta, HTTPAddr: cfg.AdvertisedHTTP(),
+		NodeClass: cfg.Client.NodeClass, Meta: nodeMeta(cfg), HTTPAddr: cfg.AdvertisedHTTP(),
 		BindAddr: cfg.BindAddr, Drivers: Drivers, PluginConfig: plugins, Options: options,
 		DevMode: cfg.DevMode, StopAllocsOnShutdown: a.tmpDir != "", Logger: a.base,
 	})

@@ -4,6 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+
+	"github.com/drover/drover/agent/config"
+	"github.com/drover/drover/api"
 
 	"github.com/drover/drover/agent/client"
 	"github.com/drover/drover/agent/fingerprint/nvidia"
@@ -48,4 +52,23 @@ func deviceSource(spec string, log *slog.Logger) (func(nodeID string) (client.De
 		}
 		return f, nil
 	}, nil
+}
+
+// nodeMeta is the client's node meta: the configured meta and topology
+// levels (config.Client.NodeMeta) and, for a -dev-gpus node with no
+// topology configured, the simulator's (nvidia.SimTopology of the node
+// name, or of the hostname when no name is set).
+func nodeMeta(cfg *config.Config) map[string]string {
+	meta := cfg.Client.NodeMeta()
+	if cfg.Client.DevGPUs == "" || cfg.Client.HasTopology() {
+		return meta
+	}
+	name := cfg.Name
+	if name == "" {
+		name, _ = os.Hostname()
+	}
+	for level, domain := range nvidia.SimTopology(name) {
+		meta[api.TopologyMetaPrefix+level] = domain
+	}
+	return meta
 }

@@ -34,13 +34,16 @@ type devCluster struct {
 	p       *agentProc
 }
 
-func startDevCluster(t *testing.T) *devCluster {
+// startDevCluster starts a dev agent; extra are more agent flags
+// ("-dev-gpus", "dgxh100").
+func startDevCluster(t *testing.T, extra ...string) *devCluster {
 	t.Helper()
 	d := &devCluster{t: t, bin: droverBin(t), dataDir: t.TempDir()}
 	httpPort := freePort(t)
 	d.base = fmt.Sprintf("http://127.0.0.1:%d", httpPort)
 	d.args = []string{"-dev", "-data-dir", d.dataDir, "-bind", "127.0.0.1", "-http-port", strconv.Itoa(httpPort),
 		"-raft-port", strconv.Itoa(freePort(t)), "-gossip-port", strconv.Itoa(freePort(t))}
+	d.args = append(d.args, extra...)
 	d.start()
 	return d
 }

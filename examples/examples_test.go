@@ -78,3 +78,19 @@ func TestQemuVariables(t *testing.T) {
 		t.Errorf("port_map = %#v", cfg["port_map"])
 	}
 }
+
+func TestGangTorch(t *testing.T) {
+	job, err := jobspec.ParseFile("gang-torch.hcl", &jobspec.Options{Env: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := job.TaskGroups[0]
+	g, id := job.GangOf(tg)
+	if g == nil || id != "workers" || tg.Count != 2 || g.Topology == nil || g.Topology.Level != "rack" {
+		t.Fatalf("gang %+v (id %q), count %d: want group gang workers of 2 packed by rack", g, id, tg.Count)
+	}
+	args, _ := tg.Tasks[0].Config["args"].([]any)
+	if len(args) != 2 || !strings.Contains(args[1].(string), "--node_rank=${DROVER_GANG_RANK}") {
+		t.Errorf("args = %v, want the gang rank left for the client to interpolate", args)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"reflect"
 	"sync"
 
 	"github.com/drover/drover/agent/clientstate"
@@ -195,8 +196,14 @@ func ClientStatus(states map[string]*api.TaskState) (string, string) {
 // next start (in-place update).
 func (ar *AllocRunner) Update(a *api.Allocation) {
 	ar.mu.Lock()
+	old := ar.alloc
 	ar.alloc = a
 	ar.mu.Unlock()
+	if a.Gang != nil && (old == nil || !reflect.DeepEqual(old.Gang, a.Gang)) {
+		if err := WriteGangFiles(ar.cfg.AllocDir, a.JobID, a.Gang); err != nil {
+			ar.log.Error("write gang files", "error", err)
+		}
+	}
 	if ar.cfg.Store != nil {
 		if err := ar.cfg.Store.PutAlloc(a); err != nil {
 			ar.log.Error("persist alloc", "error", err)

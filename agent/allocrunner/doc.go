@@ -1,6 +1,8 @@
 // Package allocrunner runs one allocation on a client: it builds the
 // alloc dir (DataDir/alloc/<allocID>/ with alloc/{logs,data,tmp} and per
-// task local/, secrets/ (0700), tmp/), creates a task runner per task,
+// task local/, secrets/ (0700), tmp/) and, for a gang member, the gang's
+// alloc/gang/hosts (/etc/hosts format) and alloc/gang/hostfile (MPI),
+// written without following links the tasks may plant; creates a task runner per task,
 // orders them by lifecycle (prestart -> main -> poststart, poststop after
 // the main tasks end), kills sidecars when the main tasks finish and
 // siblings when the leader dies or a main task fails, applies desired

@@ -79,6 +79,9 @@ func (ar *AllocRunner) Run(ctx context.Context) {
 	if err := BuildAllocDir(ar.cfg.AllocDir, ar.order); err != nil {
 		ar.log.Error("build alloc dir", "error", err)
 	}
+	if err := WriteGangFiles(ar.cfg.AllocDir, a.JobID, a.Gang); err != nil {
+		ar.log.Error("write gang files", "error", err)
+	}
 	if a.DesiredStatus == api.AllocDesiredStatusStop || a.DesiredStatus == api.AllocDesiredStatusEvict {
 		ar.Kill() // a stopped alloc is never revived
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"strings"
 	"time"
@@ -30,6 +31,7 @@ type agentFlags struct {
 	servers, join                   []string
 	encrypt                         string
 	retryJoin                       []string
+	topology                        map[string]string
 }
 
 func newAgentCmd() *cobra.Command {
@@ -62,7 +64,9 @@ Settings come from -config FILE (HCL, Nomad's agent grammar), then flags.`,
 	fl.StringVar(&f.region, "region", "", "region (default global)")
 	fl.StringVar(&f.nodeClass, "node-class", "", "node class of the client")
 	fl.StringVar(&f.logLevel, "log-level", "", "log level: debug, info, warn, error")
-	fl.StringVar(&f.devGPUs, "dev-gpus", "", "simulate a DGX server's GPUs: dgxa100, dgxh100, dgxh200 or dgxb200 (add :mig for MIG mode)")
+	fl.StringVar(&f.devGPUs, "dev-gpus", "", "simulate a DGX server's GPUs: dgxa100, dgxh100, dgxh200 or dgxb200 (add :mig for MIG mode); "+
+		"without -topology the node gets a simulated rack and block from the number in its name")
+	fl.StringToStringVar(&f.topology, "topology", nil, "the node's network topology domains by level (rack=r1,block=b0): node meta topology.<level>")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		cfg, err := f.build(cmd)
 		if err != nil {
@@ -140,6 +144,9 @@ func (f *agentFlags) build(cmd *cobra.Command) (*config.Config, error) {
 	}
 	if set("dev-gpus") {
 		cfg.Client.DevGPUs = f.devGPUs
+	}
+	if set("topology") {
+		maps.Copy(cfg.Client.Topology, f.topology)
 	}
 	if _, err := parseLevel(cfg.LogLevel); err != nil {
 		return nil, err

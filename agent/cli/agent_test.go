@@ -3,6 +3,8 @@ package cli
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/drover/drover/agent/config"
 )
 
@@ -50,5 +52,24 @@ client {
 	}
 	if cfg.Ports.HTTP != 5000 || cfg.Ports.Raft != 6000 || cfg.Ports.Gossip != config.DefaultGossipPort {
 		t.Errorf("ports = %+v, want http 5000 (file), raft 6000 (flag), gossip default", cfg.Ports)
+	}
+}
+
+// TestAgentTopologyFlag: -topology adds to the config file's topology block.
+func TestAgentTopologyFlag(t *testing.T) {
+	p := writeFile(t, t.TempDir(), "agent.hcl", "client {\n  topology {\n    block = \"b1\"\n    rack = \"r0\"\n  }\n}\n")
+	cmd := newAgentCmd()
+	if err := cmd.ParseFlags([]string{"--dev", "--config", p, "--topology", "rack=r7,pod=p2"}); err != nil {
+		t.Fatal(err)
+	}
+	f := agentFlags{dev: true, config: p}
+	f.topology, _ = cmd.Flags().GetStringToString("topology")
+	cfg, err := f.build(cmd)
+	if err != nil {
+		t.Fatalf("build: %v", err)
+	}
+	want := map[string]string{"topology.block": "b1", "topology.rack": "r7", "topology.pod": "p2"}
+	if diff := cmp.Diff(want, cfg.Client.NodeMeta()); diff != "" {
+		t.Errorf("node meta (-want +got):\n%s", diff)
 	}
 }

@@ -50,11 +50,15 @@ func printAlloc(w io.Writer, a *api.Allocation, verbose bool) {
 	if a.Job != nil {
 		ver = fmt.Sprint(a.Job.Version)
 	}
-	kv(w, "ID", id, "Eval ID", eval, "Name", a.Name, "Node ID", node, "Node Name", a.NodeName,
-		"Job ID", a.JobID, "Job Version", ver, "Client Status", a.ClientStatus,
+	pairs := []string{"ID", id, "Eval ID", eval, "Name", a.Name, "Node ID", node, "Node Name", a.NodeName,
+		"Job ID", a.JobID, "Job Version", ver}
+	if a.Gang != nil {
+		pairs = append(pairs, "Gang", allocGangLine(a.Gang))
+	}
+	kv(w, append(pairs, "Client Status", a.ClientStatus,
 		"Client Description", a.ClientDescription, "Desired Status", a.DesiredStatus,
 		"Desired Description", a.DesiredDescription, "Created", fmtAgo(a.CreateTime, time.Now()),
-		"Modified", fmtAgo(a.ModifyTime, time.Now()))
+		"Modified", fmtAgo(a.ModifyTime, time.Now()))...)
 	printAllocAddresses(w, a.AllocatedResources)
 	for _, name := range sortedKeys(a.TaskStates) {
 		ts := a.TaskStates[name]
@@ -78,6 +82,9 @@ func printAlloc(w io.Writer, a *api.Allocation, verbose bool) {
 			rows = append(rows, fmt.Sprintf("%s\t%s\t%s", fmtUnixNano(e.Time), e.Type, msg))
 		}
 		table(w, "Time\tType\tDescription", rows)
+	}
+	if verbose && a.Gang != nil {
+		printGangMembers(w, a.Gang)
 	}
 	if verbose && a.Metrics != nil {
 		fmt.Fprintln(w, "\nPlacement Metrics")

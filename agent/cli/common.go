@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -214,8 +215,9 @@ func resolveEval(ctx context.Context, c *api.Client, id string) (*api.Evaluation
 	return nil, fmt.Errorf("prefix %q matches %d evaluations", id, len(evals))
 }
 
-// failureLines explains why placements of each group failed.
-func failureLines(failed map[string]*api.AllocMetric) []string {
+// failureLines explains why placements of each group failed; with the job
+// (nil when unknown) a gang's groups also say how gangs are placed.
+func failureLines(failed map[string]*api.AllocMetric, job *api.Job) []string {
 	groups := make([]string, 0, len(failed))
 	for g := range failed {
 		groups = append(groups, g)
@@ -225,7 +227,15 @@ func failureLines(failed map[string]*api.AllocMetric) []string {
 	for _, g := range groups {
 		m := failed[g]
 		out = append(out, fmt.Sprintf("Task Group %q (failed to place %d allocation(s)):", g, m.CoalescedFailures+1))
-		out = append(out, metricLines(m)...)
+		lines := metricLines(m)
+		if l := gangFailureLine(job, g); l != "" {
+			at := 0
+			if m.GangFailure != "" {
+				at = 1 // after the scheduler's reason
+			}
+			lines = slices.Insert(lines, at, l)
+		}
+		out = append(out, lines...)
 	}
 	return out
 }
@@ -233,7 +243,7 @@ func failureLines(failed map[string]*api.AllocMetric) []string {
 func metricLines(m *api.AllocMetric) []string {
 	var out []string
 	if m.GangFailure != "" {
-		out = append(out, "  * Gang: "+m.GangFailure)
+		out = append(out, "  * "+m.GangFailure)
 	}
 	if m.NodesEvaluated == 0 && m.NodesInPool == 0 {
 		out = append(out, "  * No nodes were eligible for evaluation")

@@ -39,7 +39,8 @@ func newEvalStatusCmd() *cobra.Command {
 			"Previous Eval", e.PreviousEval, "Next Eval", e.NextEval, "Blocked Eval", e.BlockedEval)
 		if len(e.FailedTGAllocs) > 0 {
 			fmt.Fprintln(out, "\nFailed Placements")
-			for _, l := range failureLines(e.FailedTGAllocs) {
+			job, _, _ := c.Job(cmd.Context(), e.JobID, &api.QueryOptions{Namespace: e.Namespace}) // for gang lines; nil is fine
+			for _, l := range failureLines(e.FailedTGAllocs, job) {
 				fmt.Fprintln(out, l)
 			}
 		}

@@ -185,7 +185,7 @@ func printPlan(w io.Writer, job *api.Job, resp *api.JobPlanResponse) {
 		fmt.Fprintln(w, "- All tasks successfully allocated.")
 	} else {
 		fmt.Fprintln(w, "- WARNING: Failed to place all allocations.")
-		for _, l := range failureLines(resp.FailedTGAllocs) {
+		for _, l := range failureLines(resp.FailedTGAllocs, job) {
 			fmt.Fprintln(w, "  "+l)
 		}
 	}
@@ -368,6 +368,7 @@ func printJobStatus(w io.Writer, job *api.Job, summary *api.JobSummary, allocs [
 		}
 		table(w, "Task Group\tQueued\tStarting\tRunning\tFailed\tComplete\tLost\tUnknown", rows)
 	}
+	printGangs(w, job)
 	var blocked *api.Evaluation
 	for _, e := range evals {
 		if e.Status == api.EvalStatusBlocked {
@@ -377,7 +378,7 @@ func printJobStatus(w io.Writer, job *api.Job, summary *api.JobSummary, allocs [
 	for _, e := range evals {
 		if len(e.FailedTGAllocs) > 0 && !e.TerminalStatus() || (len(e.FailedTGAllocs) > 0 && blocked != nil && e.BlockedEval == blocked.ID) {
 			fmt.Fprintln(w, "\nPlacement Failure")
-			for _, l := range failureLines(e.FailedTGAllocs) {
+			for _, l := range failureLines(e.FailedTGAllocs, job) {
 				fmt.Fprintln(w, l)
 			}
 			break

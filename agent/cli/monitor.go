@@ -49,7 +49,8 @@ func monitorEval(ctx context.Context, w io.Writer, c *api.Client, evalID string)
 	code := ExitOK
 	if len(ev.FailedTGAllocs) > 0 {
 		fmt.Fprintf(w, "==> %s: Evaluation %q finished with status %q but failed to place all allocations:\n", now(), short(ev.ID), ev.Status)
-		for _, l := range failureLines(ev.FailedTGAllocs) {
+		job, _, _ := c.Job(ctx, ev.JobID, &api.QueryOptions{Namespace: ev.Namespace}) // for gang lines; nil is fine
+		for _, l := range failureLines(ev.FailedTGAllocs, job) {
 			fmt.Fprintln(w, "    "+l)
 		}
 		if ev.BlockedEval != "" {

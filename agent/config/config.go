@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +17,8 @@ import (
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
+
+	"github.com/drover/drover/api"
 )
 
 // ErrInvalid is wrapped by every validation and parse error.
@@ -113,6 +117,36 @@ type Client struct {
 	// DevGPUs simulates a DGX server's GPUs ("dgxh100", "dgxa100:mig",
 	// ...; -dev-gpus) instead of fingerprinting the host's NVML.
 	DevGPUs string
+	// Topology maps a network topology level to this node's domain in it
+	// (HCL topology { rack = "r1"  block = "b0" }, or -topology
+	// rack=r1,block=b0); it becomes node meta "topology.<level>" (see
+	// NodeMeta), which gang topology placement reads.
+	Topology map[string]string
+}
+
+// NodeMeta is the node's meta: Meta plus api.TopologyMetaPrefix+level for
+// every Topology level (Validate refuses a topology level that Meta also
+// sets to another value).
+func (c *Client) NodeMeta() map[string]string {
+	out := copyMap(c.Meta)
+	for level, domain := range c.Topology {
+		out[api.TopologyMetaPrefix+level] = domain
+	}
+	return out
+}
+
+// HasTopology reports whether the node has any topology level, through
+// the topology block or a "topology.<level>" meta key.
+func (c *Client) HasTopology() bool {
+	if len(c.Topology) > 0 {
+		return true
+	}
+	for k := range c.Meta {
+		if strings.HasPrefix(k, api.TopologyMetaPrefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // Default returns the settings used when nothing else is given.
@@ -120,7 +154,7 @@ func Default() *Config {
 	return &Config{
 		Region: "global", Datacenter: "dc1", BindAddr: "0.0.0.0", LogLevel: "info",
 		Ports:   Ports{HTTP: DefaultHTTPPort, Raft: DefaultRaftPort, Gossip: DefaultGossipPort},
-		Client:  Client{NodePool: "default", Meta: map[string]string{}, Options: map[string]string{}},
+		Client:  Client{NodePool: "default", Meta: map[string]string{}, Options: map[string]string{}, Topology: map[string]string{}},
 		Plugins: map[string]map[string]any{},
 		Limits: Limits{HTTPReadTimeout: DefaultHTTPReadTimeout, HTTPMaxConnsPerClient: DefaultHTTPMaxConnsPerClient,
 			SnapshotRestoreMaxBytes: DefaultSnapshotRestoreMaxBytes},
@@ -182,6 +216,17 @@ func (c *Config) Validate() error {
 	}
 	if c.Client.DevGPUs != "" && !c.Client.Enabled {
 		errs = append(errs, "dev_gpus needs the client role")
+	}
+	for _, level := range slices.Sorted(maps.Keys(c.Client.Topology)) {
+		domain := c.Client.Topology[level]
+		switch m, ok := c.Client.Meta[api.TopologyMetaPrefix+level]; {
+		case level == "" || strings.ContainsAny(level, ". \t"):
+			errs = append(errs, fmt.Sprintf("topology level %q: want a name such as rack or block", level))
+		case domain == "":
+			errs = append(errs, fmt.Sprintf("topology level %q has no domain", level))
+		case ok && m != domain:
+			errs = append(errs, fmt.Sprintf("topology level %q is %q but meta %s%s is %q", level, domain, api.TopologyMetaPrefix, level, m))
+		}
 	}
 	if c.Client.Enabled && !c.Server.Enabled && len(c.Client.Servers) == 0 {
 		errs = append(errs, "a client without the server role needs servers (-servers host:port)")
@@ -352,7 +397,7 @@ func Parse(src []byte, filename string, base *Config) (*Config, error) {
 		}
 	}
 	if cl := fc.Client; cl != nil {
-		meta, options, diags := clientMaps(cl.Remain)
+		meta, options, topology, diags := clientMaps(cl.Remain)
 		if diags.HasErrors() {
 			return nil, diagErr(diags)
 		}
@@ -370,6 +415,9 @@ func Parse(src []byte, filename string, base *Config) (*Config, error) {
 		}
 		for k, v := range options {
 			c.Client.Options[k] = v
+		}
+		for k, v := range topology {
+			c.Client.Topology[k] = v
 		}
 	}
 	if l := fc.Limits; l != nil {
@@ -424,26 +472,27 @@ func unknownIn(body hcl.Body, _ string) hcl.Diagnostics {
 	return diags
 }
 
-// clientMaps reads meta and options of a client block, each either a block
-// (meta { k = "v" }) or a map attribute (options = { "a.b" = "v" }, needed
-// for keys with dots); anything else in the block is an error.
-func clientMaps(body hcl.Body) (meta, options map[string]string, diags hcl.Diagnostics) {
-	meta, options = map[string]string{}, map[string]string{}
+// clientMaps reads meta, options and topology of a client block, each
+// either a block (meta { k = "v" }) or a map attribute (options = { "a.b"
+// = "v" }, needed for keys with dots); anything else in the block is an
+// error.
+func clientMaps(body hcl.Body) (meta, options, topology map[string]string, diags hcl.Diagnostics) {
+	meta, options, topology = map[string]string{}, map[string]string{}, map[string]string{}
 	if body == nil {
-		return meta, options, nil
+		return meta, options, topology, nil
 	}
 	content, diags := body.Content(&hcl.BodySchema{
-		Attributes: []hcl.AttributeSchema{{Name: "meta"}, {Name: "options"}},
-		Blocks:     []hcl.BlockHeaderSchema{{Type: "meta"}, {Type: "options"}},
+		Attributes: []hcl.AttributeSchema{{Name: "meta"}, {Name: "options"}, {Name: "topology"}},
+		Blocks:     []hcl.BlockHeaderSchema{{Type: "meta"}, {Type: "options"}, {Type: "topology"}},
 	})
 	if diags.HasErrors() {
-		return nil, nil, diags
+		return nil, nil, nil, diags
 	}
-	dst := map[string]map[string]string{"meta": meta, "options": options}
+	dst := map[string]map[string]string{"meta": meta, "options": options, "topology": topology}
 	for name, a := range content.Attributes {
 		var m map[string]string
 		if d := gohcl.DecodeExpression(a.Expr, nil, &m); d.HasErrors() {
-			return nil, nil, d
+			return nil, nil, nil, d
 		}
 		for k, v := range m {
 			dst[name][k] = v
@@ -452,13 +501,13 @@ func clientMaps(body hcl.Body) (meta, options map[string]string, diags hcl.Diagn
 	for _, b := range content.Blocks {
 		m, err := stringMapDiags(b.Body)
 		if err.HasErrors() {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		for k, v := range m {
 			dst[b.Type][k] = v
 		}
 	}
-	return meta, options, nil
+	return meta, options, topology, nil
 }
 
 func stringMapDiags(body hcl.Body) (map[string]string, hcl.Diagnostics) {
@@ -535,6 +584,7 @@ func (c *Config) clone() *Config {
 	n.Join = append([]string(nil), c.Join...)
 	n.Client.Meta = copyMap(c.Client.Meta)
 	n.Client.Options = copyMap(c.Client.Options)
+	n.Client.Topology = copyMap(c.Client.Topology)
 	n.Plugins = map[string]map[string]any{}
 	for k, v := range c.Plugins {
 		n.Plugins[k] = v

@@ -59,7 +59,7 @@ plugin "raw_exec" {
 	want.Server = Server{Enabled: true, BootstrapExpect: 3, NumSchedulers: 2}
 	want.Join = []string{"10.0.0.1:4648"}
 	want.Client = Client{Enabled: true, Servers: []string{"10.0.0.1:4646"}, NodeClass: "gpu", NodePool: "batch",
-		Meta: map[string]string{"rack": "r1"}, Options: map[string]string{"driver.allowlist": "exec"}}
+		Meta: map[string]string{"rack": "r1"}, Options: map[string]string{"driver.allowlist": "exec"}, Topology: map[string]string{}}
 	want.Plugins = map[string]map[string]any{"raw_exec": {"enabled": true, "volumes": []any{"a", "b"}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Parse mismatch (-want +got):\n%s", diff)

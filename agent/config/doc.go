@@ -1,6 +1,8 @@
 // Package config is the agent's configuration: the HCL agent config file
 // (Nomad's agent grammar: name, region, datacenter, data_dir, bind_addr,
-// ports, server { ... }, client { ... }, plugin "name" { config { ... } },
+// ports, server { ... }, client { ... } (with meta, options and a
+// topology { rack = "r1" } block of network topology levels, which become
+// node meta "topology.<level>"), plugin "name" { config { ... } },
 // limits { ... } of the HTTP API),
 // defaults, dev-mode settings, merging of files and command-line flags, and
 // validation.

@@ -1,6 +1,8 @@
 // Package taskrunner runs one task of an allocation through its driver:
 // it builds the task's environment (DROVER_* and NOMAD_* variables, GPU
-// visibility), interpolates ${...} in driver config and env, fetches
+// visibility, a gang member's DROVER_GANG_* and torch.distributed
+// MASTER_ADDR/MASTER_PORT/WORLD_SIZE/RANK, which the job's env overrides),
+// interpolates ${...} in driver config and env, fetches
 // http(s) artifacts and the dispatch payload, renders templates, starts
 // the task (or reattaches to it after an agent
 // restart), waits for it, applies the restart policy, kills it with the

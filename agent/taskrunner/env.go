@@ -47,8 +47,9 @@ type EnvInput struct {
 }
 
 // BuildEnv returns the task's environment: every variable under both the
-// DROVER_ and the NOMAD_ prefix, GPU visibility, then the task's own env
-// (interpolated against the former).
+// DROVER_ and the NOMAD_ prefix, GPU visibility, a gang member's
+// DROVER_GANG_* and torch.distributed variables (see gangEnv), then the
+// task's own env (interpolated against the former, and overriding it).
 func BuildEnv(in EnvInput) map[string]string {
 	a, t := in.Alloc, in.Task
 	v := map[string]string{}
@@ -131,6 +132,7 @@ func BuildEnv(in EnvInput) map[string]string {
 			}
 		}
 	}
+	gangEnv(v, a.Gang, in.Dirs)
 	// Meta: job < group < task, each key also upper-cased.
 	meta := map[string]string{}
 	if job != nil {

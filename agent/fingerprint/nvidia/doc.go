@@ -12,6 +12,10 @@
 //     `drover agent -dev -dev-gpus dgxh100`);
 //   - an equivalent pure-Go simulator (NewPureSim).
 //
+// SimTopology gives simulated nodes a SuperPOD-like network topology
+// (rack and block from the number in the node name) for gang topology
+// placement in dev clusters.
+//
 // go-nvml needs cgo, and binaries linking it must bind symbols lazily
 // (-ldflags=-extldflags=-Wl,-z,lazy: NVML's symbols resolve only once
 // libnvidia-ml.so.1 is loaded). So the go-nvml files build only with the

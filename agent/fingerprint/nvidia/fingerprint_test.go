@@ -306,3 +306,20 @@ func TestOpenWithoutNVML(t *testing.T) {
 		t.Errorf("Open error = %v, want ErrNoNVML", err)
 	}
 }
+
+func TestSimTopology(t *testing.T) {
+	for _, c := range []struct{ name, rack, block string }{
+		{"gpu-0", "rack-0", "block-0"},
+		{"gpu-3", "rack-0", "block-0"},
+		{"gpu-4", "rack-1", "block-0"},
+		{"dgx-h100-13", "rack-3", "block-0"},
+		{"node32", "rack-8", "block-1"},
+		{"laptop", "rack-0", "block-0"},
+		{"x99999999999999999999999", "rack-0", "block-0"},
+	} {
+		got := SimTopology(c.name)
+		if got["rack"] != c.rack || got["block"] != c.block || len(got) != 2 {
+			t.Errorf("SimTopology(%q) = %v, want rack %s block %s", c.name, got, c.rack, c.block)
+		}
+	}
+}
