@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/drover/drover/api"
@@ -25,8 +26,15 @@ func TestE2ESystemJobAfterDrainDisable(t *testing.T) {
 		t.Fatalf("nodes: status %d, %d nodes", code, len(nodes))
 	}
 	nodeID := nodes[0].ID
-	if out, err := d.drover("node", "drain", "-enable", "-yes", "-deadline", "1m", nodeID[:8]); err != nil {
+	// Without -detach the CLI monitors the drain until it is complete.
+	out, err := d.drover("node", "drain", "-enable", "-yes", "-deadline", "1m", nodeID[:8])
+	if err != nil {
 		t.Fatalf("drover node drain -enable: %v\n%s", err, out)
+	}
+	for _, want := range []string{"Monitoring node", `draining`, "status running -> complete", "Drain complete for node"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("drain output lacks %q:\n%s", want, out)
+		}
 	}
 	d.alloc(first, "the system alloc stopped by the drain", func(a *api.Allocation) (bool, string) {
 		return a.ClientTerminalStatus(), a.DesiredStatus + "/" + a.ClientStatus

@@ -181,6 +181,13 @@ type DrainSpec struct {
 	IgnoreSystemJobs bool          `json:"IgnoreSystemJobs"`
 }
 
+// Drain statuses (DrainMetadata.Status).
+const (
+	DrainStatusDraining = "draining"
+	DrainStatusComplete = "complete"
+	DrainStatusCanceled = "canceled"
+)
+
 // DrainMetadata records the last drain.
 type DrainMetadata struct {
 	StartedAt time.Time `json:"StartedAt"`

@@ -152,9 +152,14 @@ func newNodeDrainCmd() *cobra.Command {
 	ignoreSystem := cmd.Flags().Bool("ignore-system", false, "leave system jobs running")
 	keepIneligible := cmd.Flags().Bool("keep-ineligible", false, "with -disable, keep the node ineligible")
 	yes := cmd.Flags().Bool("yes", false, "do not ask for confirmation")
+	detach := cmd.Flags().Bool("detach", false, "return at once instead of monitoring the drain")
+	monitor := cmd.Flags().Bool("monitor", false, "only monitor the node's drain (no change)")
 	jsonOut := addJSONFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if *enable == *disable {
+		if *monitor && (*enable || *disable || *detach) {
+			return usageErr("node drain: -monitor excludes -enable, -disable and -detach")
+		}
+		if *enable == *disable && !*monitor {
 			return usageErr("node drain: exactly one of -enable or -disable is required")
 		}
 		c := apiClient(cmd)
@@ -164,6 +169,9 @@ func newNodeDrainCmd() *cobra.Command {
 			return cmdErr("node %q: %w", args[0], err)
 		}
 		out := cmd.OutOrStdout()
+		if *monitor {
+			return monitorDrain(ctx, out, c, n.ID)
+		}
 		if *enable && !*yes && !*jsonOut {
 			fmt.Fprintf(out, "Are you sure you want to enable drain mode for node %q? [y/N] ", n.ID)
 			ans, _ := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
@@ -193,6 +201,9 @@ func newNodeDrainCmd() *cobra.Command {
 			fmt.Fprintf(out, "Node %q drain strategy set\n", n.ID)
 		} else {
 			fmt.Fprintf(out, "Node %q drain strategy unset\n", n.ID)
+		}
+		if *enable && !*detach {
+			return monitorDrain(ctx, out, c, n.ID)
 		}
 		return nil
 	}
