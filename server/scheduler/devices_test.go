@@ -184,9 +184,9 @@ func TestBestDeviceSetGreedyLargeNode(t *testing.T) {
 			}
 		}
 	}
-	set, worst := bestDeviceSet(devs, 10)
-	if worst != 0 || len(set) != 10 || set[0].ID != "d20" {
-		t.Fatalf("got worst %d, first %s, want the d20..d29 NVLink group", worst, set[0].ID)
+	set, cost := bestDeviceSet(devs, 10)
+	if cost.worst != 0 || len(set) != 10 || set[0].ID != "d20" {
+		t.Fatalf("got worst %d, first %s, want the d20..d29 NVLink group", cost.worst, set[0].ID)
 	}
 }
 
@@ -242,6 +242,49 @@ func TestDeviceAffinityPicksPreferredModel(t *testing.T) {
 		wantNode := map[string]string{"H100": "d", "A100-SXM4-80GB": "p"}[want]
 		if node != wantNode {
 			t.Errorf("affinity for %s placed on %q, want %q", want, node, wantNode)
+		}
+	}
+}
+
+// TestDevicesKeepIslandsWhole: on a node with NVLink quads {0,2,4,6} and
+// {1,3,5,7}, the sequence 2, 1, 4 leaves a whole quad for the 4 (a 1-GPU
+// pick taking the lowest free ID would break it).
+func TestDevicesKeepIslandsWhole(t *testing.T) {
+	st := newMemState()
+	st.addNode(quadNode("q"))
+	for _, c := range []struct {
+		n    uint64
+		want []string
+	}{
+		{2, []string{"q-GPU-0", "q-GPU-2"}},
+		{1, []string{"q-GPU-4"}}, // the used quad, not GPU-1 of the whole one
+		{4, []string{"q-GPU-1", "q-GPU-3", "q-GPU-5", "q-GPU-7"}},
+		{1, []string{"q-GPU-6"}},
+	} {
+		_, ids, _ := placedDevices(t, st, gpuJob(fmt.Sprintf("j%d-%d", c.n, len(st.allocs)), c.n))
+		if !slices.Equal(ids, c.want) {
+			t.Fatalf("ask of %d got %v, want %v", c.n, ids, c.want)
+		}
+	}
+}
+
+// TestDevicesKeepSocketsWhole: on an NVSwitch node with two sockets,
+// single GPUs fill one socket so a 4-GPU ask gets the other whole.
+func TestDevicesKeepSocketsWhole(t *testing.T) {
+	st := newMemState()
+	st.addNode(nvswitchNode("x"))
+	for _, c := range []struct {
+		n    uint64
+		want []string
+	}{
+		{1, []string{"x-GPU-0"}},
+		{1, []string{"x-GPU-1"}},
+		{4, []string{"x-GPU-4", "x-GPU-5", "x-GPU-6", "x-GPU-7"}},
+		{2, []string{"x-GPU-2", "x-GPU-3"}},
+	} {
+		_, ids, _ := placedDevices(t, st, gpuJob(fmt.Sprintf("j%d-%d", c.n, len(st.allocs)), c.n))
+		if !slices.Equal(ids, c.want) {
+			t.Fatalf("ask of %d got %v, want %v", c.n, ids, c.want)
 		}
 	}
 }
