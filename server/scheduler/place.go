@@ -29,6 +29,7 @@ type tgCtx struct {
 	props     []*distinctProp
 	affs      []*api.Affinity
 	spreads   []*spreadState
+	antiAff   bool // job anti-affinity scores (see jobAntiAffinity)
 
 	classRes map[string]bool
 	classWhy map[string]string
@@ -166,6 +167,7 @@ func (s *sched) newTG(tg *api.TaskGroup) *tgCtx {
 	for _, sp := range append(append([]*api.Spread{}, s.job.Spreads...), tg.Spreads...) {
 		tc.spreads = append(tc.spreads, &spreadState{sp: sp, counts: map[string]int{}})
 	}
+	tc.antiAff = s.jobAntiAffinity(tc)
 	tc.ask = capacity.Vector{MemoryMB: tc.mem, DiskMB: tc.disk, NumCores: tc.cores}
 	for _, p := range tc.ports {
 		if p.port.Value == 0 {
@@ -227,6 +229,30 @@ func attrTarget(a string) string {
 		return a
 	}
 	return "${" + a + "}"
+}
+
+// MetaJobAntiAffinity is the group (or job) meta key that turns the job
+// anti-affinity score on ("true") or off ("false") whatever the default.
+const MetaJobAntiAffinity = "drover.job_anti_affinity"
+
+// jobAntiAffinity says whether placements of the group are scored down on
+// nodes that already run allocs of it (as Nomad's job anti-affinity). By
+// default only service groups that ask for no devices are: batch work and
+// GPU allocs pack (1,000 1-GPU allocs fill 125 8-GPU nodes, not 150+),
+// unless the group asks for spreading with a spread block or opts in
+// with MetaJobAntiAffinity (group meta first, then job meta).
+func (s *sched) jobAntiAffinity(tc *tgCtx) bool {
+	for _, m := range []map[string]string{tc.tg.Meta, s.job.Meta} {
+		if v, ok := m[MetaJobAntiAffinity]; ok {
+			if b, err := strconv.ParseBool(v); err == nil {
+				return b
+			}
+		}
+	}
+	if len(tc.spreads) > 0 {
+		return true
+	}
+	return s.job.Type == api.JobTypeService && len(tc.devs) == 0
 }
 
 func (s *sched) sampleLimit(tc *tgCtx) int {
@@ -474,7 +500,7 @@ func (s *sched) score(tc *tgCtx, ns *nodeState, picks []devPick, prevNode string
 	u := ns.cap.Used()
 	c.binpack = s.fitScore(u.CPU+tc.cpuOn(ns), ns.cap.CPU, u.MemoryMB+tc.mem, ns.cap.MemoryMB)
 	sum, cnt := c.binpack, 1.0
-	if col := ns.jobTG[tc.tg.Name]; col > 0 {
+	if col := ns.jobTG[tc.tg.Name]; col > 0 && tc.antiAff {
 		if desired < 1 {
 			desired = 1
 		}
