@@ -52,11 +52,12 @@ type schedPacker struct {
 	st     *memState
 	nodes  map[string]*api.Node
 	allocs []*api.Allocation
+	used   map[string]int // GPUs used per node
 	seq    int
 }
 
 func newSchedPacker(tb testing.TB, n int, shape func(string) *api.Node) *schedPacker {
-	p := &schedPacker{tb: tb, st: newMemState(), nodes: map[string]*api.Node{}}
+	p := &schedPacker{tb: tb, st: newMemState(), nodes: map[string]*api.Node{}, used: map[string]int{}}
 	for i := 0; i < n; i++ {
 		node := shape(fmt.Sprintf("%d", i))
 		p.st.addNode(node)
@@ -79,6 +80,7 @@ func (p *schedPacker) placeAlloc(k int) *api.Allocation {
 	for _, l := range res.Plan.NodeAllocation {
 		for _, a := range l {
 			p.allocs = append(p.allocs, a)
+			p.used[a.NodeID] += len(allocGPUs(a))
 			return a
 		}
 	}
@@ -90,6 +92,7 @@ func (p *schedPacker) live() int        { return len(p.allocs) }
 
 func (p *schedPacker) depart(i int) {
 	c := p.allocs[i].Copy()
+	p.used[c.NodeID] -= len(allocGPUs(c))
 	c.ClientStatus = api.AllocClientStatusComplete
 	p.st.upsertAlloc(c)
 	p.allocs[i] = p.allocs[len(p.allocs)-1]
@@ -97,13 +100,9 @@ func (p *schedPacker) depart(i int) {
 }
 
 func (p *schedPacker) free() []int {
-	used := map[string]int{}
-	for _, a := range p.allocs {
-		used[a.NodeID] += len(allocGPUs(a))
-	}
 	out := make([]int, 0, len(p.st.nodes))
 	for _, n := range p.st.nodes {
-		out = append(out, 8-used[n.ID])
+		out = append(out, 8-p.used[n.ID])
 	}
 	return out
 }

@@ -24,6 +24,9 @@ type nodeState struct {
 	allocs   []*api.Allocation // live allocs (not stopped by this plan)
 	jobTG    map[string]int    // live allocs of the scheduled job, by group
 	jobTotal int
+	// changed, once loaded, is the pass's log of nodes whose usage
+	// changed (positions; see devIndex).
+	changed *[]int32
 }
 
 // load computes the node's usage once.
@@ -44,6 +47,14 @@ func (s *sched) load(ns *nodeState) {
 		}
 		ns.addAlloc(a, s.job)
 	}
+	ns.changed = &s.changed
+}
+
+// logChange notes a usage change in the pass's log.
+func (ns *nodeState) logChange() {
+	if ns.changed != nil {
+		*ns.changed = append(*ns.changed, int32(ns.pos))
+	}
 }
 
 func (ns *nodeState) addAlloc(a *api.Allocation, job *api.Job) {
@@ -59,6 +70,7 @@ func (ns *nodeState) insertAlloc(i int, a *api.Allocation, job *api.Job) {
 	}
 	v := capacity.AllocVector(a.AllocatedResources)
 	ns.cap.Add(&v)
+	ns.logChange()
 	if job != nil && a.JobID == job.ID && a.Namespace == job.Namespace {
 		if ns.jobTG == nil {
 			ns.jobTG = map[string]int{}
@@ -78,6 +90,7 @@ func (ns *nodeState) removeAlloc(a *api.Allocation, job *api.Job) int {
 		ns.allocs = append(ns.allocs[:i:i], ns.allocs[i+1:]...)
 		v := capacity.AllocVector(x.AllocatedResources) // what was counted, whatever copy a is
 		ns.cap.Sub(&v)
+		ns.logChange()
 		if job != nil && x.JobID == job.ID && x.Namespace == job.Namespace {
 			if ns.jobTG[x.TaskGroup]--; ns.jobTG[x.TaskGroup] == 0 {
 				delete(ns.jobTG, x.TaskGroup)

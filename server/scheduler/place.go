@@ -36,7 +36,8 @@ type tgCtx struct {
 	skip     []bool // nodes known infeasible or exhausted for this group
 	start    int
 	cands    []cand
-	failed   bool // one placement failed: later ones are coalesced
+	devIdx   *devIndex // nodes by device fit (groups asking for devices)
+	failed   bool      // one placement failed: later ones are coalesced
 }
 
 type taskAsk struct {
@@ -412,6 +413,9 @@ func (s *sched) checkNode(tc *tgCtx, ns *nodeState) (int, string, []devPick) {
 // does not rotate past chosen nodes: bin-packing keeps filling the same
 // few nodes until they are full.
 func (s *sched) selectNode(tc *tgCtx, prevNode string, desired int) (*cand, int, int) {
+	if len(tc.devs) > 0 {
+		return s.selectDeviceNode(tc, prevNode, desired)
+	}
 	limit := s.sampleLimit(tc)
 	tc.cands = tc.cands[:0]
 	s.saveCursor(tc)
