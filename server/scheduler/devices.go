@@ -149,13 +149,16 @@ func (s *sched) pickDevices(ns *nodeState, asks []devAsk) ([]devPick, bool) {
 	return picks, true
 }
 
-// deviceSetScore is a pick's score in [0,1]: a tight fit on the node
-// (want / free, so nodes with the fewest free devices come first and whole
-// nodes stay free) and, weighted three times, its interconnect: 1 less a
-// quarter per link level of the worst pair and a quarter when the set
-// spans more NUMA nodes than it must (want over the most healthy devices
-// on one NUMA node). A set inside one island and socket beats a tighter
-// fit that crosses sockets.
+// deviceSetScore is a pick's score in [0,1]: its fit and, weighted three
+// times, its interconnect. The fit is the mean of want over the node's
+// free devices (nodes with the fewest free come first and whole nodes
+// stay free) and want over the free devices of the tightest domain that
+// holds the set (see fitKey: a set from a used NVLink island or socket
+// beats one that breaks a whole island elsewhere). The interconnect is 1
+// less a quarter per link level of the worst pair and a quarter when the
+// set spans more NUMA nodes than it must (want over the most healthy
+// devices on one NUMA node). A set inside one island and socket beats a
+// tighter fit that crosses sockets.
 func deviceSetScore(want, free int, c setCost, perNUMA map[int]int) float64 {
 	most := 1
 	for _, k := range perNUMA {
@@ -165,7 +168,13 @@ func deviceSetScore(want, free int, c setCost, perNUMA map[int]int) float64 {
 	if c.numa > (want+most-1)/most {
 		extra = 1
 	}
-	fit := float64(want) / float64(free)
+	dom := free
+	for _, f := range c.fit {
+		if avg := f / want; avg >= want {
+			dom = min(dom, avg)
+		}
+	}
+	fit := (float64(want)/float64(free) + float64(want)/float64(dom)) / 2
 	topo := 1 - float64(c.worst+extra)/4
 	return (fit + 3*topo) / 4
 }

@@ -311,18 +311,23 @@ func random124(r *rand.Rand) int { return []int{1, 2, 4}[r.IntN(3)] }
 // BenchmarkGPUNVLinkShare reports the share of multi-GPU allocs whose
 // GPUs are all NVLinked on quad nodes ("nvlinked-%", target 100 where an
 // island-aware packer achieves it) for the 2,1,4 sequence until 8 nodes
-// are full and for a random 1/2/4 stream with churn at 95% on 4 nodes
-// (small clusters: a pick must make do with the node it lands on), and
-// the share of 4-GPU allocs within one CPU socket on 4 NVSwitch nodes
-// with the same stream ("one-socket-%").
+// are full ("seq214-") and for a random 1/2/4 stream with churn at 90%
+// GPU usage on 16 nodes ("random-"), and the share of 4-GPU allocs
+// within one CPU socket on 16 NVSwitch nodes with the same stream
+// ("one-socket-%"). The "small-" figures are the random stream on 4
+// nodes at 85%, where a pick must make do with fewer choices.
 func BenchmarkGPUNVLinkShare(b *testing.B) {
-	var seq, rnd, sock nvlinkStats
+	var seq, rnd, sock, rnd4, sock4 nvlinkStats
 	for i := 0; i < b.N; i++ {
 		seq = nvlinkRun(b, quadNode, 8, 100, 0, seq214())
-		rnd = nvlinkRun(b, quadNode, 4, 95, 2000, random124)
-		sock = nvlinkRun(b, nvswitchNode, 4, 95, 2000, random124)
+		rnd = nvlinkRun(b, quadNode, 16, 90, 2000, random124)
+		sock = nvlinkRun(b, nvswitchNode, 16, 90, 2000, random124)
+		rnd4 = nvlinkRun(b, quadNode, 4, 85, 2000, random124)
+		sock4 = nvlinkRun(b, nvswitchNode, 4, 85, 2000, random124)
 	}
 	b.ReportMetric(pctOf(seq.linked, seq.multi), "seq214-nvlinked-%")
 	b.ReportMetric(pctOf(rnd.linked, rnd.multi), "random-nvlinked-%")
 	b.ReportMetric(pctOf(sock.oneSocket, sock.quads), "one-socket-%")
+	b.ReportMetric(pctOf(rnd4.linked, rnd4.multi), "small-nvlinked-%")
+	b.ReportMetric(pctOf(sock4.oneSocket, sock4.quads), "small-one-socket-%")
 }
