@@ -288,3 +288,38 @@ func TestDevicesKeepSocketsWhole(t *testing.T) {
 		}
 	}
 }
+
+// TestReservedCoresNearGPUs: reserved cores come from the NUMA node of
+// the GPUs the alloc gets, while that node has free cores.
+func TestReservedCoresNearGPUs(t *testing.T) {
+	st := newMemState()
+	n := nvswitchNode("x")
+	n.NodeResources.Cpu.TotalCpuCores = 10
+	n.NodeResources.Cpu.NUMA = []api.NodeNUMANode{{ID: 0, Cores: []uint16{0, 1, 2, 3, 4}}, {ID: 1, Cores: []uint16{5, 6, 7, 8, 9}}}
+	st.addNode(n)
+	placedDevices(t, st, gpuJob("one", 1)) // GPU-0: socket 0
+	for _, c := range []struct {
+		gpus, cores int
+		want        []uint16
+	}{
+		{4, 3, []uint16{5, 6, 7}},    // GPUs 4-7 on socket 1
+		{2, 2, []uint16{0, 1}},       // GPUs 1-2 on socket 0
+		{1, 4, []uint16{2, 3, 4, 8}}, // GPU 3: socket 0 has three cores left
+	} {
+		job := gpuJob(fmt.Sprintf("c%d", c.gpus), uint64(c.gpus))
+		job.TaskGroups[0].Tasks[0].Resources.Cores = c.cores
+		st.upsertJob(job)
+		res, err := Schedule(st, testEval(job, 1), Options{Now: testNow})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.apply(res.Plan)
+		var got []uint16
+		for _, l := range res.Plan.NodeAllocation {
+			got = l[0].AllocatedResources.Tasks["server"].Cpu.ReservedCores
+		}
+		if !slices.Equal(got, c.want) {
+			t.Fatalf("%d GPUs + %d cores: got cores %v, want %v", c.gpus, c.cores, got, c.want)
+		}
+	}
+}

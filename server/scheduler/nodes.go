@@ -199,3 +199,36 @@ func (ns *nodeState) mhzPerCore() int64 {
 	}
 	return r.Cpu.CpuShares / int64(r.Cpu.TotalCpuCores)
 }
+
+// nearCores lists the cores of the NUMA nodes of the devices picked, the
+// NUMA node with the most picked devices first (then by ID), so reserved
+// cores sit next to the alloc's GPUs where they are free. Nil when the
+// node does not report its NUMA cores or no device was picked.
+func nearCores(n *api.Node, picks []devPick) []uint16 {
+	if len(picks) == 0 || n.NodeResources == nil || len(n.NodeResources.Cpu.NUMA) == 0 {
+		return nil
+	}
+	count := map[int]int{}
+	for _, p := range picks {
+		for _, inst := range p.group.Instances {
+			if slices.Contains(p.ids, inst.ID) {
+				count[numaOf(inst)]++
+			}
+		}
+	}
+	numa := slices.Clone(n.NodeResources.Cpu.NUMA)
+	slices.SortStableFunc(numa, func(a, b api.NodeNUMANode) int {
+		if count[a.ID] != count[b.ID] {
+			return count[b.ID] - count[a.ID]
+		}
+		return a.ID - b.ID
+	})
+	var out []uint16
+	for _, nn := range numa {
+		if count[nn.ID] == 0 {
+			break
+		}
+		out = append(out, nn.Cores...)
+	}
+	return out
+}
