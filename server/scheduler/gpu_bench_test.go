@@ -158,8 +158,9 @@ func (p *bestFitPacker) free() []int { return p.freeN }
 // churnStream fills the cluster of nodes x 8 GPUs to pct% GPU usage with
 // asks of 1, 2, 4 or 8 GPUs (uniform, seeded), then churn times removes
 // a random live alloc and refills to pct%. An ask that fits nowhere is
-// dropped (counted in the result) and ends that fill.
-func churnStream(p gpuPacker, nodes, pct, churn int, seed uint64) (failed int) {
+// dropped (counted in the result) and ends that fill. After every
+// sampleEvery churn steps (and at the end) it calls sample.
+func churnStream(p gpuPacker, nodes, pct, churn int, seed uint64, sampleEvery int, sample func()) (failed int) {
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
 	target := nodes * 8 * pct / 100
 	used := func() int {
@@ -179,11 +180,27 @@ func churnStream(p gpuPacker, nodes, pct, churn int, seed uint64) (failed int) {
 		}
 	}
 	fill()
-	for i := 0; i < churn && p.live() > 0; i++ {
+	for i := 1; i <= churn && p.live() > 0; i++ {
 		p.depart(r.IntN(p.live()))
 		fill()
+		if sample != nil && (i%sampleEvery == 0 || i == churn) {
+			sample()
+		}
 	}
 	return failed
+}
+
+// fragRun runs churnStream on p and returns the mean of wholeFreePct
+// over its samples, the final wholeFreePct and the asks dropped.
+func fragRun(p gpuPacker, nodes, churn int, seed uint64) (mean, final float64, failed int) {
+	var sum float64
+	n := 0
+	failed = churnStream(p, nodes, 70, churn, seed, 100, func() {
+		final = wholeFreePct(p.free())
+		sum += final
+		n++
+	})
+	return sum / float64(max(n, 1)), final, failed
 }
 
 // wholeFreePct is whole free nodes as a percentage of the ideal, where
@@ -205,23 +222,24 @@ func wholeFreePct(free []int) float64 {
 
 // BenchmarkGPUFragmentation: 500 nodes x 8 GPUs (NVSwitch, two sockets),
 // a seeded stream of 1/2/4/8-GPU asks to 70% GPU usage, then 2,000
-// random departures each followed by refills to 70%. It reports
-// "whole-free-%" (whole free nodes / floor(free GPUs / 8), see
-// wholeFreePct; target >= 97) and the best-fit oracle's figure on the
-// same stream as "oracle-whole-free-%".
+// random departures each followed by refills to 70%. "whole-free-%" is
+// whole free nodes as a percentage of floor(free GPUs / 8) (see
+// wholeFreePct; target >= 97), averaged over samples after every 100
+// departures (20 samples: one snapshot swings by several points with the
+// stream); "final-whole-free-%" is the last sample. The "oracle-" figures
+// are a best-fit packer's (fewest free GPUs first) on the same stream.
 func BenchmarkGPUFragmentation(b *testing.B) {
-	var pct, oracle float64
+	var mean, final float64
 	var failed int
 	for i := 0; i < b.N; i++ {
-		p := newSchedPacker(b, 500, nvswitchNode)
-		failed = churnStream(p, 500, 70, 2000, 1)
-		pct = wholeFreePct(p.free())
+		mean, final, failed = fragRun(newSchedPacker(b, 500, nvswitchNode), 500, 2000, 1)
 	}
-	o := newBestFitPacker(500)
-	churnStream(o, 500, 70, 2000, 1)
-	oracle = wholeFreePct(o.free())
-	b.ReportMetric(pct, "whole-free-%")
-	b.ReportMetric(oracle, "oracle-whole-free-%")
+	b.StopTimer()
+	omean, ofinal, _ := fragRun(newBestFitPacker(500), 500, 2000, 1)
+	b.ReportMetric(mean, "whole-free-%")
+	b.ReportMetric(final, "final-whole-free-%")
+	b.ReportMetric(omean, "oracle-whole-free-%")
+	b.ReportMetric(ofinal, "oracle-final-whole-free-%")
 	b.ReportMetric(float64(failed), "unplaced")
 }
 
@@ -330,4 +348,65 @@ func BenchmarkGPUNVLinkShare(b *testing.B) {
 	b.ReportMetric(pctOf(sock.oneSocket, sock.quads), "one-socket-%")
 	b.ReportMetric(pctOf(rnd4.linked, rnd4.multi), "small-nvlinked-%")
 	b.ReportMetric(pctOf(sock4.oneSocket, sock4.quads), "small-one-socket-%")
+}
+
+// TestGPUFragmentationBestFit guards what BenchmarkGPUFragmentation
+// measures on a smaller cluster (300 nodes, 1,000 departures, two seeds):
+// the scheduler keeps at least as many whole free nodes as the best-fit
+// oracle, on average over the samples, and drops no ask. (With a fixed
+// 32-node sample it kept 90.6% and 92.0% of the ideal where best-fit
+// keeps 91.7% and 94.2%.)
+func TestGPUFragmentationBestFit(t *testing.T) {
+	for seed := uint64(1); seed <= 2; seed++ {
+		mean, _, failed := fragRun(newSchedPacker(t, 300, nvswitchNode), 300, 1000, seed)
+		omean, _, _ := fragRun(newBestFitPacker(300), 300, 1000, seed)
+		if failed > 0 {
+			t.Fatalf("seed %d: %d asks unplaced at 70%% usage", seed, failed)
+		}
+		if mean < omean {
+			t.Errorf("seed %d: whole free nodes %.1f%% of ideal, best-fit oracle %.1f%%", seed, mean, omean)
+		}
+	}
+}
+
+// TestGPUNVLinkShare guards BenchmarkGPUNVLinkShare where an island-aware
+// packer gets every alloc its best interconnect: the 2,1,4 sequence on 8
+// quad nodes until full, and the random 1/2/4 stream with churn on 16
+// nodes at 80% (quad nodes: every multi-GPU alloc NVLinked; NVSwitch
+// nodes: every 4-GPU alloc within one socket). Before island-aware picks
+// these were 94%, 99.7% and 80%.
+func TestGPUNVLinkShare(t *testing.T) {
+	if s := nvlinkRun(t, quadNode, 8, 100, 0, seq214()); s.linked != s.multi || s.multi < 18 {
+		t.Errorf("2,1,4 sequence: %d of %d multi-GPU allocs NVLinked, want all", s.linked, s.multi)
+	}
+	if s := nvlinkRun(t, quadNode, 16, 80, 2000, random124); s.linked != s.multi {
+		t.Errorf("random stream: %d of %d multi-GPU allocs NVLinked, want all", s.linked, s.multi)
+	}
+	if s := nvlinkRun(t, nvswitchNode, 16, 80, 2000, random124); s.oneSocket != s.quads {
+		t.Errorf("random stream: %d of %d 4-GPU allocs within one socket, want all", s.oneSocket, s.quads)
+	}
+}
+
+// TestGPUBatchPacksNodes: 1,000 single-GPU batch allocs on 200 8-GPU
+// nodes fill the minimum, 125 nodes (job anti-affinity and a 32-node
+// sample used to spread them over 153).
+func TestGPUBatchPacksNodes(t *testing.T) {
+	st := newMemState()
+	for i := 0; i < 200; i++ {
+		st.addNode(nvswitchNode(fmt.Sprintf("%d", i)))
+	}
+	job := gpuJob("batch", 1)
+	job.TaskGroups[0].Count = 1000
+	st.upsertJob(job)
+	res, err := Schedule(st, testEval(job, 1), Options{Now: testNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	placed := 0
+	for _, l := range res.Plan.NodeAllocation {
+		placed += len(l)
+	}
+	if placed != 1000 || len(res.Plan.NodeAllocation) != 125 {
+		t.Fatalf("placed %d allocs on %d nodes, want 1000 on 125", placed, len(res.Plan.NodeAllocation))
+	}
 }
