@@ -22,7 +22,7 @@ type devIndex struct {
 	key     []int32   // per node position: bucket, or -1 when no device matches
 	buckets [][]int32 // node positions; an entry is current iff key[pos] is its bucket
 	width   int32     // free-count range of one quality class
-	logAt   int       // entries of s.changed already applied
+	logAt   int       // entries of s.changed.nodes already applied
 }
 
 // deviceIndex returns the group's index, built on first use and brought
@@ -31,7 +31,8 @@ func (s *sched) deviceIndex(tc *tgCtx) *devIndex {
 	x := tc.devIdx
 	if x == nil {
 		ask := tc.devs[0].req
-		x = &devIndex{want: max(int(ask.Count), 1), key: make([]int32, len(s.nodes)), logAt: len(s.changed)}
+		x = &devIndex{want: max(int(ask.Count), 1), key: make([]int32, len(s.nodes)), logAt: len(s.changed.nodes)}
+		s.changed.on = true
 		most := 0
 		for i, ns := range s.nodes {
 			m := s.matchingDevices(ask, ns.node)
@@ -52,7 +53,7 @@ func (s *sched) deviceIndex(tc *tgCtx) *devIndex {
 		tc.devIdx = x
 		return x
 	}
-	for _, i := range s.changed[x.logAt:] {
+	for _, i := range s.changed.nodes[x.logAt:] {
 		if x.key[i] < 0 {
 			continue
 		}
@@ -61,7 +62,7 @@ func (s *sched) deviceIndex(tc *tgCtx) *devIndex {
 			x.buckets[k] = append(x.buckets[k], i)
 		}
 	}
-	x.logAt = len(s.changed)
+	x.logAt = len(s.changed.nodes)
 	return x
 }
 

@@ -25,8 +25,8 @@ type nodeState struct {
 	jobTG    map[string]int    // live allocs of the scheduled job, by group
 	jobTotal int
 	// changed, once loaded, is the pass's log of nodes whose usage
-	// changed (positions; see devIndex).
-	changed *[]int32
+	// changes (see devIndex).
+	changed *changeLog
 }
 
 // load computes the node's usage once.
@@ -50,10 +50,17 @@ func (s *sched) load(ns *nodeState) {
 	ns.changed = &s.changed
 }
 
+// changeLog lists the positions of loaded nodes whose usage changed, in
+// order, once on (a device index exists; other passes keep no log).
+type changeLog struct {
+	on    bool
+	nodes []int32
+}
+
 // logChange notes a usage change in the pass's log.
 func (ns *nodeState) logChange() {
-	if ns.changed != nil {
-		*ns.changed = append(*ns.changed, int32(ns.pos))
+	if l := ns.changed; l != nil && l.on {
+		l.nodes = append(l.nodes, int32(ns.pos))
 	}
 }
 
