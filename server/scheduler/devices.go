@@ -106,33 +106,29 @@ func (s *sched) pickDevices(ns *nodeState, asks []devAsk) ([]devPick, bool) {
 			if want <= 0 {
 				want = 1
 			}
-			var free []*api.NodeDevice
-			perNUMA := map[int]int{}
-			for _, inst := range g.Instances {
-				if !inst.Healthy {
-					continue
-				}
-				perNUMA[numaOf(inst)]++
+			gr := ns.graph(g)
+			free := make([]int, 0, len(gr.inst))
+			for k, inst := range gr.inst {
 				if ns.cap.DeviceUsed(inst.ID) {
 					continue
 				}
 				if _, used := taken[inst.ID]; used {
 					continue
 				}
-				free = append(free, inst)
+				free = append(free, k)
 			}
 			if len(free) < want {
 				continue
 			}
-			set, cost := bestDeviceSet(free, want)
-			sc := deviceSetScore(want, len(free), cost, perNUMA)
+			set, cost := gr.best(free, want)
+			sc := deviceSetScore(want, len(free), cost, gr.most)
 			if aff, ok := s.deviceAffinityScore(ask.req, g); ok {
 				sc = (sc*2 + aff) / 3
 			}
 			if !found || sc > best.score {
 				ids := make([]string, len(set))
-				for j, inst := range set {
-					ids[j] = inst.ID
+				for j, k := range set {
+					ids[j] = gr.inst[k].ID
 				}
 				best = devPick{ask: ask, group: g, ids: ids, score: sc}
 				found = true
@@ -159,11 +155,8 @@ func (s *sched) pickDevices(ns *nodeState, asks []devAsk) ([]devPick, bool) {
 // set spans more NUMA nodes than it must (want over the most healthy
 // devices on one NUMA node). A set inside one island and socket beats a
 // tighter fit that crosses sockets.
-func deviceSetScore(want, free int, c setCost, perNUMA map[int]int) float64 {
-	most := 1
-	for _, k := range perNUMA {
-		most = max(most, k)
-	}
+func deviceSetScore(want, free int, c setCost, most int) float64 {
+	most = max(most, 1)
 	extra := 0
 	if c.numa > (want+most-1)/most {
 		extra = 1

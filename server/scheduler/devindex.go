@@ -179,13 +179,17 @@ func (s *sched) selectDeviceNode(tc *tgCtx, prevNode string, desired int) (*cand
 			continue
 		}
 		list := x.buckets[b]
-		kept := list[:0]
-		for _, i := range list {
+		kept := list[:0] // drops entries moved to another bucket
+		for j, i := range list {
+			if limit > 0 && len(tc.cands) >= limit {
+				kept = append(kept, list[j:]...)
+				break
+			}
 			if x.key[i] != int32(b) {
-				continue // moved to another bucket
+				continue
 			}
 			kept = append(kept, i)
-			if tc.skip[i] || limit > 0 && len(tc.cands) >= limit {
+			if tc.skip[i] {
 				continue
 			}
 			ns := s.nodes[i]

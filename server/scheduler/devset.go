@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"math/bits"
+	"slices"
 	"sort"
 
 	"github.com/drover/drover/api"
@@ -84,33 +85,74 @@ func (a setCost) less(b setCost) bool {
 // greedy search is used.
 const maxExhaustive = 20000
 
-// bestDeviceSet picks want instances out of free (healthy, unused
-// instances of one group) minimising setCost, and returns them with the
-// cost. Ties break by device ID.
-func bestDeviceSet(free []*api.NodeDevice, want int) ([]*api.NodeDevice, setCost) {
-	sort.Slice(free, func(i, j int) bool { return free[i].ID < free[j].ID })
-	n := len(free)
-	lvl := make([][]int, n)
-	numa := make([]int, n)
-	for i := range free {
-		numa[i] = numaOf(free[i])
-		lvl[i] = make([]int, n)
-		for j := range free {
+// devGraph is one device group's topology on a node, read once per pass
+// (see nodeState.graph): its healthy instances in ID order, their
+// pairwise link levels and NUMA nodes.
+type devGraph struct {
+	inst []*api.NodeDevice
+	lvl  []int8 // lvl[i*n+j]
+	numa []int
+	most int // most healthy instances on one NUMA node
+}
+
+// newDevGraph reads the topology of devs (the caller leaves out the
+// unhealthy ones).
+func newDevGraph(devs []*api.NodeDevice) *devGraph {
+	g := &devGraph{inst: slices.Clone(devs)}
+	sort.Slice(g.inst, func(i, j int) bool { return g.inst[i].ID < g.inst[j].ID })
+	n := len(g.inst)
+	g.lvl = make([]int8, n*n)
+	g.numa = make([]int, n)
+	perNUMA := map[int]int{}
+	for i, a := range g.inst {
+		g.numa[i] = numaOf(a)
+		perNUMA[g.numa[i]]++
+		g.most = max(g.most, perNUMA[g.numa[i]])
+		for j, b := range g.inst {
 			if i != j {
-				lvl[i][j] = linkLevel(free[i], free[j])
+				g.lvl[i*n+j] = int8(linkLevel(a, b))
 			}
 		}
 	}
+	return g
+}
+
+// bestDeviceSet picks want of free (healthy instances, any order)
+// minimising setCost and returns them with the cost; ties break by ID.
+func bestDeviceSet(free []*api.NodeDevice, want int) ([]*api.NodeDevice, setCost) {
+	g := newDevGraph(free)
+	all := make([]int, len(g.inst))
+	for i := range all {
+		all[i] = i
+	}
+	idx, c := g.best(all, want)
+	out := make([]*api.NodeDevice, len(idx))
+	for i, j := range idx {
+		out[i] = g.inst[j]
+	}
+	return out, c
+}
+
+// best picks want of the instances free (indexes into g.inst, ascending)
+// minimising setCost and returns their indexes with the cost.
+func (g *devGraph) best(free []int, want int) ([]int, setCost) {
+	n, stride := len(free), len(g.inst)
+	lvl := func(a, b int) int { return int(g.lvl[free[a]*stride+free[b]]) }
+	numa := func(a int) int { return g.numa[free[a]] }
 	keys := make([]fitKey, n)
-	for i := range free {
-		for j := range free {
-			same := numa[i] == numa[j]
-			for l := 0; l < 3; l++ {
-				if lvl[i][j] <= l {
+	for i := 0; i < n; i++ {
+		for j := 0; j < n; j++ {
+			same := numa(i) == numa(j)
+			l := 0
+			if i != j {
+				l = lvl(i, j)
+			}
+			for k := 0; k < 3; k++ {
+				if l <= k {
 					if same {
-						keys[i][2*l]++
+						keys[i][2*k]++
 					}
-					keys[i][2*l+1]++
+					keys[i][2*k+1]++
 				}
 			}
 			if same {
@@ -125,7 +167,7 @@ func bestDeviceSet(free []*api.NodeDevice, want int) ([]*api.NodeDevice, setCost
 				best = i
 			}
 		}
-		return free[best : best+1], setCost{numa: 1, fit: keys[best]}
+		return []int{free[best]}, setCost{numa: 1, fit: keys[best]}
 	}
 	cost := func(idx []int) setCost {
 		c := setCost{}
@@ -135,7 +177,7 @@ func bestDeviceSet(free []*api.NodeDevice, want int) ([]*api.NodeDevice, setCost
 			}
 			seen := false
 			for _, j := range idx[:x] {
-				if numa[j] == numa[i] {
+				if numa(j) == numa(i) {
 					seen = true
 					break
 				}
@@ -144,7 +186,7 @@ func bestDeviceSet(free []*api.NodeDevice, want int) ([]*api.NodeDevice, setCost
 				c.numa++
 			}
 			for _, j := range idx[x+1:] {
-				l := lvl[i][j]
+				l := lvl(i, j)
 				c.sum += l
 				if l > c.worst {
 					c.worst = l
@@ -193,7 +235,7 @@ func bestDeviceSet(free []*api.NodeDevice, want int) ([]*api.NodeDevice, setCost
 			}
 		}
 	}
-	out := make([]*api.NodeDevice, len(bestIdx))
+	out := make([]int, len(bestIdx))
 	for i, j := range bestIdx {
 		out[i] = free[j]
 	}

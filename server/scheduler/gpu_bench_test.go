@@ -410,3 +410,29 @@ func TestGPUBatchPacksNodes(t *testing.T) {
 		t.Fatalf("placed %d allocs on %d nodes, want 1000 on 125", placed, len(res.Plan.NodeAllocation))
 	}
 }
+
+// BenchmarkGPUBatch1000 places a 1,000-alloc batch job of one GPU each on
+// 1,000 8-GPU nodes (the cost of device node choice: the per-pass index
+// loads every GPU node once), reporting placements/s and nodes used.
+func BenchmarkGPUBatch1000(b *testing.B) {
+	st := newMemState()
+	for i := 0; i < 1000; i++ {
+		st.addNode(nvswitchNode(fmt.Sprintf("%d", i)))
+	}
+	job := gpuJob("batch", 1)
+	job.TaskGroups[0].Count = 1000
+	st.upsertJob(job)
+	var nodes int
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		res, err := Schedule(st, testEval(job, i), Options{Now: testNow})
+		if err != nil {
+			b.Fatal(err)
+		}
+		nodes = len(res.Plan.NodeAllocation)
+	}
+	b.StopTimer()
+	b.ReportMetric(1000*float64(b.N)/b.Elapsed().Seconds(), "placements/s")
+	b.ReportMetric(float64(nodes), "nodes")
+}

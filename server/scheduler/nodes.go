@@ -27,6 +27,26 @@ type nodeState struct {
 	// changed, once loaded, is the pass's log of nodes whose usage
 	// changes (see devIndex).
 	changed *changeLog
+	graphs  map[*api.NodeDeviceResource]*devGraph // device topology, read on first use
+}
+
+// graph returns the topology of the node's device group g.
+func (ns *nodeState) graph(g *api.NodeDeviceResource) *devGraph {
+	if gr := ns.graphs[g]; gr != nil {
+		return gr
+	}
+	if ns.graphs == nil {
+		ns.graphs = map[*api.NodeDeviceResource]*devGraph{}
+	}
+	var healthy []*api.NodeDevice
+	for _, d := range g.Instances {
+		if d.Healthy {
+			healthy = append(healthy, d)
+		}
+	}
+	gr := newDevGraph(healthy)
+	ns.graphs[g] = gr
+	return gr
 }
 
 // load computes the node's usage once.
