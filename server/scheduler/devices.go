@@ -121,7 +121,13 @@ func (s *sched) pickDevices(ns *nodeState, asks []devAsk) ([]devPick, bool) {
 				continue
 			}
 			set, cost := gr.best(free, want)
-			sc := deviceSetScore(want, len(free), cost, gr.most)
+			var size fitKey
+			for _, k := range set {
+				for d := range size {
+					size[d] += gr.size[k][d]
+				}
+			}
+			sc := deviceSetScore(want, len(free), cost, size, gr.most)
 			if aff, ok := s.deviceAffinityScore(ask.req, g); ok {
 				sc = (sc*2 + aff) / 3
 			}
@@ -149,22 +155,23 @@ func (s *sched) pickDevices(ns *nodeState, asks []devAsk) ([]devPick, bool) {
 // times, its interconnect. The fit is the mean of want over the node's
 // free devices (nodes with the fewest free come first and whole nodes
 // stay free) and want over the free devices of the tightest domain that
-// holds the set (see fitKey: a set from a used NVLink island or socket
-// beats one that breaks a whole island elsewhere). The interconnect is 1
+// holds the set (see fitKey; domains of one device, size being the set's
+// summed domain sizes, tell nothing): a set from a used NVLink island,
+// PCIe switch or socket beats one that breaks a whole one elsewhere. The interconnect is 1
 // less a quarter per link level of the worst pair and a quarter when the
 // set spans more NUMA nodes than it must (want over the most healthy
 // devices on one NUMA node). A set inside one island and socket beats a
 // tighter fit that crosses sockets.
-func deviceSetScore(want, free int, c setCost, most int) float64 {
+func deviceSetScore(want, free int, c setCost, size fitKey, most int) float64 {
 	most = max(most, 1)
 	extra := 0
 	if c.numa > (want+most-1)/most {
 		extra = 1
 	}
 	dom := free
-	for _, f := range c.fit {
-		if avg := f / want; avg >= want {
-			dom = min(dom, avg)
+	for k := range size {
+		if f := c.fit[k] / want; size[k]/want > 1 && f >= want {
+			dom = min(dom, f)
 		}
 	}
 	fit := (float64(want)/float64(free) + float64(want)/float64(dom)) / 2

@@ -92,7 +92,8 @@ type devGraph struct {
 	inst []*api.NodeDevice
 	lvl  []int8 // lvl[i*n+j]
 	numa []int
-	most int // most healthy instances on one NUMA node
+	most int      // most healthy instances on one NUMA node
+	size []fitKey // per instance: its domains' sizes (fitKey over all instances)
 }
 
 // newDevGraph reads the topology of devs (the caller leaves out the
@@ -114,6 +115,11 @@ func newDevGraph(devs []*api.NodeDevice) *devGraph {
 			}
 		}
 	}
+	all := make([]int, n)
+	for i := range all {
+		all[i] = i
+	}
+	g.size = g.keys(all)
 	return g
 }
 
@@ -133,19 +139,17 @@ func bestDeviceSet(free []*api.NodeDevice, want int) ([]*api.NodeDevice, setCost
 	return out, c
 }
 
-// best picks want of the instances free (indexes into g.inst, ascending)
-// minimising setCost and returns their indexes with the cost.
-func (g *devGraph) best(free []int, want int) ([]int, setCost) {
+// keys returns the fitKeys of the instances free (indexes into g.inst)
+// counting only free instances.
+func (g *devGraph) keys(free []int) []fitKey {
 	n, stride := len(free), len(g.inst)
-	lvl := func(a, b int) int { return int(g.lvl[free[a]*stride+free[b]]) }
-	numa := func(a int) int { return g.numa[free[a]] }
 	keys := make([]fitKey, n)
 	for i := 0; i < n; i++ {
 		for j := 0; j < n; j++ {
-			same := numa(i) == numa(j)
+			same := g.numa[free[i]] == g.numa[free[j]]
 			l := 0
 			if i != j {
-				l = lvl(i, j)
+				l = int(g.lvl[free[i]*stride+free[j]])
 			}
 			for k := 0; k < 3; k++ {
 				if l <= k {
@@ -160,6 +164,16 @@ func (g *devGraph) best(free []int, want int) ([]int, setCost) {
 			}
 		}
 	}
+	return keys
+}
+
+// best picks want of the instances free (indexes into g.inst, ascending)
+// minimising setCost and returns their indexes with the cost.
+func (g *devGraph) best(free []int, want int) ([]int, setCost) {
+	n, stride := len(free), len(g.inst)
+	lvl := func(a, b int) int { return int(g.lvl[free[a]*stride+free[b]]) }
+	numa := func(a int) int { return g.numa[free[a]] }
+	keys := g.keys(free)
 	if want == 1 {
 		best := 0
 		for i := 1; i < n; i++ {
