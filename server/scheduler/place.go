@@ -271,7 +271,7 @@ func (s *sched) sampleLimit(tc *tgCtx) int {
 		l = 2
 	}
 	if len(tc.devs) > 0 && l < deviceSample {
-		l = deviceSample // find the tight fits that keep whole GPU nodes free
+		l = deviceSample // of the device index's best fits (devindex.go)
 	}
 	return l
 }
@@ -280,7 +280,9 @@ func (s *sched) sampleLimit(tc *tgCtx) int {
 // for groups with affinities or spreads.
 const preferenceSample = 100
 
-// deviceSample is the minimum sample for groups asking for devices.
+// deviceSample is the minimum sample for groups asking for devices, taken
+// in the device index's order (tightest fits of the whole cluster first),
+// so nodes whose interconnect or CPU and memory fit differ are compared.
 const deviceSample = 32
 
 // Rejection reasons from checkNode.
