@@ -75,6 +75,17 @@ type NodeCpuResources struct {
 	CpuShares          int64    `json:"CpuShares"`
 	TotalCpuCores      uint16   `json:"TotalCpuCores"`
 	ReservableCpuCores []uint16 `json:"ReservableCpuCores,omitempty"`
+	// NUMA lists the host's NUMA nodes and their cores (drover addition:
+	// reserved cores are taken next to the devices an alloc gets). Empty
+	// when unknown.
+	NUMA []NodeNUMANode `json:"NUMA,omitempty"`
+}
+
+// NodeNUMANode is one NUMA node of the host (the NUMANode of
+// NodeDeviceLocality) and its CPU core IDs.
+type NodeNUMANode struct {
+	ID    int      `json:"ID"`
+	Cores []uint16 `json:"Cores"`
 }
 
 // NodeMemoryResources in MB.

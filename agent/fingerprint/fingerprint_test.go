@@ -4,10 +4,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/drover/drover/api"
 	"github.com/drover/drover/drivers"
 )
 
@@ -74,6 +76,8 @@ func TestFingerprintHostFakeRoot(t *testing.T) {
 	write("proc/meminfo", "MemTotal:       2048000 kB\nMemFree: 1 kB\n")
 	write("etc/os-release", "ID=debian\nVERSION_ID=\"12\"\nPRETTY_NAME=\"Debian GNU/Linux 12\"\n")
 	write("sys/fs/cgroup/cgroup.controllers", "cpu memory\n")
+	write("sys/devices/system/node/node0/cpulist", "0-1,4\n")
+	write("sys/devices/system/node/node1/cpulist", "2-3\n")
 	h, err := FingerprintHost(HostConfig{DataDir: root, Root: root, BindAddr: "10.1.2.3"})
 	if err != nil {
 		t.Fatal(err)
@@ -89,6 +93,9 @@ func TestFingerprintHostFakeRoot(t *testing.T) {
 	}
 	if got, want := h.Resources.Memory.MemoryMB, int64(2000); got != want {
 		t.Errorf("MemoryMB = %d, want %d", got, want)
+	}
+	if got, want := h.Resources.Cpu.NUMA, []api.NodeNUMANode{{ID: 0, Cores: []uint16{0, 1, 4}}, {ID: 1, Cores: []uint16{2, 3}}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("NUMA = %v, want %v", got, want)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -61,6 +62,7 @@ func FingerprintHost(cfg HostConfig) (*Host, error) {
 	for i := 0; i < cpu.cores; i++ {
 		h.Resources.Cpu.ReservableCpuCores = append(h.Resources.Cpu.ReservableCpuCores, uint16(i))
 	}
+	h.Resources.Cpu.NUMA = readNUMA(p("sys/devices/system/node"))
 
 	// Memory.
 	if total, ok := readMemTotal(p("proc/meminfo")); ok {
@@ -127,6 +129,48 @@ func FingerprintHost(cfg HostConfig) (*Host, error) {
 type cpuInfo struct {
 	cores, mhz int
 	model      string
+}
+
+// readNUMA reads the NUMA nodes and their cores from sysfs
+// (node<N>/cpulist, e.g. "0-3,8-11"); nil unless there are two or more
+// (the scheduler then takes reserved cores next to an alloc's GPUs).
+func readNUMA(dir string) []api.NodeNUMANode {
+	paths, _ := filepath.Glob(filepath.Join(dir, "node[0-9]*", "cpulist"))
+	var out []api.NodeNUMANode
+	for _, path := range paths {
+		id, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(filepath.Dir(path)), "node"))
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		n := api.NodeNUMANode{ID: id}
+		for _, part := range strings.Split(strings.TrimSpace(string(b)), ",") {
+			lo, hi, isRange := strings.Cut(part, "-")
+			a, errA := strconv.Atoi(lo)
+			z := a
+			var errZ error
+			if isRange {
+				z, errZ = strconv.Atoi(hi)
+			}
+			if errA != nil || errZ != nil || a < 0 || z > 65535 {
+				continue
+			}
+			for c := a; c <= z; c++ {
+				n.Cores = append(n.Cores, uint16(c))
+			}
+		}
+		if len(n.Cores) > 0 {
+			out = append(out, n)
+		}
+	}
+	if len(out) < 2 {
+		return nil
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
 }
 
 func readCPU(cpuinfo, maxFreq string) cpuInfo {

@@ -248,6 +248,34 @@ func (c *Node) FreeCores(k int) []uint16 {
 	return out
 }
 
+// FreeCoresPreferring returns up to k free reservable core IDs: those of
+// prefer first (in its order), then the others in node order.
+func (c *Node) FreeCoresPreferring(k int, prefer []uint16) []uint16 {
+	if len(prefer) == 0 {
+		return c.FreeCores(k)
+	}
+	chosen := make(map[uint16]bool, k)
+	var out []uint16
+	for _, id := range prefer {
+		if len(out) == k {
+			return out
+		}
+		if !chosen[id] && c.used.Cores[id] == 0 && indexOf(c.cores, id) {
+			chosen[id] = true
+			out = append(out, id)
+		}
+	}
+	for _, id := range c.cores {
+		if len(out) == k {
+			break
+		}
+		if !chosen[id] && c.used.Cores[id] == 0 {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 func (c *Node) freeCoreCount(k int) int {
 	n := 0
 	for _, id := range c.cores {

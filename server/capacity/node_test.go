@@ -212,3 +212,20 @@ func TestAllocVector(t *testing.T) {
 		t.Fatalf("sum %+v", sum)
 	}
 }
+
+func TestFreeCoresPreferring(t *testing.T) {
+	n := &api.Node{
+		NodeResources:     &api.NodeResources{Cpu: api.NodeCpuResources{CpuShares: 8000, TotalCpuCores: 8}},
+		ReservedResources: &api.NodeReservedResources{Cpu: api.NodeCpuResources{ReservableCpuCores: []uint16{6}}},
+	}
+	c := NewNode(n)
+	c.Add(&Vector{Cores: []uint16{5}})
+	// 5 is used, 6 reserved by the node, 9 not on it: skipped; then node order.
+	got := c.FreeCoresPreferring(4, []uint16{5, 6, 9, 7, 4, 7})
+	if want := []uint16{7, 4, 0, 1}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	if got := c.FreeCoresPreferring(2, nil); !reflect.DeepEqual(got, []uint16{0, 1}) {
+		t.Fatalf("no preference: got %v, want [0 1]", got)
+	}
+}

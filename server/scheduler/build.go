@@ -136,7 +136,7 @@ func (s *sched) buildAlloc(tc *tgCtx, p *placement, c *cand) *api.Allocation {
 	ar := &api.AllocatedResources{Tasks: make(map[string]*api.AllocatedTaskResources, len(tc.tasks))}
 	var cores []uint16
 	if tc.cores > 0 {
-		cores = c.ns.cap.FreeCores(tc.cores)
+		cores = c.ns.cap.FreeCoresPreferring(tc.cores, nearCores(n, c.picks))
 	}
 	for _, t := range tc.tasks {
 		cpu := api.AllocatedCpuResources{CpuShares: t.cpu}

@@ -1,8 +1,6 @@
 package scheduler
 
 import (
-	"math/bits"
-	"sort"
 	"strings"
 
 	"github.com/drover/drover/api"
@@ -104,39 +102,39 @@ func (s *sched) pickDevices(ns *nodeState, asks []devAsk) ([]devPick, bool) {
 			if !deviceNameMatch(ask.req.Name, g) || !s.deviceConstraintsOK(ask.req, g) {
 				continue
 			}
-			var free []*api.NodeDevice
-			for _, inst := range g.Instances {
-				if !inst.Healthy {
-					continue
-				}
+			want := int(ask.req.Count)
+			if want <= 0 {
+				want = 1
+			}
+			gr := ns.graph(g)
+			free := make([]int, 0, len(gr.inst))
+			for k, inst := range gr.inst {
 				if ns.cap.DeviceUsed(inst.ID) {
 					continue
 				}
 				if _, used := taken[inst.ID]; used {
 					continue
 				}
-				free = append(free, inst)
-			}
-			want := int(ask.req.Count)
-			if want <= 0 {
-				want = 1
+				free = append(free, k)
 			}
 			if len(free) < want {
 				continue
 			}
-			set, worst := bestDeviceSet(free, want)
-			// Tight fit keeps whole free nodes for big jobs; a good
-			// interconnect matters for multi-device asks.
-			fit := float64(want) / float64(len(free))
-			topo := 1 - float64(worst)/3
-			sc := (fit + topo) / 2
+			set, cost := gr.best(free, want)
+			var size fitKey
+			for _, k := range set {
+				for d := range size {
+					size[d] += gr.size[k][d]
+				}
+			}
+			sc := deviceSetScore(want, len(free), cost, size, gr.most)
 			if aff, ok := s.deviceAffinityScore(ask.req, g); ok {
 				sc = (sc*2 + aff) / 3
 			}
 			if !found || sc > best.score {
 				ids := make([]string, len(set))
-				for j, inst := range set {
-					ids[j] = inst.ID
+				for j, k := range set {
+					ids[j] = gr.inst[k].ID
 				}
 				best = devPick{ask: ask, group: g, ids: ids, score: sc}
 				found = true
@@ -153,143 +151,32 @@ func (s *sched) pickDevices(ns *nodeState, asks []devAsk) ([]devPick, bool) {
 	return picks, true
 }
 
-// linkLevel is the interconnect level between two devices (3 = system
-// when unknown).
-func linkLevel(a, b *api.NodeDevice) int {
-	if l, ok := a.Links[b.ID]; ok {
-		return l.Level
+// deviceSetScore is a pick's score in [0,1]: its fit and, weighted three
+// times, its interconnect. The fit is the mean of want over the node's
+// free devices (nodes with the fewest free come first and whole nodes
+// stay free) and want over the free devices of the tightest domain that
+// holds the set (see fitKey; domains of one device, size being the set's
+// summed domain sizes, tell nothing): a set from a used NVLink island,
+// PCIe switch or socket beats one that breaks a whole one elsewhere. The interconnect is 1
+// less a quarter per link level of the worst pair and a quarter when the
+// set spans more NUMA nodes than it must (want over the most healthy
+// devices on one NUMA node). A set inside one island and socket beats a
+// tighter fit that crosses sockets.
+func deviceSetScore(want, free int, c setCost, size fitKey, most int) float64 {
+	most = max(most, 1)
+	extra := 0
+	if c.numa > (want+most-1)/most {
+		extra = 1
 	}
-	if l, ok := b.Links[a.ID]; ok {
-		return l.Level
-	}
-	return 3
-}
-
-func numaOf(d *api.NodeDevice) int {
-	if d.Locality == nil {
-		return 0
-	}
-	return d.Locality.NUMANode
-}
-
-// setCost orders device sets: worst pairwise link level, then the sum of
-// levels, then the number of NUMA nodes spanned (lower is better).
-type setCost struct{ worst, sum, numa int }
-
-func (a setCost) less(b setCost) bool {
-	if a.worst != b.worst {
-		return a.worst < b.worst
-	}
-	if a.sum != b.sum {
-		return a.sum < b.sum
-	}
-	return a.numa < b.numa
-}
-
-// maxExhaustive bounds the number of subsets searched exactly; beyond it a
-// greedy search is used.
-const maxExhaustive = 20000
-
-// bestDeviceSet picks want instances out of free minimising setCost. The
-// instances are considered in ID order so that ties break stably.
-func bestDeviceSet(free []*api.NodeDevice, want int) ([]*api.NodeDevice, int) {
-	sort.Slice(free, func(i, j int) bool { return free[i].ID < free[j].ID })
-	if want == 1 {
-		return free[:1], 0
-	}
-	n := len(free)
-	lvl := make([][]int, n)
-	for i := range free {
-		lvl[i] = make([]int, n)
-		for j := range free {
-			if i != j {
-				lvl[i][j] = linkLevel(free[i], free[j])
-			}
+	dom := free
+	for k := range size {
+		if f := c.fit[k] / want; size[k]/want > 1 && f >= want {
+			dom = min(dom, f)
 		}
 	}
-	cost := func(idx []int) setCost {
-		c := setCost{}
-		numas := map[int]struct{}{}
-		for x, i := range idx {
-			numas[numaOf(free[i])] = struct{}{}
-			for _, j := range idx[x+1:] {
-				l := lvl[i][j]
-				c.sum += l
-				if l > c.worst {
-					c.worst = l
-				}
-			}
-		}
-		c.numa = len(numas)
-		return c
-	}
-	var bestIdx []int
-	var best setCost
-	if n <= 62 && binomial(n, want) <= maxExhaustive {
-		// Enumerate subsets of size want in lexical order.
-		for mask := uint64(1)<<want - 1; mask < uint64(1)<<n; mask = nextComb(mask) {
-			idx := make([]int, 0, want)
-			for m := mask; m != 0; m &= m - 1 {
-				idx = append(idx, bits.TrailingZeros64(m))
-			}
-			c := cost(idx)
-			if bestIdx == nil || c.less(best) {
-				bestIdx, best = idx, c
-			}
-		}
-	} else {
-		// Greedy: grow from every seed, adding the device that keeps
-		// the set cheapest.
-		for seed := 0; seed < n; seed++ {
-			idx := []int{seed}
-			in := make([]bool, n)
-			in[seed] = true
-			for len(idx) < want {
-				pick, pc := -1, setCost{}
-				for j := 0; j < n; j++ {
-					if in[j] {
-						continue
-					}
-					c := cost(append(idx[:len(idx):len(idx)], j))
-					if pick < 0 || c.less(pc) {
-						pick, pc = j, c
-					}
-				}
-				idx = append(idx, pick)
-				in[pick] = true
-			}
-			c := cost(idx)
-			if bestIdx == nil || c.less(best) {
-				bestIdx, best = idx, c
-			}
-		}
-	}
-	out := make([]*api.NodeDevice, len(bestIdx))
-	for i, j := range bestIdx {
-		out[i] = free[j]
-	}
-	return out, best.worst
-}
-
-// nextComb returns the next bit pattern with the same popcount (Gosper).
-func nextComb(x uint64) uint64 {
-	c := x & -x
-	r := x + c
-	return (((r ^ x) >> 2) / c) | r
-}
-
-func binomial(n, k int) int {
-	if k < 0 || k > n {
-		return 0
-	}
-	r := 1
-	for i := 1; i <= k; i++ {
-		r = r * (n - k + i) / i
-		if r > 1<<40 {
-			return r
-		}
-	}
-	return r
+	fit := (float64(want)/float64(free) + float64(want)/float64(dom)) / 2
+	topo := 1 - float64(c.worst+extra)/4
+	return (fit + 3*topo) / 4
 }
 
 func abs(f float64) float64 {

@@ -184,9 +184,9 @@ func TestBestDeviceSetGreedyLargeNode(t *testing.T) {
 			}
 		}
 	}
-	set, worst := bestDeviceSet(devs, 10)
-	if worst != 0 || len(set) != 10 || set[0].ID != "d20" {
-		t.Fatalf("got worst %d, first %s, want the d20..d29 NVLink group", worst, set[0].ID)
+	set, cost := bestDeviceSet(devs, 10)
+	if cost.worst != 0 || len(set) != 10 || set[0].ID != "d20" {
+		t.Fatalf("got worst %d, first %s, want the d20..d29 NVLink group", cost.worst, set[0].ID)
 	}
 }
 
@@ -242,6 +242,84 @@ func TestDeviceAffinityPicksPreferredModel(t *testing.T) {
 		wantNode := map[string]string{"H100": "d", "A100-SXM4-80GB": "p"}[want]
 		if node != wantNode {
 			t.Errorf("affinity for %s placed on %q, want %q", want, node, wantNode)
+		}
+	}
+}
+
+// TestDevicesKeepIslandsWhole: on a node with NVLink quads {0,2,4,6} and
+// {1,3,5,7}, the sequence 2, 1, 4 leaves a whole quad for the 4 (a 1-GPU
+// pick taking the lowest free ID would break it).
+func TestDevicesKeepIslandsWhole(t *testing.T) {
+	st := newMemState()
+	st.addNode(quadNode("q"))
+	for _, c := range []struct {
+		n    uint64
+		want []string
+	}{
+		{2, []string{"q-GPU-0", "q-GPU-2"}},
+		{1, []string{"q-GPU-4"}}, // the used quad, not GPU-1 of the whole one
+		{4, []string{"q-GPU-1", "q-GPU-3", "q-GPU-5", "q-GPU-7"}},
+		{1, []string{"q-GPU-6"}},
+	} {
+		_, ids, _ := placedDevices(t, st, gpuJob(fmt.Sprintf("j%d-%d", c.n, len(st.allocs)), c.n))
+		if !slices.Equal(ids, c.want) {
+			t.Fatalf("ask of %d got %v, want %v", c.n, ids, c.want)
+		}
+	}
+}
+
+// TestDevicesKeepSocketsWhole: on an NVSwitch node with two sockets,
+// single GPUs fill one socket so a 4-GPU ask gets the other whole.
+func TestDevicesKeepSocketsWhole(t *testing.T) {
+	st := newMemState()
+	st.addNode(nvswitchNode("x"))
+	for _, c := range []struct {
+		n    uint64
+		want []string
+	}{
+		{1, []string{"x-GPU-0"}},
+		{1, []string{"x-GPU-1"}},
+		{4, []string{"x-GPU-4", "x-GPU-5", "x-GPU-6", "x-GPU-7"}},
+		{2, []string{"x-GPU-2", "x-GPU-3"}},
+	} {
+		_, ids, _ := placedDevices(t, st, gpuJob(fmt.Sprintf("j%d-%d", c.n, len(st.allocs)), c.n))
+		if !slices.Equal(ids, c.want) {
+			t.Fatalf("ask of %d got %v, want %v", c.n, ids, c.want)
+		}
+	}
+}
+
+// TestReservedCoresNearGPUs: reserved cores come from the NUMA node of
+// the GPUs the alloc gets, while that node has free cores.
+func TestReservedCoresNearGPUs(t *testing.T) {
+	st := newMemState()
+	n := nvswitchNode("x")
+	n.NodeResources.Cpu.TotalCpuCores = 10
+	n.NodeResources.Cpu.NUMA = []api.NodeNUMANode{{ID: 0, Cores: []uint16{0, 1, 2, 3, 4}}, {ID: 1, Cores: []uint16{5, 6, 7, 8, 9}}}
+	st.addNode(n)
+	placedDevices(t, st, gpuJob("one", 1)) // GPU-0: socket 0
+	for _, c := range []struct {
+		gpus, cores int
+		want        []uint16
+	}{
+		{4, 3, []uint16{5, 6, 7}},    // GPUs 4-7 on socket 1
+		{2, 2, []uint16{0, 1}},       // GPUs 1-2 on socket 0
+		{1, 4, []uint16{2, 3, 4, 8}}, // GPU 3: socket 0 has three cores left
+	} {
+		job := gpuJob(fmt.Sprintf("c%d", c.gpus), uint64(c.gpus))
+		job.TaskGroups[0].Tasks[0].Resources.Cores = c.cores
+		st.upsertJob(job)
+		res, err := Schedule(st, testEval(job, 1), Options{Now: testNow})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.apply(res.Plan)
+		var got []uint16
+		for _, l := range res.Plan.NodeAllocation {
+			got = l[0].AllocatedResources.Tasks["server"].Cpu.ReservedCores
+		}
+		if !slices.Equal(got, c.want) {
+			t.Fatalf("%d GPUs + %d cores: got cores %v, want %v", c.gpus, c.cores, got, c.want)
 		}
 	}
 }

@@ -16,10 +16,17 @@
 // rescheduling with delays and follow-up evals), feasibility
 // (readiness, datacenters, pools, constraints, drivers, resources, ports,
 // devices, with per computed-class caching), ranking (bin-packing, job
-// anti-affinity, affinities, spread, device fit and topology) with node
-// sampling, preemption of allocs of jobs at least 10 priority points lower
-// (system and sysbatch by default; Options.Preemption), gangs (below), and
-// failure explanations (AllocMetric, ExplainFailure).
+// anti-affinity (service groups without devices by default; spread blocks
+// or the meta MetaJobAntiAffinity turn it on or off), affinities, spread,
+// device fit and topology) with node sampling, device picks on the
+// device graph (devset.go: worst link level, NUMA nodes spanned, then
+// best fit, taking devices from the most used NVLink island, PCIe switch
+// and NUMA node first so whole ones stay free) with reserved cores from
+// the NUMA nodes of the devices picked (when the node reports
+// NodeCpuResources.NUMA), preemption of allocs of jobs at least 10
+// priority points lower (system and sysbatch by default;
+// Options.Preemption), gangs (below), and failure explanations
+// (AllocMetric, ExplainFailure).
 //
 // Gangs (gang.go, topology.go): a group with a gang block, or every group
 // of a job with one (job.GangOf), places its new allocs as one unit. The
@@ -65,8 +72,15 @@
 // cursor; nodes found infeasible or full are skipped for the rest of the
 // pass, and each placement scores at most SampleLimit feasible nodes
 // (default max(2, ceil(log2 n)) for service, 2 for batch, at least 32 for
-// groups asking for devices so tight GPU fits are found, 100 for groups
-// with affinities or spreads, which need a wider view).
+// groups asking for devices, 100 for groups with affinities or spreads,
+// which need a wider view). Groups asking for devices do not walk the
+// shuffled order: they keep a per-pass index of every node with matching
+// devices (devindex.go), ordered by how their first ask fits (nodes that
+// can give it the interconnect of an empty node first, then fewest free
+// matching devices), kept current from the pass's log of changed nodes,
+// and score the first feasible nodes of that order, so the tight fits of
+// the whole cluster are seen (best-fit) at one cheap count per node and
+// pass.
 //
 // Imports: api, server/capacity and the standard library (plus small pure
 // libraries such as go-version). Never server/state, agent or drivers.

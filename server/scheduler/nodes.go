@@ -24,6 +24,29 @@ type nodeState struct {
 	allocs   []*api.Allocation // live allocs (not stopped by this plan)
 	jobTG    map[string]int    // live allocs of the scheduled job, by group
 	jobTotal int
+	// changed, once loaded, is the pass's log of nodes whose usage
+	// changes (see devIndex).
+	changed *changeLog
+	graphs  map[*api.NodeDeviceResource]*devGraph // device topology, read on first use
+}
+
+// graph returns the topology of the node's device group g.
+func (ns *nodeState) graph(g *api.NodeDeviceResource) *devGraph {
+	if gr := ns.graphs[g]; gr != nil {
+		return gr
+	}
+	if ns.graphs == nil {
+		ns.graphs = map[*api.NodeDeviceResource]*devGraph{}
+	}
+	var healthy []*api.NodeDevice
+	for _, d := range g.Instances {
+		if d.Healthy {
+			healthy = append(healthy, d)
+		}
+	}
+	gr := newDevGraph(healthy)
+	ns.graphs[g] = gr
+	return gr
 }
 
 // load computes the node's usage once.
@@ -44,6 +67,21 @@ func (s *sched) load(ns *nodeState) {
 		}
 		ns.addAlloc(a, s.job)
 	}
+	ns.changed = &s.changed
+}
+
+// changeLog lists the positions of loaded nodes whose usage changed, in
+// order, once on (a device index exists; other passes keep no log).
+type changeLog struct {
+	on    bool
+	nodes []int32
+}
+
+// logChange notes a usage change in the pass's log.
+func (ns *nodeState) logChange() {
+	if l := ns.changed; l != nil && l.on {
+		l.nodes = append(l.nodes, int32(ns.pos))
+	}
 }
 
 func (ns *nodeState) addAlloc(a *api.Allocation, job *api.Job) {
@@ -59,6 +97,7 @@ func (ns *nodeState) insertAlloc(i int, a *api.Allocation, job *api.Job) {
 	}
 	v := capacity.AllocVector(a.AllocatedResources)
 	ns.cap.Add(&v)
+	ns.logChange()
 	if job != nil && a.JobID == job.ID && a.Namespace == job.Namespace {
 		if ns.jobTG == nil {
 			ns.jobTG = map[string]int{}
@@ -78,6 +117,7 @@ func (ns *nodeState) removeAlloc(a *api.Allocation, job *api.Job) int {
 		ns.allocs = append(ns.allocs[:i:i], ns.allocs[i+1:]...)
 		v := capacity.AllocVector(x.AllocatedResources) // what was counted, whatever copy a is
 		ns.cap.Sub(&v)
+		ns.logChange()
 		if job != nil && x.JobID == job.ID && x.Namespace == job.Namespace {
 			if ns.jobTG[x.TaskGroup]--; ns.jobTG[x.TaskGroup] == 0 {
 				delete(ns.jobTG, x.TaskGroup)
@@ -185,4 +225,37 @@ func (ns *nodeState) mhzPerCore() int64 {
 		return 0
 	}
 	return r.Cpu.CpuShares / int64(r.Cpu.TotalCpuCores)
+}
+
+// nearCores lists the cores of the NUMA nodes of the devices picked, the
+// NUMA node with the most picked devices first (then by ID), so reserved
+// cores sit next to the alloc's GPUs where they are free. Nil when the
+// node does not report its NUMA cores or no device was picked.
+func nearCores(n *api.Node, picks []devPick) []uint16 {
+	if len(picks) == 0 || n.NodeResources == nil || len(n.NodeResources.Cpu.NUMA) == 0 {
+		return nil
+	}
+	count := map[int]int{}
+	for _, p := range picks {
+		for _, inst := range p.group.Instances {
+			if slices.Contains(p.ids, inst.ID) {
+				count[numaOf(inst)]++
+			}
+		}
+	}
+	numa := slices.Clone(n.NodeResources.Cpu.NUMA)
+	slices.SortStableFunc(numa, func(a, b api.NodeNUMANode) int {
+		if count[a.ID] != count[b.ID] {
+			return count[b.ID] - count[a.ID]
+		}
+		return a.ID - b.ID
+	})
+	var out []uint16
+	for _, nn := range numa {
+		if count[nn.ID] == 0 {
+			break
+		}
+		out = append(out, nn.Cores...)
+	}
+	return out
 }

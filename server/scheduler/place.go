@@ -29,13 +29,15 @@ type tgCtx struct {
 	props     []*distinctProp
 	affs      []*api.Affinity
 	spreads   []*spreadState
+	antiAff   bool // job anti-affinity scores (see jobAntiAffinity)
 
 	classRes map[string]bool
 	classWhy map[string]string
 	skip     []bool // nodes known infeasible or exhausted for this group
 	start    int
 	cands    []cand
-	failed   bool // one placement failed: later ones are coalesced
+	devIdx   *devIndex // nodes by device fit (groups asking for devices)
+	failed   bool      // one placement failed: later ones are coalesced
 }
 
 type taskAsk struct {
@@ -167,6 +169,7 @@ func (s *sched) newTG(tg *api.TaskGroup) *tgCtx {
 		tc.spreads = append(tc.spreads, &spreadState{sp: sp, counts: map[string]int{}})
 	}
 	s.gangPortAsk(tc)
+	tc.antiAff = s.jobAntiAffinity(tc)
 	tc.ask = capacity.Vector{MemoryMB: tc.mem, DiskMB: tc.disk, NumCores: tc.cores}
 	for _, p := range tc.ports {
 		if p.port.Value == 0 {
@@ -230,6 +233,30 @@ func attrTarget(a string) string {
 	return "${" + a + "}"
 }
 
+// MetaJobAntiAffinity is the group (or job) meta key that turns the job
+// anti-affinity score on ("true") or off ("false") whatever the default.
+const MetaJobAntiAffinity = "drover.job_anti_affinity"
+
+// jobAntiAffinity says whether placements of the group are scored down on
+// nodes that already run allocs of it (as Nomad's job anti-affinity). By
+// default only service groups that ask for no devices are: batch work and
+// GPU allocs pack (1,000 1-GPU allocs fill 125 8-GPU nodes, not 150+),
+// unless the group asks for spreading with a spread block or opts in
+// with MetaJobAntiAffinity (group meta first, then job meta).
+func (s *sched) jobAntiAffinity(tc *tgCtx) bool {
+	for _, m := range []map[string]string{tc.tg.Meta, s.job.Meta} {
+		if v, ok := m[MetaJobAntiAffinity]; ok {
+			if b, err := strconv.ParseBool(v); err == nil {
+				return b
+			}
+		}
+	}
+	if len(tc.spreads) > 0 {
+		return true
+	}
+	return s.job.Type == api.JobTypeService && len(tc.devs) == 0
+}
+
 func (s *sched) sampleLimit(tc *tgCtx) int {
 	if s.opts.SampleLimit != 0 {
 		return s.opts.SampleLimit
@@ -245,7 +272,7 @@ func (s *sched) sampleLimit(tc *tgCtx) int {
 		l = 2
 	}
 	if len(tc.devs) > 0 && l < deviceSample {
-		l = deviceSample // find the tight fits that keep whole GPU nodes free
+		l = deviceSample // of the device index's best fits (devindex.go)
 	}
 	return l
 }
@@ -254,7 +281,9 @@ func (s *sched) sampleLimit(tc *tgCtx) int {
 // for groups with affinities or spreads.
 const preferenceSample = 100
 
-// deviceSample is the minimum sample for groups asking for devices.
+// deviceSample is the minimum sample for groups asking for devices, taken
+// in the device index's order (tightest fits of the whole cluster first),
+// so nodes whose interconnect or CPU and memory fit differ are compared.
 const deviceSample = 32
 
 // Rejection reasons from checkNode.
@@ -387,6 +416,9 @@ func (s *sched) checkNode(tc *tgCtx, ns *nodeState) (int, string, []devPick) {
 // does not rotate past chosen nodes: bin-packing keeps filling the same
 // few nodes until they are full.
 func (s *sched) selectNode(tc *tgCtx, prevNode string, desired int) (*cand, int, int) {
+	if len(tc.devs) > 0 {
+		return s.selectDeviceNode(tc, prevNode, desired)
+	}
 	limit := s.sampleLimit(tc)
 	tc.cands = tc.cands[:0]
 	s.saveCursor(tc)
@@ -475,7 +507,7 @@ func (s *sched) score(tc *tgCtx, ns *nodeState, picks []devPick, prevNode string
 	u := ns.cap.Used()
 	c.binpack = s.fitScore(u.CPU+tc.cpuOn(ns), ns.cap.CPU, u.MemoryMB+tc.mem, ns.cap.MemoryMB)
 	sum, cnt := c.binpack, 1.0
-	if col := ns.jobTG[tc.tg.Name]; col > 0 {
+	if col := ns.jobTG[tc.tg.Name]; col > 0 && tc.antiAff {
 		if desired < 1 {
 			desired = 1
 		}

@@ -55,6 +55,7 @@ type sched struct {
 	deployBusy bool
 	groups     map[string]*tgCtx
 
+	changed   changeLog   // nodes whose usage changed, for device indexes
 	undo      []undoEntry // node-state changes since the outermost open checkpoint
 	undoDepth int         // open checkpoints
 
