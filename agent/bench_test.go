@@ -118,7 +118,7 @@ func decodeJSON(r *http.Response, v any) error {
 }
 
 // BenchmarkDevAgentStart: process start -> /v1/agent/health ok and the
-// local node ready in /v1/nodes (target <= 500 ms).
+// local node ready in /v1/nodes (target <= 100 ms).
 func BenchmarkDevAgentStart(b *testing.B) {
 	benchNeedRoot(b)
 	drivertest.Binary(b) // build outside the timer

@@ -164,19 +164,21 @@ func (s *HTTPServer) forwardWithHold(w nethttp.ResponseWriter, r *nethttp.Reques
 	r.Pattern = "forward leader"
 	hold := time.NewTimer(LeaderHoldTimeout)
 	defer hold.Stop()
-	wait := func() bool {
+	// Retries back off from 5 ms to 50 ms: an agent's first requests
+	// often arrive while its single server is electing itself (10-20 ms).
+	wait := func(attempt int) bool {
 		select {
 		case <-hold.C:
 			return false
 		case <-r.Context().Done():
 			return false
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(min(5*time.Millisecond<<(attempt-1), 50*time.Millisecond)):
 			return true
 		}
 	}
 	var lastErr error
 	for attempt := 0; ; attempt++ {
-		if attempt > 0 && (!replay || !wait()) {
+		if attempt > 0 && (!replay || !wait(attempt)) {
 			break
 		}
 		if replay {

@@ -117,6 +117,14 @@ func New(cfg Config) (*Raft, error) {
 		conf.ElectionTimeout = 50 * time.Millisecond
 		conf.LeaderLeaseTimeout = 50 * time.Millisecond
 		conf.CommitTimeout = 5 * time.Millisecond
+		if cfg.DataDir == "" {
+			// In memory (dev agents, tests): an in-memory transport
+			// can never gain peers, so elect at once (10-20 ms) rather
+			// than after 50-100 ms of a start that is mostly waiting.
+			conf.HeartbeatTimeout = 10 * time.Millisecond
+			conf.ElectionTimeout = 10 * time.Millisecond
+			conf.LeaderLeaseTimeout = 10 * time.Millisecond
+		}
 	}
 
 	var (
