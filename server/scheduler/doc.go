@@ -18,7 +18,7 @@
 // devices, with per computed-class caching), ranking (bin-packing, job
 // anti-affinity, affinities, spread, device fit and topology) with node
 // sampling, preemption of allocs of jobs at least 10 priority points lower
-// (system and sysbatch by default; Options.Preemption), all-at-once (gang)
+// (every job type by default; Options.Preemption), all-at-once (gang)
 // placement, and failure explanations
 // (AllocMetric, ExplainFailure).
 //

@@ -9,12 +9,13 @@ import (
 
 // PreemptionConfig says which job types may evict lower-priority allocs
 // to make room: the cluster's api.PreemptionConfig (kept in Raft with the
-// scheduler configuration). The zero Options use Nomad's defaults: system
-// and sysbatch jobs preempt, service and batch jobs do not.
+// scheduler configuration). The zero Options use the cluster default:
+// every job type preempts.
 type PreemptionConfig = api.PreemptionConfig
 
-// DefaultPreemptionConfig is used when Options.Preemption is nil.
-var DefaultPreemptionConfig = PreemptionConfig{SystemSchedulerEnabled: true, SysBatchSchedulerEnabled: true}
+// DefaultPreemptionConfig is used when Options.Preemption is nil (the
+// cluster's default, api.DefaultPreemptionConfig).
+var DefaultPreemptionConfig = api.DefaultPreemptionConfig()
 
 // preemptPriorityDelta: only allocs of jobs at least this much lower in
 // priority can be preempted.
