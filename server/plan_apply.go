@@ -245,6 +245,7 @@ func evaluatePlanOverlay(snap *state.Snapshot, plan *api.Plan, overlay *planComm
 			req.AllocsPreempted = appendStripped(req.AllocsPreempted, as, nil, true)
 		}
 	}
+	dropOrphanPreemptions(res, req)
 	return res, req, nil
 }
 

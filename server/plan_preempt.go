@@ -55,3 +55,40 @@ func preemptionEvals(snap *state.Snapshot, preempted map[string][]*api.Allocatio
 	}
 	return out
 }
+
+// dropOrphanPreemptions keeps only the preemptions whose preempting alloc
+// is placed by the verified plan: the victims of a placement on a rejected
+// node (or of a gang placement dropped whole) stay running. A placement's
+// victims, a victim gang's members on other nodes included, all name it
+// in PreemptedByAllocation, so they are committed together or not at all
+// and a gang is never left partly evicted.
+func dropOrphanPreemptions(res *api.PlanResult, req *state.ApplyPlanResultsRequest) {
+	if len(req.AllocsPreempted) == 0 {
+		return
+	}
+	placed := make(map[string]bool, len(req.AllocsPlaced))
+	for _, a := range req.AllocsPlaced {
+		placed[a.ID] = true
+	}
+	keep := func(a *api.Allocation) bool { return a.PreemptedByAllocation == "" || placed[a.PreemptedByAllocation] }
+	kept := req.AllocsPreempted[:0]
+	for _, a := range req.AllocsPreempted {
+		if keep(a) {
+			kept = append(kept, a)
+		}
+	}
+	req.AllocsPreempted = kept
+	for node, list := range res.NodePreemptions {
+		var out []*api.Allocation
+		for _, a := range list {
+			if keep(a) {
+				out = append(out, a)
+			}
+		}
+		if len(out) == 0 {
+			delete(res.NodePreemptions, node)
+		} else if len(out) != len(list) {
+			res.NodePreemptions[node] = out
+		}
+	}
+}

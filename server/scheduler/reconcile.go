@@ -61,14 +61,15 @@ func (s *sched) scheduleGeneric(allocs []*api.Allocation) {
 }
 
 // dropPlacements undoes every placement of an all-at-once job that could
-// not be placed whole, with the stops that made room for them (stops of
-// lost allocs stay: those are facts).
+// not be placed whole, with the stops and preemptions that made room for
+// them (stops of lost allocs stay: those are facts).
 func (s *sched) dropPlacements(places []*placement, placed map[string]bool) {
 	for node, list := range s.plan.NodeAllocation {
 		kept := list[:0]
 		for _, a := range list {
 			if placed[a.ID] {
 				s.queued[a.TaskGroup]++
+				s.dropEvictions(a)
 				continue
 			}
 			kept = append(kept, a)

@@ -54,6 +54,8 @@ type sched struct {
 	// destructive updates waiting, allocs not yet healthy).
 	deployBusy bool
 	groups     map[string]*tgCtx
+	// victimGangs caches other jobs' gangs preemption looked at (preempt.go).
+	victimGangs map[string]*victimGang
 
 	undo      []undoEntry // node-state changes since the outermost open checkpoint
 	undoDepth int         // open checkpoints
