@@ -174,3 +174,34 @@ func TestSetSchedulerConfigCAS(t *testing.T) {
 		t.Errorf("unknown algorithm: %v, want ErrBadRequest", err)
 	}
 }
+
+// Preempted batch work is requeued: the evicted job's preemption eval
+// leaves a blocked eval, and the work is placed again once a node with
+// room joins.
+func TestPreemptedBatchJobPlacedAgain(t *testing.T) {
+	s := newTestServer(t)
+	registerNode(t, s, testNode("n1", 1000, 4096))
+	low := prioJob("low", 20, 800)
+	low.Type = api.JobTypeBatch
+	registerJob(t, s, low)
+	first := waitLive(t, s, "low", 1)[0]
+	high := prioJob("high", 90, 800)
+	high.Type = api.JobTypeBatch
+	registerJob(t, s, high)
+	waitLive(t, s, "high", 1)
+	waitLive(t, s, "low", 0)
+	var pe []*api.Evaluation
+	waitState(t, s, "a preemption eval of low", func(ws memdb.WatchSet) (bool, error) {
+		var err error
+		pe, err = preemptionEvalsOf(s, ws, "low")
+		return len(pe) > 0, err
+	})
+	if done := waitEvalStatus(t, s, pe[0].ID, api.EvalStatusComplete); done.BlockedEval == "" {
+		t.Fatalf("preemption eval %+v left no blocked eval", done)
+	}
+	registerNode(t, s, testNode("n2", 1000, 4096))
+	again := waitLive(t, s, "low", 1)[0]
+	if again.ID == first.ID || again.NodeID != "n2" || again.Name != first.Name {
+		t.Errorf("low placed again as %s %s on %q, want a new %s on n2", again.ID, again.Name, again.NodeID, first.Name)
+	}
+}

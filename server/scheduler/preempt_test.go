@@ -234,3 +234,41 @@ func TestPreemptDroppedWithAllAtOnce(t *testing.T) {
 		t.Fatalf("annotations still count preemptions: %+v", ann.DesiredTGUpdates["web"])
 	}
 }
+
+// A preempted batch alloc is work still to do: its job's next pass places
+// a replacement (blocked while there is no room, placed once there is),
+// not a completed slot.
+func TestPreemptedBatchRequeued(t *testing.T) {
+	st := newMemState()
+	st.addNode(testNode("1", "dc1", 1000, 4096))
+	low := testJob("low", api.JobTypeBatch, 1, 900, 64)
+	low.Priority = 20
+	st.upsertJob(low)
+	st.upsertAlloc(runningAlloc(low, 0, "node-1", 900, testNow.Add(-time.Hour)))
+	high := testJob("high", api.JobTypeBatch, 1, 900, 64)
+	high.Priority = 90
+	st.upsertJob(high)
+	res, err := Schedule(st, testEval(high, 1), Options{Now: testNow})
+	if err != nil || len(res.Plan.NodePreemptions["node-1"]) != 1 {
+		t.Fatalf("high: %v, preempted %v", err, preempted(res.Plan))
+	}
+	st.apply(res.Plan)
+	ev := testEval(low, 2)
+	ev.TriggeredBy = api.EvalTriggerPreemption
+	res, err = Schedule(st, ev, Options{Now: testNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Blocked == nil || res.Eval.QueuedAllocations["web"] != 1 || placedCount(res.Plan) != 0 || len(res.Plan.NodePreemptions) != 0 {
+		t.Fatalf("low after its eviction: blocked %v queued %v placed %d preempted %v; want blocked with 1 queued",
+			res.Blocked != nil, res.Eval.QueuedAllocations, placedCount(res.Plan), preempted(res.Plan))
+	}
+	st.addNode(testNode("2", "dc1", 1000, 4096))
+	res, err = Schedule(st, testEval(low, 3), Options{Now: testNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := res.Plan.NodeAllocation["node-2"]; len(l) != 1 || l[0].Name != "low.web[0]" || res.Blocked != nil {
+		t.Fatalf("low once node-2 joined: %v (blocked %v), want low.web[0] on node-2", res.Plan.NodeAllocation, res.Blocked != nil)
+	}
+}
