@@ -56,6 +56,7 @@ type sched struct {
 	groups     map[string]*tgCtx
 	// victimGangs caches other jobs' gangs preemption looked at (preempt.go).
 	victimGangs map[string]*victimGang
+	resv        reserveState // reservations (reserve.go)
 
 	undo      []undoEntry // node-state changes since the outermost open checkpoint
 	undoDepth int         // open checkpoints
@@ -219,6 +220,7 @@ func (s *sched) finish() *Result {
 	e.StatusDescription = ""
 	e.SnapshotIndex = s.st.Index()
 	e.ModifyTime = s.opts.Now.UnixNano()
+	e.Reservation = nil // a blocked eval's reservation ends when it is evaluated
 	if len(s.failed) > 0 {
 		e.FailedTGAllocs = s.failed
 		e.StatusDescription = "some allocations could not be placed"
@@ -237,6 +239,7 @@ func (s *sched) finish() *Result {
 		if b.Namespace == "" {
 			b.Namespace = api.DefaultNamespace
 		}
+		b.Reservation = s.reservation()
 		s.res.Blocked = b
 		e.BlockedEval = b.ID
 	}
