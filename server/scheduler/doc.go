@@ -18,9 +18,15 @@
 // devices, with per computed-class caching), ranking (bin-packing, job
 // anti-affinity, affinities, spread, device fit and topology) with node
 // sampling, preemption of allocs of jobs at least 10 priority points lower
-// (every job type by default; Options.Preemption), all-at-once (gang)
-// placement, and failure explanations
-// (AllocMetric, ExplainFailure).
+// (preempt.go: every job type by default, Options.Preemption; the
+// cheapest victim set by highest priority, resources with devices
+// weighted most, count and run time lost; preemptible = false and
+// min_runtime protect work; a gang is evicted whole, on every node, an
+// elastic one only down to its min), reservations that keep pending gangs
+// from starving (reserve.go: recorded on the blocked eval, read back
+// through State.Reservations, lower-priority work only backfills what the
+// reservation does not need), all-at-once (gang) placement, and failure
+// explanations (AllocMetric, ExplainFailure).
 //
 // Structure of a pass: reconcileGroup decides per group and returns a
 // groupResult (stops, updates, placements, follow-up evals, annotation);
