@@ -435,12 +435,25 @@ func (s *sched) gangLive(g *victimGang) []*api.Allocation {
 // evict releases the victims preempt chose from their nodes' usage (any
 // node: a gang's members) and marks them stopped, journaled so a rollback
 // undoes it; recordEvictions then writes them to the plan.
+//
+// The victims' nodes have room again, so every group looks at them anew
+// (a whole gang's members on other nodes serve the next placements
+// instead of more evictions).
 func (s *sched) evict(victims []*api.Allocation) {
 	for _, v := range victims {
-		if ns := s.byID[v.NodeID]; ns != nil && ns.loaded {
+		ns := s.byID[v.NodeID]
+		if ns != nil && ns.loaded {
 			s.removeFrom(ns, v)
 		}
 		s.markStopped(v)
+		if ns == nil {
+			continue
+		}
+		for _, tc := range s.groups {
+			if ns.pos < len(tc.skip) {
+				s.unskipNode(tc, ns.pos)
+			}
+		}
 	}
 }
 
