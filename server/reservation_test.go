@@ -16,7 +16,9 @@ func TestGangReservationHoldsBackLowerPriority(t *testing.T) {
 	s := newTestServer(t)
 	ctx := context.Background()
 	registerNode(t, s, testNode("n1", 1000, 4096))
-	registerJob(t, s, prioJob("old", 50, 600))
+	old := prioJob("old", 50, 600)
+	old.Type = api.JobTypeBatch // batch work ends: the gang can count on its room
+	registerJob(t, s, old)
 	waitLive(t, s, "old", 1)
 
 	gang := prioJob("gang", 50, 900)

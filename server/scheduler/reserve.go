@@ -11,8 +11,8 @@ import (
 // Reservations keep a pending gang from starving behind a stream of
 // smaller work (Slurm's backfill, without run time estimates): when a
 // gang group cannot be placed, the pass picks the nodes the gang will use
-// once the work of its priority or lower on them leaves (the most free
-// now first, the previous reservation's nodes before others) and records
+// once the work on them that ends or can be preempted leaves (the most
+// free now first, the previous reservation's nodes before others) and records
 // them on the blocked eval (api.Reservation). Every pass reads the active
 // reservations (State.Reservations) and, for a job the reservation holds
 // back (lower priority, or the same priority and newer), treats the
@@ -267,8 +267,29 @@ func devCount(r *api.RequestedDevice) int {
 	return int(r.Count)
 }
 
+// releases reports whether a live alloc of another job will make room for
+// the job being placed: batch work of its priority or lower ends by
+// itself; work at least preemptPriorityDelta lower that the job's job may
+// evict is preempted once its min_runtime has passed. Service work of
+// about the same priority may run for ever, so a reservation never counts
+// on it (it would hold the node's spare room for nothing).
+func (s *sched) releases(a *api.Allocation) bool {
+	if a.JobID == s.job.ID && a.Namespace == s.job.Namespace {
+		return false
+	}
+	p := allocPriority(a)
+	if p > s.job.Priority {
+		return false
+	}
+	if a.Job != nil && (a.Job.Type == api.JobTypeBatch || a.Job.Type == api.JobTypeSysBatch) {
+		return true
+	}
+	return p <= s.job.Priority-preemptPriorityDelta && s.preemptionEnabled() &&
+		(a.Job == nil || a.Job.Preemptible == nil || *a.Job.Preemptible)
+}
+
 // reserveFit returns how many members of the group fit on ns once the
-// live allocs of other jobs of the job's priority or lower leave (less
+// live allocs that release room (releases) leave (less
 // what other reservations holding this job back and this reservation's
 // other groups need there), and the share of one member's ask that is
 // not free now.
@@ -284,7 +305,7 @@ func (s *sched) reserveFit(tc *tgCtx, ns *nodeState, mine *api.ReservedNode) (in
 	later := now
 	released := map[string]bool{}
 	for _, a := range ns.allocs {
-		if (a.JobID == s.job.ID && a.Namespace == s.job.Namespace) || allocPriority(a) > s.job.Priority {
+		if !s.releases(a) {
 			continue
 		}
 		v := capacity.AllocVector(a.AllocatedResources)

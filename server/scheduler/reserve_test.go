@@ -133,3 +133,38 @@ func TestReservationHolds(t *testing.T) {
 		}
 	}
 }
+
+// A reservation counts only on work that will leave: batch work of the
+// gang's priority or lower (it ends) and preemptible lower work. Service
+// work of the same priority may run for ever: a gang behind it gets no
+// reservation, so the node's spare room stays usable.
+func TestReservationCountsOnlyReleasingWork(t *testing.T) {
+	for _, c := range []struct {
+		typ     string
+		prio    int
+		reserve bool
+	}{{api.JobTypeBatch, 50, true}, {api.JobTypeService, 50, false}, {api.JobTypeBatch, 60, false}} {
+		st := newMemState()
+		st.addNode(testNode("1", "dc1", 1000, 4096))
+		old := testJob("old", c.typ, 1, 600, 64)
+		old.Priority = c.prio
+		no := false
+		old.Preemptible = &no
+		st.upsertJob(old)
+		st.upsertAlloc(runningAlloc(old, 0, "node-1", 600, testNow))
+		gang := gangJob("gang", 50, 1, 0, 900)
+		st.upsertJob(gang)
+		res, err := Schedule(st, testEval(gang, 1), Options{Now: testNow})
+		if err != nil || res.Blocked == nil {
+			t.Fatalf("%s priority %d: %v, blocked %v", c.typ, c.prio, err, res.Blocked)
+		}
+		r := res.Blocked.Reservation
+		if got := r != nil; got != c.reserve {
+			t.Errorf("behind %s work of priority %d: reservation %+v, want one: %v", c.typ, c.prio, r, c.reserve)
+		}
+		if r != nil && (len(r.Nodes) != 1 || r.Nodes[0].NodeID != "node-1" || r.Nodes[0].CPU != 900 || r.Nodes[0].Members != 1 ||
+			r.JobID != "gang" || r.Priority != 50 || len(r.Groups) != 1) {
+			t.Errorf("reservation %+v: want 900 MHz on node-1 for gang's group", r)
+		}
+	}
+}
