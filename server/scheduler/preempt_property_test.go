@@ -24,6 +24,7 @@ type propWorld struct {
 
 	evictedBy map[string]string          // alloc ID -> preempting job
 	preempts  map[string]map[string]bool // preempting job -> victim jobs
+	backfill  bool // a world of batch work near one priority: reservations and backfill
 	plans     int
 	evictions int
 	gangHits  int // gangs a plan evicted members of
@@ -34,6 +35,7 @@ type propWorld struct {
 func newPropWorld(t *testing.T, seed uint64) *propWorld {
 	w := &propWorld{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x5eed)), st: newMemState(), now: testNow,
 		blocked: map[string]*api.Evaluation{}, evictedBy: map[string]string{}, preempts: map[string]map[string]bool{}}
+	w.backfill = seed%2 == 1
 	for i, n := 0, 3+w.rng.IntN(6); i < n; i++ {
 		if w.rng.IntN(3) == 0 {
 			w.st.addNode(dgxLike(fmt.Sprintf("g%d", i)))
@@ -66,6 +68,10 @@ func (w *propWorld) randomJob(i int) *api.Job {
 	case 1, 2:
 		j.MinRuntime = time.Duration(1+r.IntN(3)) * 10 * time.Minute
 	}
+	if w.backfill {
+		j.Type = api.JobTypeBatch
+		j.Priority = 40 + 5*r.IntN(3)
+	}
 	if count > 1 && r.IntN(3) == 0 {
 		min := 0
 		if r.IntN(2) == 0 {
@@ -80,6 +86,9 @@ func (w *propWorld) randomJob(i int) *api.Job {
 		j.TaskGroups[0].Gang = &api.Gang{}
 		j.TaskGroups[0].Tasks[0].Resources.CPU = 1500 + 250*r.IntN(4)
 		j.Priority = 40 + 10*r.IntN(3)
+		if w.backfill {
+			j.Priority = 50
+		}
 		return j
 	}
 	if r.IntN(4) == 0 {
