@@ -272,3 +272,54 @@ func TestPreemptedBatchRequeued(t *testing.T) {
 		t.Fatalf("low once node-2 joined: %v (blocked %v), want low.web[0] on node-2", res.Plan.NodeAllocation, res.Blocked != nil)
 	}
 }
+
+// Devices weigh most in a victim set's cost: a CPU-only placement evicts
+// a big CPU alloc rather than a small one holding a GPU; between equal
+// victims the younger goes (less work lost).
+func TestPreemptDeviceWeightAndAge(t *testing.T) {
+	st := newMemState()
+	st.addNode(dgxLike("g")) // 64,000 MHz, 8 GPUs
+	low := func(id string, cpu int64, gpus int, created time.Time) {
+		j := testJob(id, api.JobTypeBatch, 1, int(cpu), 64)
+		j.Priority = 20
+		st.upsertJob(j)
+		a := runningAlloc(j, 0, "node-g", cpu, created)
+		if gpus > 0 {
+			a.AllocatedResources.Tasks["server"].Devices = []*api.AllocatedDeviceResource{{Vendor: "nvidia", Type: "gpu",
+				Name: "A100-SXM4-80GB", DeviceIDs: []string{"g-GPU-0"}}}
+		}
+		st.upsertAlloc(a)
+	}
+	low("gpu", 1500, 1, testNow.Add(-time.Minute))
+	low("cpu", 62000, 0, testNow.Add(-time.Hour))
+	high := testJob("high", api.JobTypeBatch, 1, 1200, 64)
+	high.Priority, high.Datacenters = 80, []string{"dc1"}
+	st.upsertJob(high)
+	res, err := Schedule(st, testEval(high, 1), Options{Now: testNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := preempted(res.Plan); len(got["node-g"]) != 1 || got["node-g"][0] != "cpu-0" {
+		t.Fatalf("preempted %v, want cpu-0 (62,000 MHz weigh less than one GPU)", got)
+	}
+
+	st = newMemState()
+	st.addNode(testNode("1", "dc1", 1000, 4096))
+	st.addNode(testNode("2", "dc1", 1000, 4096))
+	for i, age := range []time.Duration{3 * time.Hour, time.Hour} {
+		j := testJob(fmt.Sprintf("w%d", i), api.JobTypeBatch, 1, 900, 64)
+		j.Priority = 20
+		st.upsertJob(j)
+		st.upsertAlloc(runningAlloc(j, 0, fmt.Sprintf("node-%d", i+1), 900, testNow.Add(-age)))
+	}
+	high = testJob("high", api.JobTypeBatch, 1, 900, 64)
+	high.Priority = 80
+	st.upsertJob(high)
+	res, err = Schedule(st, testEval(high, 1), Options{Now: testNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := preempted(res.Plan); len(got) != 1 || len(got["node-2"]) != 1 || got["node-2"][0] != "w1-0" {
+		t.Fatalf("preempted %v, want w1-0 (the younger)", got)
+	}
+}
