@@ -74,3 +74,33 @@ func BenchmarkPreempt100(b *testing.B) { benchPreempt(b, false) }
 // BenchmarkPreemptGangs100 is BenchmarkPreempt100 with the victims in
 // 8-member gangs spread over 8 nodes each: a victim gang goes whole.
 func BenchmarkPreemptGangs100(b *testing.B) { benchPreempt(b, true) }
+
+// BenchmarkReserveGang64 schedules a 64-member gang (priority 50) on
+// 5,000 nodes full of priority 50 batch work: nothing is preempted, the
+// gang waits and the pass reserves 64 nodes for it.
+func BenchmarkReserveGang64(b *testing.B) {
+	st := benchCluster(b)
+	for i, n := range st.nodes {
+		j := testJob(fmt.Sprintf("b%d", i), api.JobTypeBatch, 1, 12000, 1024)
+		st.upsertJob(j)
+		st.upsertAlloc(runningAlloc(j, 0, n.ID, 12000, testNow.Add(-time.Hour)))
+	}
+	gang := gangJob("gang", 50, 64, 0, 8000)
+	st.upsertJob(gang)
+	var reserved int
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		res, err := Schedule(st, testEval(gang, i), Options{Now: testNow})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Blocked == nil || res.Blocked.Reservation == nil {
+			b.Fatal("no reservation")
+		}
+		reserved = len(res.Blocked.Reservation.Nodes)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/pass")
+	b.ReportMetric(float64(reserved), "nodes-reserved")
+}
