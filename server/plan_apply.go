@@ -199,14 +199,24 @@ func evaluatePlanOverlay(snap *state.Snapshot, plan *api.Plan, overlay *planComm
 	sort.Strings(ids)
 
 	res := &api.PlanResult{}
-	var rejected []string
-	accepted := make([]string, 0, len(ids))
+	fits := make(map[string]bool, len(ids))
 	for _, id := range ids {
 		ok, _, err := evaluateNodePlan(snap, plan, id, overlay)
 		if err != nil {
 			return nil, nil, err
 		}
-		if ok {
+		fits[id] = ok
+	}
+	if !plan.AllAtOnce {
+		var err error
+		if plan, err = dropOrphanPreemptions(snap, plan, overlay, fits); err != nil {
+			return nil, nil, err
+		}
+	}
+	var rejected []string
+	accepted := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if fits[id] {
 			accepted = append(accepted, id)
 		} else {
 			rejected = append(rejected, id)
@@ -245,7 +255,6 @@ func evaluatePlanOverlay(snap *state.Snapshot, plan *api.Plan, overlay *planComm
 			req.AllocsPreempted = appendStripped(req.AllocsPreempted, as, nil, true)
 		}
 	}
-	dropOrphanPreemptions(res, req)
 	return res, req, nil
 }
 

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"sort"
 
 	"github.com/drover/drover/api"
@@ -57,38 +58,66 @@ func preemptionEvals(snap *state.Snapshot, preempted map[string][]*api.Allocatio
 }
 
 // dropOrphanPreemptions keeps only the preemptions whose preempting alloc
-// is placed by the verified plan: the victims of a placement on a rejected
-// node (or of a gang placement dropped whole) stay running. A placement's
-// victims, a victim gang's members on other nodes included, all name it
-// in PreemptedByAllocation, so they are committed together or not at all
-// and a gang is never left partly evicted.
-func dropOrphanPreemptions(res *api.PlanResult, req *state.ApplyPlanResultsRequest) {
-	if len(req.AllocsPreempted) == 0 {
-		return
-	}
-	placed := make(map[string]bool, len(req.AllocsPlaced))
-	for _, a := range req.AllocsPlaced {
-		placed[a.ID] = true
-	}
-	keep := func(a *api.Allocation) bool { return a.PreemptedByAllocation == "" || placed[a.PreemptedByAllocation] }
-	kept := req.AllocsPreempted[:0]
-	for _, a := range req.AllocsPreempted {
-		if keep(a) {
-			kept = append(kept, a)
-		}
-	}
-	req.AllocsPreempted = kept
-	for node, list := range res.NodePreemptions {
-		var out []*api.Allocation
-		for _, a := range list {
-			if keep(a) {
-				out = append(out, a)
+// is placed: the victims of a placement on a rejected node stay running.
+// A placement's victims, a victim gang's members on other nodes included,
+// all name it in PreemptedByAllocation, so they go together and a gang is
+// never left partly evicted. An accepted node that loses preemptions is
+// checked again (another placement there may have counted on the room),
+// and a node rejected that way orphans its own placements' victims, until
+// nothing changes. fits is updated; the returned plan is a copy when
+// anything was dropped (the submitted plan is not modified).
+func dropOrphanPreemptions(snap *state.Snapshot, plan *api.Plan, overlay *planCommit, fits map[string]bool) (*api.Plan, error) {
+	out := plan
+	for {
+		placed := map[string]bool{}
+		for node, list := range out.NodeAllocation {
+			if fits[node] {
+				for _, a := range list {
+					placed[a.ID] = true
+				}
 			}
 		}
-		if len(out) == 0 {
-			delete(res.NodePreemptions, node)
-		} else if len(out) != len(list) {
-			res.NodePreemptions[node] = out
+		var next map[string][]*api.Allocation
+		var touched []string
+		for node, list := range out.NodePreemptions {
+			kept := make([]*api.Allocation, 0, len(list))
+			for _, a := range list {
+				if a.PreemptedByAllocation == "" || placed[a.PreemptedByAllocation] {
+					kept = append(kept, a)
+				}
+			}
+			if len(kept) == len(list) {
+				continue
+			}
+			if next == nil {
+				next = make(map[string][]*api.Allocation, len(out.NodePreemptions))
+				for n, l := range out.NodePreemptions {
+					next[n] = l
+				}
+			}
+			if len(kept) == 0 {
+				delete(next, node)
+			} else {
+				next[node] = kept
+			}
+			touched = append(touched, node)
+		}
+		if len(touched) == 0 {
+			return out, nil
+		}
+		c := *out
+		c.NodePreemptions = next
+		out = &c
+		sort.Strings(touched)
+		for _, id := range touched {
+			if !fits[id] {
+				continue
+			}
+			ok, _, err := evaluateNodePlan(snap, out, id, overlay)
+			if err != nil {
+				return nil, fmt.Errorf("recheck node %s without orphaned preemptions: %w", id, err)
+			}
+			fits[id] = ok
 		}
 	}
 }

@@ -89,6 +89,23 @@ func TestOrphanPreemptionsDropped(t *testing.T) {
 	if len(req.AllocsPreempted) != 0 || len(res.NodePreemptions) != 0 {
 		t.Errorf("preempted %d allocs (%v) for a placement that was rejected", len(req.AllocsPreempted), res.NodePreemptions)
 	}
+	// A placement on b that counted on the room of the gang member evicted
+	// there: once that preemption is dropped, b no longer fits and is
+	// rejected too.
+	onB := squatAlloc(high, "b", 950)
+	plan2 := *plan
+	plan2.NodeAllocation = map[string][]*api.Allocation{"a": {placed}, "b": {onB}}
+	res, req, err = evaluatePlan(snap, &plan2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.RejectedNodes) != 2 || len(req.AllocsPlaced) != 0 || len(req.AllocsPreempted) != 0 {
+		t.Errorf("rejected %v, placed %d, preempted %d: want both nodes rejected, nothing placed or preempted",
+			res.RejectedNodes, len(req.AllocsPlaced), len(req.AllocsPreempted))
+	}
+	if len(plan.NodePreemptions["b"]) != 1 {
+		t.Error("the submitted plan was modified")
+	}
 	// With room on a, the placement and both victims commit together.
 	st2 := state.NewStateStore()
 	for i, n := range []*api.Node{testNode("a", 1000, 4096), testNode("b", 1000, 4096)} {

@@ -24,7 +24,7 @@ type propWorld struct {
 
 	evictedBy map[string]string          // alloc ID -> preempting job
 	preempts  map[string]map[string]bool // preempting job -> victim jobs
-	backfill  bool // a world of batch work near one priority: reservations and backfill
+	backfill  bool                       // a world of batch work near one priority: reservations and backfill
 	plans     int
 	evictions int
 	gangHits  int // gangs a plan evicted members of
