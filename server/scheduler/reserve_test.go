@@ -22,7 +22,7 @@ func nodeFreeCPU(st *memState, nodeID string) int64 {
 
 // starvation runs a gang of 4 x 900 MHz (priority 50) against four 1,000
 // MHz nodes, each running two older 400 MHz allocs, and a stream of new
-// 400 MHz jobs of the same priority: each round one old alloc finishes,
+// 400 MHz jobs of priority 40 or 50: each round one old alloc finishes,
 // a new small job is scheduled, and the gang's blocked eval runs again.
 // With reserve the blocked evals (and their reservations) are stored as
 // the server does. It returns the round the gang was whole (-1: never)
@@ -83,6 +83,7 @@ func starvation(t *testing.T, reserve bool) int {
 			st.upsertAlloc(&c)
 		}
 		small := testJob(fmt.Sprintf("new%d", round), api.JobTypeBatch, 1, 400, 64)
+		small.Priority = 40 + 10*(round%2) // lower, or the same and newer
 		st.upsertJob(small)
 		holds := map[string]int64{}
 		if rs, _ := st.Reservations(); len(rs) > 0 {
