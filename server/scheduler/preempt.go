@@ -120,7 +120,7 @@ func (s *sched) preempt(tc *tgCtx, nodes []*nodeState, prevNode string) (*cand, 
 		examined++
 		order := slices.Clone(ns.allocs) // probing below reorders the list
 		victims, cost, ok := s.cheapestOn(tc, ns, units)
-		if ok && (best == nil || cost.less(bestCost)) {
+		if ok && (best == nil || !bestCost.less(cost)) {
 			for _, v := range victims {
 				if v.NodeID == ns.node.ID {
 					ns.removeAlloc(v, s.job)
@@ -128,8 +128,11 @@ func (s *sched) preempt(tc *tgCtx, nodes []*nodeState, prevNode string) (*cand, 
 			}
 			picks, dim := s.fits(tc, ns)
 			if dim == "" {
+				// Equal costs: the better scored node.
 				c := s.score(tc, ns, picks, prevNode, tc.tg.Count)
-				best, bestVictims, bestCost = &c, victims, cost
+				if best == nil || cost.less(bestCost) || c.score > best.score {
+					best, bestVictims, bestCost = &c, victims, cost
+				}
 			}
 			for _, v := range victims {
 				if v.NodeID == ns.node.ID {
