@@ -150,10 +150,12 @@ func (s *sched) preempt(tc *tgCtx, nodes []*nodeState, prevNode string) (*cand, 
 }
 
 // cheapestOn picks the cheapest set of units whose eviction lets the
-// group fit on ns: the lowest priority tier that frees enough, then the
-// cheaper of (a) every unit of those tiers pruned back most expensive
-// first and (b) the cheapest single unit that frees enough alone. The
-// node's usage is restored (its alloc order is the caller's to restore).
+// group fit on ns. Units are taken cheapest first until the group fits,
+// which fixes the lowest highest priority p that can make room; then the
+// cheaper of (a) those units pruned back most expensive first and (b) the
+// cheapest single unit of priority p or lower that frees enough alone.
+// The node's usage is restored (its alloc order is the caller's to
+// restore).
 func (s *sched) cheapestOn(tc *tgCtx, ns *nodeState, units []victimUnit) ([]*api.Allocation, victimCost, bool) {
 	sort.SliceStable(units, func(i, j int) bool { return units[i].cost.less(units[j].cost) })
 	fit := func() bool { _, dim := s.fits(tc, ns); return dim == "" }
@@ -167,23 +169,21 @@ func (s *sched) cheapestOn(tc *tgCtx, ns *nodeState, units []victimUnit) ([]*api
 			ns.addAlloc(a, s.job)
 		}
 	}
-	// The lowest tier: remove whole priority tiers until the group fits.
-	k := 0
-	for k < len(units) {
-		p := units[k].cost.maxPri
-		for k < len(units) && units[k].cost.maxPri == p {
-			remove(&units[k])
-			k++
-		}
-		if fit() {
-			break
-		}
+	k, ok := 0, false
+	for k < len(units) && !ok {
+		remove(&units[k])
+		k++
+		ok = fit()
 	}
-	if k == len(units) && !fit() {
+	if !ok {
 		for i := range units {
 			restore(&units[i])
 		}
 		return nil, victimCost{}, false
+	}
+	tier := k // units[:tier]: every unit of priority p or lower
+	for tier < len(units) && units[tier].cost.maxPri == units[k-1].cost.maxPri {
+		tier++
 	}
 	// (a) Prune: give back every unit the group can do without, the most
 	// expensive first.
@@ -205,7 +205,7 @@ func (s *sched) cheapestOn(tc *tgCtx, ns *nodeState, units []victimUnit) ([]*api
 	}
 	victims, cost := s.victimSet(set)
 	// (b) One unit alone, when cheaper.
-	for i := 0; i < k; i++ {
+	for i := 0; i < tier; i++ {
 		u := &units[i]
 		if !u.cost.less(cost) {
 			continue
@@ -222,12 +222,22 @@ func (s *sched) cheapestOn(tc *tgCtx, ns *nodeState, units []victimUnit) ([]*api
 // victimSet merges units into the allocs they evict (each once) and
 // their cost.
 func (s *sched) victimSet(units []*victimUnit) ([]*api.Allocation, victimCost) {
-	seen := map[string]bool{}
-	var out []*api.Allocation
+	n, gang := 0, false
+	for _, u := range units {
+		n += len(u.all)
+		gang = gang || len(u.all) > 1
+	}
+	out := make([]*api.Allocation, 0, n)
+	var seen map[string]bool
+	if gang { // a whole gang may hold members also offered alone
+		seen = make(map[string]bool, n)
+	}
 	for _, u := range units {
 		for _, a := range u.all {
-			if !seen[a.ID] {
-				seen[a.ID] = true
+			if seen == nil || !seen[a.ID] {
+				if seen != nil {
+					seen[a.ID] = true
+				}
 				out = append(out, a)
 			}
 		}
@@ -258,9 +268,9 @@ func allocWeight(a *api.Allocation) int64 {
 	if r == nil {
 		return 0
 	}
-	cpu, mem, _ := r.Comparable()
-	w := cpu + mem
-	for _, t := range r.Tasks {
+	var w int64
+	for _, t := range r.Tasks { // Comparable's cpu and memory, with the devices
+		w += t.Cpu.CpuShares + t.Memory.MemoryMB
 		for _, d := range t.Devices {
 			w += int64(len(d.DeviceIDs)) * deviceCostWeight
 		}
@@ -275,23 +285,38 @@ func allocWeight(a *api.Allocation) int64 {
 // min without it (an elastic gang's surplus); otherwise the unit is the
 // whole gang, every live member on every node, and only when none of them
 // is protected or too high in priority.
+//
+// The units and their one-alloc slices live in scratch buffers reused for
+// every node (victimSet copies what it returns).
 func (s *sched) victimUnits(ns *nodeState) []victimUnit {
-	var units []victimUnit
+	units := s.unitBuf[:0]
+	singles := s.singleBuf[:0]
+	if cap(singles) < len(ns.allocs) {
+		singles = make([]*api.Allocation, 0, len(ns.allocs)) // never grown below: the unit slices stay put
+	}
+	single := func(a *api.Allocation) victimUnit {
+		singles = append(singles, a)
+		one := singles[len(singles)-1 : len(singles) : len(singles)]
+		return victimUnit{local: one, all: one, cost: s.allocsCost(one)}
+	}
+	defer func() { s.unitBuf, s.singleBuf = units[:0], singles[:0] }()
 	var gangs []*victimGang
-	local := map[*victimGang][]*api.Allocation{}
+	var local map[*victimGang][]*api.Allocation
 	for _, a := range ns.allocs {
 		if !s.evictable(a) {
 			continue
 		}
 		if g := s.victimGangOf(a); g != nil {
+			if local == nil {
+				local = map[*victimGang][]*api.Allocation{}
+			}
 			if _, ok := local[g]; !ok {
 				gangs = append(gangs, g)
 			}
 			local[g] = append(local[g], a)
 			continue
 		}
-		one := []*api.Allocation{a}
-		units = append(units, victimUnit{local: one, all: one, cost: s.allocsCost(one)})
+		units = append(units, single(a))
 	}
 	for _, g := range gangs {
 		mine := local[g]
@@ -300,8 +325,7 @@ func (s *sched) victimUnits(ns *nodeState) []victimUnit {
 		// The biggest members are the surplus offered alone.
 		sort.SliceStable(mine, func(i, j int) bool { return allocWeight(mine[i]) > allocWeight(mine[j]) })
 		for _, a := range mine[:surplus] {
-			one := []*api.Allocation{a}
-			units = append(units, victimUnit{local: one, all: one, cost: s.allocsCost(one)})
+			units = append(units, single(a))
 		}
 		if surplus == len(mine) {
 			continue

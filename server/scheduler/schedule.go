@@ -54,8 +54,11 @@ type sched struct {
 	// destructive updates waiting, allocs not yet healthy).
 	deployBusy bool
 	groups     map[string]*tgCtx
-	// victimGangs caches other jobs' gangs preemption looked at (preempt.go).
+	// victimGangs caches other jobs' gangs preemption looked at; unitBuf
+	// and singleBuf are its scratch buffers (preempt.go).
 	victimGangs map[string]*victimGang
+	unitBuf     []victimUnit
+	singleBuf   []*api.Allocation
 	resv        reserveState // reservations (reserve.go)
 
 	undo      []undoEntry // node-state changes since the outermost open checkpoint
