@@ -17,8 +17,9 @@ import (
 // reservations (State.Reservations) and, for a job the reservation holds
 // back (lower priority, or the same priority and newer), treats the
 // reserved capacity as taken: a placement on a reserved node is allowed
-// only when the node keeps room for the reservation after it (backfill
-// that cannot delay the gang). The reservation ends with its blocked eval.
+// only when the node keeps room for the reservation after it in every
+// dimension the placement uses (backfill that cannot delay the gang). The
+// reservation ends with its blocked eval.
 
 // DimReserved is the DimensionExhausted key of nodes refused because
 // their free capacity is reserved for a pending gang.
@@ -83,24 +84,32 @@ func (s *sched) holds() map[string]*nodeHold {
 }
 
 // holdOK reports whether placing the group on ns (with the device picks)
-// leaves room for what reservations hold there.
+// leaves room for what reservations hold there, in every dimension the
+// placement takes from: a CPU-only job may still use a GPU node's spare
+// CPU and memory while its GPUs wait for a gang, never the GPUs.
 func (s *sched) holdOK(tc *tgCtx, ns *nodeState, picks []devPick) bool {
 	h := s.holds()[ns.node.ID]
 	if h == nil {
 		return true
 	}
-	need := capacity.Vector{CPU: h.cpu + tc.cpuOn(ns), MemoryMB: h.mem + tc.mem, DiskMB: h.disk + tc.disk}
-	if ns.cap.Fits(&need) != nil {
-		return false
+	u := ns.cap.Used()
+	for _, d := range [...]struct{ ask, free, held int64 }{
+		{tc.cpuOn(ns), ns.cap.CPU - u.CPU, h.cpu},
+		{tc.mem, ns.cap.MemoryMB - u.MemoryMB, h.mem},
+		{tc.disk, ns.cap.DiskMB - u.DiskMB, h.disk},
+	} {
+		if d.ask > 0 && d.free-d.ask < d.held {
+			return false
+		}
 	}
 	for name, n := range h.devs {
-		free := freeDevices(ns, name, nil)
+		taken := 0
 		for _, p := range picks {
 			if deviceNameMatch(name, p.group) {
-				free -= len(p.ids)
+				taken += len(p.ids)
 			}
 		}
-		if free < n {
+		if taken > 0 && freeDevices(ns, name, nil)-taken < n {
 			return false
 		}
 	}

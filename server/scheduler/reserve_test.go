@@ -169,3 +169,44 @@ func TestReservationCountsOnlyReleasingWork(t *testing.T) {
 		}
 	}
 }
+
+// On a GPU node held for a GPU gang, CPU-only work may backfill the spare
+// CPU and memory, never the GPUs.
+func TestReservationBackfillByDimension(t *testing.T) {
+	st := newMemState()
+	st.addNode(dgxLike("g")) // 64,000 MHz, 8 GPUs
+	old := gpuJob("old", 4)
+	old.Priority = 50
+	st.upsertJob(old)
+	a := runningAlloc(old, 0, "node-g", 1000, testNow)
+	a.AllocatedResources.Tasks["server"].Devices = []*api.AllocatedDeviceResource{{Vendor: "nvidia", Type: "gpu",
+		Name: "A100-SXM4-80GB", DeviceIDs: []string{"g-GPU-0", "g-GPU-1", "g-GPU-2", "g-GPU-3"}}}
+	st.upsertAlloc(a)
+	gang := gpuJob("gang", 8)
+	gang.Priority = 50
+	gang.TaskGroups[0].Gang = &api.Gang{}
+	st.upsertJob(gang)
+	res, err := Schedule(st, testEval(gang, 1), Options{Now: testNow})
+	if err != nil || res.Blocked == nil || res.Blocked.Reservation == nil {
+		t.Fatalf("gang: %v, blocked %+v: want a reservation", err, res.Blocked)
+	}
+	r := res.Blocked.Reservation
+	if len(r.Nodes) != 1 || len(r.Nodes[0].Devices) != 1 || r.Nodes[0].Devices[0].Count != 8 {
+		t.Fatalf("reservation %+v: want 8 GPUs on node-g", r.Nodes[0])
+	}
+	st.upsertEval(res.Blocked)
+
+	cpu := testJob("cpu", api.JobTypeBatch, 1, 2000, 1024)
+	cpu.Priority, cpu.Datacenters = 40, []string{"dc1"}
+	st.upsertJob(cpu)
+	if res, err := Schedule(st, testEval(cpu, 2), Options{Now: testNow}); err != nil || len(res.Plan.NodeAllocation["node-g"]) != 1 {
+		t.Fatalf("CPU-only job: %v, placed %v: want it on node-g's spare CPU", err, res.Plan.NodeAllocation)
+	}
+	small := gpuJob("small", 1)
+	small.Priority = 40
+	st.upsertJob(small)
+	res, err = Schedule(st, testEval(small, 3), Options{Now: testNow})
+	if err != nil || placedCount(res.Plan) != 0 || res.Eval.FailedTGAllocs["web"].DimensionExhausted[DimReserved] != 1 {
+		t.Fatalf("1-GPU job: %v, placed %v, failed %+v: want refused for the reservation", err, res.Plan.NodeAllocation, res.Eval.FailedTGAllocs)
+	}
+}
