@@ -61,6 +61,9 @@ type Evaluation struct {
 	ModifyIndex          uint64                  `json:"ModifyIndex"`
 	CreateTime           int64                   `json:"CreateTime"`
 	ModifyTime           int64                   `json:"ModifyTime"`
+	// Reservation is the capacity a blocked eval of a pending gang holds
+	// back from lower-priority work (see Reservation).
+	Reservation *Reservation `json:"Reservation,omitempty"`
 }
 
 // TerminalStatus reports whether the eval is finished.

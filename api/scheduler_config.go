@@ -40,13 +40,24 @@ type SchedulerConfiguration struct {
 }
 
 // DefaultSchedulerConfiguration is what a cluster uses until an operator
-// sets one: binpack; system and sysbatch jobs preempt, service and batch
-// jobs do not.
+// sets one: binpack, and every job type preempts (a job evicts allocs of
+// jobs at least 10 priority points lower when it cannot be placed
+// otherwise; preemptible = false and min_runtime protect work). A stored
+// configuration is used as it is: an operator turns preemption off for a
+// job type by setting its flag false (a configuration set before service
+// and batch preemption became the default keeps them off).
 func DefaultSchedulerConfiguration() *SchedulerConfiguration {
 	return &SchedulerConfiguration{
 		SchedulerAlgorithm: SchedulerAlgorithmBinpack,
-		PreemptionConfig:   PreemptionConfig{SystemSchedulerEnabled: true, SysBatchSchedulerEnabled: true},
+		PreemptionConfig:   DefaultPreemptionConfig(),
 	}
+}
+
+// DefaultPreemptionConfig is the preemption a cluster uses until an
+// operator sets a scheduler configuration: on for every job type.
+func DefaultPreemptionConfig() PreemptionConfig {
+	return PreemptionConfig{SystemSchedulerEnabled: true, SysBatchSchedulerEnabled: true,
+		BatchSchedulerEnabled: true, ServiceSchedulerEnabled: true}
 }
 
 // Algorithm is the effective algorithm ("" is binpack).

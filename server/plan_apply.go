@@ -208,10 +208,24 @@ func evaluatePlanOverlay(snap *state.Snapshot, plan *api.Plan, overlay *planComm
 		}
 		fits[id] = ok
 	}
-	if len(plan.Gangs) > 0 && !plan.AllAtOnce {
-		var err error
-		if plan, err = dropRejectedGangs(snap, plan, overlay, fits); err != nil {
-			return nil, nil, err
+	if !plan.AllAtOnce {
+		// Dropping a rejected gang or the preemptions of a rejected
+		// placement can only reject more nodes (fits goes true to false),
+		// so alternate the two until neither rejects another.
+		for {
+			before := rejectedCount(fits)
+			var err error
+			if len(plan.Gangs) > 0 {
+				if plan, err = dropRejectedGangs(snap, plan, overlay, fits); err != nil {
+					return nil, nil, err
+				}
+			}
+			if plan, err = dropOrphanPreemptions(snap, plan, overlay, fits); err != nil {
+				return nil, nil, err
+			}
+			if rejectedCount(fits) == before {
+				break
+			}
 		}
 	}
 	var rejected []string
@@ -437,4 +451,15 @@ func evaluateNodePlan(snap *state.Snapshot, plan *api.Plan, nodeID string, overl
 	proposed = append(proposed, placed...)
 	ok, reason := nodeFits(node, proposed)
 	return ok, reason, nil
+}
+
+// rejectedCount is how many nodes of the plan do not fit.
+func rejectedCount(fits map[string]bool) int {
+	n := 0
+	for _, ok := range fits {
+		if !ok {
+			n++
+		}
+	}
+	return n
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"sort"
 
 	"github.com/drover/drover/api"
@@ -54,4 +55,69 @@ func preemptionEvals(snap *state.Snapshot, preempted map[string][]*api.Allocatio
 		})
 	}
 	return out
+}
+
+// dropOrphanPreemptions keeps only the preemptions whose preempting alloc
+// is placed: the victims of a placement on a rejected node stay running.
+// A placement's victims, a victim gang's members on other nodes included,
+// all name it in PreemptedByAllocation, so they go together and a gang is
+// never left partly evicted. An accepted node that loses preemptions is
+// checked again (another placement there may have counted on the room),
+// and a node rejected that way orphans its own placements' victims, until
+// nothing changes. fits is updated; the returned plan is a copy when
+// anything was dropped (the submitted plan is not modified).
+func dropOrphanPreemptions(snap *state.Snapshot, plan *api.Plan, overlay *planCommit, fits map[string]bool) (*api.Plan, error) {
+	out := plan
+	for {
+		placed := map[string]bool{}
+		for node, list := range out.NodeAllocation {
+			if fits[node] {
+				for _, a := range list {
+					placed[a.ID] = true
+				}
+			}
+		}
+		var next map[string][]*api.Allocation
+		var touched []string
+		for node, list := range out.NodePreemptions {
+			kept := make([]*api.Allocation, 0, len(list))
+			for _, a := range list {
+				if a.PreemptedByAllocation == "" || placed[a.PreemptedByAllocation] {
+					kept = append(kept, a)
+				}
+			}
+			if len(kept) == len(list) {
+				continue
+			}
+			if next == nil {
+				next = make(map[string][]*api.Allocation, len(out.NodePreemptions))
+				for n, l := range out.NodePreemptions {
+					next[n] = l
+				}
+			}
+			if len(kept) == 0 {
+				delete(next, node)
+			} else {
+				next[node] = kept
+			}
+			touched = append(touched, node)
+		}
+		if len(touched) == 0 {
+			return out, nil
+		}
+		c := *out
+		c.NodePreemptions = next
+		out = &c
+		sort.Strings(touched)
+		for _, id := range touched {
+			if !fits[id] {
+				continue
+			}
+			ok, _, err := evaluateNodePlan(snap, out, id, overlay)
+			if err != nil {
+				return nil, fmt.Errorf("recheck node %s without orphaned preemptions: %w", id, err)
+			}
+			fits[id] = ok
+		}
+	}
 }

@@ -31,10 +31,10 @@ func preemptionEvalsOf(s *Server, ws memdb.WatchSet, jobID string) ([]*api.Evalu
 	return out, nil
 }
 
-// With service preemption switched on through the scheduler
-// configuration, a high-priority service job evicts a low-priority one
-// from a full node; the evicted job gets a preemption eval and is placed
-// again once a node with room joins.
+// With service preemption on in the scheduler configuration (set
+// explicitly here; it is the default too), a high-priority service job
+// evicts a low-priority one from a full node; the evicted job gets a
+// preemption eval and is placed again once a node with room joins.
 func TestServicePreemptionReplacesPreemptedJob(t *testing.T) {
 	s := newTestServer(t)
 	ctx := context.Background()
@@ -97,13 +97,38 @@ func TestServicePreemptionReplacesPreemptedJob(t *testing.T) {
 	}
 }
 
-// With the default configuration service jobs do not preempt: the
-// high-priority job waits blocked and the low-priority one keeps running.
-func TestDefaultSchedulerConfigNoServicePreemption(t *testing.T) {
+// The default configuration lets service and batch jobs preempt: a
+// priority 90 batch job evicts priority 50 service work from a full node.
+func TestDefaultSchedulerConfigBatchPreemptsService(t *testing.T) {
 	s := newTestServer(t)
 	conf, idx, err := s.SchedulerConfig()
-	if err != nil || idx != 0 || conf.PreemptionConfig.ServiceSchedulerEnabled || !conf.PreemptionConfig.SystemSchedulerEnabled {
+	if err != nil || idx != 0 || conf.PreemptionConfig != api.DefaultPreemptionConfig() ||
+		!conf.PreemptionConfig.ServiceSchedulerEnabled || !conf.PreemptionConfig.BatchSchedulerEnabled {
 		t.Fatalf("default config: %+v at %d, %v", conf, idx, err)
+	}
+	registerNode(t, s, testNode("n1", 1000, 4096))
+	registerJob(t, s, prioJob("svc", 50, 800))
+	low := waitLive(t, s, "svc", 1)[0]
+	hi := prioJob("train", 90, 800)
+	hi.Type = api.JobTypeBatch
+	registerJob(t, s, hi)
+	got := waitLive(t, s, "train", 1)[0]
+	waitLive(t, s, "svc", 0)
+	evicted, err := s.State().AllocByID(nil, low.ID)
+	if err != nil || evicted == nil || evicted.DesiredStatus != api.AllocDesiredStatusEvict || evicted.PreemptedByAllocation != got.ID {
+		t.Fatalf("svc alloc after the batch job: %+v, %v; want evicted by %s", evicted, err, got.ID)
+	}
+}
+
+// An operator turns preemption off through the scheduler configuration:
+// the high-priority job waits blocked and the low-priority one keeps
+// running.
+func TestSchedulerConfigTurnsPreemptionOff(t *testing.T) {
+	s := newTestServer(t)
+	conf := api.DefaultSchedulerConfiguration()
+	conf.PreemptionConfig.ServiceSchedulerEnabled = false
+	if resp, err := s.SetSchedulerConfig(context.Background(), conf, false, 0); err != nil || !resp.Updated {
+		t.Fatalf("set scheduler config: %+v, %v", resp, err)
 	}
 	registerNode(t, s, testNode("n1", 1000, 4096))
 	registerJob(t, s, prioJob("low", 20, 800))
@@ -147,5 +172,36 @@ func TestSetSchedulerConfigCAS(t *testing.T) {
 	}
 	if _, err := s.SetSchedulerConfig(ctx, &api.SchedulerConfiguration{SchedulerAlgorithm: "fifo"}, false, 0); !errors.Is(err, api.ErrBadRequest) {
 		t.Errorf("unknown algorithm: %v, want ErrBadRequest", err)
+	}
+}
+
+// Preempted batch work is requeued: the evicted job's preemption eval
+// leaves a blocked eval, and the work is placed again once a node with
+// room joins.
+func TestPreemptedBatchJobPlacedAgain(t *testing.T) {
+	s := newTestServer(t)
+	registerNode(t, s, testNode("n1", 1000, 4096))
+	low := prioJob("low", 20, 800)
+	low.Type = api.JobTypeBatch
+	registerJob(t, s, low)
+	first := waitLive(t, s, "low", 1)[0]
+	high := prioJob("high", 90, 800)
+	high.Type = api.JobTypeBatch
+	registerJob(t, s, high)
+	waitLive(t, s, "high", 1)
+	waitLive(t, s, "low", 0)
+	var pe []*api.Evaluation
+	waitState(t, s, "a preemption eval of low", func(ws memdb.WatchSet) (bool, error) {
+		var err error
+		pe, err = preemptionEvalsOf(s, ws, "low")
+		return len(pe) > 0, err
+	})
+	if done := waitEvalStatus(t, s, pe[0].ID, api.EvalStatusComplete); done.BlockedEval == "" {
+		t.Fatalf("preemption eval %+v left no blocked eval", done)
+	}
+	registerNode(t, s, testNode("n2", 1000, 4096))
+	again := waitLive(t, s, "low", 1)[0]
+	if again.ID == first.ID || again.NodeID != "n2" || again.Name != first.Name {
+		t.Errorf("low placed again as %s %s on %q, want a new %s on n2", again.ID, again.Name, again.NodeID, first.Name)
 	}
 }

@@ -258,11 +258,20 @@ func TestRestartPolicyDelayMode(t *testing.T) {
 	}
 }
 
+// A stopped alloc and an evicted (preempted) one end the same way: the
+// task's kill_signal, kill_timeout to exit, then the driver's kill, so
+// preempted training can checkpoint.
 func TestKillSequenceOnStop(t *testing.T) {
+	for _, desired := range []string{api.AllocDesiredStatusStop, api.AllocDesiredStatusEvict} {
+		t.Run(desired, func(t *testing.T) { killSequence(t, desired) })
+	}
+}
+
+func killSequence(t *testing.T, desired string) {
 	h := newHarness(t, newAlloc(api.JobTypeService, nil, task("main", nil)))
 	h.waitState("main", api.TaskStateRunning)
 	a := h.ar.Alloc()
-	a.DesiredStatus = api.AllocDesiredStatusStop
+	a.DesiredStatus = desired
 	h.ar.Update(a)
 	<-h.ar.WaitCh()
 	if got, want := callsMatching(h.procs.Calls(), "stop", "destroy"), []string{"stop main SIGINT 3s", "destroy main"}; !cmp.Equal(got, want) {

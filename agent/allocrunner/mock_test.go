@@ -88,7 +88,15 @@ func TestMockRestartPolicy(t *testing.T) {
 	}
 }
 
+// Stopped and evicted (preempted) allocs get the kill signal, then SIGKILL
+// after kill_timeout.
 func TestMockKillSequence(t *testing.T) {
+	for _, desired := range []string{api.AllocDesiredStatusStop, api.AllocDesiredStatusEvict} {
+		t.Run(desired, func(t *testing.T) { mockKillSequence(t, desired) })
+	}
+}
+
+func mockKillSequence(t *testing.T, desired string) {
 	// kill_after beyond KillTimeout: the signal is ignored, then SIGKILL.
 	stubborn := mockTask("stubborn", map[string]any{"run_for": "1h", "kill_after": "1h"})
 	polite := mockTask("polite", map[string]any{"run_for": "1h"})
@@ -97,7 +105,7 @@ func TestMockKillSequence(t *testing.T) {
 		return h.ar.Alloc().ClientStatus == api.AllocClientStatusRunning && h.state("polite").State == api.TaskStateRunning
 	})
 	a := h.ar.Alloc()
-	a.DesiredStatus = api.AllocDesiredStatusStop
+	a.DesiredStatus = desired
 	h.ar.Update(a)
 	<-h.ar.WaitCh()
 	sig := func(name string) int {

@@ -386,11 +386,25 @@ func printJobStatus(w io.Writer, job *api.Job, summary *api.JobSummary, allocs [
 	}
 	if blocked != nil {
 		fmt.Fprintf(w, "\nEvaluation %q is blocked waiting for capacity\n", short(blocked.ID))
+		if r := blocked.Reservation; r != nil {
+			fmt.Fprintln(w, reservationLine(r))
+		}
 	}
 	fmt.Fprintln(w, "\nAllocations")
 	if printAllocTable(w, allocs) {
 		printRecentEvents(w, allocs)
 	}
+}
+
+// reservationLine is the job status line of a pending gang's reservation:
+// the nodes it holds back from lower-priority work.
+func reservationLine(r *api.Reservation) string {
+	nodes := make([]string, 0, len(r.Nodes))
+	for _, n := range r.Nodes {
+		nodes = append(nodes, short(n.NodeID))
+	}
+	return fmt.Sprintf("Reservation: %d nodes held for group %s (priority %d): %s",
+		len(r.Nodes), strings.Join(r.Groups, ","), r.Priority, strings.Join(nodes, ", "))
 }
 
 // printAllocTable lists allocs, newest first; false when there are none.

@@ -25,21 +25,22 @@ func TestCLIOperatorScheduler(t *testing.T) {
 		return resp.SchedulerConfig
 	}
 
-	if c := getJSON(); c.Algorithm() != "binpack" || !c.PreemptionConfig.SystemSchedulerEnabled || c.PreemptionConfig.ServiceSchedulerEnabled {
+	if c := getJSON(); c.Algorithm() != "binpack" || c.PreemptionConfig != api.DefaultPreemptionConfig() || !c.PreemptionConfig.ServiceSchedulerEnabled {
 		t.Fatalf("default config: %+v", c)
 	}
 	code, out, _ := cli("operator", "scheduler", "get-config")
-	for _, want := range []string{"Scheduler Algorithm", "= binpack", "Preemption Config", "Service Scheduler Enabled", "= false"} {
+	for _, want := range []string{"Scheduler Algorithm", "= binpack", "Preemption Config", "Service Scheduler Enabled", "= true"} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("get-config: exit %d, output %q lacks %q", code, out, want)
 		}
 	}
 
-	if code, out, stderr := cli("operator", "scheduler", "set-config", "-scheduler-algorithm=spread", "-preempt-service-scheduler=true"); code != 0 || !strings.Contains(out, "updated") {
+	if code, out, stderr := cli("operator", "scheduler", "set-config", "-scheduler-algorithm=spread", "-preempt-batch-scheduler=false"); code != 0 || !strings.Contains(out, "updated") {
 		t.Fatalf("set-config: exit %d %q %q", code, out, stderr)
 	}
 	c := getJSON()
 	want := api.PreemptionConfig{SystemSchedulerEnabled: true, SysBatchSchedulerEnabled: true, ServiceSchedulerEnabled: true}
+	// (batch preemption, on by default, is now off)
 	if c.SchedulerAlgorithm != "spread" || c.PreemptionConfig != want {
 		t.Fatalf("after set-config: %+v, want spread and %+v (flags not given are kept)", c, want)
 	}

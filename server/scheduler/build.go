@@ -76,12 +76,7 @@ func (s *sched) place(p *placement) *api.Allocation {
 			return nil
 		}
 	}
-	if len(victims) > 0 {
-		for _, v := range victims {
-			s.removeFrom(c.ns, v) // before building: ports and cores come free
-			s.markStopped(v)
-		}
-	}
+	s.evict(victims) // before building: ports and cores come free
 	a := s.buildAlloc(tc, p, c)
 	a.Metrics = &api.AllocMetric{
 		NodesEvaluated: evaluated, NodesFiltered: filtered, NodesInPool: len(s.nodes),

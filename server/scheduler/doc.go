@@ -24,9 +24,16 @@
 // and NUMA node first so whole ones stay free) with reserved cores from
 // the NUMA nodes of the devices picked (when the node reports
 // NodeCpuResources.NUMA), preemption of allocs of jobs at least 10
-// priority points lower (system and sysbatch by default;
-// Options.Preemption), gangs (below), and failure explanations
-// (AllocMetric, ExplainFailure).
+// priority points lower (preempt.go: every job type by default,
+// Options.Preemption; the cheapest victim set by highest priority,
+// resources with devices weighted most, count and run time lost;
+// preemptible = false and min_runtime protect work; a gang is evicted
+// whole, on every node, an elastic one only down to its min),
+// reservations that keep pending gangs from starving (reserve.go:
+// recorded on the blocked eval, read back through State.Reservations,
+// lower-priority work only backfills what the reservation does not
+// need), gangs (below), and failure explanations (AllocMetric,
+// ExplainFailure).
 //
 // Gangs (gang.go, topology.go): a group with a gang block, or every group
 // of a job with one (job.GangOf), places its new allocs as one unit. The

@@ -24,6 +24,7 @@ const (
 	undoCursor                  // tc.start was start
 	undoFailed                  // tc.failed was false
 	undoCount                   // countAlloc(tc, node, group, +1)
+	undoUnskip                  // tc.skip[idx] was cleared (an eviction freed the node)
 )
 
 type undoEntry struct {
@@ -59,6 +60,8 @@ func (s *sched) rollback(cp checkpoint) {
 			delete(s.stopped, e.alloc.ID)
 		case undoSkip:
 			e.tc.skip[e.pos] = false
+		case undoUnskip:
+			e.tc.skip[e.pos] = true
 		case undoCursor:
 			e.tc.start = e.pos
 		case undoFailed:
@@ -124,6 +127,20 @@ func (s *sched) markStopped(a *api.Allocation) {
 func (s *sched) skipNode(tc *tgCtx, i int) {
 	tc.skip[i] = true
 	s.journal(undoEntry{kind: undoSkip, tc: tc, pos: i})
+}
+
+// unskipNode clears a skip mark (the node has room again), moving the
+// cursor back to it, journaled.
+func (s *sched) unskipNode(tc *tgCtx, i int) {
+	if !tc.skip[i] {
+		return
+	}
+	tc.skip[i] = false
+	s.journal(undoEntry{kind: undoUnskip, tc: tc, pos: i})
+	if i < tc.start {
+		s.saveCursor(tc)
+		tc.start = i
+	}
 }
 
 func (s *sched) saveCursor(tc *tgCtx) {

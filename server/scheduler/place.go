@@ -373,14 +373,17 @@ func (s *sched) fits(tc *tgCtx, ns *nodeState) ([]devPick, string) {
 	if e := ns.cap.Fits(&ask); e != nil {
 		return nil, e.Dimension
 	}
+	var picks []devPick
 	if len(tc.devs) > 0 {
-		picks, ok := s.pickDevices(ns, tc.devs)
-		if !ok {
+		var ok bool
+		if picks, ok = s.pickDevices(ns, tc.devs); !ok {
 			return nil, "devices: " + s.missingDevice(tc, ns)
 		}
-		return picks, ""
 	}
-	return nil, ""
+	if !s.holdOK(tc, ns, picks) {
+		return nil, DimReserved // reserve.go: room kept for a pending gang
+	}
+	return picks, ""
 }
 
 // missingDevice names the first device ask the node cannot satisfy.

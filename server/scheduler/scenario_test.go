@@ -339,9 +339,11 @@ func (sc *scenario) print(res *Result) {
 	for _, list := range res.Plan.NodePreemptions {
 		for _, a := range list {
 			byName := "?"
-			for _, l := range res.Plan.NodeAllocation[a.NodeID] {
-				if l.ID == a.PreemptedByAllocation {
-					byName = l.Name
+			for _, placed := range res.Plan.NodeAllocation { // a gang's members: any node
+				for _, l := range placed {
+					if l.ID == a.PreemptedByAllocation {
+						byName = l.Name
+					}
 				}
 			}
 			lines = append(lines, fmt.Sprintf("  preempt %s on %s for %s", a.Name, sc.names[a.NodeID], byName))

@@ -54,6 +54,12 @@ type sched struct {
 	// destructive updates waiting, allocs not yet healthy).
 	deployBusy bool
 	groups     map[string]*tgCtx
+	// victimGangs caches other jobs' gangs preemption looked at; unitBuf
+	// and singleBuf are its scratch buffers (preempt.go).
+	victimGangs map[string]*victimGang
+	unitBuf     []victimUnit
+	singleBuf   []*api.Allocation
+	resv        reserveState // reservations (reserve.go)
 
 	changed   changeLog   // nodes whose usage changed, for device indexes
 	undo      []undoEntry // node-state changes since the outermost open checkpoint
@@ -225,6 +231,7 @@ func (s *sched) finish() *Result {
 	e.StatusDescription = ""
 	e.SnapshotIndex = s.st.Index()
 	e.ModifyTime = s.opts.Now.UnixNano()
+	e.Reservation = nil // a blocked eval's reservation ends when it is evaluated
 	if len(s.failed) > 0 {
 		e.FailedTGAllocs = s.failed
 		e.StatusDescription = "some allocations could not be placed"
@@ -252,6 +259,7 @@ func (s *sched) finish() *Result {
 		if b.Namespace == "" {
 			b.Namespace = api.DefaultNamespace
 		}
+		b.Reservation = s.reservation()
 		s.res.Blocked = b
 		e.BlockedEval = b.ID
 	}

@@ -24,6 +24,9 @@ type State interface {
 	AllocByID(id string) (*api.Allocation, error)
 	// LatestDeploymentByJobID returns the newest deployment or nil.
 	LatestDeploymentByJobID(namespace, jobID string) (*api.Deployment, error)
+	// Reservations returns the active reservations: those of blocked
+	// evals of jobs that still run (one per job, the newest), in any order.
+	Reservations() ([]*api.Reservation, error)
 }
 
 // Options are the scheduler's inputs besides state and eval.

@@ -18,11 +18,13 @@ type memState struct {
 	byJob   map[string][]*api.Allocation
 	byNode  map[string][]*api.Allocation
 	deploys map[string]*api.Deployment
+	evals   map[string]*api.Evaluation // blocked evals (reservations)
 }
 
 func newMemState() *memState {
 	return &memState{index: 1, jobs: map[string]*api.Job{}, allocs: map[string]*api.Allocation{},
-		byJob: map[string][]*api.Allocation{}, byNode: map[string][]*api.Allocation{}, deploys: map[string]*api.Deployment{}}
+		byJob: map[string][]*api.Allocation{}, byNode: map[string][]*api.Allocation{}, deploys: map[string]*api.Deployment{},
+		evals: map[string]*api.Evaluation{}}
 }
 
 func (m *memState) Index() uint64 { return m.index }
@@ -45,6 +47,43 @@ func (m *memState) AllocsByNode(id string) ([]*api.Allocation, error) { return m
 func (m *memState) AllocByID(id string) (*api.Allocation, error)      { return m.allocs[id], nil }
 func (m *memState) LatestDeploymentByJobID(ns, id string) (*api.Deployment, error) {
 	return m.deploys[ns+"/"+id], nil
+}
+
+// Reservations returns the reservations of blocked evals (the newest per
+// job), as server/state does.
+func (m *memState) Reservations() ([]*api.Reservation, error) {
+	newest := map[string]*api.Evaluation{}
+	for _, e := range m.evals {
+		k := e.Namespace + "/" + e.JobID
+		if e.Status != api.EvalStatusBlocked || e.Reservation == nil || m.jobs[k] == nil || m.jobs[k].Stop {
+			continue
+		}
+		if cur := newest[k]; cur == nil || e.CreateIndex > cur.CreateIndex {
+			newest[k] = e
+		}
+	}
+	keys := make([]string, 0, len(newest))
+	for k := range newest {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out []*api.Reservation
+	for _, k := range keys {
+		out = append(out, newest[k].Reservation)
+	}
+	return out, nil
+}
+
+// upsertEval stores an eval (blocked ones carry reservations).
+func (m *memState) upsertEval(e *api.Evaluation) {
+	m.index++
+	if old := m.evals[e.ID]; old != nil {
+		e.CreateIndex = old.CreateIndex
+	} else {
+		e.CreateIndex = m.index
+	}
+	e.ModifyIndex = m.index
+	m.evals[e.ID] = e
 }
 
 func (m *memState) addNode(n *api.Node) { m.nodes = append(m.nodes, n); m.index++ }

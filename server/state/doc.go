@@ -1,7 +1,9 @@
 // Package state is the server's in-memory state store: a go-memdb database
 // holding jobs (and their last versions and summaries), nodes, allocations,
 // evaluations, deployments and the scheduler configuration (a singleton),
-// plus a per-table index of the last Raft index that changed it.
+// plus a per-table index of the last Raft index that changed it. The
+// evals table indexes blocked evals that carry a gang's reservation, so
+// Reservations (read by every scheduling pass) is one index lookup.
 //
 // It owns: the memdb schema, the write methods the FSM calls (one memdb
 // transaction each, stamped with the Raft index), the read methods the HTTP

@@ -34,3 +34,4 @@ func (a schedState) AllocsByNode(nodeID string) ([]*api.Allocation, error) {
 func (a schedState) LatestDeploymentByJobID(ns, jobID string) (*api.Deployment, error) {
 	return a.s.LatestDeploymentByJobID(nil, ns, jobID)
 }
+func (a schedState) Reservations() ([]*api.Reservation, error) { return a.s.Reservations(nil) }

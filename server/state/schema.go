@@ -59,6 +59,8 @@ func schema() *memdb.DBSchema {
 		TableEvals: {Name: TableEvals, Indexes: map[string]*memdb.IndexSchema{
 			"id":  {Name: "id", Unique: true, Indexer: str("ID")},
 			"job": {Name: "job", AllowMissing: true, Indexer: nsKey("JobID")},
+			// reservation: blocked evals holding a reservation (true).
+			"reservation": {Name: "reservation", Indexer: &memdb.ConditionalIndex{Conditional: holdsReservation}},
 		}},
 		TableDeployments: {Name: TableDeployments, Indexes: map[string]*memdb.IndexSchema{
 			"id":  {Name: "id", Unique: true, Indexer: str("ID")},
