@@ -264,6 +264,9 @@ func (j *Job) Validate() error {
 		v.add("", "parameterized: invalid payload %q (want optional, required or forbidden)", pj.Payload)
 	}
 	v.gangs(j)
+	if j.Queue != "" && !ValidQueueName(j.Queue) {
+		v.add("", "invalid queue %q: want slash-separated parts of letters, digits, - or _", j.Queue)
+	}
 	if j.MinRuntime < 0 {
 		v.add("", "min_runtime must not be negative")
 	}

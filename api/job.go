@@ -48,9 +48,12 @@ type Job struct {
 	Preemptible *bool `json:"Preemptible,omitempty"`
 	// MinRuntime protects an alloc from preemption until it has run this
 	// long (fresh work is not evicted at once).
-	MinRuntime       time.Duration           `json:"MinRuntime,omitempty"`
-	Datacenters      []string                `json:"Datacenters,omitempty"`
-	NodePool         string                  `json:"NodePool,omitempty"`
+	MinRuntime  time.Duration `json:"MinRuntime,omitempty"`
+	Datacenters []string      `json:"Datacenters,omitempty"`
+	NodePool    string        `json:"NodePool,omitempty"`
+	// Queue is the queue the job's allocs count against ("team-a/train");
+	// "" is DefaultQueue.
+	Queue            string                  `json:"Queue,omitempty"`
 	Constraints      []*Constraint           `json:"Constraints,omitempty"`
 	Affinities       []*Affinity             `json:"Affinities,omitempty"`
 	Spreads          []*Spread               `json:"Spreads,omitempty"`

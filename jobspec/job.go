@@ -10,7 +10,7 @@ import (
 )
 
 var (
-	jobSchema = accept(schema("name region namespace type priority datacenters node_pool all_at_once meta preemptible min_runtime",
+	jobSchema = accept(schema("name region namespace type priority datacenters node_pool all_at_once meta preemptible min_runtime queue",
 		"group:name", "constraint", "affinity", "spread", "update", "periodic", "parameterized",
 		"meta", "reschedule", "migrate", "gang"),
 		"vault_token consul_token consul_namespace", "multiregion", "vault", "consul", "ui")
@@ -68,6 +68,9 @@ func (d *decoder) job(b *hcl.Block) *api.Job {
 	d.integer(c, "priority", &j.Priority, api.MinPriority, api.MaxPriority)
 	d.strs(c, "datacenters", &j.Datacenters)
 	d.str(c, "node_pool", &j.NodePool)
+	if d.str(c, "queue", &j.Queue) && !api.ValidQueueName(j.Queue) {
+		d.errorf(c.Attributes["queue"].Expr.Range(), "Invalid queue %q: want slash-separated parts of letters, digits, - or _", j.Queue)
+	}
 	d.boolean(c, "all_at_once", &j.AllAtOnce)
 	var preemptible bool
 	if d.boolean(c, "preemptible", &preemptible) {
