@@ -7,8 +7,9 @@
 //
 // The math (fairshare.go, fill.go):
 //
-//   - Resources are a vector: GPUs (any model), CPU (MHz), memory (MB)
-//     and one dimension per GPU model the capacity names. A queue's
+//   - Resources are a vector: GPUs (any model), CPU (MHz) and memory
+//     (MB); a share is split by GPU model in proportion to the queue's
+//     demand (most asks name no model, see space in vec.go). A queue's
 //     dominant share of an amount v is max over dimensions r of v_r/C_r
 //     (C: the cluster's capacity; dimensions with no capacity are left
 //     out). Demand is capped by the queue's limit and the capacity.

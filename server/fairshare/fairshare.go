@@ -82,6 +82,10 @@ type qnode struct {
 	alloc     vec // subtree's
 	share     vec // subtree's
 	hist      float64
+	// demandGPU and demandModels: the subtree's raw GPU demand, total and
+	// by model (to split a share by model; see space).
+	demandGPU    int
+	demandModels map[string]int
 }
 
 // Shares is the outcome of Compute: each queue's fair share, demand and
@@ -130,7 +134,21 @@ func Compute(cfg Config, in Input) *Shares {
 	}
 	for _, name := range sortedKeys(in.Demand) {
 		n := get(name)
-		n.ownDemand = n.ownDemand.add(sp.of(in.Demand[name]))
+		d := in.Demand[name]
+		n.ownDemand = n.ownDemand.add(sp.of(d))
+		if d == nil {
+			continue
+		}
+		for p := n.name; p != ""; p = api.ParentOf(p) {
+			a := get(p)
+			a.demandGPU += d.GPUs
+			for m, k := range d.GPUsByModel {
+				if a.demandModels == nil {
+					a.demandModels = map[string]int{}
+				}
+				a.demandModels[m] += k
+			}
+		}
 	}
 	for _, name := range sortedKeys(in.Allocated) {
 		n := get(name)

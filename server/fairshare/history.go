@@ -59,7 +59,18 @@ func (s *Shares) Share(q string) *api.QueueResources {
 	if n == nil {
 		return nil
 	}
-	return s.sp.resources(n.share)
+	r := s.sp.resources(n.share)
+	if d := n.demandGPU; d > 0 && r.GPUs > 0 {
+		for _, m := range sortedKeys(n.demandModels) {
+			if k := int(float64(r.GPUs) * float64(n.demandModels[m]) / float64(d)); k > 0 {
+				if r.GPUsByModel == nil {
+					r.GPUsByModel = map[string]int{}
+				}
+				r.GPUsByModel[m] = k
+			}
+		}
+	}
+	return r
 }
 
 // Levels returns every queue's dominant share allocated (its subtree's),

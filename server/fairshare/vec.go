@@ -21,19 +21,21 @@ const eps = 1e-9
 // vec is an amount of every dimension of a space.
 type vec []float64
 
-// space names the dimensions (the GPU models after the fixed ones) and
-// holds the cluster's capacity in each.
+// space names the dimensions and holds the cluster's capacity in each.
+//
+// GPU models are not dimensions of their own: an ask that names no model
+// (most do not) would leave the per-model amounts inconsistent with the
+// total, and a queue would look dominant in a model it cannot use. Shares
+// are computed on the total GPUs; Shares.Share splits a share by model in
+// proportion to the queue's demand (models stays empty: the vector code
+// keeps room for model dimensions should asks ever always name one).
 type space struct {
-	models []string // sorted
+	models []string // sorted; empty (see above)
 	cap    vec
 }
 
 func newSpace(c api.QueueResources) *space {
 	sp := &space{}
-	for m := range c.GPUsByModel {
-		sp.models = append(sp.models, m)
-	}
-	slices.Sort(sp.models)
 	sp.cap = sp.of(&c)
 	return sp
 }

@@ -120,7 +120,7 @@ func (s *sched) preempt(tc *tgCtx, nodes []*nodeState, prevNode string) (*cand, 
 		examined++
 		order := slices.Clone(ns.allocs) // probing below reorders the list
 		victims, cost, ok := s.cheapestOn(tc, ns, units)
-		if ok && (best == nil || !bestCost.less(cost)) {
+		if ok && (best == nil || !bestCost.less(cost)) && s.reclaimOK(tc, victims) {
 			for _, v := range victims {
 				if v.NodeID == ns.node.ID {
 					ns.removeAlloc(v, s.job)
@@ -344,10 +344,14 @@ func (s *sched) victimUnits(ns *nodeState) []victimUnit {
 	return units
 }
 
-// evictable reports whether a may be preempted for the job being placed.
+// evictable reports whether a may be preempted for the job being placed:
+// by priority within a queue, by fair share across queues (reclaim.go).
 func (s *sched) evictable(a *api.Allocation) bool {
 	if a.JobID == s.job.ID && a.Namespace == s.job.Namespace {
 		return false
+	}
+	if s.crossQueue(a) { // a reclaim (reclaim.go): by fair share, not priority
+		return s.reclaimable(a) && !preemptProtected(a, s.opts.Now.UnixNano())
 	}
 	if allocPriority(a) > s.job.Priority-preemptPriorityDelta {
 		return false

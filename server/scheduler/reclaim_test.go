@@ -1,0 +1,131 @@
+package scheduler
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/fairshare"
+)
+
+// memFairShare computes the queues' fair shares from a memState as the
+// server does from its state: capacity from the ready nodes, allocation
+// from the non-terminal allocs, demand = allocation + pending asks.
+func memFairShare(st *memState, queues []*api.Queue, pending map[string]*api.QueueResources, hist *fairshare.History) *fairshare.Shares {
+	in := fairshare.Input{Queues: queues, Demand: map[string]*api.QueueResources{}, Allocated: map[string]*api.QueueResources{},
+		History: hist}
+	for _, n := range st.nodes {
+		fairshare.Add(&in.Capacity, fairshare.NodeOffers(n))
+	}
+	for _, a := range st.allocs {
+		if a.TerminalStatus() {
+			continue
+		}
+		q := fairshare.QueueOf(a.Job)
+		in.Allocated[q] = fairshare.Add(in.Allocated[q], fairshare.AllocHolds(a))
+		in.Demand[q] = fairshare.Add(in.Demand[q], fairshare.AllocHolds(a))
+	}
+	for q, r := range pending {
+		in.Demand[q] = fairshare.Add(in.Demand[q], r)
+	}
+	return fairshare.Compute(fairshare.Config{}, in)
+}
+
+func queueGPUJob(id, queue string, gpus uint64, prio int) *api.Job {
+	j := gpuJob(id, gpus)
+	j.Queue, j.Priority = queue, prio
+	return j
+}
+
+// scheduleFair schedules job with the fair shares and applies the plan.
+func scheduleFair(t *testing.T, st *memState, job *api.Job, n int, fs *fairshare.Shares) *Result {
+	t.Helper()
+	st.upsertJob(job)
+	res, err := Schedule(st, testEval(job, n), Options{Now: testNow, FairShare: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.apply(res.Plan)
+	return res
+}
+
+func heldGPUs(st *memState) map[string]int {
+	out := map[string]int{}
+	for _, a := range st.allocs {
+		if !a.TerminalStatus() {
+			out[fairshare.QueueOf(a.Job)] += fairshare.AllocHolds(a).GPUs
+		}
+	}
+	return out
+}
+
+func TestReclaimRegardlessOfPriority(t *testing.T) {
+	st := newMemState()
+	for i := 0; i < 2; i++ {
+		st.addNode(nvswitchNode(fmt.Sprintf("n%d", i)))
+	}
+	queues := []*api.Queue{{Name: "a"}, {Name: "b"}}
+	// a borrows the whole cluster with high-priority jobs while b is idle.
+	for i := 0; i < 4; i++ {
+		scheduleFair(t, st, queueGPUJob(fmt.Sprintf("a%d", i), "a", 4, 90), i, memFairShare(st, queues, nil, nil))
+	}
+	if got := heldGPUs(st)["a"]; got != 16 {
+		t.Fatalf("a borrows: %d GPUs, want 16", got)
+	}
+	// b (low priority) reclaims its share of 8: two of a's allocs go.
+	for i := 0; i < 3; i++ {
+		fs := memFairShare(st, queues, map[string]*api.QueueResources{"b": {GPUs: 4}}, nil)
+		res := scheduleFair(t, st, queueGPUJob(fmt.Sprintf("b%d", i), "b", 4, 10), 10+i, fs)
+		placed := len(res.Plan.NodeAllocation) > 0
+		if want := i < 2; placed != want {
+			t.Fatalf("b%d placed = %v, want %v (held %v)", i, placed, want, heldGPUs(st))
+		}
+	}
+	if got := heldGPUs(st); got["a"] != 8 || got["b"] != 8 {
+		t.Fatalf("after reclaim: %v, want a 8, b 8", got)
+	}
+	// a, now at its share, cannot take capacity back from b, even by
+	// priority; inside its own queue priority still preempts.
+	fs := memFairShare(st, queues, map[string]*api.QueueResources{"a": {GPUs: 4}, "b": {GPUs: 4}}, nil)
+	res := scheduleFair(t, st, queueGPUJob("a9", "a", 4, 100), 20, fs)
+	for _, list := range res.Plan.NodePreemptions {
+		for _, v := range list {
+			if fairshare.QueueOf(v.Job) != "a" {
+				t.Fatalf("a at its share preempted %s of queue %s", v.JobID, fairshare.QueueOf(v.Job))
+			}
+		}
+	}
+	if got := heldGPUs(st); got["a"] != 8 || got["b"] != 8 || len(res.Plan.NodePreemptions) == 0 {
+		t.Fatalf("a9 (priority 100) in a: held %v, preemptions %d; want a 8 b 8 with one of a's own preempted",
+			got, len(res.Plan.NodePreemptions))
+	}
+}
+
+func TestReclaimKeepsVictimAtShareAndMinRuntime(t *testing.T) {
+	st := newMemState()
+	st.addNode(nvswitchNode("n0"))
+	queues := []*api.Queue{{Name: "a"}, {Name: "b"}}
+	// a holds 8 GPUs as one 8-GPU alloc; b wants 2: evicting the 8 would
+	// drop a (share 6) below its share, so b waits.
+	scheduleFair(t, st, queueGPUJob("a0", "a", 8, 50), 0, memFairShare(st, queues, nil, nil))
+	fs := memFairShare(st, queues, map[string]*api.QueueResources{"b": {GPUs: 2}}, nil)
+	res := scheduleFair(t, st, queueGPUJob("b0", "b", 2, 50), 1, fs)
+	if len(res.Plan.NodePreemptions) > 0 {
+		t.Fatalf("victim queue a dropped below its share: %v", heldGPUs(st))
+	}
+
+	// Fresh work is protected by min_runtime.
+	st = newMemState()
+	st.addNode(nvswitchNode("n0"))
+	for i := 0; i < 4; i++ {
+		j := queueGPUJob(fmt.Sprintf("a%d", i), "a", 2, 50)
+		j.MinRuntime = time.Hour
+		scheduleFair(t, st, j, i, memFairShare(st, queues, nil, nil))
+	}
+	fs = memFairShare(st, queues, map[string]*api.QueueResources{"b": {GPUs: 2}}, nil)
+	res = scheduleFair(t, st, queueGPUJob("b0", "b", 2, 50), 9, fs)
+	if len(res.Plan.NodePreemptions) > 0 {
+		t.Fatalf("min_runtime did not protect fresh work: %v", heldGPUs(st))
+	}
+}
