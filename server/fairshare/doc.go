@@ -51,9 +51,11 @@
 // Reclaim (reclaim.go): a queue below its fair share may preempt allocs
 // of queues above theirs, regardless of job priority, as long as no
 // victim queue drops below its own share and the distance from fairness,
-// Φ = Σ_q |L_q - F_q| over queues (L: dominant share allocated, F:
-// dominant fair share), strictly decreases. Φ is a function of the state
-// alone and the states are finite, so reclaims can never loop.
+// Φ = Σ_q |L_q - F_q*U| over queues (L: dominant share allocated, F:
+// dominant fair share, U = ΣL/ΣF capped at 1: when fragmentation leaves
+// capacity no ask can use, the shares that count are those of what is
+// held), strictly decreases. Φ is a function of the state alone and the
+// states are finite, so reclaims can never loop.
 //
 // Imports: api and the standard library only.
 //

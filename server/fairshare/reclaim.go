@@ -52,17 +52,49 @@ func (t *Tally) fair(q string) float64 {
 // level is q's dominant share held now.
 func (t *Tally) level(q string) float64 { return t.s.sp.dom(t.get(q)) }
 
-// Below reports whether q's jobs hold less than q's fair share.
-func (t *Tally) Below(q string) bool {
-	q = queueName(q)
-	return t.level(q) < t.fair(q)-eps
+// names is every queue the tally knows, sorted.
+func (t *Tally) names() []string { return sortedKeys(t.alloc) }
+
+// util is U = Σ L / Σ F over the queues (at most 1), with alloc's
+// levels: how much of the fair shares the queues hold together. Below 1
+// the cluster's capacity is not all usable by the asks at hand
+// (fragmentation: a reclaim is only tried for an ask that fits in no
+// free capacity), and the shares that matter are the fair shares of what
+// is held, F*U.
+func (t *Tally) util(alloc map[string]vec) float64 {
+	var l, f float64
+	for q, v := range alloc {
+		l += t.s.sp.dom(v)
+		f += t.fair(q)
+	}
+	if f <= 0 {
+		return 1
+	}
+	return min(l/f, 1)
 }
 
-// Above reports whether q's jobs hold more than q's fair share: only
-// such queues' allocs may be reclaimed.
+// phi is the distance from fairness Σ |L - F*U| of alloc.
+func (t *Tally) phi(alloc map[string]vec) float64 {
+	u := t.util(alloc)
+	d := 0.0
+	for q, v := range alloc {
+		d += math.Abs(t.s.sp.dom(v) - u*t.fair(q))
+	}
+	return d
+}
+
+// Below reports whether q's jobs hold less than q's fair share of what
+// the queues hold (F*U, see util).
+func (t *Tally) Below(q string) bool {
+	q = queueName(q)
+	return t.level(q) < t.util(t.alloc)*t.fair(q)-eps
+}
+
+// Above reports whether q's jobs hold more than q's fair share of what
+// the queues hold: only such queues' allocs may be reclaimed.
 func (t *Tally) Above(q string) bool {
 	q = queueName(q)
-	return t.level(q) > t.fair(q)+eps
+	return t.level(q) > t.util(t.alloc)*t.fair(q)+eps
 }
 
 // Reclaim reports whether queue q may place ask by evicting victims (what
@@ -70,18 +102,19 @@ func (t *Tally) Above(q string) bool {
 // evicted by job priority). A reclaim (any victim of another queue) is
 // allowed only when
 //
-//   - q is below its fair share,
+//   - q is below its fair share (of what is held: F*U, see util),
 //   - every other victim queue is above its share and stays at or above
 //     it without the victims, and
-//   - Φ = Σ |L - F| over the queues involved (L: dominant share held, F:
+//   - Φ = Σ |L - F*U| over the queues (L: dominant share held, F:
 //     dominant fair share) strictly decreases.
 //
 // This is the no-loop invariant: every allowed reclaim lowers Φ, which
-// depends only on what the queues hold, so no sequence of reclaims can
-// come back to a state it left (no alloc is preempted back and forth)
-// and reclaims stop once no queue can come closer to its share. A set
-// of only q's own allocs is not a reclaim (true: priority preemption
-// inside the queue is the scheduler's rule).
+// depends only on what the queues hold (the shares are fixed while the
+// demands are: an evicted alloc's work stays pending), so no sequence of
+// reclaims can come back to a state it left (no alloc is preempted back
+// and forth) and reclaims stop once no queue can come closer to its
+// share. A set of only q's own allocs is not a reclaim (true: priority
+// preemption inside the queue is the scheduler's rule).
 func (t *Tally) Reclaim(q string, ask *api.QueueResources, victims map[string]*api.QueueResources) bool {
 	q = queueName(q)
 	sp := t.s.sp
@@ -97,22 +130,59 @@ func (t *Tally) Reclaim(q string, ask *api.QueueResources, victims map[string]*a
 	if !t.Below(q) {
 		return false
 	}
-	mine := t.get(q).add(sp.of(ask))
-	drop := 0.0 // Φ's decrease
+	after := make(map[string]vec, len(t.alloc)+1)
+	for k, v := range t.alloc {
+		after[k] = v
+	}
+	after[q] = t.get(q).add(sp.of(ask))
+	for v, r := range victims {
+		v = queueName(v)
+		if v != q && !t.Above(v) {
+			return false
+		}
+		base, ok := after[v]
+		if !ok {
+			base = sp.zero()
+		}
+		after[v] = base.sub(sp.of(r)).clampZero()
+	}
+	u := t.util(after)
+	for v := range victims {
+		if v = queueName(v); v != q && sp.dom(after[v]) < u*t.fair(v)-eps {
+			return false // the victim's queue would drop below its share
+		}
+	}
+	return t.phi(after) < t.phi(t.alloc)-eps
+}
+
+// Keeps reports whether evicting victims (by queue) for queue q keeps
+// every victim queue other than q at or above its share of what is held,
+// ignoring the ask: a necessary condition of Reclaim that a growing set
+// of victims stops meeting, so a scheduler can build its victim set unit
+// by unit.
+func (t *Tally) Keeps(q string, victims map[string]*api.QueueResources) bool {
+	q = queueName(q)
+	sp := t.s.sp
+	after := make(map[string]vec, len(t.alloc))
+	for k, v := range t.alloc {
+		after[k] = v
+	}
 	for v, r := range victims {
 		v = queueName(v)
 		if v == q {
-			mine = mine.sub(sp.of(r)).clampZero()
 			continue
 		}
-		f, l := t.fair(v), t.level(v)
-		after := sp.dom(t.get(v).sub(sp.of(r)).clampZero())
-		if l <= f+eps || after < f-eps {
+		base, ok := after[v]
+		if !ok {
+			base = sp.zero()
+		}
+		after[v] = base.sub(sp.of(r)).clampZero()
+	}
+	u := t.util(after)
+	for v := range victims {
+		if v = queueName(v); v != q && sp.dom(after[v]) < u*t.fair(v)-eps {
 			return false
 		}
-		drop += l - after // |L-F| shrinks by exactly that: V stays at or above F
 	}
-	fq := t.fair(q)
-	drop += math.Abs(t.level(q)-fq) - math.Abs(sp.dom(mine)-fq)
-	return drop > eps
+	return true
 }

@@ -2,23 +2,12 @@ package fairshare
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"sort"
 	"testing"
 
 	"github.com/drover/drover/api"
 )
-
-// phi is Σ |L - F| over the queues: the distance from fairness that every
-// reclaim must lower.
-func phi(t *Tally, queues []string) float64 {
-	d := 0.0
-	for _, q := range queues {
-		d += math.Abs(t.level(q) - t.fair(q))
-	}
-	return d
-}
 
 type simAlloc struct {
 	id    int
@@ -113,7 +102,7 @@ func TestPropertyReclaimNeverLoops(t *testing.T) {
 				if got < ask || !tally.Reclaim(q, gpus(ask), victims) {
 					continue
 				}
-				before := phi(tally, names)
+				before := tally.phi(tally.alloc)
 				for from, v := range victims {
 					tally.Sub(from, v)
 					if reclaimed[[2]string{q, from}] {
@@ -125,7 +114,7 @@ func TestPropertyReclaimNeverLoops(t *testing.T) {
 					}
 				}
 				tally.Add(q, gpus(ask))
-				if after := phi(tally, names); after >= before {
+				if after := tally.phi(tally.alloc); after >= before {
 					t.Fatalf("seed %d: reclaim by %s: Φ %v -> %v, want a decrease", seed, q, before, after)
 				}
 				sort.Sort(sort.Reverse(sort.IntSlice(chosen)))

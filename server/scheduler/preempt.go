@@ -169,15 +169,30 @@ func (s *sched) cheapestOn(tc *tgCtx, ns *nodeState, units []victimUnit) ([]*api
 			ns.addAlloc(a, s.job)
 		}
 	}
+	// With fair shares, a unit whose eviction (with those taken before it)
+	// would drop its queue below its share is passed over (skipped).
+	var skipped []bool
+	var taken []*victimUnit
 	k, ok := 0, false
 	for k < len(units) && !ok {
+		if !s.reclaimAdmits(taken, &units[k]) {
+			if skipped == nil {
+				skipped = make([]bool, len(units))
+			}
+			skipped[k] = true
+			k++
+			continue
+		}
 		remove(&units[k])
+		taken = append(taken, &units[k])
 		k++
 		ok = fit()
 	}
 	if !ok {
-		for i := range units {
-			restore(&units[i])
+		for i := range units[:k] {
+			if skipped == nil || !skipped[i] {
+				restore(&units[i])
+			}
 		}
 		return nil, victimCost{}, false
 	}
@@ -189,6 +204,9 @@ func (s *sched) cheapestOn(tc *tgCtx, ns *nodeState, units []victimUnit) ([]*api
 	// expensive first.
 	chosen := make([]bool, k)
 	for i := k - 1; i >= 0; i-- {
+		if skipped != nil && skipped[i] {
+			continue
+		}
 		restore(&units[i])
 		if fit() {
 			continue
@@ -207,7 +225,7 @@ func (s *sched) cheapestOn(tc *tgCtx, ns *nodeState, units []victimUnit) ([]*api
 	// (b) One unit alone, when cheaper.
 	for i := 0; i < tier; i++ {
 		u := &units[i]
-		if !u.cost.less(cost) {
+		if !u.cost.less(cost) || !s.reclaimAdmits(nil, u) {
 			continue
 		}
 		remove(u)

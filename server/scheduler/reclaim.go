@@ -75,3 +75,27 @@ func (s *sched) countPlacement(a *api.Allocation, victims []*api.Allocation) {
 	}
 	t.Add(fairshare.QueueOf(s.job), fairshare.AllocHolds(a))
 }
+
+// reclaimAdmits reports whether evicting u after taken keeps every victim
+// queue at or above its share (fairshare.Tally.Keeps; true without fair
+// shares), so cheapestOn builds only victim sets a reclaim may take.
+func (s *sched) reclaimAdmits(taken []*victimUnit, u *victimUnit) bool {
+	t := s.fairTally()
+	if t == nil {
+		return true
+	}
+	by := map[string]*api.QueueResources{}
+	for _, set := range [][]*api.Allocation{u.all} {
+		for _, v := range set {
+			q := fairshare.QueueOf(v.Job)
+			by[q] = fairshare.Add(by[q], fairshare.AllocHolds(v))
+		}
+	}
+	for _, x := range taken {
+		for _, v := range x.all {
+			q := fairshare.QueueOf(v.Job)
+			by[q] = fairshare.Add(by[q], fairshare.AllocHolds(v))
+		}
+	}
+	return t.Keeps(fairshare.QueueOf(s.job), by)
+}
