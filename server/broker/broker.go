@@ -42,13 +42,15 @@ type Config struct {
 	// OnFailed is called (without locks, in the nacking goroutine) with
 	// an eval that reached the delivery limit; the server marks it failed.
 	OnFailed func(*api.Evaluation)
-	// QueueDeficit, when set, orders ready evals first by how far their
-	// job's queue is below its fair share (the larger deficit first; the
-	// server computes it from state), then by priority, then by age. It
-	// is called with the broker's lock held, at every dequeue for every
-	// ready eval of the types asked: it must be cheap (a cached lookup)
-	// and must not call the broker.
-	QueueDeficit func(e *api.Evaluation) float64
+	// QueueDeficit, when set, is asked at every dequeue for the current
+	// deficit function: how far an eval's job's queue is below its fair
+	// share (the server computes it from state). With one, ready evals
+	// are taken by the larger deficit first, then priority, then age;
+	// nil (no queues) keeps the priority order. Both are called with the
+	// broker's lock held, the function once per ready eval of the types
+	// asked: they must be cheap (cached lookups) and must not call the
+	// broker.
+	QueueDeficit func() func(e *api.Evaluation) float64
 }
 
 // Stats counts the broker's evals.
@@ -256,9 +258,13 @@ func (b *EvalBroker) Dequeue(ctx context.Context, types []string, timeout time.D
 
 func (b *EvalBroker) takeLocked(types []string) (*api.Evaluation, string) {
 	var it item
+	var deficit func(*api.Evaluation) float64
 	if b.cfg.QueueDeficit != nil {
+		deficit = b.cfg.QueueDeficit()
+	}
+	if deficit != nil {
 		var ok bool
-		if it, ok = b.takeByDeficitLocked(types); !ok {
+		if it, ok = b.takeByDeficitLocked(types, deficit); !ok {
 			return nil, ""
 		}
 	} else {
@@ -292,7 +298,7 @@ func (b *EvalBroker) takeLocked(types []string) (*api.Evaluation, string) {
 // then the highest priority, then the oldest. Deficits change with every
 // plan, so they are read at each dequeue (a linear scan, one lookup per
 // ready eval) rather than kept in the heap order.
-func (b *EvalBroker) takeByDeficitLocked(types []string) (item, bool) {
+func (b *EvalBroker) takeByDeficitLocked(types []string, deficit func(*api.Evaluation) float64) (item, bool) {
 	var bh *evalHeap
 	bi, bd := -1, 0.0
 	for _, t := range types {
@@ -301,7 +307,7 @@ func (b *EvalBroker) takeByDeficitLocked(types []string) (item, bool) {
 			continue
 		}
 		for i, it := range *h {
-			d := b.cfg.QueueDeficit(it.e)
+			d := deficit(it.e)
 			if bi < 0 || d > bd || d == bd && h.less(it, (*bh)[bi]) {
 				bh, bi, bd = h, i, d
 			}

@@ -271,10 +271,16 @@ func TestQueueDeficitThenPriorityThenAge(t *testing.T) {
 	var mu sync.Mutex // the deficits change between dequeues
 	queueOf := map[string]string{"j1": "a", "j2": "a", "j3": "b", "j4": "b", "j5": "c"}
 	deficit := map[string]float64{"a": 0.1, "b": 0.3, "c": -0.2}
-	b := NewEvalBroker(Config{NackTimeout: 5 * time.Second, Clock: clk, QueueDeficit: func(e *api.Evaluation) float64 {
-		mu.Lock()
-		defer mu.Unlock()
-		return deficit[queueOf[e.JobID]]
+	on := true
+	b := NewEvalBroker(Config{NackTimeout: 5 * time.Second, Clock: clk, QueueDeficit: func() func(*api.Evaluation) float64 {
+		if !on {
+			return nil // no queues: priority order
+		}
+		return func(e *api.Evaluation) float64 {
+			mu.Lock()
+			defer mu.Unlock()
+			return deficit[queueOf[e.JobID]]
+		}
 	}})
 	b.SetEnabled(true)
 	b.Enqueue(ev("a-high", "j1", 90, 1))
@@ -304,4 +310,15 @@ func TestQueueDeficitThenPriorityThenAge(t *testing.T) {
 		t.Fatalf("order %v, want %v", got, want)
 	}
 	assertNoneReady(t, b)
+
+	// Without queues the order is priority's again.
+	on = false
+	got = nil
+	b.Enqueue(ev("b-again", "j3", 10, 6))
+	b.Enqueue(ev("c-again", "j5", 100, 7))
+	take()
+	take()
+	if want := []string{"c-again", "b-again"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("order without queues %v, want %v", got, want)
+	}
 }
