@@ -38,6 +38,11 @@ type fairSim struct {
 	now     time.Time
 	shares  *fairshare.Shares
 	evicted int
+	// forever: jobs never end (reclaim alone moves capacity).
+	forever bool
+	// onReclaim, when set, sees each preemption: the victim's queue and
+	// the preemptor's.
+	onReclaim func(victim, by string)
 }
 
 type fairJob struct {
@@ -166,13 +171,20 @@ func (s *fairSim) submit(q string) (placed, reclaimed bool) {
 	s.st.apply(res.Plan)
 	for _, l := range res.Plan.NodePreemptions {
 		for _, v := range l {
+			if s.onReclaim != nil {
+				s.onReclaim(s.running[v.ID].queue, q)
+			}
 			s.release(v.ID)
 			s.evicted++
 			reclaimed = true
 		}
 	}
 	s.next[q] = 0
-	s.running[a.ID] = &fairJob{alloc: a, queue: q, end: s.now.Add(time.Duration(5+s.r.IntN(56)) * time.Minute)}
+	end := s.now.Add(time.Duration(5+s.r.IntN(56)) * time.Minute)
+	if s.forever {
+		end = s.now.Add(1 << 62)
+	}
+	s.running[a.ID] = &fairJob{alloc: a, queue: q, end: end}
 	s.held[q] = fairshare.Add(s.held[q], fairshare.AllocHolds(a))
 	return true, reclaimed
 }

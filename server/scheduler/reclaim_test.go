@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -128,4 +129,57 @@ func TestReclaimKeepsVictimAtShareAndMinRuntime(t *testing.T) {
 	if len(res.Plan.NodePreemptions) > 0 {
 		t.Fatalf("min_runtime did not protect fresh work: %v", heldGPUs(st))
 	}
+}
+
+// TestPropertyReclaimConverges drives random workloads through Schedule
+// with fair shares: queues of random weights with unbounded demand start
+// from a cluster held by whichever joined first, jobs never end, and
+// rounds repeat. No queue may ever reclaim from a queue that reclaimed
+// from it (no capacity moves back and forth), no preemption may cross
+// queues the wrong way (victim's queue at or below its share, or the
+// preemptor's above), and the rounds must come to rest (a round with no
+// reclaim).
+func TestPropertyReclaimConverges(t *testing.T) {
+	total := 0
+	for seed := uint64(0); seed < 6; seed++ {
+		r := rand.New(rand.NewPCG(seed, 17))
+		n := 2 + r.IntN(3)
+		var queues []*api.Queue
+		for i := 0; i < n; i++ {
+			queues = append(queues, &api.Queue{Name: fmt.Sprintf("q%d", i), Weight: 1 + r.IntN(4)})
+		}
+		s := newFairSim(t, seed, 8+r.IntN(9), queues)
+		s.forever = true
+		moved := map[[2]string]bool{}
+		s.onReclaim = func(victim, by string) {
+			if victim == by {
+				return // priority preemption inside a queue
+			}
+			if moved[[2]string{by, victim}] {
+				t.Fatalf("seed %d: %s reclaims from %s, which reclaimed from it", seed, by, victim)
+			}
+			moved[[2]string{victim, by}] = true
+			tl := s.shares.Tally()
+			if !tl.Above(victim) || !tl.Below(by) {
+				t.Fatalf("seed %d: %s reclaimed from %s: victim above %v, preemptor below %v", seed, by, victim, tl.Above(victim), tl.Below(by))
+			}
+			total++
+		}
+		s.active["q0"] = true
+		s.step() // q0 takes the whole cluster
+		for _, q := range queues {
+			s.active[q.Name] = true
+		}
+		rest := false
+		for round := 0; round < 40 && !rest; round++ {
+			rest = s.step() == 0
+		}
+		if !rest {
+			t.Fatalf("seed %d: reclaims did not come to rest in 40 rounds", seed)
+		}
+	}
+	if total < 20 {
+		t.Fatalf("%d reclaims: the workload does not exercise reclaim", total)
+	}
+	t.Logf("%d reclaims", total)
 }
