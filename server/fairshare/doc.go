@@ -24,6 +24,10 @@
 //     until its demand is met or a resource it uses runs out. A queue
 //     with both jobs of its own and children has a pseudo child (its own
 //     name, weight 1) for its own jobs.
+//   - What the filling of a parent's share leaves (demands coupling
+//     resources, one of which ran out) is spread per dimension among the
+//     children that want it, so the children's shares add up to the
+//     parent's.
 //   - Then one more filling over all leaves, with flattened weights and
 //     the ancestors' limits as extra constraints, hands out what the
 //     hierarchy could not (idle capacity is borrowable): the result is
@@ -36,16 +40,13 @@
 //     expectation (Config.EntryPenalty, default 1): idling earns no
 //     credit of its own, so a new queue, or one that idles and then
 //     bursts, cannot game the history.
-//   - What the filling of a parent's share leaves (demands coupling
-//     resources, one of which ran out) is spread per dimension among the
-//     children that want it, so the children's shares add up to the
-//     parent's.
 //
 // Invariants (checked by the property tests in fairshare_test.go):
 // shares never exceed the capacity (in sum, per dimension) nor a queue's
 // capped demand; each queue gets at least min(guarantee, demand) when the
-// guarantees fit; no capacity stays idle while a queue wants more of
-// every resource it was stopped by (work conservation); with unbounded
+// guarantees fit; work conservation: a queue short of its demand was
+// stopped by a resource it wants running out or by a limit of its own or
+// an ancestor's, never by idle capacity it could use; with unbounded
 // demand and no history, siblings' shares follow their weights.
 //
 // Reclaim (reclaim.go): a queue below its fair share may preempt allocs
