@@ -322,18 +322,28 @@ func dropRejectedGangs(snap *state.Snapshot, plan *api.Plan, overlay *planCommit
 			return members[a.NextAllocation] && a.ClientStatus != api.AllocClientStatusLost
 		})
 		out = &next
-		sort.Strings(touched)
-		for _, id := range touched {
-			if !fits[id] {
-				continue // a rejected node stays rejected: the worker refreshes
-			}
-			ok, _, err := evaluateNodePlan(snap, out, id, overlay)
-			if err != nil {
-				return nil, err
-			}
-			fits[id] = ok
+		if err := recheckNodes(snap, out, overlay, fits, touched); err != nil {
+			return nil, fmt.Errorf("without rejected gangs: %w", err)
 		}
 	}
+}
+
+// recheckNodes evaluates again the accepted nodes among touched (in ID
+// order) whose part of plan changed, updating fits; a rejected node stays
+// rejected (the worker refreshes and plans again).
+func recheckNodes(snap *state.Snapshot, plan *api.Plan, overlay *planCommit, fits map[string]bool, touched []string) error {
+	sort.Strings(touched)
+	for _, id := range touched {
+		if !fits[id] {
+			continue
+		}
+		ok, _, err := evaluateNodePlan(snap, plan, id, overlay)
+		if err != nil {
+			return fmt.Errorf("recheck node %s: %w", id, err)
+		}
+		fits[id] = ok
+	}
+	return nil
 }
 
 // filterAllocs returns m without the allocs drop matches (a new map when

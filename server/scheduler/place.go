@@ -449,8 +449,16 @@ func (s *sched) selectNode(tc *tgCtx, prevNode string, desired int) (*cand, int,
 		}
 		tc.cands = append(tc.cands, s.score(tc, ns, picks, prevNode, desired))
 	}
-	if s.err != nil || len(tc.cands) == 0 {
+	if s.err != nil {
 		return nil, evaluated, filtered
+	}
+	return tc.best(), evaluated, filtered
+}
+
+// best is the highest scored candidate (the earliest on ties), or nil.
+func (tc *tgCtx) best() *cand {
+	if len(tc.cands) == 0 {
+		return nil
 	}
 	best := 0
 	for i := 1; i < len(tc.cands); i++ {
@@ -458,7 +466,7 @@ func (s *sched) selectNode(tc *tgCtx, prevNode string, desired int) (*cand, int,
 			best = i
 		}
 	}
-	return &tc.cands[best], evaluated, filtered
+	return &tc.cands[best]
 }
 
 // binPackScore is Nomad-style best fit: 20 - (10^freeCPU + 10^freeMem),
