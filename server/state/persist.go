@@ -62,8 +62,13 @@ func (r *Restore) Node(n *api.Node) error {
 	return r.put(TableNodes, n)
 }
 
-// Alloc restores an allocation.
-func (r *Restore) Alloc(a *api.Allocation) error { return r.put(TableAllocs, a) }
+// Alloc restores an allocation (counting it in its queue's usage).
+func (r *Restore) Alloc(a *api.Allocation) error {
+	if err := r.countQueue(a); err != nil {
+		return err
+	}
+	return r.put(TableAllocs, a)
+}
 
 // Eval restores an evaluation.
 func (r *Restore) Eval(e *api.Evaluation) error { return r.put(TableEvals, e) }
