@@ -286,6 +286,18 @@ func (f *FSM) apply(t MessageType, index uint64, body json.RawMessage) error {
 			return err
 		}
 		return s.DeleteNodePools(index, req.Names)
+	case QueueUpsertType:
+		req, err := decodeBody[QueueUpsertRequest](body)
+		if err != nil {
+			return err
+		}
+		return s.UpsertQueues(index, req.Queues)
+	case QueueDeleteType:
+		req, err := decodeBody[QueueDeleteRequest](body)
+		if err != nil {
+			return err
+		}
+		return s.DeleteQueues(index, req.Names)
 	}
 	return fmt.Errorf("apply %v: %w", t, ErrUnknownType)
 }
