@@ -20,10 +20,18 @@ const (
 )
 
 // QueueUsageRow is a row of TableQueueUsage: the resources held by the
-// non-terminal allocs of jobs naming Queue (not its child queues).
+// non-terminal allocs of jobs naming Queue (not its child queues), and
+// how many they are.
 type QueueUsageRow struct {
-	Queue string
-	Usage api.QueueResources
+	Queue  string
+	Usage  api.QueueResources
+	Allocs int
+}
+
+// queueDelta is a transaction's change to one queue's usage row.
+type queueDelta struct {
+	usage  api.QueueResources
+	allocs int
 }
 
 func queuesTables() map[string]*memdb.TableSchema {
@@ -75,7 +83,7 @@ func (r *reads) QueueByName(ws memdb.WatchSet, name string) (*api.Queue, error) 
 }
 
 // QueueUsage returns what each queue's non-terminal allocs hold, by queue
-// name (queues whose jobs hold nothing are absent). It reads a table the
+// name (queues whose jobs have no non-terminal alloc are absent). It reads a table the
 // alloc writes keep, never the allocs. Each queue counts only the allocs
 // of jobs naming it, not those of its children. Shared: do not modify.
 func (r *reads) QueueUsage(ws memdb.WatchSet) (map[string]*api.QueueResources, error) {
@@ -265,26 +273,23 @@ func (t *Txn) countQueue(a *api.Allocation, sign int) {
 	if a == nil || a.TerminalStatus() {
 		return
 	}
-	u := a.QueueUsage()
-	if u.IsZero() {
-		return
-	}
 	if t.queueDelta == nil {
-		t.queueDelta = map[string]*api.QueueResources{}
+		t.queueDelta = map[string]*queueDelta{}
 	}
 	q := api.JobQueue(a.Job)
 	d := t.queueDelta[q]
 	if d == nil {
-		d = &api.QueueResources{}
+		d = &queueDelta{}
 		t.queueDelta[q] = d
 	}
-	d.Add(u, sign)
+	d.usage.Add(a.QueueUsage(), sign)
+	d.allocs += sign
 }
 
 // writeQueueUsage applies the transaction's queue usage changes.
 func (t *Txn) writeQueueUsage() error {
 	for q, d := range t.queueDelta {
-		if d.IsZero() {
+		if d.usage.IsZero() && d.allocs == 0 {
 			continue
 		}
 		old, err := txnFirst[QueueUsageRow](t, TableQueueUsage, "id", q)
@@ -293,10 +298,11 @@ func (t *Txn) writeQueueUsage() error {
 		}
 		row := &QueueUsageRow{Queue: q}
 		if old != nil {
-			row.Usage = *old.Usage.Copy()
+			row.Usage, row.Allocs = *old.Usage.Copy(), old.Allocs
 		}
-		row.Usage.Add(*d, 1)
-		if row.Usage.IsZero() {
+		row.Usage.Add(d.usage, 1)
+		row.Allocs += d.allocs
+		if row.Usage.IsZero() && row.Allocs == 0 {
 			if old != nil {
 				if err := t.delete(TableQueueUsage, old); err != nil {
 					return err
@@ -319,10 +325,6 @@ func (r *Restore) countQueue(a *api.Allocation) error {
 	if a.TerminalStatus() {
 		return nil
 	}
-	u := a.QueueUsage()
-	if u.IsZero() {
-		return nil
-	}
 	q := api.JobQueue(a.Job)
 	row := &QueueUsageRow{Queue: q}
 	raw, err := r.txn.First(TableQueueUsage, "id", q)
@@ -330,8 +332,10 @@ func (r *Restore) countQueue(a *api.Allocation) error {
 		return fmt.Errorf("restore queue usage: %w", err)
 	}
 	if raw != nil {
-		row.Usage = *raw.(*QueueUsageRow).Usage.Copy()
+		old := raw.(*QueueUsageRow)
+		row.Usage, row.Allocs = *old.Usage.Copy(), old.Allocs
 	}
-	row.Usage.Add(u, 1)
+	row.Usage.Add(a.QueueUsage(), 1)
+	row.Allocs++
 	return r.put(TableQueueUsage, row)
 }

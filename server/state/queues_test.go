@@ -171,15 +171,11 @@ func scanUsage(t *testing.T, s *StateStore) map[string]*api.QueueResources {
 		if a.TerminalStatus() {
 			continue
 		}
-		u := a.QueueUsage()
-		if u.IsZero() {
-			continue
-		}
 		q := api.JobQueue(a.Job)
 		if out[q] == nil {
 			out[q] = &api.QueueResources{}
 		}
-		out[q].Add(u, 1)
+		out[q].Add(a.QueueUsage(), 1)
 	}
 	return out
 }

@@ -22,7 +22,7 @@ type Txn struct {
 	summaries map[api.NamespacedID]*api.JobSummary // working copies
 	jobs      map[api.NamespacedID]*jobTouch       // jobs whose status to recompute
 	// queueDelta is the change of each queue's usage (TableQueueUsage).
-	queueDelta map[string]*api.QueueResources
+	queueDelta map[string]*queueDelta
 }
 
 type jobTouch struct {
