@@ -9,13 +9,17 @@ import (
 )
 
 // UpsertQueues creates or replaces queues through Raft (all or none). An
-// invalid queue, or one that breaks the tree (missing parent, guarantees
-// above the parent's), is api.ErrBadRequest.
+// unset Parent is the name's prefix. An invalid queue, or one that breaks
+// the tree (missing parent, guarantees above the parent's), is
+// api.ErrBadRequest.
 func (s *Server) UpsertQueues(ctx context.Context, queues []*api.Queue) (uint64, error) {
 	if len(queues) == 0 {
 		return 0, fmt.Errorf("upsert queues: %w", api.Errorf(api.ErrBadRequest, "no queues given"))
 	}
 	for _, q := range queues {
+		if q != nil && q.Parent == "" {
+			q.Parent = api.ParentOf(q.Name)
+		}
 		if err := q.Validate(); err != nil {
 			return 0, err
 		}

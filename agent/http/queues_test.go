@@ -1,6 +1,7 @@
 package http_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -18,10 +19,12 @@ func TestQueuesHTTP(t *testing.T) {
 	if len(list) != 1 || list[0].Queue.Name != api.DefaultQueue {
 		t.Fatalf("initial queues %+v, want the implicit default", list)
 	}
-	a.fails("PUT", "/v1/queues", api.Queue{Name: "team-a/train"}, 400, api.ErrBadRequest.Code)
+	if e := a.fails("PUT", "/v1/queues", api.Queue{Name: "team-a/train"}, 400, api.ErrBadRequest.Code); !strings.Contains(e.Message, `parent queue "team-a" does not exist`) {
+		t.Errorf("missing parent: %s", e.Message)
+	}
 	a.fails("PUT", "/v1/queues", `{"Name":"x","Bogus":1}`, 400, api.ErrBadRequest.Code)
 	a.ok("PUT", "/v1/queues", map[string]any{"Queues": []*api.Queue{
-		{Name: "team-a/train", Parent: "team-a", Guaranteed: &api.QueueResources{GPUs: 4}},
+		{Name: "team-a/train", Guaranteed: &api.QueueResources{GPUs: 4}},
 		{Name: "team-a", Guaranteed: &api.QueueResources{GPUs: 8}, Limit: &api.QueueResources{GPUs: 16}},
 	}}, nil)
 	done := make(chan []*api.QueueStatus, 1)
