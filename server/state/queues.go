@@ -109,20 +109,23 @@ func (s *StateStore) DeleteQueues(index uint64, names []string) error {
 }
 
 // UpsertQueues creates or replaces queues, all or none, keeping the first
-// CreateIndex. Each must be valid and the tree they make with the stored
-// queues must hold (see checkQueueTree); a batch may hold a parent and
-// its children in any order.
+// CreateIndex. An unset Parent is the name's prefix. Each must be valid
+// and the tree they make with the stored queues must hold (see
+// checkQueueTree); a batch may hold a parent and its children in any
+// order.
 func (t *Txn) UpsertQueues(queues []*api.Queue) error {
 	tree, err := t.queueTree()
 	if err != nil {
 		return err
 	}
 	for _, q := range queues {
-		if err := q.Validate(); err != nil {
+		n := q.Copy()
+		if n != nil && n.Parent == "" {
+			n.Parent = api.ParentOf(n.Name)
+		}
+		if err := n.Validate(); err != nil {
 			return err
 		}
-		n := q.Copy()
-		n.Parent = api.ParentOf(n.Name)
 		n.CreateIndex, n.ModifyIndex = t.index, t.index
 		if old := tree[n.Name]; old != nil && old.CreateIndex != 0 {
 			n.CreateIndex = old.CreateIndex
