@@ -22,14 +22,17 @@ import (
 // until nothing more is rejected. The worker refreshes and the scheduler
 // explains the limit.
 
-// planQuota is the queue accounting of one plan verification.
+// planQuota is the queue accounting of one plan verification, kept per
+// limited queue (its subtree's holding).
 type planQuota struct {
 	snap     *state.Snapshot
 	overlay  *planCommit
 	limited  []*api.Queue               // queues with a limit, by name
 	inFlight map[string]*api.Allocation // the overlay's placements by ID
-	// base is what each queue holds in the latest state plus the overlay.
-	base map[string]api.QueueResources
+	levels   map[string][]int           // queue name -> the limited queues whose subtree holds it
+	// base is what each limited queue's subtree holds in the latest
+	// state plus the overlay.
+	base []api.QueueResources
 }
 
 // newPlanQuota reads the limited queues; nil when none is (nothing to check).
@@ -38,7 +41,7 @@ func newPlanQuota(snap *state.Snapshot, overlay *planCommit) (*planQuota, error)
 	if err != nil {
 		return nil, fmt.Errorf("read queues: %w", err)
 	}
-	q := &planQuota{snap: snap, overlay: overlay}
+	q := &planQuota{snap: snap, overlay: overlay, levels: map[string][]int{}}
 	for _, x := range queues {
 		if l := x.Limit; l != nil && (l.GPUs > 0 || l.CPU > 0 || l.MemoryMB > 0 || len(l.GPUsByModel) > 0) {
 			q.limited = append(q.limited, x)
@@ -51,9 +54,11 @@ func newPlanQuota(snap *state.Snapshot, overlay *planCommit) (*planQuota, error)
 	if err != nil {
 		return nil, fmt.Errorf("read queue usage: %w", err)
 	}
-	q.base = make(map[string]api.QueueResources, len(usage))
+	q.base = make([]api.QueueResources, len(q.limited))
 	for name, u := range usage {
-		q.base[name] = *u.Copy()
+		for _, i := range q.levelsOf(name) {
+			q.base[i].Add(*u, 1)
+		}
 	}
 	if overlay != nil {
 		// The overlay's changes not yet in snap: its version of an alloc
@@ -62,13 +67,13 @@ func newPlanQuota(snap *state.Snapshot, overlay *planCommit) (*planQuota, error)
 		for _, list := range overlay.placed {
 			for _, a := range list {
 				q.inFlight[a.ID] = a
-				if err := q.replace(q.base, a.ID, a, overlay.job); err != nil {
+				if err := q.replace(a.ID, a, overlay.job); err != nil {
 					return nil, err
 				}
 			}
 		}
 		for id := range overlay.removed {
-			if err := q.replace(q.base, id, nil, nil); err != nil {
+			if err := q.replace(id, nil, nil); err != nil {
 				return nil, err
 			}
 		}
@@ -76,43 +81,24 @@ func newPlanQuota(snap *state.Snapshot, overlay *planCommit) (*planQuota, error)
 	return q, nil
 }
 
-// stored is the alloc as snap has it.
-func (q *planQuota) stored(id string) (*api.Allocation, error) {
-	a, err := q.snap.AllocByID(nil, id)
-	if err != nil {
-		return nil, fmt.Errorf("alloc %s: %w", id, err)
+// levelsOf lists the limited queues whose subtree holds queue name.
+func (q *planQuota) levelsOf(name string) []int {
+	if l, ok := q.levels[name]; ok {
+		return l
 	}
-	return a, nil
-}
-
-// current is the alloc as the latest state plus the overlay has it.
-func (q *planQuota) current(id string) (*api.Allocation, *api.Job, error) {
-	if o := q.overlay; o != nil {
-		if o.removed[id] {
-			return nil, nil, nil
-		}
-		if a := q.inFlight[id]; a != nil {
-			return a, o.job, nil
+	var l []int
+	for i, x := range q.limited {
+		if name == x.Name || strings.HasPrefix(name, x.Name+"/") {
+			l = append(l, i)
 		}
 	}
-	a, err := q.stored(id)
-	return a, nil, err
+	q.levels[name] = l
+	return l
 }
 
-// replace moves m from the stored version of alloc id to next (nil: gone).
-func (q *planQuota) replace(m map[string]api.QueueResources, id string, next *api.Allocation, job *api.Job) error {
-	old, err := q.stored(id)
-	if err != nil {
-		return err
-	}
-	count(m, old, nil, -1)
-	count(m, next, job, 1)
-	return nil
-}
-
-// count adds sign times what a non-terminal a holds to its queue in m
-// (job: a's job when its copy was stripped).
-func count(m map[string]api.QueueResources, a *api.Allocation, job *api.Job, sign int) {
+// count adds sign times what a non-terminal a holds to the limited
+// queues over its queue in m (job: a's job when its copy was stripped).
+func (q *planQuota) count(m []api.QueueResources, a *api.Allocation, job *api.Job, sign int) {
 	if a == nil || a.TerminalStatus() {
 		return
 	}
@@ -120,32 +106,77 @@ func count(m map[string]api.QueueResources, a *api.Allocation, job *api.Job, sig
 	if j == nil {
 		j = job
 	}
-	name := api.JobQueue(j)
-	u := m[name]
-	u.Add(a.QueueUsage(), sign)
-	m[name] = u
+	levels := q.levelsOf(api.JobQueue(j))
+	if len(levels) == 0 {
+		return
+	}
+	u := a.QueueUsage()
+	for _, i := range levels {
+		m[i].Add(u, sign)
+	}
 }
 
-// nodeDelta is what the plan's part on a node changes per queue: its
-// placements replace the current versions, its stops and preemptions end
-// them.
-func (q *planQuota) nodeDelta(plan *api.Plan, node string) (map[string]api.QueueResources, error) {
-	d := map[string]api.QueueResources{}
+// replace moves base from the stored version of alloc id to next (nil: gone).
+func (q *planQuota) replace(id string, next *api.Allocation, job *api.Job) error {
+	old, err := q.snap.AllocByID(nil, id)
+	if err != nil {
+		return fmt.Errorf("alloc %s: %w", id, err)
+	}
+	q.count(q.base, old, nil, -1)
+	q.count(q.base, next, job, 1)
+	return nil
+}
+
+// current is the alloc as the latest state plus the overlay has it (nil
+// for a new one: never stored, CreateIndex 0).
+func (q *planQuota) current(a *api.Allocation) (*api.Allocation, *api.Job, error) {
+	if o := q.overlay; o != nil {
+		if o.removed[a.ID] {
+			return nil, nil, nil
+		}
+		if c := q.inFlight[a.ID]; c != nil {
+			return c, o.job, nil
+		}
+	}
+	if a.CreateIndex == 0 {
+		return nil, nil, nil
+	}
+	c, err := q.snap.AllocByID(nil, a.ID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("alloc %s: %w", a.ID, err)
+	}
+	return c, nil, nil
+}
+
+// nodeDelta is what the plan's part on a node changes per limited queue
+// (nil: nothing): its placements replace the current versions, its stops
+// and preemptions end them.
+func (q *planQuota) nodeDelta(plan *api.Plan, node string) ([]api.QueueResources, error) {
+	var d []api.QueueResources
+	add := func(a *api.Allocation, job *api.Job, sign int) {
+		if a == nil {
+			return
+		}
+		if d == nil {
+			d = make([]api.QueueResources, len(q.limited))
+		}
+		q.count(d, a, job, sign)
+	}
 	for _, a := range plan.NodeAllocation[node] {
-		cur, cj, err := q.current(a.ID)
+		cur, cj, err := q.current(a)
 		if err != nil {
 			return nil, err
 		}
-		count(d, cur, cj, -1)
-		count(d, a, plan.Job, 1)
+		add(cur, cj, -1)
+		add(a, plan.Job, 1)
 	}
 	for _, list := range [][]*api.Allocation{plan.NodeUpdate[node], plan.NodePreemptions[node]} {
 		for _, a := range list {
-			cur, cj, err := q.current(a.ID)
+			cur, cj, err := q.current(a)
 			if err != nil {
 				return nil, err
 			}
-			count(d, cur, cj, -1)
+			add(cur, cj, -1)
 		}
 	}
 	return d, nil
@@ -167,15 +198,17 @@ func raisesOver(used, delta api.QueueResources, limit *api.QueueResources) bool 
 	return false
 }
 
-// subtree sums m over the queue root and its descendants.
-func subtree(m map[string]api.QueueResources, root string) api.QueueResources {
-	var out api.QueueResources
-	for name, u := range m {
-		if name == root || strings.HasPrefix(name, root+"/") {
-			out.Add(u, 1)
+// adds reports whether d adds some resource.
+func adds(d api.QueueResources) bool {
+	if d.GPUs > 0 || d.CPU > 0 || d.MemoryMB > 0 {
+		return true
+	}
+	for _, n := range d.GPUsByModel {
+		if n > 0 {
+			return true
 		}
 	}
-	return out
+	return false
 }
 
 // dropOverQuota rejects accepted nodes of plan (fits false) until no
@@ -187,7 +220,7 @@ func dropOverQuota(snap *state.Snapshot, plan *api.Plan, overlay *planCommit, fi
 		return false, err
 	}
 	var nodes []string
-	deltas := map[string]map[string]api.QueueResources{}
+	deltas := map[string][]api.QueueResources{}
 	for id, ok := range fits {
 		if !ok {
 			continue
@@ -196,35 +229,34 @@ func dropOverQuota(snap *state.Snapshot, plan *api.Plan, overlay *planCommit, fi
 		if err != nil {
 			return false, err
 		}
-		nodes = append(nodes, id)
-		deltas[id] = d
+		if d != nil {
+			nodes = append(nodes, id)
+			deltas[id] = d
+		}
 	}
 	sort.Strings(nodes)
 	rejected := false
 	for {
-		total := map[string]api.QueueResources{}
+		total := make([]api.QueueResources, len(q.limited))
 		for _, id := range nodes {
-			for name, u := range deltas[id] {
-				t := total[name]
-				t.Add(u, 1)
-				total[name] = t
+			for i, u := range deltas[id] {
+				total[i].Add(u, 1)
 			}
 		}
-		var over *api.Queue
-		for _, lq := range q.limited {
-			if raisesOver(subtree(q.base, lq.Name), subtree(total, lq.Name), lq.Limit) {
-				over = lq
+		over := -1
+		for i, lq := range q.limited {
+			if raisesOver(q.base[i], total[i], lq.Limit) {
+				over = i
 				break
 			}
 		}
-		if over == nil {
+		if over < 0 {
 			return rejected, nil
 		}
 		// Reject the last node that adds to the queue over its limit.
 		drop := -1
 		for i := len(nodes) - 1; i >= 0 && drop < 0; i-- {
-			d := subtree(deltas[nodes[i]], over.Name)
-			if d.GPUs > 0 || d.CPU > 0 || d.MemoryMB > 0 || anyPositive(d.GPUsByModel) {
+			if adds(deltas[nodes[i]][over]) {
 				drop = i
 			}
 		}
@@ -235,13 +267,4 @@ func dropOverQuota(snap *state.Snapshot, plan *api.Plan, overlay *planCommit, fi
 		rejected = true
 		nodes = append(nodes[:drop], nodes[drop+1:]...)
 	}
-}
-
-func anyPositive(m map[string]int) bool {
-	for _, n := range m {
-		if n > 0 {
-			return true
-		}
-	}
-	return false
 }

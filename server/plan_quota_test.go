@@ -225,8 +225,79 @@ func checkLimits(t *testing.T, st *state.StateStore, queues []*api.Queue, at str
 		m[name] = *u
 	}
 	for _, q := range queues {
-		if over := subtree(m, q.Name).Exceeds(q.Limit); len(over) > 0 {
+		if over := subtreeOf(m, q.Name).Exceeds(q.Limit); len(over) > 0 {
 			t.Fatalf("%s: queue %s above its limit: %v", at, q.Name, over)
 		}
 	}
+}
+
+// BenchmarkEvaluatePlanQuota is BenchmarkEvaluatePlan's plan (1,000
+// allocs over 1,000 nodes) for a job whose queue's parent has a limit
+// (held under), with 1,000 standing allocs of the queue: the limit
+// re-check's cost on top of the fit re-check.
+func BenchmarkEvaluatePlanQuota(b *testing.B) {
+	var nodes []string
+	for i := range 1000 {
+		nodes = append(nodes, fmt.Sprintf("node-%04d", i))
+	}
+	t := &testing.T{}
+	job := queueJob("bench", "t/x")
+	var standing []*api.Allocation
+	for _, n := range nodes {
+		standing = append(standing, squatAlloc(job, n, 10))
+	}
+	st := quotaStore(t, nodes, []*api.Queue{{Name: "t", Limit: &api.QueueResources{CPU: 1 << 40}}, {Name: "t/x"}}, standing...)
+	plan := &api.Plan{EvalID: "e", Job: job}
+	for _, n := range nodes {
+		plan.AppendAlloc(squatAlloc(job, n, 10))
+	}
+	snap := mustSnap(t, st)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		res, _, err := evaluatePlan(snap, plan)
+		if err != nil || len(res.RejectedNodes) > 0 {
+			b.Fatal(err, res.RejectedNodes)
+		}
+	}
+	b.ReportMetric(float64(1000*b.N)/b.Elapsed().Seconds(), "placements/s")
+}
+
+// BenchmarkEvaluatePlanNoQuota is BenchmarkEvaluatePlanQuota without the limit.
+func BenchmarkEvaluatePlanNoQuota(b *testing.B) {
+	var nodes []string
+	for i := range 1000 {
+		nodes = append(nodes, fmt.Sprintf("node-%04d", i))
+	}
+	t := &testing.T{}
+	job := queueJob("bench", "t/x")
+	var standing []*api.Allocation
+	for _, n := range nodes {
+		standing = append(standing, squatAlloc(job, n, 10))
+	}
+	st := quotaStore(t, nodes, []*api.Queue{{Name: "t"}, {Name: "t/x"}}, standing...)
+	plan := &api.Plan{EvalID: "e", Job: job}
+	for _, n := range nodes {
+		plan.AppendAlloc(squatAlloc(job, n, 10))
+	}
+	snap := mustSnap(t, st)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if res, _, err := evaluatePlan(snap, plan); err != nil || len(res.RejectedNodes) > 0 {
+			b.Fatal(err, res.RejectedNodes)
+		}
+	}
+	b.ReportMetric(float64(1000*b.N)/b.Elapsed().Seconds(), "placements/s")
+}
+
+// subtreeOf sums m over the queue root and its descendants.
+func subtreeOf(m map[string]api.QueueResources, root string) api.QueueResources {
+	var out api.QueueResources
+	for name, u := range m {
+		if name == root || strings.HasPrefix(name, root+"/") {
+			out.Add(u, 1)
+		}
+	}
+	return out
 }

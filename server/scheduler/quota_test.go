@@ -210,3 +210,30 @@ func checkQueueLimits(t *testing.T, st *memState, at string) {
 		}
 	}
 }
+
+// BenchmarkQuotaBatch10000 is BenchmarkBatch10000 with the job in a
+// child queue whose parent has a limit it stays under (every node check
+// also checks the limit); compare the two for the limit's cost.
+func BenchmarkQuotaBatch10000(b *testing.B) {
+	st := benchCluster(b)
+	st.upsertQueue(&api.Queue{Name: "t", Limit: &api.QueueResources{CPU: 10000 * 500, MemoryMB: 10000 * 256}})
+	st.upsertQueue(&api.Queue{Name: "t/x", Parent: "t"})
+	job := testJob("bench", api.JobTypeBatch, 10000, 500, 256)
+	job.Queue = "t/x"
+	st.upsertJob(job)
+	placed := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		res, err := Schedule(st, testEval(job, i), Options{Now: testNow})
+		if err != nil {
+			b.Fatal(err)
+		}
+		placed = placedCount(res.Plan)
+	}
+	b.StopTimer()
+	if placed != 10000 {
+		b.Fatalf("placed %d of 10000", placed)
+	}
+	b.ReportMetric(float64(10000)*float64(b.N)/b.Elapsed().Seconds(), "placements/s")
+}
