@@ -45,6 +45,9 @@ func TestQuotaLimitAncestor(t *testing.T) {
 	if m == nil || !slices.Contains(m.QuotaExhausted, "queue team-a: gpu 8 of 8 used, 4 more asked") {
 		t.Fatalf("failure %+v, want the team-a limit explained", m)
 	}
+	if got, want := ExplainFailure("web", m), "web: 1 alloc unplaced; queue team-a: gpu 8 of 8 used, 4 more asked"; got != want {
+		t.Errorf("explained %q, want %q", got, want)
+	}
 	b := res.Blocked
 	if b == nil || !b.EscapedComputedClass || b.Reservation != nil {
 		t.Fatalf("blocked eval %+v, want one escaping the class filter without a reservation", b)
