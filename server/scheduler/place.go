@@ -383,6 +383,9 @@ func (s *sched) fits(tc *tgCtx, ns *nodeState) ([]devPick, string) {
 	if !s.holdOK(tc, ns, picks) {
 		return nil, DimReserved // reserve.go: room kept for a pending gang
 	}
+	if dim := s.quotaFits(tc, ns, picks); dim != "" {
+		return nil, dim
+	}
 	return picks, ""
 }
 
@@ -658,6 +661,7 @@ func (s *sched) explain(tc *tgCtx) *api.AllocMetric {
 			if isDeviceDim(why) {
 				short.note(s, tc, ns)
 			}
+			s.quotaExplain(m, tc, ns, why)
 		}
 	}
 	m.DeviceShortfalls = short.lines()
