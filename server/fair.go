@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -10,13 +11,6 @@ import (
 	"github.com/drover/drover/server/fairshare"
 	"github.com/drover/drover/server/scheduler"
 )
-
-// queueState is the part of the scheduler's state view fair shares read:
-// the queue objects and what each queue's non-terminal allocs hold.
-type queueState interface {
-	Queues() ([]*api.Queue, error)
-	QueueUsage() (map[string]*api.QueueResources, error)
-}
 
 // blockedLister lists the blocked evals (the blocked tracker).
 type blockedLister interface {
@@ -36,8 +30,9 @@ type blockedLister interface {
 // each new base; it lives in memory, so a new leader starts without
 // history (shares are then plain weighted shares until it builds up).
 //
-// With no queue objects it returns nil shares: the scheduler then works
-// as without queues (priority preemption only).
+// With no queue but "default" it returns nil shares: the scheduler then
+// works as without queues (priority preemption only) and the broker
+// keeps its priority order.
 type fairShares struct {
 	cfg     fairshare.Config
 	blocked blockedLister
@@ -57,14 +52,14 @@ func newFairShares(cfg fairshare.Config, blocked blockedLister) *fairShares {
 }
 
 // forJob returns the shares to schedule job with at st's index (nil
-// without queues, or when st cannot tell queues).
+// without queues besides "default").
 func (f *fairShares) forJob(st scheduler.State, job *api.Job, now time.Time) (*fairshare.Shares, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.refreshLocked(st, now); err != nil || f.base == nil || job == nil {
 		return f.base, err
 	}
-	q := fairshare.QueueOf(job)
+	q := api.JobQueue(job)
 	f.queues[jobKey{job.Namespace, job.ID}] = q
 	pending, err := jobPending(st, job)
 	if err != nil || pending == nil {
@@ -75,7 +70,12 @@ func (f *fairShares) forJob(st scheduler.State, job *api.Job, now time.Time) (*f
 	for k, v := range f.in.Demand {
 		in.Demand[k] = v
 	}
-	in.Demand[q] = fairshare.Add(fairshare.Add(nil, in.Demand[q]), pending)
+	d := in.Demand[q].Copy()
+	if d == nil {
+		d = &api.QueueResources{}
+	}
+	d.Add(*pending, 1)
+	in.Demand[q] = d
 	return fairshare.Compute(f.cfg, in), nil
 }
 
@@ -84,33 +84,29 @@ func (f *fairShares) refreshLocked(st scheduler.State, now time.Time) error {
 	if st.Index() == f.index && f.index != 0 {
 		return nil
 	}
-	qs, ok := st.(queueState)
-	if !ok {
-		f.base = nil
-		return nil
-	}
-	queues, err := qs.Queues()
+	queues, err := st.Queues()
 	if err != nil {
-		return err
+		return fmt.Errorf("read queues: %w", err)
 	}
-	if len(queues) == 0 {
+	if len(queues) == 0 || len(queues) == 1 && queues[0].Name == api.DefaultQueue {
+		// Only the default queue: nothing to share (and no broker scan).
 		f.index, f.base = st.Index(), nil
 		return nil
 	}
-	usage, err := qs.QueueUsage()
+	usage, err := st.QueueUsage()
 	if err != nil {
-		return err
+		return fmt.Errorf("read queue usage: %w", err)
 	}
 	nodes, err := st.Nodes()
 	if err != nil {
-		return err
+		return fmt.Errorf("read nodes: %w", err)
 	}
 	in := fairshare.Input{Queues: queues, Allocated: usage, Demand: map[string]*api.QueueResources{}}
 	for _, n := range nodes {
-		fairshare.Add(&in.Capacity, fairshare.NodeOffers(n))
+		in.Capacity.Add(fairshare.NodeOffers(n), 1)
 	}
 	for q, r := range usage {
-		in.Demand[q] = fairshare.Add(nil, r)
+		in.Demand[q] = r.Copy()
 	}
 	var blocked []*api.Evaluation
 	f.blocked.Each(func(e *api.Evaluation) { blocked = append(blocked, e) })
@@ -118,16 +114,19 @@ func (f *fairShares) refreshLocked(st scheduler.State, now time.Time) error {
 	for _, e := range blocked {
 		job, err := st.JobByID(e.Namespace, e.JobID)
 		if err != nil {
-			return err
+			return fmt.Errorf("read job %q of blocked eval %s: %w", e.JobID, e.ID, err)
 		}
 		if job == nil {
 			continue
 		}
-		q := fairshare.QueueOf(job)
+		q := api.JobQueue(job)
 		f.queues[jobKey{job.Namespace, job.ID}] = q
 		for g, n := range e.QueuedAllocations {
 			if tg := job.LookupTaskGroup(g); tg != nil && n > 0 {
-				in.Demand[q] = fairshare.Add(in.Demand[q], fairshare.Scale(fairshare.GroupAsk(tg), n))
+				if in.Demand[q] == nil {
+					in.Demand[q] = &api.QueueResources{}
+				}
+				in.Demand[q].Add(fairshare.Scale(fairshare.GroupAsk(tg), n), 1)
 			}
 		}
 	}
@@ -157,7 +156,10 @@ func jobPending(st scheduler.State, job *api.Job) (*api.QueueResources, error) {
 	var out *api.QueueResources
 	for _, tg := range job.TaskGroups {
 		if n := tg.Count - live[tg.Name]; n > 0 {
-			out = fairshare.Add(out, fairshare.Scale(fairshare.GroupAsk(tg), n))
+			if out == nil {
+				out = &api.QueueResources{}
+			}
+			out.Add(fairshare.Scale(fairshare.GroupAsk(tg), n), 1)
 		}
 	}
 	return out, nil

@@ -62,7 +62,8 @@ func TestFairSharesFromState(t *testing.T) {
 		jobs: map[string]*api.Job{}, allocs: map[string][]*api.Allocation{}}
 	f := newFairShares(fairshare.Config{}, fakeBlocked(nil))
 
-	// No queue objects: no shares, the broker keeps the priority order.
+	// Only the default queue: no shares, the broker keeps the priority order.
+	st.queues = []*api.Queue{{Name: api.DefaultQueue}}
 	if fs, err := f.forJob(st, gpuJobFair("j", "", 1, 1), now); err != nil || fs != nil {
 		t.Fatalf("no queues: shares %v err %v, want nil", fs, err)
 	}

@@ -6,39 +6,12 @@ import (
 	"github.com/drover/drover/api"
 )
 
-// AllocHolds is what a placed alloc holds as queues count it: its tasks'
-// CPU (MHz) and memory, and its GPUs (devices of type "gpu"), also per
-// model ("vendor/gpu/name").
-func AllocHolds(a *api.Allocation) *api.QueueResources {
-	r := &api.QueueResources{}
-	if a == nil || a.AllocatedResources == nil {
-		return r
-	}
-	for _, t := range a.AllocatedResources.Tasks {
-		r.CPU += t.Cpu.CpuShares
-		r.MemoryMB += t.Memory.MemoryMB
-		for _, d := range t.Devices {
-			if d.Type != "gpu" {
-				continue
-			}
-			n := len(d.DeviceIDs)
-			r.GPUs += n
-			if d.Name != "" {
-				if r.GPUsByModel == nil {
-					r.GPUsByModel = map[string]int{}
-				}
-				r.GPUsByModel[d.Vendor+"/"+d.Type+"/"+d.Name] += n
-			}
-		}
-	}
-	return r
-}
-
-// GroupAsk is what one alloc of tg asks as queues count it: CPU, memory
-// and GPUs (device asks naming type gpu; per model when the ask names
-// one, "nvidia/gpu/H100").
-func GroupAsk(tg *api.TaskGroup) *api.QueueResources {
-	r := &api.QueueResources{}
+// GroupAsk is what one alloc of tg asks as queues count it (as
+// api.Allocation.QueueUsage counts what it holds): CPU, memory and GPUs
+// (device asks naming type gpu; per model when the ask names one,
+// "nvidia/gpu/H100").
+func GroupAsk(tg *api.TaskGroup) api.QueueResources {
+	var r api.QueueResources
 	if tg == nil {
 		return r
 	}
@@ -66,52 +39,11 @@ func GroupAsk(tg *api.TaskGroup) *api.QueueResources {
 	return r
 }
 
-// Add adds b to a (in place) and returns a; a nil a starts from zero.
-func Add(a, b *api.QueueResources) *api.QueueResources {
-	if a == nil {
-		a = &api.QueueResources{}
-	}
-	if b == nil {
-		return a
-	}
-	a.GPUs += b.GPUs
-	a.CPU += b.CPU
-	a.MemoryMB += b.MemoryMB
-	for m, n := range b.GPUsByModel {
-		if a.GPUsByModel == nil {
-			a.GPUsByModel = map[string]int{}
-		}
-		a.GPUsByModel[m] += n
-	}
-	return a
-}
-
-// Scale returns r times n.
-func Scale(r *api.QueueResources, n int) *api.QueueResources {
-	out := &api.QueueResources{GPUs: r.GPUs * n, CPU: r.CPU * int64(n), MemoryMB: r.MemoryMB * int64(n)}
-	for m, k := range r.GPUsByModel {
-		if out.GPUsByModel == nil {
-			out.GPUsByModel = map[string]int{}
-		}
-		out.GPUsByModel[m] = k * n
-	}
-	return out
-}
-
-// QueueOf is the queue a job's allocs count against (api.DefaultQueue
-// when it names none).
-func QueueOf(j *api.Job) string {
-	if j == nil || j.Queue == "" {
-		return api.DefaultQueue
-	}
-	return j.Queue
-}
-
 // NodeOffers is what a node adds to the cluster's capacity as queues
 // count it: its CPU and memory, and its healthy GPUs (per model too).
 // Nodes that are not ready offer nothing.
-func NodeOffers(n *api.Node) *api.QueueResources {
-	r := &api.QueueResources{}
+func NodeOffers(n *api.Node) api.QueueResources {
+	var r api.QueueResources
 	if n == nil || n.NodeResources == nil || !n.Ready() {
 		return r
 	}
@@ -136,4 +68,16 @@ func NodeOffers(n *api.Node) *api.QueueResources {
 		}
 	}
 	return r
+}
+
+// Scale returns r times n (n allocs of one ask).
+func Scale(r api.QueueResources, n int) api.QueueResources {
+	out := api.QueueResources{GPUs: r.GPUs * n, CPU: r.CPU * int64(n), MemoryMB: r.MemoryMB * int64(n)}
+	for m, k := range r.GPUsByModel {
+		if out.GPUsByModel == nil {
+			out.GPUsByModel = map[string]int{}
+		}
+		out.GPUsByModel[m] = k * n
+	}
+	return out
 }

@@ -66,14 +66,14 @@ func (s *fairSim) compute() {
 	in := fairshare.Input{Queues: s.queues, Demand: map[string]*api.QueueResources{}, Allocated: map[string]*api.QueueResources{},
 		History: s.hist}
 	for _, n := range s.st.nodes {
-		fairshare.Add(&in.Capacity, fairshare.NodeOffers(n))
+		in.Capacity.Add(fairshare.NodeOffers(n), 1)
 	}
 	for q, r := range s.held {
-		in.Allocated[q] = fairshare.Add(nil, r)
-		in.Demand[q] = fairshare.Add(nil, r)
+		in.Allocated[q] = r.Copy()
+		in.Demand[q] = r.Copy()
 	}
 	for q := range s.active {
-		in.Demand[q] = fairshare.Add(in.Demand[q], &api.QueueResources{GPUs: 1 << 20}) // unbounded backlog
+		addTo(in.Demand, q, api.QueueResources{GPUs: 1 << 20}) // unbounded backlog
 	}
 	s.shares = fairshare.Compute(s.cfg, in)
 }
@@ -135,14 +135,7 @@ func (s *fairSim) names() []string {
 func (s *fairSim) release(id string) {
 	j := s.running[id]
 	delete(s.running, id)
-	h := s.held[j.queue]
-	r := fairshare.AllocHolds(j.alloc)
-	h.GPUs -= r.GPUs
-	h.CPU -= r.CPU
-	h.MemoryMB -= r.MemoryMB
-	for m, k := range r.GPUsByModel {
-		h.GPUsByModel[m] -= k
-	}
+	s.held[j.queue].Add(j.alloc.QueueUsage(), -1)
 }
 
 // submit schedules queue q's next job; it reports whether it was placed
@@ -154,7 +147,7 @@ func (s *fairSim) submit(q string) (placed, reclaimed bool) {
 		s.next[q] = k
 	}
 	s.seq++
-	job := queueGPUJob(fmt.Sprintf("%s-%06d", q, s.seq), q, uint64(k), 50)
+	job := prioGPUJob(fmt.Sprintf("%s-%06d", q, s.seq), q, uint64(k), 50)
 	s.st.upsertJob(job)
 	res, err := Schedule(s.st, testEval(job, s.seq), Options{Now: s.now, FairShare: s.shares})
 	if err != nil {
@@ -185,7 +178,7 @@ func (s *fairSim) submit(q string) (placed, reclaimed bool) {
 		end = s.now.Add(1 << 62)
 	}
 	s.running[a.ID] = &fairJob{alloc: a, queue: q, end: end}
-	s.held[q] = fairshare.Add(s.held[q], fairshare.AllocHolds(a))
+	addTo(s.held, q, a.QueueUsage())
 	return true, reclaimed
 }
 

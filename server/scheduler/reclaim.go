@@ -36,7 +36,7 @@ func (s *sched) fairTally() *fairshare.Tally {
 // crossQueue reports whether a belongs to another queue than the job
 // being placed, with fair shares on (its eviction is a reclaim).
 func (s *sched) crossQueue(a *api.Allocation) bool {
-	return s.opts.FairShare != nil && fairshare.QueueOf(a.Job) != fairshare.QueueOf(s.job)
+	return s.opts.FairShare != nil && api.JobQueue(a.Job) != api.JobQueue(s.job)
 }
 
 // reclaimable reports whether a, of another queue, may be reclaimed for
@@ -44,7 +44,7 @@ func (s *sched) crossQueue(a *api.Allocation) bool {
 // below.
 func (s *sched) reclaimable(a *api.Allocation) bool {
 	t := s.fairTally()
-	return t.Above(fairshare.QueueOf(a.Job)) && t.Below(fairshare.QueueOf(s.job))
+	return t.Above(api.JobQueue(a.Job)) && t.Below(api.JobQueue(s.job))
 }
 
 // reclaimOK checks a victim set for tc's placement against the fair
@@ -55,12 +55,35 @@ func (s *sched) reclaimOK(tc *tgCtx, victims []*api.Allocation) bool {
 	if t == nil {
 		return true
 	}
-	by := map[string]*api.QueueResources{}
-	for _, v := range victims {
-		q := fairshare.QueueOf(v.Job)
-		by[q] = fairshare.Add(by[q], fairshare.AllocHolds(v))
+	ask := groupAsk(tc)
+	return t.Reclaim(api.JobQueue(s.job), &ask, victimsByQueue(victims))
+}
+
+// groupAsk is what one alloc of tc's group asks as queues count it
+// before a node is picked: its CPU, memory and GPU count.
+func groupAsk(tc *tgCtx) api.QueueResources {
+	ask := api.QueueResources{CPU: tc.cpu, MemoryMB: tc.mem}
+	for _, d := range tc.devs {
+		if isGPUAsk(d.req.Name) {
+			ask.GPUs += int(d.req.Count)
+		}
 	}
-	return t.Reclaim(fairshare.QueueOf(s.job), fairshare.GroupAsk(tc.tg), by)
+	return ask
+}
+
+// victimsByQueue sums what the allocs hold by their queue.
+func victimsByQueue(allocs ...[]*api.Allocation) map[string]*api.QueueResources {
+	by := map[string]*api.QueueResources{}
+	for _, list := range allocs {
+		for _, v := range list {
+			q := api.JobQueue(v.Job)
+			if by[q] == nil {
+				by[q] = &api.QueueResources{}
+			}
+			by[q].Add(v.QueueUsage(), 1)
+		}
+	}
+	return by
 }
 
 // countPlacement keeps the tally current: a placed and the victims it
@@ -71,9 +94,11 @@ func (s *sched) countPlacement(a *api.Allocation, victims []*api.Allocation) {
 		return
 	}
 	for _, v := range victims {
-		t.Sub(fairshare.QueueOf(v.Job), fairshare.AllocHolds(v))
+		u := v.QueueUsage()
+		t.Sub(api.JobQueue(v.Job), &u)
 	}
-	t.Add(fairshare.QueueOf(s.job), fairshare.AllocHolds(a))
+	u := a.QueueUsage()
+	t.Add(api.JobQueue(s.job), &u)
 }
 
 // reclaimAdmits reports whether evicting u after taken keeps every victim
@@ -84,18 +109,10 @@ func (s *sched) reclaimAdmits(taken []*victimUnit, u *victimUnit) bool {
 	if t == nil {
 		return true
 	}
-	by := map[string]*api.QueueResources{}
-	for _, set := range [][]*api.Allocation{u.all} {
-		for _, v := range set {
-			q := fairshare.QueueOf(v.Job)
-			by[q] = fairshare.Add(by[q], fairshare.AllocHolds(v))
-		}
-	}
+	sets := [][]*api.Allocation{u.all}
 	for _, x := range taken {
-		for _, v := range x.all {
-			q := fairshare.QueueOf(v.Job)
-			by[q] = fairshare.Add(by[q], fairshare.AllocHolds(v))
-		}
+		sets = append(sets, x.all)
 	}
-	return t.Keeps(fairshare.QueueOf(s.job), by)
+	by := victimsByQueue(sets...)
+	return t.Keeps(api.JobQueue(s.job), by)
 }

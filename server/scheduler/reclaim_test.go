@@ -17,25 +17,34 @@ func memFairShare(st *memState, queues []*api.Queue, pending map[string]*api.Que
 	in := fairshare.Input{Queues: queues, Demand: map[string]*api.QueueResources{}, Allocated: map[string]*api.QueueResources{},
 		History: hist}
 	for _, n := range st.nodes {
-		fairshare.Add(&in.Capacity, fairshare.NodeOffers(n))
+		in.Capacity.Add(fairshare.NodeOffers(n), 1)
 	}
 	for _, a := range st.allocs {
 		if a.TerminalStatus() {
 			continue
 		}
-		q := fairshare.QueueOf(a.Job)
-		in.Allocated[q] = fairshare.Add(in.Allocated[q], fairshare.AllocHolds(a))
-		in.Demand[q] = fairshare.Add(in.Demand[q], fairshare.AllocHolds(a))
+		q := api.JobQueue(a.Job)
+		addTo(in.Allocated, q, a.QueueUsage())
+		addTo(in.Demand, q, a.QueueUsage())
 	}
 	for q, r := range pending {
-		in.Demand[q] = fairshare.Add(in.Demand[q], r)
+		addTo(in.Demand, q, *r)
 	}
 	return fairshare.Compute(fairshare.Config{}, in)
 }
 
-func queueGPUJob(id, queue string, gpus uint64, prio int) *api.Job {
-	j := gpuJob(id, gpus)
-	j.Queue, j.Priority = queue, prio
+// addTo adds r to m[q] (created when missing).
+func addTo(m map[string]*api.QueueResources, q string, r api.QueueResources) {
+	if m[q] == nil {
+		m[q] = &api.QueueResources{}
+	}
+	m[q].Add(r, 1)
+}
+
+// prioGPUJob is a one-alloc batch job of queue asking gpus, at prio.
+func prioGPUJob(id, queue string, gpus uint64, prio int) *api.Job {
+	j := queueGPUJob(id, queue, 1, int(gpus))
+	j.Datacenters, j.Priority = []string{"dc1"}, prio
 	return j
 }
 
@@ -55,7 +64,7 @@ func heldGPUs(st *memState) map[string]int {
 	out := map[string]int{}
 	for _, a := range st.allocs {
 		if !a.TerminalStatus() {
-			out[fairshare.QueueOf(a.Job)] += fairshare.AllocHolds(a).GPUs
+			out[api.JobQueue(a.Job)] += a.QueueUsage().GPUs
 		}
 	}
 	return out
@@ -69,7 +78,7 @@ func TestReclaimRegardlessOfPriority(t *testing.T) {
 	queues := []*api.Queue{{Name: "a"}, {Name: "b"}}
 	// a borrows the whole cluster with high-priority jobs while b is idle.
 	for i := 0; i < 4; i++ {
-		scheduleFair(t, st, queueGPUJob(fmt.Sprintf("a%d", i), "a", 4, 90), i, memFairShare(st, queues, nil, nil))
+		scheduleFair(t, st, prioGPUJob(fmt.Sprintf("a%d", i), "a", 4, 90), i, memFairShare(st, queues, nil, nil))
 	}
 	if got := heldGPUs(st)["a"]; got != 16 {
 		t.Fatalf("a borrows: %d GPUs, want 16", got)
@@ -77,7 +86,7 @@ func TestReclaimRegardlessOfPriority(t *testing.T) {
 	// b (low priority) reclaims its share of 8: two of a's allocs go.
 	for i := 0; i < 3; i++ {
 		fs := memFairShare(st, queues, map[string]*api.QueueResources{"b": {GPUs: 4}}, nil)
-		res := scheduleFair(t, st, queueGPUJob(fmt.Sprintf("b%d", i), "b", 4, 10), 10+i, fs)
+		res := scheduleFair(t, st, prioGPUJob(fmt.Sprintf("b%d", i), "b", 4, 10), 10+i, fs)
 		placed := len(res.Plan.NodeAllocation) > 0
 		if want := i < 2; placed != want {
 			t.Fatalf("b%d placed = %v, want %v (held %v)", i, placed, want, heldGPUs(st))
@@ -89,11 +98,11 @@ func TestReclaimRegardlessOfPriority(t *testing.T) {
 	// a, now at its share, cannot take capacity back from b, even by
 	// priority; inside its own queue priority still preempts.
 	fs := memFairShare(st, queues, map[string]*api.QueueResources{"a": {GPUs: 4}, "b": {GPUs: 4}}, nil)
-	res := scheduleFair(t, st, queueGPUJob("a9", "a", 4, 100), 20, fs)
+	res := scheduleFair(t, st, prioGPUJob("a9", "a", 4, 100), 20, fs)
 	for _, list := range res.Plan.NodePreemptions {
 		for _, v := range list {
-			if fairshare.QueueOf(v.Job) != "a" {
-				t.Fatalf("a at its share preempted %s of queue %s", v.JobID, fairshare.QueueOf(v.Job))
+			if api.JobQueue(v.Job) != "a" {
+				t.Fatalf("a at its share preempted %s of queue %s", v.JobID, api.JobQueue(v.Job))
 			}
 		}
 	}
@@ -109,9 +118,9 @@ func TestReclaimKeepsVictimAtShareAndMinRuntime(t *testing.T) {
 	queues := []*api.Queue{{Name: "a"}, {Name: "b"}}
 	// a holds 8 GPUs as one 8-GPU alloc; b wants 2: evicting the 8 would
 	// drop a (share 6) below its share, so b waits.
-	scheduleFair(t, st, queueGPUJob("a0", "a", 8, 50), 0, memFairShare(st, queues, nil, nil))
+	scheduleFair(t, st, prioGPUJob("a0", "a", 8, 50), 0, memFairShare(st, queues, nil, nil))
 	fs := memFairShare(st, queues, map[string]*api.QueueResources{"b": {GPUs: 2}}, nil)
-	res := scheduleFair(t, st, queueGPUJob("b0", "b", 2, 50), 1, fs)
+	res := scheduleFair(t, st, prioGPUJob("b0", "b", 2, 50), 1, fs)
 	if len(res.Plan.NodePreemptions) > 0 {
 		t.Fatalf("victim queue a dropped below its share: %v", heldGPUs(st))
 	}
@@ -120,12 +129,12 @@ func TestReclaimKeepsVictimAtShareAndMinRuntime(t *testing.T) {
 	st = newMemState()
 	st.addNode(nvswitchNode("n0"))
 	for i := 0; i < 4; i++ {
-		j := queueGPUJob(fmt.Sprintf("a%d", i), "a", 2, 50)
+		j := prioGPUJob(fmt.Sprintf("a%d", i), "a", 2, 50)
 		j.MinRuntime = time.Hour
 		scheduleFair(t, st, j, i, memFairShare(st, queues, nil, nil))
 	}
 	fs = memFairShare(st, queues, map[string]*api.QueueResources{"b": {GPUs: 2}}, nil)
-	res = scheduleFair(t, st, queueGPUJob("b0", "b", 2, 50), 9, fs)
+	res = scheduleFair(t, st, prioGPUJob("b0", "b", 2, 50), 9, fs)
 	if len(res.Plan.NodePreemptions) > 0 {
 		t.Fatalf("min_runtime did not protect fresh work: %v", heldGPUs(st))
 	}

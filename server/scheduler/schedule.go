@@ -61,6 +61,7 @@ type sched struct {
 	unitBuf     []victimUnit
 	singleBuf   []*api.Allocation
 	resv        reserveState // reservations (reserve.go)
+	quota       quotaState   // queue limits (quota.go)
 	// tally is what each queue holds as this pass places and evicts
 	// (reclaim.go; nil without Options.FairShare).
 	tally *fairshare.Tally
@@ -117,6 +118,7 @@ func Schedule(st State, eval *api.Evaluation, opts Options) (*Result, error) {
 	if err := s.loadNodes(); err != nil {
 		return nil, err
 	}
+	s.quotaLoad() // before any stop: stops give back queue usage
 	switch job.Type {
 	case api.JobTypeSystem, api.JobTypeSysBatch:
 		s.scheduleSystem(allocs)
