@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -108,5 +109,34 @@ func TestFairSharesFromState(t *testing.T) {
 	base := f.base
 	if _, err := f.forJob(st, st.jobs["jc"], now); err != nil || f.base != base {
 		t.Errorf("same index: base recomputed")
+	}
+}
+
+// End to end through the worker, the applier and the reactor: queue a
+// borrows the whole node with high-priority work while b is idle; b's
+// low-priority job then reclaims its fair share (half) by preempting a's
+// allocs (the scheduler tests show a cannot take it back).
+func TestQueueReclaimEndToEnd(t *testing.T) {
+	s := newTestServer(t)
+	ctx := context.Background()
+	registerNode(t, s, testNode("n", 4000, 8192))
+	if _, err := s.UpsertQueues(ctx, []*api.Queue{{Name: "a"}, {Name: "b"}}); err != nil {
+		t.Fatal(err)
+	}
+	borrow := testJob("borrow", 4, 1000, 128)
+	borrow.Queue, borrow.Priority = "a", 90
+	registerJob(t, s, borrow)
+	waitLive(t, s, "borrow", 4)
+	own := testJob("own", 2, 1000, 128)
+	own.Queue, own.Priority = "b", 10
+	registerJob(t, s, own)
+	waitLive(t, s, "own", 2)
+	live := waitLive(t, s, "borrow", 2)
+	if len(live) != 2 {
+		t.Fatalf("a kept %d allocs, want 2", len(live))
+	}
+	st, err := s.State().QueueStatus(nil, "b")
+	if err != nil || st.Allocated.CPU != 2000 {
+		t.Fatalf("b status %+v (%v), want 2000 MHz", st, err)
 	}
 }
