@@ -192,3 +192,47 @@ func TestPropertyReclaimConverges(t *testing.T) {
 	}
 	t.Logf("%d reclaims", total)
 }
+
+// Gangs go whole in a reclaim too: a gang is evicted with all its members
+// or not at all, so a queue whose only work is a gang keeps it when
+// evicting it would drop the queue below its share; a lone alloc of the
+// queue is taken instead when that suffices.
+func TestReclaimGangsWhole(t *testing.T) {
+	queues := []*api.Queue{{Name: "a"}, {Name: "b"}}
+	// setup: three 8-GPU nodes filled by a: a gang of members x 8 GPUs and,
+	// with lone, one more 8-GPU alloc; then b asks 8 (shares a 16, b 8).
+	setup := func(members int, lone bool) (*memState, *Result) {
+		st := newMemState()
+		for i := 0; i < 3; i++ {
+			st.addNode(nvswitchNode(fmt.Sprintf("n%d", i)))
+		}
+		g := gangJob("gang", members, 8, 0)
+		g.Queue, g.Datacenters = "a", []string{"dc1"}
+		scheduleFair(t, st, g, 0, memFairShare(st, queues, nil, nil))
+		if lone {
+			scheduleFair(t, st, prioGPUJob("lone", "a", 8, 50), 1, memFairShare(st, queues, nil, nil))
+		}
+		if got := heldGPUs(st)["a"]; got != 24 {
+			t.Fatalf("a holds %d GPUs, want 24", got)
+		}
+		fs := memFairShare(st, queues, map[string]*api.QueueResources{"b": {GPUs: 8}}, nil)
+		return st, scheduleFair(t, st, prioGPUJob("b0", "b", 8, 50), 2, fs)
+	}
+	// The lone alloc goes, the gang stays whole.
+	_, res := setup(2, true)
+	var gone []string
+	for _, l := range res.Plan.NodePreemptions {
+		for _, v := range l {
+			gone = append(gone, v.JobID)
+		}
+	}
+	if fmt.Sprint(gone) != "[lone]" {
+		t.Fatalf("preempted %v, want [lone]", gone)
+	}
+	// Only a gang of 3: one member alone would break it, all of them
+	// would drop a to 0, so b waits.
+	st, res := setup(3, false)
+	if n := len(res.Plan.NodePreemptions); n != 0 || heldGPUs(st)["a"] != 24 {
+		t.Fatalf("gang broken or evicted: %d nodes with preemptions, a holds %d", n, heldGPUs(st)["a"])
+	}
+}
