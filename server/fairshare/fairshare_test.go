@@ -161,10 +161,6 @@ func randomInput(r *rand.Rand) Input {
 	capy := api.QueueResources{GPUs: 64, GPUsByModel: map[string]int{"nvidia/gpu/H100": 32, "nvidia/gpu/A100": 32},
 		CPU: 100000, MemoryMB: 400000}
 	in := Input{Capacity: capy, Demand: map[string]*api.QueueResources{}, Allocated: map[string]*api.QueueResources{}}
-	type slot struct {
-		name string
-		guar api.QueueResources
-	}
 	var mk func(parent string, budget api.QueueResources, depth int)
 	mk = func(parent string, budget api.QueueResources, depth int) {
 		n := 1 + r.IntN(4)

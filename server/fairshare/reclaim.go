@@ -52,9 +52,6 @@ func (t *Tally) fair(q string) float64 {
 // level is q's dominant share held now.
 func (t *Tally) level(q string) float64 { return t.s.sp.dom(t.get(q)) }
 
-// names is every queue the tally knows, sorted.
-func (t *Tally) names() []string { return sortedKeys(t.alloc) }
-
 // util is U = Σ L / Σ F over the queues (at most 1), with alloc's
 // levels: how much of the fair shares the queues hold together. Below 1
 // the cluster's capacity is not all usable by the asks at hand
