@@ -13,6 +13,8 @@ import (
 type Tally struct {
 	s     *Shares
 	alloc map[string]vec
+	u     float64 // util(alloc), valid while uOK (Add and Sub clear it)
+	uOK   bool
 }
 
 // Tally starts a pass's tally.
@@ -28,12 +30,22 @@ func (s *Shares) Tally() *Tally {
 func (t *Tally) Add(q string, r *api.QueueResources) {
 	q = queueName(q)
 	t.alloc[q] = t.get(q).add(t.s.sp.of(r))
+	t.uOK = false
 }
 
 // Sub counts r as no longer held by q's jobs.
 func (t *Tally) Sub(q string, r *api.QueueResources) {
 	q = queueName(q)
 	t.alloc[q] = t.get(q).sub(t.s.sp.of(r)).clampZero()
+	t.uOK = false
+}
+
+// now is util of what the queues hold now (cached).
+func (t *Tally) now() float64 {
+	if !t.uOK {
+		t.u, t.uOK = t.util(t.alloc), true
+	}
+	return t.u
 }
 
 func (t *Tally) get(q string) vec {
@@ -60,8 +72,8 @@ func (t *Tally) level(q string) float64 { return t.s.sp.dom(t.get(q)) }
 // is held, F*U.
 func (t *Tally) util(alloc map[string]vec) float64 {
 	var l, f float64
-	for q, v := range alloc {
-		l += t.s.sp.dom(v)
+	for _, q := range sortedKeys(alloc) { // sorted: float sums are deterministic
+		l += t.s.sp.dom(alloc[q])
 		f += t.fair(q)
 	}
 	if f <= 0 {
@@ -74,8 +86,8 @@ func (t *Tally) util(alloc map[string]vec) float64 {
 func (t *Tally) phi(alloc map[string]vec) float64 {
 	u := t.util(alloc)
 	d := 0.0
-	for q, v := range alloc {
-		d += math.Abs(t.s.sp.dom(v) - u*t.fair(q))
+	for _, q := range sortedKeys(alloc) {
+		d += math.Abs(t.s.sp.dom(alloc[q]) - u*t.fair(q))
 	}
 	return d
 }
@@ -84,14 +96,14 @@ func (t *Tally) phi(alloc map[string]vec) float64 {
 // the queues hold (F*U, see util).
 func (t *Tally) Below(q string) bool {
 	q = queueName(q)
-	return t.level(q) < t.util(t.alloc)*t.fair(q)-eps
+	return t.level(q) < t.now()*t.fair(q)-eps
 }
 
 // Above reports whether q's jobs hold more than q's fair share of what
 // the queues hold: only such queues' allocs may be reclaimed.
 func (t *Tally) Above(q string) bool {
 	q = queueName(q)
-	return t.level(q) > t.util(t.alloc)*t.fair(q)+eps
+	return t.level(q) > t.now()*t.fair(q)+eps
 }
 
 // Reclaim reports whether queue q may place ask by evicting victims (what
