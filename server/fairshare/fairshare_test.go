@@ -318,3 +318,29 @@ func TestPropertyWeightsUnbounded(t *testing.T) {
 		}
 	}
 }
+
+func TestQueueWithOwnJobsAndChildren(t *testing.T) {
+	in := Input{
+		Queues:   []*api.Queue{{Name: "team", Weight: 1}, {Name: "team/x", Weight: 3}, {Name: "other"}},
+		Capacity: api.QueueResources{GPUs: 64},
+		Demand: map[string]*api.QueueResources{
+			"team": gpus(100), "team/x": gpus(100), "other": gpus(100),
+		},
+		Allocated: map[string]*api.QueueResources{"team": gpus(10), "team/x": gpus(20)},
+	}
+	s := Compute(Config{}, in)
+	// team and other split 32:32; inside team its own jobs (weight 1) and
+	// team/x (weight 3) split 8:24.
+	for q, want := range map[string]int{"team": 32, "team/x": 24, "other": 32} {
+		if got := s.Share(q).GPUs; got != want {
+			t.Errorf("%s: share %d GPUs, want %d", q, got, want)
+		}
+	}
+	alloc, fair := s.Level("team")
+	if !near(alloc, 10.0/64, 1e-9) || !near(fair, 8.0/64, 1e-9) {
+		t.Errorf("team's own jobs: level %v of %v, want 10/64 of 8/64", alloc, fair)
+	}
+	if d := s.Deficit("team/x"); !near(d, 4.0/64, 1e-9) {
+		t.Errorf("team/x deficit %v, want 4/64", d)
+	}
+}
