@@ -98,6 +98,9 @@ func (t *Txn) putAlloc(old, a *api.Allocation, eventType string) error {
 	if err := t.allocSummary(old, a); err != nil {
 		return err
 	}
+	if err := t.trackUsage(old, a); err != nil {
+		return err
+	}
 	touch := t.touchJob(a.Namespace, a.JobID)
 	if !a.TerminalStatus() {
 		touch.running = true
