@@ -108,6 +108,12 @@ func (a serverState) NodePoolByName(ws memdb.WatchSet, name string) (*api.NodePo
 
 var _ http.NodePoolState = serverState{}
 
+func (a serverState) Usage(by string, from, to, now int64) ([]api.UsageRow, error) {
+	return a.st(nil).Usage(by, from, to, now)
+}
+
+var _ http.UsageState = serverState{}
+
 var _ http.SchedulerConfigServer = (*server.Server)(nil)
 
 // serverEvents adapts the state store's event broker to http.EventSource.
