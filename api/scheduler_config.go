@@ -43,6 +43,10 @@ type SchedulerConfiguration struct {
 	UsageRetentionHours int `json:"UsageRetentionHours,omitempty"`
 }
 
+// DefaultUsageRetentionHours is the usage ledger's retention when
+// UsageRetentionHours is 0 (90 days).
+const DefaultUsageRetentionHours = 90 * 24
+
 // MaxUsageRetentionHours bounds SchedulerConfiguration.UsageRetentionHours
 // (ten years of hourly buckets).
 const MaxUsageRetentionHours = 10 * 365 * 24

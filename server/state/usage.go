@@ -34,10 +34,6 @@ const (
 // UsageBucketSeconds is the length of a ledger bucket.
 const UsageBucketSeconds = 3600
 
-// DefaultUsageRetentionHours is how long buckets are kept when the
-// scheduler configuration sets no UsageRetentionHours (90 days).
-const DefaultUsageRetentionHours = 90 * 24
-
 // UsageAmounts is consumption over some time.
 type UsageAmounts struct {
 	GPUSeconds       map[string]float64 `json:"GPUSeconds,omitempty"` // by GPU model
@@ -308,7 +304,7 @@ func (t *Txn) usageCutoff(end int64) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	hours := int64(DefaultUsageRetentionHours)
+	hours := int64(api.DefaultUsageRetentionHours)
 	if conf != nil && conf.UsageRetentionHours > 0 {
 		hours = int64(conf.UsageRetentionHours)
 	}
