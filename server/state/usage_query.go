@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/drover/drover/api"
+	"github.com/hashicorp/go-memdb"
 )
 
 // usageKeyBy is the row key of k grouped by by (api.UsageByQueue,
@@ -48,7 +49,7 @@ func (r *reads) Usage(by string, from, to, now int64) ([]api.UsageRow, error) {
 		}
 		a.addAmounts(u)
 	}
-	txn := r.db.Txn(false)
+	txn := r.db.Txn(false) // one view of buckets and open intervals
 	it, err := txn.LowerBound(TableUsage, "bucket", from)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", TableUsage, err)
@@ -60,7 +61,7 @@ func (r *reads) Usage(by string, from, to, now int64) ([]api.UsageRow, error) {
 		}
 		put(b.UsageKey, b.Bucket, b.UsageAmounts)
 	}
-	open, err := r.usageOpen()
+	open, err := usageOpen(txn)
 	if err != nil {
 		return nil, err
 	}
@@ -88,14 +89,16 @@ func (r *reads) Usage(by string, from, to, now int64) ([]api.UsageRow, error) {
 // up to now (Unix ns).
 func (r *reads) UsageTotals(now int64) (map[string]UsageAmounts, error) {
 	out := map[string]UsageAmounts{}
-	totals, err := list[UsageTotal](r, nil, nil, TableUsageTotals, "id")
+	txn := r.db.Txn(false) // one view: an alloc closing now is counted once
+	it, err := txn.Get(TableUsageTotals, "id")
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", TableUsageTotals, err)
 	}
-	for _, t := range totals {
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		t := raw.(*UsageTotal)
 		out[t.Queue] = t.UsageAmounts.copy()
 	}
-	open, err := r.usageOpen()
+	open, err := usageOpen(txn)
 	if err != nil {
 		return nil, err
 	}
@@ -110,10 +113,14 @@ func (r *reads) UsageTotals(now int64) (map[string]UsageAmounts, error) {
 	return out, nil
 }
 
-func (r *reads) usageOpen() ([]*UsageOpen, error) {
-	open, err := list[UsageOpen](r, nil, nil, TableUsageOpen, "id")
+func usageOpen(txn *memdb.Txn) ([]*UsageOpen, error) {
+	it, err := txn.Get(TableUsageOpen, "id")
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", TableUsageOpen, err)
 	}
-	return open, nil
+	var out []*UsageOpen
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		out = append(out, raw.(*UsageOpen))
+	}
+	return out, nil
 }
