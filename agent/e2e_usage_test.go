@@ -16,10 +16,10 @@ import (
 // dgxModel is the GPU model of -dev-gpus dgxh100 in the usage ledger.
 const dgxModel = "nvidia/gpu/NVIDIA H100 80GB HBM3"
 
-// Two GPU jobs run to completion on a -dev-gpus agent whose server prices
-// the GPU hour; `drover usage -csv` shows the GPU-seconds of both (by job,
-// at least the 4 GPUs x 2 s each held) and their sum in the default queue,
-// with the cost at the configured price.
+// Two GPU jobs in two queues run to completion on a -dev-gpus agent whose
+// server prices the GPU hour; `drover usage -csv` shows the GPU-seconds of
+// both (at least the 4 GPUs x 2 s each held), by job and by queue, with
+// the cost at the configured price.
 func TestE2EUsageLedgerDevGPUs(t *testing.T) {
 	conf := filepath.Join(t.TempDir(), "usage.hcl")
 	hcl := fmt.Sprintf("server {\n  usage {\n    prices = { %q = 3.6 }\n  }\n}\n", dgxModel)
@@ -27,8 +27,14 @@ func TestE2EUsageLedgerDevGPUs(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := startDevCluster(t, "-dev-gpus", "dgxh100", "-config", conf)
+	queues := writeJob(t, "queues.hcl", "queue \"team-a\" {\n  weight = 1\n}\nqueue \"team-b\" {\n  weight = 2\n}\n")
+	if out, err := d.drover("queue", "apply", queues); err != nil {
+		t.Fatalf("drover queue apply: %v\n%s", err, out)
+	}
+	queueOf := map[string]string{"usage-a": "team-a", "usage-b": "team-b"}
 	for _, id := range []string{"usage-a", "usage-b"} {
-		if out, err := d.drover("job", "run", "-detach", writeJob(t, id+".hcl", gpuJobHCL(id, 1, 4, "sleep 2", false))); err != nil {
+		hcl := strings.Replace(gpuJobHCL(id, 1, 4, "sleep 2", false), "  type = \"batch\"", "  type = \"batch\"\n  queue = \""+queueOf[id]+"\"", 1)
+		if out, err := d.drover("job", "run", "-detach", writeJob(t, id+".hcl", hcl)); err != nil {
 			t.Fatalf("drover job run %s: %v\n%s", id, err, out)
 		}
 	}
@@ -77,8 +83,7 @@ func TestE2EUsageLedgerDevGPUs(t *testing.T) {
 		}
 		return got
 	}
-	jobs := usage(api.UsageByJob)
-	var sum float64
+	jobs, byQueue := usage(api.UsageByJob), usage(api.UsageByQueue)
 	for _, id := range []string{"usage-a", "usage-b"} {
 		v := jobs["default/"+id]
 		// 4 GPUs for the 2 s the task slept, at least; well under a minute.
@@ -88,10 +93,9 @@ func TestE2EUsageLedgerDevGPUs(t *testing.T) {
 		if want := v[0] / 3600 * 3.6; v[1] < want-1e-9 || v[1] > want+1e-9 {
 			t.Errorf("%s: cost %v, want %v at 3.6 per GPU hour", id, v[1], want)
 		}
-		sum += v[0]
-	}
-	if q := usage(api.UsageByQueue)[api.DefaultQueue][0]; q < sum-1e-6 || q > sum+1e-6 {
-		t.Errorf("default queue: %v GPU-seconds, want the jobs' %v", q, sum)
+		if q := byQueue[queueOf[id]][0]; q < v[0]-1e-6 || q > v[0]+1e-6 {
+			t.Errorf("queue %s: %v GPU-seconds, want its job's %v:\n%v", queueOf[id], q, v[0], byQueue)
+		}
 	}
 	out, err := d.drover("usage", "-by", "job")
 	if err != nil || !strings.Contains(out, "default/usage-a") || !strings.Contains(out, "default/usage-b") {

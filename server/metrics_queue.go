@@ -12,8 +12,11 @@ import (
 // Per-queue gauges. The usage ones come from the usage ledger: cumulative
 // finished usage (which retention does not drop) plus the running allocs
 // up to the scrape, so they only grow, like counters, while the server
-// keeps its state. The allocated, guaranteed and fair-share ones come
-// from QueueStatusFunc once queues provide it.
+// keeps its state. The allocated (the queue's subtree), guaranteed and
+// fair-share ones come from the queue statuses (Server.queueStatus, by
+// default the state's QueueStatuses, whose FairShare is nil: no fair-share
+// gauge until the fair-share calculator installs a QueueStatusFunc that
+// fills it).
 var (
 	descQueueGPUSeconds = prometheus.NewDesc("drover_queue_usage_gpu_seconds",
 		"GPU-seconds a queue's allocs used, by GPU model (usage ledger, running allocs up to now).", []string{"queue", "model"}, nil)
@@ -40,9 +43,9 @@ var (
 )
 
 // QueueStatusFunc lists the queues with what they hold and their fair
-// share, for the drover_queue_{allocated,guaranteed,fair_share}_* gauges.
-// The hook for queues and fair share: nil (no such gauges) until the
-// server sets Server.queueStatus.
+// share, for the drover_queue_{allocated,guaranteed,fair_share}_* gauges:
+// the hook for the fair-share calculator (set Server.queueStatus before
+// the server serves; nil reads the state's QueueStatuses).
 type QueueStatusFunc func() ([]*api.QueueStatus, error)
 
 // queueCollector collects the per-queue gauges at scrape time.
@@ -63,14 +66,16 @@ func (c queueCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c queueCollector) Collect(ch chan<- prometheus.Metric) {
 	collectUsage(ch, c.s.State(), c.s.clock.Now().UnixNano())
-	if f := c.s.queueStatus; f != nil {
-		qs, err := f()
-		if err != nil {
-			c.s.log.Warn("queue gauges", "err", err)
-			return
-		}
-		collectQueueStatus(ch, qs)
+	f := c.s.queueStatus
+	if f == nil {
+		f = func() ([]*api.QueueStatus, error) { return c.s.State().QueueStatuses(nil, "") }
 	}
+	qs, err := f()
+	if err != nil {
+		c.s.log.Warn("queue gauges", "err", err)
+		return
+	}
+	collectQueueStatus(ch, qs)
 }
 
 // collectUsage emits the ledger's per-queue usage at now (Unix ns).

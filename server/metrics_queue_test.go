@@ -49,6 +49,9 @@ func TestQueueUsageGauges(t *testing.T) {
 	n.NodeResources.Devices = []*api.NodeDeviceResource{{Vendor: "nvidia", Type: "gpu", Name: "H100",
 		Instances: []*api.NodeDevice{{ID: "g0", Healthy: true}, {ID: "g1", Healthy: true}}}}
 	registerNode(t, s, n)
+	if _, err := s.UpsertQueues(context.Background(), []*api.Queue{{Name: "team-a", Guaranteed: &api.QueueResources{GPUs: 1}}}); err != nil {
+		t.Fatal(err)
+	}
 	j := testJob("train", 1, 2000, 1024)
 	j.Queue = "team-a"
 	j.TaskGroups[0].Tasks[0].Resources.Devices = []*api.RequestedDevice{{Name: "nvidia/gpu", Count: 2}}
@@ -63,7 +66,8 @@ func TestQueueUsageGauges(t *testing.T) {
 	}
 	const gpuKey = "drover_queue_usage_gpu_seconds{model=nvidia/gpu/H100,queue=team-a}"
 	if got := gaugeValues(t, reg); got[gpuKey] != 2*3600 || got["drover_queue_usage_cpu_core_seconds{queue=team-a}"] != 2*3600 ||
-		got["drover_queue_usage_memory_gib_seconds{queue=team-a}"] != 3600 {
+		got["drover_queue_usage_memory_gib_seconds{queue=team-a}"] != 3600 ||
+		got["drover_queue_allocated_gpus{model=nvidia/gpu/H100,queue=team-a}"] != 2 || got["drover_queue_allocated_cpu{queue=team-a}"] != 2000 {
 		t.Fatalf("after an hour running: %v", got)
 	}
 	clk.Advance(30 * time.Minute)
@@ -82,12 +86,25 @@ func TestQueueUsageGauges(t *testing.T) {
 		t.Errorf("an hour after the loss: %v GPU-seconds, want %v (stopped at the loss)", got, 2*5400)
 	}
 
+	// Without a hook: the state's queue statuses (no fair share yet). The
+	// lost alloc holds nothing.
+	got := gaugeValues(t, reg)
+	if v, ok := got["drover_queue_guaranteed_gpus{model=,queue=team-a}"]; !ok || v != 1 {
+		t.Errorf("guaranteed GPUs of team-a = %v (present %v), want 1", v, ok)
+	}
+	if v, ok := got["drover_queue_allocated_gpus{model=,queue=team-a}"]; !ok || v != 0 {
+		t.Errorf("allocated GPUs of team-a = %v (present %v), want 0", v, ok)
+	}
+	if _, ok := got["drover_queue_fair_share_gpus{model=,queue=team-a}"]; ok {
+		t.Error("a fair-share gauge without a fair share")
+	}
+
 	s.queueStatus = func() ([]*api.QueueStatus, error) {
 		return []*api.QueueStatus{{Queue: &api.Queue{Name: "team-a", Guaranteed: &api.QueueResources{GPUs: 4}},
 			Allocated: api.QueueResources{GPUs: 2, GPUsByModel: map[string]int{"nvidia/gpu/H100": 2}, CPU: 2000, MemoryMB: 1024},
 			FairShare: &api.QueueResources{GPUs: 3}}}, nil
 	}
-	got := gaugeValues(t, reg)
+	got = gaugeValues(t, reg)
 	for k, want := range map[string]float64{
 		"drover_queue_allocated_gpus{model=,queue=team-a}": 2, "drover_queue_allocated_gpus{model=nvidia/gpu/H100,queue=team-a}": 2,
 		"drover_queue_allocated_cpu{queue=team-a}": 2000, "drover_queue_allocated_memory{queue=team-a}": 1024,

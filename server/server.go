@@ -136,7 +136,7 @@ type Server struct {
 	reap      evalStatusQueue
 	metrics   *metrics
 	// queueStatus feeds the per-queue allocated/guaranteed/fair-share
-	// gauges (metrics_queue.go); nil until queues set it.
+	// gauges (metrics_queue.go); nil: the state's QueueStatuses.
 	queueStatus QueueStatusFunc
 
 	ctx    context.Context

@@ -35,6 +35,10 @@ const (
 	// recNodePool: absent from snapshots written before pools were
 	// stored (restoring their nodes creates the pools).
 	recNodePool recordType = 12
+	// recQueue: absent from snapshots written before queues were stored
+	// (their jobs count against the implicit "default" or a queue that
+	// must be applied again).
+	recQueue recordType = 13
 	// recUsage: one row of the usage ledger (a bucket, a running alloc's
 	// open interval or a queue's total; see usageRecord). Absent from
 	// snapshots written before the ledger: they restore with it empty.
@@ -76,6 +80,7 @@ var tableRecords = map[string]recordType{
 	state.TableJobs: recJob, state.TableJobVersions: recJobVersion, state.TableJobSummary: recJobSummary,
 	state.TableNodes: recNode, state.TableEvals: recEval, state.TableDeployments: recDeployment,
 	state.TableIndex: recIndex, state.TableSchedulerConfig: recSchedulerConfig, state.TableNodePools: recNodePool,
+	state.TableQueues: recQueue,
 }
 
 // Snapshot captures the current state (O(1)); Persist writes it.
@@ -264,6 +269,8 @@ func restoreRecord(res *state.Restore, t recordType, b []byte, jobs map[int]*api
 		return restoreObj(b, res.SchedulerConfig)
 	case recNodePool:
 		return restoreObj(b, res.NodePool)
+	case recQueue:
+		return restoreObj(b, res.Queue)
 	case recUsage:
 		r, err := decodeRecord[usageRecord](b)
 		if err != nil {

@@ -32,8 +32,11 @@
 // reservations that keep pending gangs from starving (reserve.go:
 // recorded on the blocked eval, read back through State.Reservations,
 // lower-priority work only backfills what the reservation does not
-// need), gangs (below), and failure explanations (AllocMetric,
-// ExplainFailure).
+// need), queue limits (quota.go: a placement stays within the Limit of
+// the job's queue and of each ancestor, from State.QueueUsage and the
+// plan's own stops and placements; failures say which limit in
+// AllocMetric.QuotaExhausted), gangs (below), and failure explanations
+// (AllocMetric, ExplainFailure).
 //
 // Gangs (gang.go, topology.go): a group with a gang block, or every group
 // of a job with one (job.GangOf), places its new allocs as one unit. The

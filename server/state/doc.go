@@ -1,9 +1,13 @@
 // Package state is the server's in-memory state store: a go-memdb database
 // holding jobs (and their last versions and summaries), nodes, allocations,
-// evaluations, deployments and the scheduler configuration (a singleton),
-// plus a per-table index of the last Raft index that changed it. The
-// evals table indexes blocked evals that carry a gang's reservation, so
-// Reservations (read by every scheduling pass) is one index lookup.
+// evaluations, deployments, node pools, queues and the scheduler
+// configuration (a singleton), plus a per-table index of the last Raft
+// index that changed it. The evals table indexes blocked evals that carry
+// a gang's reservation, so Reservations (read by every scheduling pass) is
+// one index lookup. The queue_usage table holds what each queue's
+// non-terminal allocs hold, kept by the alloc writes in their own
+// transaction (never persisted: a restore recomputes it), so QueueUsage
+// is a read of one row per queue, not a scan of the allocs.
 //
 // The usage ledger (usage.go) is kept by the alloc writes themselves:
 // hourly buckets of GPU-seconds per model, CPU-core-seconds and memory

@@ -207,11 +207,7 @@ func UsageRateOf(a *api.Allocation, n *api.Node) UsageRate {
 // usageKeyOf is the alloc's namespace, job and queue (the job's queue, or
 // api.DefaultQueue).
 func usageKeyOf(a *api.Allocation) UsageKey {
-	q := api.DefaultQueue
-	if a.Job != nil && a.Job.Queue != "" {
-		q = a.Job.Queue
-	}
-	return UsageKey{Namespace: a.Namespace, JobID: a.JobID, Queue: q}
+	return UsageKey{Namespace: a.Namespace, JobID: a.JobID, Queue: api.JobQueue(a.Job)}
 }
 
 // trackUsage follows an alloc write (old: the stored version before, nil

@@ -25,7 +25,7 @@ func usageBenchStore(b *testing.B, jobs, hours, running int) *StateStore {
 		}
 		idx++
 		id := fmt.Sprintf("a%03d", j)
-		if err := s.UpsertAllocs(idx, []*api.Allocation{gpuAlloc(id, job.ID, "n1")}); err != nil {
+		if err := s.UpsertAllocs(idx, []*api.Allocation{ledgerAlloc(id, job.ID, "n1")}); err != nil {
 			b.Fatal(err)
 		}
 		idx++
@@ -51,7 +51,7 @@ func usageBenchStore(b *testing.B, jobs, hours, running int) *StateStore {
 // 200 jobs × 24 hours.
 func BenchmarkUsageClose(b *testing.B) {
 	s := usageBenchStore(b, 200, 24, 0)
-	a := gpuAlloc("x", "j000", "n1")
+	a := ledgerAlloc("x", "j000", "n1")
 	a.Job = testJob("j000")
 	rate := UsageRateOf(a, usageNode("n1"))
 	b.ReportAllocs()

@@ -20,8 +20,8 @@ func usageNode(id string) *api.Node {
 	return n
 }
 
-// gpuAlloc holds 2 H100s, 2000 MHz (2 cores on usageNode) and 2 GiB.
-func gpuAlloc(id, jobID, nodeID string) *api.Allocation {
+// ledgerAlloc holds 2 H100s, 2000 MHz (2 cores on usageNode) and 2 GiB.
+func ledgerAlloc(id, jobID, nodeID string) *api.Allocation {
 	a := testAlloc(id, jobID, nodeID)
 	a.AllocatedResources = &api.AllocatedResources{Tasks: map[string]*api.AllocatedTaskResources{
 		"train": {Cpu: api.AllocatedCpuResources{CpuShares: 2000}, Memory: api.AllocatedMemoryResources{MemoryMB: 2048},
@@ -88,7 +88,7 @@ func TestUsageRunningCountedToNowThenStored(t *testing.T) {
 	job := testJob("train")
 	job.Queue = "team-a/train"
 	s := usageStore(t, job)
-	must(t, s.UpsertAllocs(10, []*api.Allocation{gpuAlloc("a1", "train", "n1")}))
+	must(t, s.UpsertAllocs(10, []*api.Allocation{ledgerAlloc("a1", "train", "n1")}))
 	h := hourOf(usageT0)
 	from, to := usageT0.Add(-time.Hour), usageT0.Add(3*time.Hour)
 
@@ -139,7 +139,7 @@ func TestUsageRunningCountedToNowThenStored(t *testing.T) {
 
 func TestUsageLostAllocEndsAtServerStamp(t *testing.T) {
 	s := usageStore(t, testJob("train"))
-	must(t, s.UpsertAllocs(10, []*api.Allocation{gpuAlloc("a1", "train", "n1")}))
+	must(t, s.UpsertAllocs(10, []*api.Allocation{ledgerAlloc("a1", "train", "n1")}))
 	must(t, s.UpdateAllocsFromClient(11, []*api.Allocation{clientUpdate("a1", api.AllocClientStatusRunning, usageT0, time.Time{}, usageT0)}))
 	lost := usageT0.Add(15 * time.Minute)
 	// As the heartbeat's node loss writes it: the last task states, no FinishedAt.
@@ -152,9 +152,9 @@ func TestUsageLostAllocEndsAtServerStamp(t *testing.T) {
 
 func TestUsageDeletedOpenAllocIsClosed(t *testing.T) {
 	s := usageStore(t, testJob("train"))
-	must(t, s.UpsertAllocs(10, []*api.Allocation{gpuAlloc("a1", "train", "n1")}))
+	must(t, s.UpsertAllocs(10, []*api.Allocation{ledgerAlloc("a1", "train", "n1")}))
 	must(t, s.UpdateAllocsFromClient(11, []*api.Allocation{clientUpdate("a1", api.AllocClientStatusRunning, usageT0, time.Time{}, usageT0)}))
-	stop := gpuAlloc("a1", "train", "n1")
+	stop := ledgerAlloc("a1", "train", "n1")
 	stop.DesiredStatus = api.AllocDesiredStatusStop
 	stop.ModifyTime = usageT0.Add(10 * time.Minute).UnixNano()
 	must(t, s.UpsertAllocs(12, []*api.Allocation{stop}))
@@ -168,7 +168,7 @@ func TestUsageDeletedOpenAllocIsClosed(t *testing.T) {
 func TestUsageRetention(t *testing.T) {
 	s := usageStore(t, testJob("old"), testJob("train"))
 	must(t, s.SetSchedulerConfig(5, &api.SchedulerConfiguration{UsageRetentionHours: 2}, false, 0))
-	must(t, s.UpsertAllocs(10, []*api.Allocation{gpuAlloc("a0", "old", "n1"), gpuAlloc("a1", "train", "n1")}))
+	must(t, s.UpsertAllocs(10, []*api.Allocation{ledgerAlloc("a0", "old", "n1"), ledgerAlloc("a1", "train", "n1")}))
 	early := usageT0.Add(-10 * time.Hour)
 	must(t, s.UpdateAllocsFromClient(11, []*api.Allocation{clientUpdate("a0", api.AllocClientStatusComplete, early, early.Add(time.Minute), early.Add(time.Minute))}))
 	if n := len(mustList[UsageBucket](t, s, TableUsage)); n != 1 {
@@ -192,7 +192,7 @@ func TestUsageRetention(t *testing.T) {
 }
 
 func TestUsageRateOf(t *testing.T) {
-	a := gpuAlloc("a1", "j", "n1")
+	a := ledgerAlloc("a1", "j", "n1")
 	a.AllocatedResources.Tasks["side"] = &api.AllocatedTaskResources{Cpu: api.AllocatedCpuResources{CpuShares: 3000, ReservedCores: []uint16{0, 1, 2}}}
 	got := UsageRateOf(a, usageNode("n1"))
 	want := UsageRate{GPUs: map[string]int{h100: 2}, CPUCores: 5, MemoryGiB: 2}
