@@ -5,8 +5,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/hashicorp/go-memdb"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/broker"
 	"github.com/drover/drover/server/fsm"
 	"github.com/drover/drover/server/state"
 )
@@ -89,5 +93,52 @@ func TestCommitReactorQueueLimits(t *testing.T) {
 	r.QueuesUpdated(5, nil)
 	if !slices.Equal(w.unblocked, []string{"cd", "*"}) {
 		t.Fatalf("a queue write woke %v, want all", w.unblocked)
+	}
+}
+
+// Node loss: the allocs of a down node are lost and leave their queue's
+// usage; the limit then admits exactly one of the job's replacement and
+// a job blocked on the limit (woken by the lost alloc), never both.
+func TestQueueLimitNodeLoss(t *testing.T) {
+	clk := broker.NewFakeClock(testT0)
+	s := newTestServer(t, withClock(clk))
+	ctx := context.Background()
+	if _, err := s.UpsertQueues(ctx, []*api.Queue{{Name: "team", Limit: &api.QueueResources{CPU: 500}}}); err != nil {
+		t.Fatal(err)
+	}
+	registerNode(t, s, testNode("a", 4000, 8192))
+	w := testJob("w", 1, 500, 256)
+	w.Queue = "team"
+	registerJob(t, s, w)
+	first := waitLive(t, s, "w", 1)[0]
+	reportAllocs(t, s, "a", api.AllocClientStatusRunning, first)
+	registerNode(t, s, testNode("b", 4000, 8192))
+	blocked := testJob("s", 1, 500, 256)
+	blocked.Queue = "team"
+	if e := waitEvalStatus(t, s, registerJob(t, s, blocked).EvalID, api.EvalStatusComplete); e.BlockedEval == "" {
+		t.Fatalf("s: %+v, want blocked on the limit", e.FailedTGAllocs)
+	}
+	advanceB(t, s, clk, time.Minute) // a misses its heartbeats: down
+	waitState(t, s, "alloc on a lost", func(ws memdb.WatchSet) (bool, error) {
+		a, err := s.State().AllocByID(ws, first.ID)
+		return a != nil && a.ClientStatus == api.AllocClientStatusLost, err
+	})
+	waitState(t, s, "one replacement or the blocked job placed", func(ws memdb.WatchSet) (bool, error) {
+		lw, err := liveAllocs(s, ws, "w")
+		if err != nil {
+			return false, err
+		}
+		ls, err := liveAllocs(s, ws, "s")
+		if err != nil {
+			return false, err
+		}
+		if len(lw)+len(ls) > 1 {
+			t.Fatalf("%d allocs of w and %d of s live: over the 500 MHz limit", len(lw), len(ls))
+		}
+		return len(lw)+len(ls) == 1, nil
+	})
+	st, err := s.State().QueueStatus(nil, "team")
+	if err != nil || st.Allocated.CPU != 500 || st.RunningAllocs != 1 {
+		t.Fatalf("team status %+v (%v), want the lost alloc gone: 500 MHz in 1 alloc", st, err)
 	}
 }
