@@ -44,8 +44,8 @@ var (
 
 // QueueStatusFunc lists the queues with what they hold and their fair
 // share, for the drover_queue_{allocated,guaranteed,fair_share}_* gauges:
-// the hook for the fair-share calculator (set Server.queueStatus before
-// the server serves; nil reads the state's QueueStatuses).
+// set Server.queueStatus before the server serves to replace it (nil
+// reads the state's QueueStatuses with the leader's fair shares).
 type QueueStatusFunc func() ([]*api.QueueStatus, error)
 
 // queueCollector collects the per-queue gauges at scrape time.
@@ -68,7 +68,17 @@ func (c queueCollector) Collect(ch chan<- prometheus.Metric) {
 	collectUsage(ch, c.s.State(), c.s.clock.Now().UnixNano())
 	f := c.s.queueStatus
 	if f == nil {
-		f = func() ([]*api.QueueStatus, error) { return c.s.State().QueueStatuses(nil, "") }
+		f = func() ([]*api.QueueStatus, error) {
+			qs, err := c.s.State().QueueStatuses(nil, "")
+			for i, q := range qs {
+				if q != nil && q.Queue != nil && q.FairShare == nil {
+					cp := *q
+					cp.FairShare = c.s.QueueFairShare(q.Queue.Name)
+					qs[i] = &cp
+				}
+			}
+			return qs, err
+		}
 	}
 	qs, err := f()
 	if err != nil {

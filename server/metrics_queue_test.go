@@ -86,8 +86,8 @@ func TestQueueUsageGauges(t *testing.T) {
 		t.Errorf("an hour after the loss: %v GPU-seconds, want %v (stopped at the loss)", got, 2*5400)
 	}
 
-	// Without a hook: the state's queue statuses (no fair share yet). The
-	// lost alloc holds nothing.
+	// Without a hook: the state's queue statuses. The lost alloc holds
+	// nothing.
 	got := gaugeValues(t, reg)
 	if v, ok := got["drover_queue_guaranteed_gpus{model=,queue=team-a}"]; !ok || v != 1 {
 		t.Errorf("guaranteed GPUs of team-a = %v (present %v), want 1", v, ok)
@@ -95,8 +95,12 @@ func TestQueueUsageGauges(t *testing.T) {
 	if v, ok := got["drover_queue_allocated_gpus{model=,queue=team-a}"]; !ok || v != 0 {
 		t.Errorf("allocated GPUs of team-a = %v (present %v), want 0", v, ok)
 	}
-	if _, ok := got["drover_queue_fair_share_gpus{model=,queue=team-a}"]; ok {
+	// The fair share is the leader's, as its workers last computed it.
+	v, ok := got["drover_queue_fair_share_gpus{model=,queue=team-a}"]
+	if fs := s.QueueFairShare("team-a"); fs == nil && ok {
 		t.Error("a fair-share gauge without a fair share")
+	} else if fs != nil && (!ok || v != float64(fs.GPUs)) {
+		t.Errorf("fair-share GPUs of team-a = %v (present %v), want %d", v, ok, fs.GPUs)
 	}
 
 	s.queueStatus = func() ([]*api.QueueStatus, error) {

@@ -59,6 +59,24 @@ func (s *HTTPServer) queueServer() (QueueServer, error) {
 	return qs, nil
 }
 
+// FairShareServer is the optional ability of Server to say a queue's
+// current fair share (nil when none was computed: a follower, or only the
+// default queue).
+type FairShareServer interface {
+	QueueFairShare(name string) *api.QueueResources
+}
+
+// withFairShare is q (a copy) with the server's fair share for it.
+func (s *HTTPServer) withFairShare(q *api.QueueStatus) *api.QueueStatus {
+	fs, ok := s.cfg.Server.(FairShareServer)
+	if !ok || q == nil || q.Queue == nil || q.FairShare != nil {
+		return q
+	}
+	c := *q
+	c.FairShare = fs.QueueFairShare(q.Queue.Name)
+	return &c
+}
+
 // queueList answers []*api.QueueStatus (prefix, filter, paging, blocking).
 func (s *HTTPServer) queueList(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
 	st, err := s.queueState()
@@ -71,6 +89,9 @@ func (s *HTTPServer) queueList(w nethttp.ResponseWriter, r *nethttp.Request) (an
 		out, err := st.QueueStatuses(ws, prefix)
 		if err != nil {
 			return nil, 0, err
+		}
+		for i, q := range out {
+			out[i] = s.withFairShare(q)
 		}
 		out, err = listPage(w, r, out, func(q *api.QueueStatus) string { return q.Queue.Name })
 		return out, idx, err
@@ -92,7 +113,7 @@ func (s *HTTPServer) queueGet(w nethttp.ResponseWriter, r *nethttp.Request) (any
 		if q == nil {
 			return nil, 0, api.Errorf(api.ErrNotFound, fmt.Sprintf("queue %q not found", name))
 		}
-		return q, idx, nil
+		return s.withFairShare(q), idx, nil
 	})
 }
 
