@@ -16,8 +16,9 @@ type devShortfall struct {
 }
 
 type devFree struct {
-	node string
-	free int
+	node      string
+	free      int
+	connected int // largest NVLink-connected free set (0: the node reports no links)
 }
 
 // note records ns for the first device ask it cannot satisfy.
@@ -27,7 +28,7 @@ func (d *devShortfall) note(s *sched, tc *tgCtx, ns *nodeState) {
 			continue
 		}
 		req := tc.devs[i].req
-		free := s.freeMatching(ns, req)
+		free, connected := s.freeMatching(ns, req)
 		if d.best == nil {
 			d.best = map[*api.RequestedDevice]devFree{}
 		}
@@ -36,7 +37,7 @@ func (d *devShortfall) note(s *sched, tc *tgCtx, ns *nodeState) {
 			d.asks = append(d.asks, req)
 		}
 		if !seen || free > cur.free || (free == cur.free && ns.node.Name < cur.node) {
-			d.best[req] = devFree{node: ns.node.Name, free: free}
+			d.best[req] = devFree{node: ns.node.Name, free: free, connected: connected}
 		}
 		return
 	}
@@ -58,27 +59,56 @@ func (d *devShortfall) lines() []string {
 	return out
 }
 
+// reasons renders one structured PendingDevices reason per ask.
+func (d *devShortfall) reasons() []api.PendingReason {
+	var out []api.PendingReason
+	for _, req := range d.asks {
+		b := d.best[req]
+		need := int(max(req.Count, 1))
+		r := api.PendingReason{Kind: api.PendingDevices, Need: need, Have: b.free, Connected: b.connected}
+		msg := "needs " + describeAsk(req) + " on one node; "
+		if b.free == 0 {
+			msg += "no node has a matching one free"
+		} else {
+			r.Node = b.node
+			msg += "largest free set is " + itoa(b.free) + " on node " + b.node
+			if b.connected > 0 && need > 1 {
+				msg += " (largest NVLink-connected: " + itoa(b.connected) + ")"
+			}
+		}
+		r.Message = msg
+		out = append(out, r)
+	}
+	return out
+}
+
 // freeMatching counts the healthy, unused instances on ns of the largest
-// device group that matches req's name and constraints.
-func (s *sched) freeMatching(ns *nodeState, req *api.RequestedDevice) int {
+// device group that matches req's name and constraints, and the largest
+// NVLink-connected set among them (0 when the group reports no NVLinks).
+func (s *sched) freeMatching(ns *nodeState, req *api.RequestedDevice) (free, connected int) {
 	res := ns.node.NodeResources
 	if res == nil {
-		return 0
+		return 0, 0
 	}
-	best := 0
 	for _, g := range res.Devices {
 		if !deviceNameMatch(req.Name, g) || !s.deviceConstraintsOK(req, g) {
 			continue
 		}
-		n := 0
+		var fr []*api.NodeDevice
 		for _, in := range g.Instances {
 			if in.Healthy && !ns.cap.DeviceUsed(in.ID) {
-				n++
+				fr = append(fr, in)
 			}
 		}
-		best = max(best, n)
+		if len(fr) < free {
+			continue
+		}
+		free, connected = len(fr), 0
+		if islandOf(g.Instances) > 1 {
+			connected = islandOf(fr)
+		}
 	}
-	return best
+	return free, connected
 }
 
 func isDeviceDim(why string) bool { return strings.HasPrefix(why, "devices: ") }

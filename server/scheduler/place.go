@@ -653,6 +653,7 @@ func (s *sched) explain(tc *tgCtx) *api.AllocMetric {
 		}
 	}
 	m.DeviceShortfalls = short.lines()
+	m.Reasons = short.reasons() // the rest at the end of the pass (explainPending)
 	return m
 }
 

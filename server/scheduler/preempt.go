@@ -349,6 +349,9 @@ func (s *sched) evictable(a *api.Allocation) bool {
 	if a.JobID == s.job.ID && a.Namespace == s.job.Namespace {
 		return false
 	}
+	if s.relaxedPreempt { // explain_pending.go: what would make room
+		return allocPriority(a) < s.job.Priority
+	}
 	if allocPriority(a) > s.job.Priority-preemptPriorityDelta {
 		return false
 	}

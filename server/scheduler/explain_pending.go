@@ -1,0 +1,328 @@
+package scheduler
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/drover/drover/api"
+)
+
+// Why pending: at the end of a pass every failed group's metric gets its
+// structured reasons (api.PendingReason, from the metric's counters and
+// the device shortfalls explain found) and its counterfactuals
+// (api.Counterfactual): the preemption that would make room but was not
+// made (disabled for the job type, a priority gap under
+// preemptPriorityDelta, victims protected by preemptible = false or
+// min_runtime), and the running job whose end frees room soonest. Both
+// searches look at no more nodes than preemption does (maxPreemptNodes
+// with other jobs' allocs among maxPreemptVisits) and leave every node's
+// usage and alloc order as they found them.
+
+// maxEndJobsPerNode bounds the jobs tried per node for "when job z ends".
+const maxEndJobsPerNode = 16
+
+// maxCounterfactuals bounds the counterfactuals of one group.
+const maxCounterfactuals = 3
+
+// explainPending fills Reasons and Counterfactuals of every failed group.
+func (s *sched) explainPending() {
+	groups := make([]string, 0, len(s.failed))
+	for g := range s.failed {
+		groups = append(groups, g)
+	}
+	sort.Strings(groups)
+	for _, g := range groups {
+		m := s.failed[g]
+		if m == nil {
+			continue
+		}
+		m.Reasons = pendingReasons(m)
+		m.Counterfactuals = nil
+		if s.job == nil || s.err != nil || s.job.Type == api.JobTypeSystem || s.job.Type == api.JobTypeSysBatch {
+			continue // a system job's allocs each need their own node
+		}
+		tg := s.job.LookupTaskGroup(g)
+		if tg == nil || len(s.nodes) == 0 {
+			continue
+		}
+		m.Counterfactuals = s.counterfactuals(s.newTG(tg))
+		if s.err != nil {
+			m.Counterfactuals = nil // a state read failed: best effort only
+		}
+	}
+}
+
+// pendingReasons derives the structured reasons from a metric; device
+// reasons explain already put there are kept. Every metric gets at least
+// one reason.
+func pendingReasons(m *api.AllocMetric) []api.PendingReason {
+	var out, devs []api.PendingReason
+	for _, r := range m.Reasons {
+		if r.Kind == api.PendingDevices {
+			devs = append(devs, r)
+		}
+	}
+	for _, q := range m.QuotaExhausted {
+		out = append(out, quotaReason(q))
+	}
+	if m.GangFailure != "" {
+		out = append(out, api.PendingReason{Kind: api.PendingGang, Message: m.GangFailure})
+	}
+	if m.NodesEvaluated == 0 && m.GangFailure == "" && len(m.QuotaExhausted) == 0 {
+		out = append(out, api.PendingReason{Kind: api.PendingNoNodes,
+			Message: "no ready nodes in the job's datacenters and node pool"})
+	}
+	for _, dc := range sortedNames(m.NodesAvailable) {
+		if m.NodesAvailable[dc] == 0 {
+			out = append(out, api.PendingReason{Kind: api.PendingNoNodes, Datacenter: dc,
+				Message: "no ready nodes in datacenter " + dc})
+		}
+	}
+	out = append(out, devs...)
+	for _, dim := range sortedKeys(m.DimensionExhausted) {
+		if len(devs) > 0 && isDeviceDim(dim) {
+			continue // said better by the device reasons
+		}
+		n := m.DimensionExhausted[dim]
+		out = append(out, api.PendingReason{Kind: api.PendingExhausted, Dimension: dim, Count: n,
+			Message: dim + " exhausted on " + plural(n, "node")})
+	}
+	for _, c := range sortedKeys(m.ConstraintFiltered) {
+		n := m.ConstraintFiltered[c]
+		out = append(out, api.PendingReason{Kind: api.PendingConstraint, Constraint: c, Count: n,
+			Message: "constraint " + c + " excludes " + plural(n, "node")})
+	}
+	if len(out) == 0 {
+		// Nodes evaluated, none rejected, yet unplaced: placements earlier
+		// in this pass took the room the counters saw.
+		out = append(out, api.PendingReason{Kind: api.PendingExhausted, Count: m.NodesEvaluated,
+			Message: "no room left on the " + plural(m.NodesEvaluated, "node") + " evaluated after this pass's other placements"})
+	}
+	return out
+}
+
+// quotaReason renders a QuotaExhausted entry; entries of the form "queue
+// NAME ..." name their queue.
+func quotaReason(q string) api.PendingReason {
+	r := api.PendingReason{Kind: api.PendingQuota, Message: q}
+	if rest, ok := strings.CutPrefix(q, "queue "); ok {
+		r.Queue, _, _ = strings.Cut(rest, " ")
+	} else if name, _, ok := strings.Cut(q, ":"); ok && api.ValidQueueName(name) {
+		r.Queue = name
+		r.Message = "queue " + q
+	}
+	return r
+}
+
+// counterfactuals finds, for one alloc of the group, the preemption that
+// was not made and the job whose end frees room.
+func (s *sched) counterfactuals(tc *tgCtx) []api.Counterfactual {
+	var out []api.Counterfactual
+	if c := s.blockedPreemption(tc); c != nil {
+		out = append(out, *c)
+	}
+	if c := s.soonestEnd(tc); c != nil {
+		out = append(out, *c)
+	}
+	if len(out) > maxCounterfactuals {
+		out = out[:maxCounterfactuals]
+	}
+	return out
+}
+
+// blockedPreemption runs the preemption search with the rules relaxed to
+// every lower-priority alloc of another job, protected or not, and says
+// what kept the scheduler from evicting the victims it finds.
+func (s *sched) blockedPreemption(tc *tgCtx) *api.Counterfactual {
+	s.relaxedPreempt = true
+	c, victims := s.preempt(tc, s.nodes, "")
+	s.relaxedPreempt = false
+	if c == nil || len(victims) == 0 {
+		return nil
+	}
+	byJob := map[string][]*api.Allocation{}
+	var keys []string
+	for _, v := range victims {
+		k := v.Namespace + "/" + v.JobID
+		if _, ok := byJob[k]; !ok {
+			keys = append(keys, k)
+		}
+		byJob[k] = append(byJob[k], v)
+	}
+	// The highest-priority victim job first: it decides the gap.
+	sort.SliceStable(keys, func(i, j int) bool {
+		return allocPriority(byJob[keys[i]][0]) > allocPriority(byJob[keys[j]][0])
+	})
+	var blocked []string
+	if !s.preemptionEnabled() {
+		blocked = append(blocked, "preemption is disabled for "+s.job.Type+" jobs")
+	}
+	now := s.opts.Now.UnixNano()
+	var names []string
+	for _, k := range keys {
+		a := byJob[k][0]
+		names = append(names, fmt.Sprintf("job %s (priority %d)", a.JobID, allocPriority(a)))
+		if gap := s.job.Priority - allocPriority(a); gap < preemptPriorityDelta {
+			blocked = append(blocked, fmt.Sprintf("job %s is only %d priority below, under %d", a.JobID, gap, preemptPriorityDelta))
+		}
+		for _, v := range byJob[k] {
+			if why := protectedWhy(v, now); why != "" {
+				blocked = append(blocked, "job "+a.JobID+" "+why)
+				break
+			}
+		}
+	}
+	first := byJob[keys[0]][0]
+	out := &api.Counterfactual{Kind: api.CounterPreempt, Namespace: first.Namespace, JobID: first.JobID,
+		Priority: allocPriority(first), Node: c.ns.node.Name, Allocs: len(victims),
+		Blocked: strings.Join(blocked, "; ")}
+	if first.Job != nil {
+		out.JobType = first.Job.Type
+	}
+	out.Message = "would run on node " + c.ns.node.Name + " if " + joinAnd(names) + " were preempted"
+	if out.Blocked != "" {
+		out.Message += "; not done: " + out.Blocked
+	}
+	return out
+}
+
+// protectedWhy says why an alloc is protected from preemption ("" when
+// it is not); see preemptProtected.
+func protectedWhy(a *api.Allocation, now int64) string {
+	j := a.Job
+	if j == nil || !preemptProtected(a, now) {
+		return ""
+	}
+	if j.Preemptible != nil && !*j.Preemptible {
+		return "is not preemptible"
+	}
+	ran := time.Duration(now - a.CreateTime).Round(time.Second)
+	return "has run " + ran.String() + " of its min_runtime " + j.MinRuntime.String()
+}
+
+// endCand is a job whose allocs on one node, gone, let the group fit.
+type endCand struct {
+	ns     *nodeState
+	key string
+	first  *api.Allocation
+	allocs int
+	oldest int64
+}
+
+// better: batch jobs first (they end by themselves), then the longest
+// running, then by job ID.
+func (a *endCand) better(b *endCand) bool {
+	ab, bb := isBatch(a.first), isBatch(b.first)
+	if ab != bb {
+		return ab
+	}
+	if a.oldest != b.oldest {
+		return a.oldest < b.oldest
+	}
+	return a.key < b.key
+}
+
+func isBatch(a *api.Allocation) bool {
+	return a.Job != nil && (a.Job.Type == api.JobTypeBatch || a.Job.Type == api.JobTypeSysBatch)
+}
+
+// soonestEnd finds the running job of another job whose allocs on one
+// node, if they ended, would let one alloc of the group fit there.
+func (s *sched) soonestEnd(tc *tgCtx) *api.Counterfactual {
+	var best *endCand
+	examined := 0
+	for i, ns := range s.nodes {
+		if examined >= maxPreemptNodes || i >= maxPreemptVisits || s.err != nil {
+			break
+		}
+		if ok, _ := s.classOK(tc, ns); !ok {
+			continue
+		}
+		if ok, _ := s.nodeOK(tc, ns); !ok {
+			continue
+		}
+		s.load(ns)
+		jobs := map[string][]*api.Allocation{}
+		var keys []string
+		for _, a := range ns.allocs {
+			if a.JobID == s.job.ID && a.Namespace == s.job.Namespace {
+				continue
+			}
+			k := a.Namespace + "/" + a.JobID
+			if _, ok := jobs[k]; !ok {
+				if len(keys) == maxEndJobsPerNode {
+					continue
+				}
+				keys = append(keys, k)
+			}
+			jobs[k] = append(jobs[k], a)
+		}
+		if len(keys) == 0 {
+			continue
+		}
+		examined++
+		order := ns.allocs
+		for _, k := range keys {
+			list := jobs[k]
+			for _, a := range list {
+				ns.removeAlloc(a, s.job)
+			}
+			_, dim := s.fits(tc, ns)
+			for _, a := range list {
+				ns.addAlloc(a, s.job)
+			}
+			ns.allocs = order
+			if dim != "" {
+				continue
+			}
+			c := &endCand{ns: ns, key: k, first: list[0], allocs: len(list), oldest: list[0].CreateTime}
+			for _, a := range list {
+				c.oldest = min(c.oldest, a.CreateTime)
+			}
+			if best == nil || c.better(best) {
+				best = c
+			}
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	a := best.first
+	out := &api.Counterfactual{Kind: api.CounterJobEnds, Namespace: a.Namespace, JobID: a.JobID,
+		Priority: allocPriority(a), Node: best.ns.node.Name, Allocs: best.allocs}
+	what := "job"
+	if a.Job != nil {
+		out.JobType = a.Job.Type
+		what = a.Job.Type + " job"
+	}
+	out.Message = fmt.Sprintf("would run on node %s when %s %s (priority %d) ends", best.ns.node.Name, what, a.JobID, out.Priority)
+	return out
+}
+
+func joinAnd(parts []string) string {
+	switch len(parts) {
+	case 0:
+		return ""
+	case 1:
+		return parts[0]
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return itoa(n) + " " + what + "s"
+}
+
+func sortedNames(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
