@@ -205,7 +205,7 @@ func protectedWhy(a *api.Allocation, now int64) string {
 // endCand is a job whose allocs on one node, gone, let the group fit.
 type endCand struct {
 	ns     *nodeState
-	key string
+	key    string
 	first  *api.Allocation
 	allocs int
 	oldest int64
