@@ -287,11 +287,11 @@ func metricLines(m *api.AllocMetric) []string {
 // pendingLines renders the scheduler's structured why-pending reasons and
 // counterfactuals (api/pending.go) below a group's counters, e.g.
 //
-//	  Why pending:
-//	    - needs 4 nvidia/gpu on one node; largest free set is 2 on node g1
-//	  Would run:
-//	    - on node g1 if job fill (priority 40) were preempted; not done: ...
-//	    - or on node g1 when batch job fill (priority 40) ends
+//	Why pending:
+//	  - needs 4 nvidia/gpu on one node; largest free set is 2 on node g1
+//	Would run:
+//	  - on node g1 if job fill (priority 40) were preempted; not done: ...
+//	  - or on node g1 when batch job fill (priority 40) ends
 func pendingLines(m *api.AllocMetric) []string {
 	var out []string
 	if len(m.Reasons) > 0 {
