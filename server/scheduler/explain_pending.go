@@ -15,7 +15,9 @@ import (
 // (api.Counterfactual): the preemption that would make room but was not
 // made (disabled for the job type, a priority gap under
 // preemptPriorityDelta, victims protected by preemptible = false or
-// min_runtime), and the running job whose end frees room soonest. Both
+// min_runtime), and the running job whose end frees room soonest. A
+// group at a queue limit (quota reasons) only looks at work of that
+// queue and the queues below it: nothing else frees its quota. Both
 // searches look at no more nodes than preemption does (maxPreemptNodes
 // with other jobs' allocs among maxPreemptVisits) and leave every node's
 // usage and alloc order as they found them.
@@ -47,7 +49,11 @@ func (s *sched) explainPending() {
 		if tg == nil || len(s.nodes) == 0 {
 			continue
 		}
+		// At a queue limit, only work of that queue's subtree ending or
+		// being preempted frees quota.
+		s.explainQueue = quotaQueue(m.Reasons, s.job)
 		m.Counterfactuals = s.counterfactuals(s.newTG(tg))
+		s.explainQueue = ""
 		if s.err != nil {
 			m.Counterfactuals = nil // a state read failed: best effort only
 		}
@@ -116,6 +122,40 @@ func quotaReason(q string) api.PendingReason {
 	return r
 }
 
+// quotaQueue is the queue a group's quota reasons name (the job's own
+// when they name none), or "" without quota reasons.
+func quotaQueue(rs []api.PendingReason, job *api.Job) string {
+	q := ""
+	for _, r := range rs {
+		if r.Kind != api.PendingQuota {
+			continue
+		}
+		if r.Queue != "" {
+			return r.Queue
+		}
+		q = jobQueue(job)
+	}
+	return q
+}
+
+// jobQueue is the queue a job's allocs count against.
+func jobQueue(j *api.Job) string {
+	if j == nil || j.Queue == "" {
+		return api.DefaultQueue
+	}
+	return j.Queue
+}
+
+// inExplainQueue reports whether a counts against s.explainQueue (itself
+// or a queue below it); every alloc does when it is "".
+func (s *sched) inExplainQueue(a *api.Allocation) bool {
+	if s.explainQueue == "" {
+		return true
+	}
+	q := jobQueue(a.Job)
+	return q == s.explainQueue || strings.HasPrefix(q, s.explainQueue+"/")
+}
+
 // counterfactuals finds, for one alloc of the group, the preemption that
 // was not made and the job whose end frees room.
 func (s *sched) counterfactuals(tc *tgCtx) []api.Counterfactual {
@@ -163,7 +203,11 @@ func (s *sched) blockedPreemption(tc *tgCtx) *api.Counterfactual {
 	var names []string
 	for _, k := range keys {
 		a := byJob[k][0]
-		names = append(names, fmt.Sprintf("job %s (priority %d)", a.JobID, allocPriority(a)))
+		if s.explainQueue != "" {
+			names = append(names, fmt.Sprintf("job %s (priority %d, queue %s)", a.JobID, allocPriority(a), jobQueue(a.Job)))
+		} else {
+			names = append(names, fmt.Sprintf("job %s (priority %d)", a.JobID, allocPriority(a)))
+		}
 		if gap := s.job.Priority - allocPriority(a); gap < preemptPriorityDelta {
 			blocked = append(blocked, fmt.Sprintf("job %s is only %d priority below, under %d", a.JobID, gap, preemptPriorityDelta))
 		}
@@ -247,7 +291,7 @@ func (s *sched) soonestEnd(tc *tgCtx) *api.Counterfactual {
 		jobs := map[string][]*api.Allocation{}
 		var keys []string
 		for _, a := range ns.allocs {
-			if a.JobID == s.job.ID && a.Namespace == s.job.Namespace {
+			if (a.JobID == s.job.ID && a.Namespace == s.job.Namespace) || !s.inExplainQueue(a) {
 				continue
 			}
 			k := a.Namespace + "/" + a.JobID
@@ -298,6 +342,9 @@ func (s *sched) soonestEnd(tc *tgCtx) *api.Counterfactual {
 		what = a.Job.Type + " job"
 	}
 	out.Message = fmt.Sprintf("would run on node %s when %s %s (priority %d) ends", best.ns.node.Name, what, a.JobID, out.Priority)
+	if s.explainQueue != "" {
+		out.Message = fmt.Sprintf("would run on node %s when %s %s (priority %d, queue %s) ends", best.ns.node.Name, what, a.JobID, out.Priority, jobQueue(a.Job))
+	}
 	return out
 }
 

@@ -117,3 +117,55 @@ func TestPendingReasonsNeverEmpty(t *testing.T) {
 		}
 	}
 }
+
+// A group at a queue limit names only work of that queue (or below it)
+// in its counterfactuals: other queues' work frees no quota.
+func TestPendingQuotaCounterfactuals(t *testing.T) {
+	st := newMemState()
+	st.addNode(testNode("a", "dc1", 4000, 8192))
+	for _, j := range []struct {
+		id, queue string
+		typ       string
+	}{{"other", "team-b", "batch"}, {"mine", "team-a/train", "service"}} {
+		job := testJob(j.id, j.typ, 1, 1800, 256)
+		job.Queue, job.Priority = j.queue, 20
+		job.Datacenters = []string{"dc1"}
+		st.upsertJob(job)
+		res, err := Schedule(st, testEval(job, 1), Options{Now: testNow})
+		if err != nil || len(res.Eval.FailedTGAllocs) > 0 {
+			t.Fatalf("place %s: %v %v", j.id, err, res.Eval.FailedTGAllocs)
+		}
+		st.apply(res.Plan)
+	}
+	job := testJob("new", "batch", 1, 2000, 256)
+	job.Queue, job.Priority, job.Datacenters = "team-a", 25, []string{"dc1"}
+	st.upsertJob(job)
+	s := newPass(st, testEval(job, 2), Options{Now: testNow}, job)
+	if err := s.loadNodes(); err != nil {
+		t.Fatal(err)
+	}
+	allocs, _ := st.AllocsByJob(job.Namespace, job.ID)
+	s.scheduleGeneric(allocs)
+	m := s.failed["web"]
+	if m == nil {
+		t.Fatal("want the group failed: the node is full")
+	}
+	// Without a quota reason the batch job of team-b is named first.
+	s.explainPending()
+	if len(m.Counterfactuals) != 2 || m.Counterfactuals[1].JobID != "other" {
+		t.Fatalf("without quota: counterfactuals %+v, want the batch job other to end", m.Counterfactuals)
+	}
+	m.QuotaExhausted = []string{"queue team-a is at its limit of 4000 MHz"}
+	s.explainPending()
+	if len(m.Counterfactuals) != 2 {
+		t.Fatalf("at the limit: counterfactuals %+v, want a preemption and an end", m.Counterfactuals)
+	}
+	for _, c := range m.Counterfactuals {
+		if c.JobID != "mine" || !strings.Contains(c.Message, "queue team-a/train") {
+			t.Errorf("at team-a's limit: %+v, want job mine of team-a/train", c)
+		}
+	}
+	if m.Reasons[0].Kind != api.PendingQuota || m.Reasons[0].Queue != "team-a" {
+		t.Errorf("reasons %+v, want the quota first", m.Reasons)
+	}
+}

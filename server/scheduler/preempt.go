@@ -350,7 +350,7 @@ func (s *sched) evictable(a *api.Allocation) bool {
 		return false
 	}
 	if s.relaxedPreempt { // explain_pending.go: what would make room
-		return allocPriority(a) < s.job.Priority
+		return allocPriority(a) < s.job.Priority && s.inExplainQueue(a)
 	}
 	if allocPriority(a) > s.job.Priority-preemptPriorityDelta {
 		return false

@@ -73,6 +73,7 @@ type sched struct {
 	// relaxedPreempt: preemption's victim rules relaxed to every
 	// lower-priority alloc, to explain a pending group (explain_pending.go).
 	relaxedPreempt bool
+	explainQueue   string // the queue whose limit a group explained now is at
 }
 
 // Schedule reconciles the eval's job with the cluster and returns the plan
