@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/capacity"
 )
 
 // devShortfall collects, while explaining a failed placement, the node
@@ -112,3 +113,59 @@ func (s *sched) freeMatching(ns *nodeState, req *api.RequestedDevice) (free, con
 }
 
 func isDeviceDim(why string) bool { return strings.HasPrefix(why, "devices: ") }
+
+// resShortfall collects, while explaining a failed placement, the node
+// with the most free of each amount dimension (cpu, memory, disk, cores)
+// that nodes ran out of, for "cpu exhausted on 3 nodes; most free is 600
+// MHz on node a, needs 1400 MHz".
+type resShortfall struct {
+	dims []string
+	best map[string]capacity.Exhausted // Free, Need; ID holds the node name
+}
+
+// note records ns when it lacks an amount of dimension dim.
+func (r *resShortfall) note(tc *tgCtx, ns *nodeState, dim string) {
+	ask := tc.ask
+	ask.CPU = tc.cpuOn(ns)
+	e := ns.cap.Fits(&ask)
+	if e == nil || e.Dimension != dim || e.Need <= 0 {
+		return
+	}
+	if r.best == nil {
+		r.best = map[string]capacity.Exhausted{}
+	}
+	cur, seen := r.best[dim]
+	if !seen {
+		r.dims = append(r.dims, dim)
+	}
+	if !seen || e.Free > cur.Free || (e.Free == cur.Free && ns.node.Name < cur.ID) {
+		r.best[dim] = capacity.Exhausted{Dimension: dim, Need: e.Need, Free: e.Free, ID: ns.node.Name}
+	}
+}
+
+// reasons renders one PendingExhausted reason per dimension noted.
+func (r *resShortfall) reasons(m *api.AllocMetric) []api.PendingReason {
+	var out []api.PendingReason
+	for _, dim := range r.dims {
+		b := r.best[dim]
+		n := m.DimensionExhausted[dim]
+		out = append(out, api.PendingReason{Kind: api.PendingExhausted, Dimension: dim, Count: n, Node: b.ID,
+			Need: int(b.Need), Have: int(max(b.Free, 0)),
+			Message: dim + " exhausted on " + plural(n, "node") + "; most free is " + amount(dim, max(b.Free, 0)) +
+				" on node " + b.ID + ", needs " + amount(dim, b.Need)})
+	}
+	return out
+}
+
+// amount prints an amount of a capacity dimension with its unit.
+func amount(dim string, v int64) string {
+	switch dim {
+	case capacity.DimCPU:
+		return itoa(int(v)) + " MHz"
+	case capacity.DimMemory, capacity.DimDisk:
+		return itoa(int(v)) + " MB"
+	case capacity.DimCores:
+		return plural(int(v), "core")
+	}
+	return itoa(int(v))
+}

@@ -65,9 +65,13 @@ func (s *sched) explainPending() {
 // one reason.
 func pendingReasons(m *api.AllocMetric) []api.PendingReason {
 	var out, devs []api.PendingReason
+	detail := map[string]api.PendingReason{} // exhausted dimensions explain measured
 	for _, r := range m.Reasons {
-		if r.Kind == api.PendingDevices {
+		switch {
+		case r.Kind == api.PendingDevices:
 			devs = append(devs, r)
+		case r.Kind == api.PendingExhausted && r.Node != "" && r.Dimension != "":
+			detail[r.Dimension] = r
 		}
 	}
 	for _, q := range m.QuotaExhausted {
@@ -92,6 +96,10 @@ func pendingReasons(m *api.AllocMetric) []api.PendingReason {
 			continue // said better by the device reasons
 		}
 		n := m.DimensionExhausted[dim]
+		if r, ok := detail[dim]; ok && r.Count == n {
+			out = append(out, r)
+			continue
+		}
 		out = append(out, api.PendingReason{Kind: api.PendingExhausted, Dimension: dim, Count: n,
 			Message: dim + " exhausted on " + plural(n, "node")})
 	}

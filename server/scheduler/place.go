@@ -632,6 +632,7 @@ func (s *sched) spreadScore(tc *tgCtx, n *api.Node) float64 {
 func (s *sched) explain(tc *tgCtx) *api.AllocMetric {
 	m := &api.AllocMetric{NodesInPool: len(s.nodes), NodesAvailable: s.dcAvail}
 	var short devShortfall
+	var most resShortfall
 	for _, ns := range s.nodes {
 		m.NodesEvaluated++
 		rej, why, _ := s.checkNode(tc, ns)
@@ -649,11 +650,13 @@ func (s *sched) explain(tc *tgCtx) *api.AllocMetric {
 			inc(&m.DimensionExhausted, why)
 			if isDeviceDim(why) {
 				short.note(s, tc, ns)
+			} else {
+				most.note(tc, ns, why)
 			}
 		}
 	}
 	m.DeviceShortfalls = short.lines()
-	m.Reasons = short.reasons() // the rest at the end of the pass (explainPending)
+	m.Reasons = append(short.reasons(), most.reasons(m)...) // the rest at the end of the pass (explainPending)
 	return m
 }
 
