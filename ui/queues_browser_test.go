@@ -218,6 +218,7 @@ func TestUIQueuesUsage(t *testing.T) {
 	until(t, ctx, "device reason", textHas(`#placement-failures li[data-kind="devices"]`, "largest free set is 2 on node g1"), long)
 	until(t, ctx, "preempt counterfactual", textHas(`#placement-failures .would-run li[data-kind="preempt"]`, "if job fill (priority 40) were preempted"), long)
 	until(t, ctx, "job-ends counterfactual links the job", `!!document.querySelector('#placement-failures .would-run li[data-kind="job-ends"] a[href="/ui/jobs/fill"]')`, long)
+	until(t, ctx, "the job's queue", textHas("#job-queue", "team-a"), long)
 	shot.take("job-why-pending")
 	// Leaving the job page aborts its blocking queries.
 	click(t, ctx, "back to queues", `#nav a[data-nav="queues"]`)
