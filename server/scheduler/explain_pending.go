@@ -92,8 +92,8 @@ func pendingReasons(m *api.AllocMetric) []api.PendingReason {
 	}
 	out = append(out, devs...)
 	for _, dim := range sortedKeys(m.DimensionExhausted) {
-		if len(devs) > 0 && isDeviceDim(dim) {
-			continue // said better by the device reasons
+		if len(devs) > 0 && isDeviceDim(dim) || len(m.QuotaExhausted) > 0 && strings.HasPrefix(dim, "quota: ") {
+			continue // said better by the device or quota reasons
 		}
 		n := m.DimensionExhausted[dim]
 		if r, ok := detail[dim]; ok && r.Count == n {
@@ -117,15 +117,23 @@ func pendingReasons(m *api.AllocMetric) []api.PendingReason {
 	return out
 }
 
-// quotaReason renders a QuotaExhausted entry; entries of the form "queue
-// NAME ..." name their queue.
+// quotaReason renders a QuotaExhausted entry. The scheduler's admission
+// writes "queue team-a: gpu 16 of 16 used, 1 more asked", rendered "queue
+// team-a is at its limit: gpu 16 of 16 used, 1 more asked"; other entries
+// that start with "queue NAME" or "NAME:" name their queue too.
 func quotaReason(q string) api.PendingReason {
 	r := api.PendingReason{Kind: api.PendingQuota, Message: q}
-	if rest, ok := strings.CutPrefix(q, "queue "); ok {
-		r.Queue, _, _ = strings.Cut(rest, " ")
-	} else if name, _, ok := strings.Cut(q, ":"); ok && api.ValidQueueName(name) {
+	rest, prefixed := strings.CutPrefix(q, "queue ")
+	if name, detail, ok := strings.Cut(rest, ": "); ok && api.ValidQueueName(name) {
 		r.Queue = name
-		r.Message = "queue " + q
+		r.Message = "queue " + name + " is at its limit: " + detail
+		return r
+	}
+	if prefixed {
+		name, _, _ := strings.Cut(rest, " ")
+		if api.ValidQueueName(name) {
+			r.Queue = name
+		}
 	}
 	return r
 }

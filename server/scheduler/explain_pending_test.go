@@ -91,14 +91,15 @@ func TestPendingReasonsProperty(t *testing.T) {
 
 func TestQuotaReasons(t *testing.T) {
 	m := &api.AllocMetric{NodesEvaluated: 0, QuotaExhausted: []string{
-		"queue team-a is at its limit of 16 GPUs", "team-b/train: gpu 8/8", "cpu quota"}}
+		"queue team-a/train: gpu 16 of 16 used, 1 more asked", "queue team-a is at its limit of 16 GPUs", "team-b: gpu 8/8", "cpu quota"}}
 	rs := pendingReasons(m)
-	if len(rs) != 3 {
-		t.Fatalf("want 3 quota reasons (no no-nodes reason with a quota hit), got %+v", rs)
+	if len(rs) != 4 {
+		t.Fatalf("want 4 quota reasons (no no-nodes reason with a quota hit), got %+v", rs)
 	}
 	want := []api.PendingReason{
+		{Kind: api.PendingQuota, Queue: "team-a/train", Message: "queue team-a/train is at its limit: gpu 16 of 16 used, 1 more asked"},
 		{Kind: api.PendingQuota, Queue: "team-a", Message: "queue team-a is at its limit of 16 GPUs"},
-		{Kind: api.PendingQuota, Queue: "team-b/train", Message: "queue team-b/train: gpu 8/8"},
+		{Kind: api.PendingQuota, Queue: "team-b", Message: "queue team-b is at its limit: gpu 8/8"},
 		{Kind: api.PendingQuota, Message: "cpu quota"},
 	}
 	for i := range want {
@@ -155,7 +156,7 @@ func TestPendingQuotaCounterfactuals(t *testing.T) {
 	if len(m.Counterfactuals) != 2 || m.Counterfactuals[1].JobID != "other" {
 		t.Fatalf("without quota: counterfactuals %+v, want the batch job other to end", m.Counterfactuals)
 	}
-	m.QuotaExhausted = []string{"queue team-a is at its limit of 4000 MHz"}
+	m.QuotaExhausted = []string{"queue team-a: cpu 1800 of 2000 MHz used, 2000 more asked"}
 	s.explainPending()
 	if len(m.Counterfactuals) != 2 {
 		t.Fatalf("at the limit: counterfactuals %+v, want a preemption and an end", m.Counterfactuals)
