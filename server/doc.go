@@ -8,7 +8,7 @@
 // (leader.go, which only starts and stops the leader duties); the duties,
 // each a component with narrow dependencies and Run(ctx): scheduler workers
 // (worker.go), the plan applier (plan_apply.go, fit.go over
-// server/capacity), node heartbeats (heartbeat.go), the drainer
+// server/capacity; plan_quota.go re-checks queue limits), node heartbeats (heartbeat.go), the drainer
 // (drain.go), eval GC (gc.go), the eval reaper (reaper.go), the periodic
 // launcher (periodic.go; cron parsing is api.PeriodicConfig.Next), the
 // deployment watcher (deploymentwatcher.go: alloc health, rollout evals,
@@ -28,8 +28,8 @@
 // Reactions: endpoints and duties write a change and the evals it calls
 // for in one Raft entry; the FSM then tells the commit reactor, which hands
 // pending evals to the broker, blocked ones to the blocked tracker, and
-// wakes blocked evals when a node can take work or an alloc freed
-// capacity. Nothing else enqueues or unblocks (a test enforces this); a new
+// wakes blocked evals when a node can take work, an alloc freed capacity
+// (or room in a limited queue) or a queue changed. Nothing else enqueues or unblocks (a test enforces this); a new
 // leader restores both from state.
 //
 // Imports: api, server/{state,fsm,raftstore,scheduler,broker,capacity},

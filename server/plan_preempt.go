@@ -77,47 +77,17 @@ func dropOrphanPreemptions(snap *state.Snapshot, plan *api.Plan, overlay *planCo
 				}
 			}
 		}
-		var next map[string][]*api.Allocation
-		var touched []string
-		for node, list := range out.NodePreemptions {
-			kept := make([]*api.Allocation, 0, len(list))
-			for _, a := range list {
-				if a.PreemptedByAllocation == "" || placed[a.PreemptedByAllocation] {
-					kept = append(kept, a)
-				}
-			}
-			if len(kept) == len(list) {
-				continue
-			}
-			if next == nil {
-				next = make(map[string][]*api.Allocation, len(out.NodePreemptions))
-				for n, l := range out.NodePreemptions {
-					next[n] = l
-				}
-			}
-			if len(kept) == 0 {
-				delete(next, node)
-			} else {
-				next[node] = kept
-			}
-			touched = append(touched, node)
-		}
+		next, touched := filterAllocs(out.NodePreemptions, nil, func(a *api.Allocation) bool {
+			return a.PreemptedByAllocation != "" && !placed[a.PreemptedByAllocation]
+		})
 		if len(touched) == 0 {
 			return out, nil
 		}
 		c := *out
 		c.NodePreemptions = next
 		out = &c
-		sort.Strings(touched)
-		for _, id := range touched {
-			if !fits[id] {
-				continue
-			}
-			ok, _, err := evaluateNodePlan(snap, out, id, overlay)
-			if err != nil {
-				return nil, fmt.Errorf("recheck node %s without orphaned preemptions: %w", id, err)
-			}
-			fits[id] = ok
+		if err := recheckNodes(snap, out, overlay, fits, touched); err != nil {
+			return nil, fmt.Errorf("without orphaned preemptions: %w", err)
 		}
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/drover/drover/server/fsm"
 	"github.com/drover/drover/server/raftstore"
@@ -24,10 +27,18 @@ func newRaftSystem(cfg *Config, log *slog.Logger, reactor *commitReactor) (*raft
 	if cfg.DevMode && be == 0 {
 		be = 1
 	}
-	r, err := raftstore.New(raftstore.Config{
+	rc := raftstore.Config{
 		DataDir: cfg.DataDir, BindAddr: cfg.BindAddr, RaftPort: cfg.RaftPort, RaftAddr: cfg.RaftAddr,
 		Listener: cfg.RaftListener, BootstrapExpect: be, FSM: f, Logger: log,
-	})
+	}
+	if cfg.DevMode && be == 1 {
+		// A dev agent is its own cluster (with or without -data-dir):
+		// nobody to wait for, so it elects itself in 10-20 ms.
+		rc.Tune = func(c *raft.Config) {
+			c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 10*time.Millisecond, 10*time.Millisecond, 10*time.Millisecond
+		}
+	}
+	r, err := raftstore.New(rc)
 	if err != nil {
 		return nil, fmt.Errorf("start raft: %w", err)
 	}

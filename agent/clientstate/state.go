@@ -100,9 +100,15 @@ func (d *DB) Identity() (*Identity, error) {
 	return &id, nil
 }
 
-// PutIdentity stores the node identity.
+// PutIdentity stores the node identity. It is written alone, at start
+// up, so it does not wait to be batched (Batch waits up to 10 ms for
+// company).
 func (d *DB) PutIdentity(id *Identity) error {
-	return d.put(bucketMeta, keyIdentity, id)
+	b, err := json.Marshal(id)
+	if err != nil {
+		return fmt.Errorf("encode identity: %w", err)
+	}
+	return d.b.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyIdentity, b) })
 }
 
 // NodeMeta returns the dynamic node metadata (a nil value hides the

@@ -34,7 +34,11 @@ const (
 	recSchedulerConfig recordType = 11
 	// recNodePool: absent from snapshots written before pools were
 	// stored (restoring their nodes creates the pools).
-	recNodePool    recordType = 12
+	recNodePool recordType = 12
+	// recQueue: absent from snapshots written before queues were stored
+	// (their jobs count against the implicit "default" or a queue that
+	// must be applied again).
+	recQueue       recordType = 13
 	snapshotFormat            = 1
 	maxRecordSize             = 256 << 20
 )
@@ -65,6 +69,7 @@ var tableRecords = map[string]recordType{
 	state.TableJobs: recJob, state.TableJobVersions: recJobVersion, state.TableJobSummary: recJobSummary,
 	state.TableNodes: recNode, state.TableEvals: recEval, state.TableDeployments: recDeployment,
 	state.TableIndex: recIndex, state.TableSchedulerConfig: recSchedulerConfig, state.TableNodePools: recNodePool,
+	state.TableQueues: recQueue,
 }
 
 // Snapshot captures the current state (O(1)); Persist writes it.
@@ -245,6 +250,8 @@ func restoreRecord(res *state.Restore, t recordType, b []byte, jobs map[int]*api
 		return restoreObj(b, res.SchedulerConfig)
 	case recNodePool:
 		return restoreObj(b, res.NodePool)
+	case recQueue:
+		return restoreObj(b, res.Queue)
 	case recAllocJob:
 		r, err := decodeRecord[allocJobRecord](b)
 		if err != nil {

@@ -31,25 +31,30 @@ func benchSchedule(b *testing.B, typ string, count int) {
 	st := benchCluster(b)
 	job := testJob("bench", typ, count, 500, 256)
 	st.upsertJob(job)
-	var placed, nodes int
+	benchPasses(b, st, job, count)
+}
+
+// benchPasses schedules job on st b.N times (every pass from the same
+// state), fails when a pass places fewer than count allocs, and reports
+// placements/s and the nodes the last pass used. It returns the last
+// pass's result.
+func benchPasses(b *testing.B, st *memState, job *api.Job, count int) *Result {
+	var res *Result
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		res, err := Schedule(st, testEval(job, i), Options{Now: testNow})
-		if err != nil {
+		var err error
+		if res, err = Schedule(st, testEval(job, i), Options{Now: testNow}); err != nil {
 			b.Fatal(err)
-		}
-		placed, nodes = 0, len(res.Plan.NodeAllocation)
-		for _, l := range res.Plan.NodeAllocation {
-			placed += len(l)
 		}
 	}
 	b.StopTimer()
-	if placed != count {
+	if placed := placedCount(res.Plan); placed != count {
 		b.Fatalf("placed %d of %d", placed, count)
 	}
 	b.ReportMetric(float64(count)*float64(b.N)/b.Elapsed().Seconds(), "placements/s")
-	b.ReportMetric(float64(nodes), "nodes")
+	b.ReportMetric(float64(len(res.Plan.NodeAllocation)), "nodes")
+	return res
 }
 
 // BenchmarkService1000 places a 1,000-alloc service job on 5,000 nodes.
@@ -68,19 +73,7 @@ func BenchmarkSpread1000(b *testing.B) {
 	job := testJob("bench", api.JobTypeService, 1000, 500, 256)
 	job.Spreads = []*api.Spread{{Attribute: "${node.datacenter}", Weight: 100}}
 	st.upsertJob(job)
-	b.ReportAllocs()
-	b.ResetTimer()
-	var nodes int
-	for i := 0; i < b.N; i++ {
-		res, err := Schedule(st, testEval(job, i), Options{Now: testNow})
-		if err != nil {
-			b.Fatal(err)
-		}
-		nodes = len(res.Plan.NodeAllocation)
-	}
-	b.StopTimer()
-	b.ReportMetric(1000*float64(b.N)/b.Elapsed().Seconds(), "placements/s")
-	b.ReportMetric(float64(nodes), "nodes")
+	benchPasses(b, st, job, 1000)
 }
 
 // BenchmarkGangPlace64On5000 places a 64-member gang (8 GPUs each) on

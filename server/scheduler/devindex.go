@@ -207,14 +207,8 @@ func (s *sched) selectDeviceNode(tc *tgCtx, prevNode string, desired int) (*cand
 			break
 		}
 	}
-	if s.err != nil || len(tc.cands) == 0 {
+	if s.err != nil {
 		return nil, evaluated, filtered
 	}
-	best := 0
-	for i := 1; i < len(tc.cands); i++ {
-		if tc.cands[i].score > tc.cands[best].score {
-			best = i
-		}
-	}
-	return &tc.cands[best], evaluated, filtered
+	return tc.best(), evaluated, filtered
 }

@@ -321,15 +321,7 @@ func (s *sched) tryGang(run *gangRun, need int, allowed func(*nodeState) bool) (
 			}
 		}
 	}
-	s.attempt = &gangAttempt{}
-	for _, p := range run.places {
-		s.place(p)
-		if s.err != nil {
-			break
-		}
-	}
-	held := s.attempt.held
-	s.attempt = nil
+	held := s.placeHeld(run)
 	if s.err == nil && len(held) >= need {
 		s.release(cp)
 		return held, true, nil
@@ -425,6 +417,9 @@ func (s *sched) unstop(a *api.Allocation) {
 		return
 	}
 	delete(s.stopped, a.ID)
+	if !a.TerminalStatus() {
+		s.quotaCount(a, 1)
+	}
 	if ns := s.byID[a.NodeID]; ns != nil && ns.loaded {
 		s.addTo(ns, a)
 	}
@@ -582,4 +577,19 @@ func (s *sched) gangPortAsk(tc *tgCtx) {
 		}
 	}
 	tc.ports = append(tc.ports, portAsk{port: api.Port{Label: api.GangPortLabel}, group: true, netIdx: len(tc.tg.Networks)})
+}
+
+// placeHeld places run's members in an attempt (held apart from the plan)
+// and returns what it holds; the caller keeps or rolls back.
+func (s *sched) placeHeld(run *gangRun) []heldAlloc {
+	s.attempt = &gangAttempt{}
+	for _, p := range run.places {
+		s.place(p)
+		if s.err != nil {
+			break
+		}
+	}
+	held := s.attempt.held
+	s.attempt = nil
+	return held
 }

@@ -422,17 +422,5 @@ func BenchmarkGPUBatch1000(b *testing.B) {
 	job := gpuJob("batch", 1)
 	job.TaskGroups[0].Count = 1000
 	st.upsertJob(job)
-	var nodes int
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		res, err := Schedule(st, testEval(job, i), Options{Now: testNow})
-		if err != nil {
-			b.Fatal(err)
-		}
-		nodes = len(res.Plan.NodeAllocation)
-	}
-	b.StopTimer()
-	b.ReportMetric(1000*float64(b.N)/b.Elapsed().Seconds(), "placements/s")
-	b.ReportMetric(float64(nodes), "nodes")
+	benchPasses(b, st, job, 1000)
 }

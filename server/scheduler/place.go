@@ -383,6 +383,9 @@ func (s *sched) fits(tc *tgCtx, ns *nodeState) ([]devPick, string) {
 	if !s.holdOK(tc, ns, picks) {
 		return nil, DimReserved // reserve.go: room kept for a pending gang
 	}
+	if dim := s.quotaFits(tc, ns, picks); dim != "" {
+		return nil, dim
+	}
 	return picks, ""
 }
 
@@ -449,8 +452,16 @@ func (s *sched) selectNode(tc *tgCtx, prevNode string, desired int) (*cand, int,
 		}
 		tc.cands = append(tc.cands, s.score(tc, ns, picks, prevNode, desired))
 	}
-	if s.err != nil || len(tc.cands) == 0 {
+	if s.err != nil {
 		return nil, evaluated, filtered
+	}
+	return tc.best(), evaluated, filtered
+}
+
+// best is the highest scored candidate (the earliest on ties), or nil.
+func (tc *tgCtx) best() *cand {
+	if len(tc.cands) == 0 {
+		return nil
 	}
 	best := 0
 	for i := 1; i < len(tc.cands); i++ {
@@ -458,7 +469,7 @@ func (s *sched) selectNode(tc *tgCtx, prevNode string, desired int) (*cand, int,
 			best = i
 		}
 	}
-	return &tc.cands[best], evaluated, filtered
+	return &tc.cands[best]
 }
 
 // binPackScore is Nomad-style best fit: 20 - (10^freeCPU + 10^freeMem),
@@ -653,6 +664,7 @@ func (s *sched) explain(tc *tgCtx) *api.AllocMetric {
 			} else {
 				most.note(tc, ns, why)
 			}
+			s.quotaExplain(m, tc, ns, why)
 		}
 	}
 	m.DeviceShortfalls = short.lines()

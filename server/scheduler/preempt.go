@@ -489,7 +489,8 @@ func (s *sched) evict(victims []*api.Allocation) {
 
 // recordEvictions adds the victims (already released by evict) to the
 // plan as preempted by a, each on its own node's NodePreemptions. It is
-// the one place preemptions enter the plan; dropEvictions takes them out.
+// the one place preemptions enter the plan (a gang or all-at-once
+// attempt calls it only for placements it keeps).
 func (s *sched) recordEvictions(a *api.Allocation, victims []*api.Allocation) {
 	d := s.annotate(a.TaskGroup)
 	for _, v := range victims {
@@ -506,39 +507,4 @@ func (s *sched) recordEvictions(a *api.Allocation, victims []*api.Allocation) {
 		s.plan.Annotations.PreemptedAllocs = append(s.plan.Annotations.PreemptedAllocs, v.Stub())
 		d.Preemptions++
 	}
-}
-
-// dropEvictions takes the preemptions made for placement a back out of
-// the plan (when a is dropped: a gang or all-at-once job that could not
-// be placed whole). Node usage and the stopped marks are the journal's
-// to undo (rollback); the victims are live again for the applier.
-func (s *sched) dropEvictions(a *api.Allocation) {
-	if len(a.PreemptedAllocations) == 0 {
-		return
-	}
-	gone := map[string]bool{}
-	for _, id := range a.PreemptedAllocations {
-		gone[id] = true
-	}
-	for node, list := range s.plan.NodePreemptions {
-		kept := list[:0]
-		for _, c := range list {
-			if c.PreemptedByAllocation != a.ID {
-				kept = append(kept, c)
-			}
-		}
-		clear(list[len(kept):])
-		if len(kept) == 0 {
-			delete(s.plan.NodePreemptions, node)
-		} else {
-			s.plan.NodePreemptions[node] = kept
-		}
-	}
-	if ann := s.plan.Annotations; ann != nil {
-		ann.PreemptedAllocs = slices.DeleteFunc(ann.PreemptedAllocs, func(st *api.AllocListStub) bool { return gone[st.ID] })
-		if d := ann.DesiredTGUpdates[a.TaskGroup]; d != nil {
-			d.Preemptions -= uint64(len(a.PreemptedAllocations))
-		}
-	}
-	a.PreemptedAllocations = nil
 }

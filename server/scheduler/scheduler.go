@@ -27,6 +27,15 @@ type State interface {
 	// Reservations returns the active reservations: those of blocked
 	// evals of jobs that still run (one per job, the newest), in any order.
 	Reservations() ([]*api.Reservation, error)
+	// Queues returns every queue (the implicit "default" included),
+	// sorted by name.
+	Queues() ([]*api.Queue, error)
+	// QueueUsage returns what each queue's non-terminal allocs hold, by
+	// queue name: only the allocs of jobs naming that queue (a parent's
+	// total is its own plus its descendants'); queues holding nothing may
+	// be absent. A job's queue is api.JobQueue(job); an alloc's holding is
+	// (*api.Allocation).QueueUsage.
+	QueueUsage() (map[string]*api.QueueResources, error)
 }
 
 // Options are the scheduler's inputs besides state and eval.

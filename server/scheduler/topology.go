@@ -115,15 +115,7 @@ func (s *sched) attemptGang(run *gangRun, need int) ([]heldAlloc, bool, string) 
 func (s *sched) tryGangDry(run *gangRun, need int) ([]heldAlloc, bool, map[string]*api.AllocMetric) {
 	saved := s.saveGangMetrics(run)
 	cp := s.checkpoint()
-	s.attempt = &gangAttempt{}
-	for _, p := range run.places {
-		s.place(p)
-		if s.err != nil {
-			break
-		}
-	}
-	held := s.attempt.held
-	s.attempt = nil
+	held := s.placeHeld(run)
 	s.rollback(cp)
 	s.dropCanaries(held)
 	return held, len(held) >= need, s.restoreGangMetrics(run, saved)

@@ -98,6 +98,8 @@ func (t *Txn) putAlloc(old, a *api.Allocation, eventType string) error {
 	if err := t.allocSummary(old, a); err != nil {
 		return err
 	}
+	t.countQueue(old, -1)
+	t.countQueue(a, 1)
 	touch := t.touchJob(a.Namespace, a.JobID)
 	if !a.TerminalStatus() {
 		touch.running = true

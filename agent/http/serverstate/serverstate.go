@@ -108,6 +108,18 @@ func (a serverState) NodePoolByName(ws memdb.WatchSet, name string) (*api.NodePo
 
 var _ http.NodePoolState = serverState{}
 
+func (a serverState) QueueStatuses(ws memdb.WatchSet, prefix string) ([]*api.QueueStatus, error) {
+	return a.st(ws).QueueStatuses(ws, prefix)
+}
+
+func (a serverState) QueueStatus(ws memdb.WatchSet, name string) (*api.QueueStatus, error) {
+	return a.st(ws).QueueStatus(ws, name)
+}
+
+var _ http.QueueState = serverState{}
+
+var _ http.QueueServer = (*server.Server)(nil)
+
 var _ http.SchedulerConfigServer = (*server.Server)(nil)
 
 // serverEvents adapts the state store's event broker to http.EventSource.
