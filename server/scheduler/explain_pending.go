@@ -92,7 +92,7 @@ func pendingReasons(m *api.AllocMetric) []api.PendingReason {
 	}
 	out = append(out, devs...)
 	for _, dim := range sortedKeys(m.DimensionExhausted) {
-		if len(devs) > 0 && isDeviceDim(dim) || len(m.QuotaExhausted) > 0 && strings.HasPrefix(dim, "quota: ") {
+		if len(devs) > 0 && isDeviceDim(dim) || len(m.QuotaExhausted) > 0 && isQuotaDim(dim) {
 			continue // said better by the device or quota reasons
 		}
 		n := m.DimensionExhausted[dim]
@@ -149,17 +149,9 @@ func quotaQueue(rs []api.PendingReason, job *api.Job) string {
 		if r.Queue != "" {
 			return r.Queue
 		}
-		q = jobQueue(job)
+		q = api.JobQueue(job)
 	}
 	return q
-}
-
-// jobQueue is the queue a job's allocs count against.
-func jobQueue(j *api.Job) string {
-	if j == nil || j.Queue == "" {
-		return api.DefaultQueue
-	}
-	return j.Queue
 }
 
 // inExplainQueue reports whether a counts against s.explainQueue (itself
@@ -168,8 +160,7 @@ func (s *sched) inExplainQueue(a *api.Allocation) bool {
 	if s.explainQueue == "" {
 		return true
 	}
-	q := jobQueue(a.Job)
-	return q == s.explainQueue || strings.HasPrefix(q, s.explainQueue+"/")
+	return inQueueTree(api.JobQueue(a.Job), s.explainQueue)
 }
 
 // counterfactuals finds, for one alloc of the group, the preemption that
@@ -192,12 +183,93 @@ func (s *sched) counterfactuals(tc *tgCtx) []api.Counterfactual {
 // every lower-priority alloc of another job, protected or not, and says
 // what kept the scheduler from evicting the victims it finds.
 func (s *sched) blockedPreemption(tc *tgCtx) *api.Counterfactual {
-	s.relaxedPreempt = true
-	c, victims := s.preempt(tc, s.nodes, "")
-	s.relaxedPreempt = false
-	if c == nil || len(victims) == 0 {
-		return nil
+	var node *nodeState
+	var victims []*api.Allocation
+	if s.explainQueue != "" {
+		node, victims = s.quotaVictims(tc)
 	}
+	if node == nil {
+		s.relaxedPreempt = true
+		c, vs := s.preempt(tc, s.nodes, "")
+		s.relaxedPreempt = false
+		if c == nil || len(vs) == 0 || !s.quotaFitsWithout(tc, c.ns, c.picks, vs) {
+			return nil
+		}
+		node, victims = c.ns, vs
+	}
+	return s.describePreemption(node, victims)
+}
+
+// quotaVictims is the preemption search of a group at a queue limit
+// whose ask fits a node's free room: the fewest lower-priority allocs of
+// the queue's subtree (lowest priority, then smallest, first) on the
+// nodes sampled whose release brings the queue back within its limit.
+// It returns nil when no node has room or the sample frees too little.
+func (s *sched) quotaVictims(tc *tgCtx) (*nodeState, []*api.Allocation) {
+	var room *nodeState
+	var picks []devPick
+	var cands []*api.Allocation
+	examined := 0
+	s.relaxedPreempt = true // fits without the quota check
+	for i, ns := range s.nodes {
+		if examined >= maxPreemptNodes || i >= maxPreemptVisits || s.err != nil {
+			break
+		}
+		if ok, _ := s.classOK(tc, ns); !ok {
+			continue
+		}
+		if ok, _ := s.nodeOK(tc, ns); !ok {
+			continue
+		}
+		s.load(ns)
+		if room == nil {
+			if p, dim := s.fits(tc, ns); dim == "" {
+				room, picks = ns, p
+			}
+		}
+		found := false
+		for _, a := range ns.allocs {
+			if s.evictable(a) {
+				cands = append(cands, a)
+				found = true
+			}
+		}
+		if found {
+			examined++
+		}
+	}
+	s.relaxedPreempt = false
+	if room == nil || len(cands) == 0 {
+		return nil, nil
+	}
+	sort.SliceStable(cands, func(i, j int) bool {
+		if pi, pj := allocPriority(cands[i]), allocPriority(cands[j]); pi != pj {
+			return pi < pj
+		}
+		return allocWeight(cands[i]) < allocWeight(cands[j])
+	})
+	var victims []*api.Allocation
+	ok := false
+	for _, a := range cands {
+		victims = append(victims, a)
+		s.quotaApply(a, -1)
+		if s.quotaFits(tc, room, picks) == "" {
+			ok = true
+			break
+		}
+	}
+	for _, a := range victims {
+		s.quotaApply(a, 1)
+	}
+	if !ok {
+		return nil, nil
+	}
+	return room, victims
+}
+
+// describePreemption renders the counterfactual of evicting victims to
+// place on node, with what kept the scheduler from doing it.
+func (s *sched) describePreemption(node *nodeState, victims []*api.Allocation) *api.Counterfactual {
 	byJob := map[string][]*api.Allocation{}
 	var keys []string
 	for _, v := range victims {
@@ -220,7 +292,7 @@ func (s *sched) blockedPreemption(tc *tgCtx) *api.Counterfactual {
 	for _, k := range keys {
 		a := byJob[k][0]
 		if s.explainQueue != "" {
-			names = append(names, fmt.Sprintf("job %s (priority %d, queue %s)", a.JobID, allocPriority(a), jobQueue(a.Job)))
+			names = append(names, fmt.Sprintf("job %s (priority %d, queue %s)", a.JobID, allocPriority(a), api.JobQueue(a.Job)))
 		} else {
 			names = append(names, fmt.Sprintf("job %s (priority %d)", a.JobID, allocPriority(a)))
 		}
@@ -236,16 +308,33 @@ func (s *sched) blockedPreemption(tc *tgCtx) *api.Counterfactual {
 	}
 	first := byJob[keys[0]][0]
 	out := &api.Counterfactual{Kind: api.CounterPreempt, Namespace: first.Namespace, JobID: first.JobID,
-		Priority: allocPriority(first), Node: c.ns.node.Name, Allocs: len(victims),
+		Priority: allocPriority(first), Node: node.node.Name, Allocs: len(victims),
 		Blocked: strings.Join(blocked, "; ")}
 	if first.Job != nil {
 		out.JobType = first.Job.Type
 	}
-	out.Message = "would run on node " + c.ns.node.Name + " if " + joinAnd(names) + " were preempted"
+	out.Message = "would run on node " + node.node.Name + " if " + joinAnd(names) + " were preempted"
 	if out.Blocked != "" {
 		out.Message += "; not done: " + out.Blocked
 	}
 	return out
+}
+
+// quotaFitsWithout reports whether a placement on ns with picks stays
+// within the queue limits once the victims' holdings are released (the
+// quota accounting is put back as it was).
+func (s *sched) quotaFitsWithout(tc *tgCtx, ns *nodeState, picks []devPick, victims []*api.Allocation) bool {
+	if len(s.quota.levels) == 0 {
+		return true
+	}
+	for _, v := range victims {
+		s.quotaApply(v, -1)
+	}
+	ok := s.quotaFits(tc, ns, picks) == ""
+	for _, v := range victims {
+		s.quotaApply(v, 1)
+	}
+	return ok
 }
 
 // protectedWhy says why an alloc is protected from preemption ("" when
@@ -328,10 +417,12 @@ func (s *sched) soonestEnd(tc *tgCtx) *api.Counterfactual {
 			list := jobs[k]
 			for _, a := range list {
 				ns.removeAlloc(a, s.job)
+				s.quotaApply(a, -1) // its end frees its queue's quota too
 			}
 			_, dim := s.fits(tc, ns)
 			for _, a := range list {
 				ns.addAlloc(a, s.job)
+				s.quotaApply(a, 1)
 			}
 			ns.allocs = order
 			if dim != "" {
@@ -359,7 +450,7 @@ func (s *sched) soonestEnd(tc *tgCtx) *api.Counterfactual {
 	}
 	out.Message = fmt.Sprintf("would run on node %s when %s %s (priority %d) ends", best.ns.node.Name, what, a.JobID, out.Priority)
 	if s.explainQueue != "" {
-		out.Message = fmt.Sprintf("would run on node %s when %s %s (priority %d, queue %s) ends", best.ns.node.Name, what, a.JobID, out.Priority, jobQueue(a.Job))
+		out.Message = fmt.Sprintf("would run on node %s when %s %s (priority %d, queue %s) ends", best.ns.node.Name, what, a.JobID, out.Priority, api.JobQueue(a.Job))
 	}
 	return out
 }

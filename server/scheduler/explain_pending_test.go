@@ -123,50 +123,54 @@ func TestPendingReasonsNeverEmpty(t *testing.T) {
 // in its counterfactuals: other queues' work frees no quota.
 func TestPendingQuotaCounterfactuals(t *testing.T) {
 	st := newMemState()
-	st.addNode(testNode("a", "dc1", 4000, 8192))
-	for _, j := range []struct {
-		id, queue string
-		typ       string
-	}{{"other", "team-b", "batch"}, {"mine", "team-a/train", "service"}} {
-		job := testJob(j.id, j.typ, 1, 1800, 256)
-		job.Queue, job.Priority = j.queue, 20
-		job.Datacenters = []string{"dc1"}
+	st.addNode(testNode("a", "dc1", 8000, 8192))
+	st.upsertQueue(&api.Queue{Name: "team-a", Limit: &api.QueueResources{CPU: 3000}})
+	st.upsertQueue(&api.Queue{Name: "team-a/train", Parent: "team-a"})
+	st.upsertQueue(&api.Queue{Name: "team-b"})
+	place := func(id, queue, typ string, cpu, prio int) *Result {
+		job := testJob(id, typ, 1, cpu, 256)
+		job.Queue, job.Priority, job.Datacenters = queue, prio, []string{"dc1"}
 		st.upsertJob(job)
 		res, err := Schedule(st, testEval(job, 1), Options{Now: testNow})
-		if err != nil || len(res.Eval.FailedTGAllocs) > 0 {
-			t.Fatalf("place %s: %v %v", j.id, err, res.Eval.FailedTGAllocs)
+		if err != nil {
+			t.Fatalf("schedule %s: %v", id, err)
 		}
 		st.apply(res.Plan)
+		return res
 	}
-	job := testJob("new", "batch", 1, 2000, 256)
-	job.Queue, job.Priority, job.Datacenters = "team-a", 25, []string{"dc1"}
-	st.upsertJob(job)
-	s := newPass(st, testEval(job, 2), Options{Now: testNow}, job)
-	if err := s.loadNodes(); err != nil {
-		t.Fatal(err)
-	}
-	allocs, _ := st.AllocsByJob(job.Namespace, job.ID)
-	s.scheduleGeneric(allocs)
-	m := s.failed["web"]
-	if m == nil {
-		t.Fatal("want the group failed: the node is full")
-	}
-	// Without a quota reason the batch job of team-b is named first.
-	s.explainPending()
-	if len(m.Counterfactuals) != 2 || m.Counterfactuals[1].JobID != "other" {
-		t.Fatalf("without quota: counterfactuals %+v, want the batch job other to end", m.Counterfactuals)
-	}
-	m.QuotaExhausted = []string{"queue team-a: cpu 1800 of 2000 MHz used, 2000 more asked"}
-	s.explainPending()
-	if len(m.Counterfactuals) != 2 {
-		t.Fatalf("at the limit: counterfactuals %+v, want a preemption and an end", m.Counterfactuals)
-	}
-	for _, c := range m.Counterfactuals {
-		if c.JobID != "mine" || !strings.Contains(c.Message, "queue team-a/train") {
-			t.Errorf("at team-a's limit: %+v, want job mine of team-a/train", c)
+	for _, j := range []struct{ id, queue, typ string }{{"other", "team-b", "batch"}, {"svc", "team-a", "service"}, {"mine", "team-a/train", "batch"}} {
+		if res := place(j.id, j.queue, j.typ, 1400, 20); len(res.Eval.FailedTGAllocs) > 0 {
+			t.Fatalf("place %s: %v", j.id, res.Eval.FailedTGAllocs)
 		}
 	}
-	if m.Reasons[0].Kind != api.PendingQuota || m.Reasons[0].Queue != "team-a" {
-		t.Errorf("reasons %+v, want the quota first", m.Reasons)
+	// team-a holds 2800 of its 3000 MHz; the node has 3800 free.
+	res := place("new", "team-a", "batch", 1500, 25)
+	m := res.Eval.FailedTGAllocs["web"]
+	if m == nil || len(m.Reasons) == 0 || m.Reasons[0].Kind != api.PendingQuota || m.Reasons[0].Queue != "team-a" {
+		t.Fatalf("want the group failed on team-a's limit first, got %+v", m)
 	}
+	if len(m.Counterfactuals) != 2 {
+		t.Fatalf("counterfactuals %+v, want a preemption and an end", m.Counterfactuals)
+	}
+	pre, end := m.Counterfactuals[0], m.Counterfactuals[1]
+	// Either team-a alloc frees enough quota; batch mine is the one to end.
+	if pre.Kind != api.CounterPreempt || (pre.JobID != "mine" && pre.JobID != "svc") || !strings.Contains(pre.Message, "queue team-a") ||
+		!strings.Contains(pre.Blocked, "only 5 priority below") {
+		t.Errorf("preemption %+v, want a team-a job blocked by the priority gap", pre)
+	}
+	if end.Kind != api.CounterJobEnds || end.JobID != "mine" || !strings.Contains(end.Message, "queue team-a/train") {
+		t.Errorf("end %+v, want batch job mine of team-a/train", end)
+	}
+	t.Logf("%s", strings.Join(metricMessages(m), "\n"))
+}
+
+func metricMessages(m *api.AllocMetric) []string {
+	var out []string
+	for _, r := range m.Reasons {
+		out = append(out, "why: "+r.Message)
+	}
+	for _, c := range m.Counterfactuals {
+		out = append(out, c.Kind+": "+c.Message)
+	}
+	return out
 }

@@ -383,7 +383,9 @@ func (s *sched) fits(tc *tgCtx, ns *nodeState) ([]devPick, string) {
 	if !s.holdOK(tc, ns, picks) {
 		return nil, DimReserved // reserve.go: room kept for a pending gang
 	}
-	if dim := s.quotaFits(tc, ns, picks); dim != "" {
+	// The relaxed search of explain_pending.go checks the quota itself,
+	// with the victims' holdings released.
+	if dim := s.quotaFits(tc, ns, picks); dim != "" && !s.relaxedPreempt {
 		return nil, dim
 	}
 	return picks, ""
