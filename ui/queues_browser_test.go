@@ -63,9 +63,9 @@ var fixturePending = &api.Evaluation{ID: "0f3c2d1e-0000-4000-8000-000000000001",
 	Type: api.JobTypeBatch, TriggeredBy: api.EvalTriggerJobRegister, CreateIndex: 7,
 	FailedTGAllocs: map[string]*api.AllocMetric{"train": {
 		NodesEvaluated: 1, NodesInPool: 1, NodesExhausted: 1, DimensionExhausted: map[string]int{"devices: nvidia/gpu": 1},
-		QuotaExhausted: []string{"queue team-a is at its limit of 16 GPUs"},
+		QuotaExhausted: []string{"queue team-a: gpu 16 of 16 used, 4 more asked"},
 		Reasons: []api.PendingReason{
-			{Kind: api.PendingQuota, Queue: "team-a", Message: "queue team-a is at its limit of 16 GPUs"},
+			{Kind: api.PendingQuota, Queue: "team-a", Message: "queue team-a is at its limit: gpu 16 of 16 used, 4 more asked"},
 			{Kind: api.PendingDevices, Need: 4, Have: 2, Connected: 1, Node: "g1",
 				Message: "needs 4 nvidia/gpu on one node; largest free set is 2 on node g1 (largest NVLink-connected: 1)"}},
 		Counterfactuals: []api.Counterfactual{
@@ -214,7 +214,7 @@ func TestUIQueuesUsage(t *testing.T) {
 	waitCount(t, "usage request aborted", f.aborted["/v1/usage"], long)
 
 	// Why pending on the job page: reasons, then what would let it run.
-	until(t, ctx, "quota reason", textHas(`#placement-failures li[data-kind="quota"]`, "queue team-a is at its limit of 16 GPUs"), long)
+	until(t, ctx, "quota reason", textHas(`#placement-failures li[data-kind="quota"]`, "queue team-a is at its limit: gpu 16 of 16 used, 4 more asked"), long)
 	until(t, ctx, "device reason", textHas(`#placement-failures li[data-kind="devices"]`, "largest free set is 2 on node g1"), long)
 	until(t, ctx, "preempt counterfactual", textHas(`#placement-failures .would-run li[data-kind="preempt"]`, "if job fill (priority 40) were preempted"), long)
 	until(t, ctx, "job-ends counterfactual links the job", `!!document.querySelector('#placement-failures .would-run li[data-kind="job-ends"] a[href="/ui/jobs/fill"]')`, long)
