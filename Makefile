@@ -45,7 +45,8 @@ BENCH_SUMMARY = BEGIN { \
 	t["Service1000 placements/s"] = ">= 12000"; t["Batch10000 placements/s"] = ">= 50000"; \
 	t["DevAgentStart start-ms"] = "<= 100"; t["DevAgentIdleRSS idle-RSS-MB"] = "<= 30"; \
 	t["RawExec100 run100-s"] = "<= 3.5"; t["RawExec100 helpers-RSS-MB"] = "<= 300"; t["RawExec100 helpers-PSS-MB"] = "<= 300"; \
-	t["GPUFragmentation whole-free-%"] = ">= 97"; t["GPUNVLinkShare seq214-nvlinked-%"] = ">= 100" } \
+	t["GPUFragmentation whole-free-%"] = ">= 97"; t["GPUNVLinkShare seq214-nvlinked-%"] = ">= 100"; \
+	t["FairShare share-error-%"] = "<= 5"; t["FairShare late-queue-rounds"] = "<= 1" } \
 	/^Benchmark/ { name = $$1; sub(/-[0-9]+$$/, "", name); sub(/^Benchmark/, "", name); nodes = ""; \
 	for (i = 3; i < NF; i += 2) if ($$(i+1) == "nodes") nodes = sprintf("(%d nodes used)", $$i); \
 	for (i = 3; i < NF; i += 2) { u = $$(i+1); v = $$i; \

@@ -15,7 +15,10 @@
 // failure, auto-revert, stable versions) and autopilot (autopilot.go: new
 // servers join as non-voters and are promoted once caught up, left ones
 // are removed, failed ones after DeadServerGrace without risking quorum).
-// Also the scheduler configuration (scheduler_config.go), the job diff
+// The queues' fair shares (fair.go: computed per Raft index from state
+// with server/fairshare, handed to the scheduler as Options.FairShare and
+// to the broker as its queue-deficit order). Also the scheduler
+// configuration (scheduler_config.go), the job diff
 // (jobdiff.go), the endpoint methods (endpoints_*.go, deployment endpoints
 // in deploymentwatcher.go) and metrics. Multi-server: membership.go
 // (Membership, the consumer view of gossip the agent adapts; bootstrap
@@ -32,7 +35,7 @@
 // (or room in a limited queue) or a queue changed. Nothing else enqueues or unblocks (a test enforces this); a new
 // leader restores both from state.
 //
-// Imports: api, server/{state,fsm,raftstore,scheduler,broker,capacity},
+// Imports: api, server/{state,fsm,raftstore,scheduler,broker,capacity,fairshare},
 // hashicorp raft/memdb and prometheus. Never agent or drivers (a test
 // enforces this).
 //

@@ -95,6 +95,7 @@ func (s *sched) place(p *placement) *api.Allocation {
 	ns := c.ns
 	s.addTo(ns, a)
 	s.quotaCount(a, 1)
+	s.countPlacement(a, victims)
 	if len(tc.props) > 0 || len(tc.spreads) > 0 {
 		for _, other := range s.groups {
 			s.countPlaced(other, ns.node, name)

@@ -29,7 +29,12 @@
 // resources with devices weighted most, count and run time lost;
 // preemptible = false and min_runtime protect work; a gang is evicted
 // whole, on every node, an elastic one only down to its min),
-// reservations that keep pending gangs from starving (reserve.go:
+// reclaim by queue fair share when Options.FairShare is set (reclaim.go:
+// across queues, allocs of queues above their share may be evicted for a
+// queue below its share regardless of job priority, never dropping a
+// victim queue below its share and always lowering the distance from
+// fairness, so reclaims cannot loop; priority preempts only within a
+// queue), reservations that keep pending gangs from starving (reserve.go:
 // recorded on the blocked eval, read back through State.Reservations,
 // lower-priority work only backfills what the reservation does not
 // need), queue limits (quota.go: a placement stays within the Limit of
@@ -102,8 +107,9 @@
 // the whole cluster are seen (best-fit) at one cheap count per node and
 // pass.
 //
-// Imports: api, server/capacity and the standard library (plus small pure
-// libraries such as go-version). Never server/state, agent or drivers.
+// Imports: api, server/capacity, server/fairshare (pure: shares and the
+// reclaim rule) and the standard library (plus small pure libraries such
+// as go-version). Never server/state, agent or drivers.
 //
 // Concurrency: Schedule is safe to call from many goroutines at once as
 // long as each call has its own State; it shares nothing between calls.

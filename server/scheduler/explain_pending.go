@@ -296,7 +296,7 @@ func (s *sched) describePreemption(node *nodeState, victims []*api.Allocation) *
 		} else {
 			names = append(names, fmt.Sprintf("job %s (priority %d)", a.JobID, allocPriority(a)))
 		}
-		if gap := s.job.Priority - allocPriority(a); gap < preemptPriorityDelta {
+		if gap := s.job.Priority - allocPriority(a); gap < preemptPriorityDelta && !s.crossQueue(a) {
 			blocked = append(blocked, fmt.Sprintf("job %s is only %d priority below, under %d", a.JobID, gap, preemptPriorityDelta))
 		}
 		for _, v := range byJob[k] {

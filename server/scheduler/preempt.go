@@ -120,7 +120,7 @@ func (s *sched) preempt(tc *tgCtx, nodes []*nodeState, prevNode string) (*cand, 
 		examined++
 		order := slices.Clone(ns.allocs) // probing below reorders the list
 		victims, cost, ok := s.cheapestOn(tc, ns, units)
-		if ok && (best == nil || !bestCost.less(cost)) {
+		if ok && (best == nil || !bestCost.less(cost)) && s.reclaimOK(tc, victims) {
 			for _, v := range victims {
 				if v.NodeID == ns.node.ID {
 					ns.removeAlloc(v, s.job)
@@ -169,15 +169,30 @@ func (s *sched) cheapestOn(tc *tgCtx, ns *nodeState, units []victimUnit) ([]*api
 			ns.addAlloc(a, s.job)
 		}
 	}
+	// With fair shares, a unit whose eviction (with those taken before it)
+	// would drop its queue below its share is passed over (skipped).
+	var skipped []bool
+	var taken []*victimUnit
 	k, ok := 0, false
 	for k < len(units) && !ok {
+		if !s.reclaimAdmits(taken, &units[k]) {
+			if skipped == nil {
+				skipped = make([]bool, len(units))
+			}
+			skipped[k] = true
+			k++
+			continue
+		}
 		remove(&units[k])
+		taken = append(taken, &units[k])
 		k++
 		ok = fit()
 	}
 	if !ok {
-		for i := range units {
-			restore(&units[i])
+		for i := range units[:k] {
+			if skipped == nil || !skipped[i] {
+				restore(&units[i])
+			}
 		}
 		return nil, victimCost{}, false
 	}
@@ -189,6 +204,9 @@ func (s *sched) cheapestOn(tc *tgCtx, ns *nodeState, units []victimUnit) ([]*api
 	// expensive first.
 	chosen := make([]bool, k)
 	for i := k - 1; i >= 0; i-- {
+		if skipped != nil && skipped[i] {
+			continue
+		}
 		restore(&units[i])
 		if fit() {
 			continue
@@ -207,7 +225,7 @@ func (s *sched) cheapestOn(tc *tgCtx, ns *nodeState, units []victimUnit) ([]*api
 	// (b) One unit alone, when cheaper.
 	for i := 0; i < tier; i++ {
 		u := &units[i]
-		if !u.cost.less(cost) {
+		if !u.cost.less(cost) || !s.reclaimAdmits(nil, u) {
 			continue
 		}
 		remove(u)
@@ -344,13 +362,20 @@ func (s *sched) victimUnits(ns *nodeState) []victimUnit {
 	return units
 }
 
-// evictable reports whether a may be preempted for the job being placed.
+// evictable reports whether a may be preempted for the job being placed:
+// by priority within a queue, by fair share across queues (reclaim.go).
 func (s *sched) evictable(a *api.Allocation) bool {
 	if a.JobID == s.job.ID && a.Namespace == s.job.Namespace {
 		return false
 	}
-	if s.relaxedPreempt { // explain_pending.go: what would make room
+	if s.relaxedPreempt { // explain_pending.go: what would make room, protected or not
+		if s.crossQueue(a) {
+			return s.reclaimable(a) && s.inExplainQueue(a)
+		}
 		return allocPriority(a) < s.job.Priority && s.inExplainQueue(a)
+	}
+	if s.crossQueue(a) { // a reclaim (reclaim.go): by fair share, not priority
+		return s.reclaimable(a) && !preemptProtected(a, s.opts.Now.UnixNano())
 	}
 	if allocPriority(a) > s.job.Priority-preemptPriorityDelta {
 		return false

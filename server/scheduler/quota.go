@@ -151,13 +151,7 @@ func (s *sched) quotaPrecheck(tc *tgCtx) []string {
 	if len(s.quota.levels) == 0 {
 		return nil
 	}
-	ask := api.QueueResources{CPU: tc.cpu, MemoryMB: tc.mem}
-	for _, d := range tc.devs {
-		if isGPUAsk(d.req.Name) {
-			ask.GPUs += int(d.req.Count)
-		}
-	}
-	return s.quotaLines(ask)
+	return s.quotaLines(groupAsk(tc))
 }
 
 // quotaLines explains each limit the ask would pass.

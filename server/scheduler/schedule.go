@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/fairshare"
 )
 
 // ErrBadEval is returned for an evaluation the scheduler cannot work on
@@ -61,6 +62,9 @@ type sched struct {
 	singleBuf   []*api.Allocation
 	resv        reserveState // reservations (reserve.go)
 	quota       quotaState   // queue limits (quota.go)
+	// tally is what each queue holds as this pass places and evicts
+	// (reclaim.go; nil without Options.FairShare).
+	tally *fairshare.Tally
 
 	changed   changeLog   // nodes whose usage changed, for device indexes
 	undo      []undoEntry // node-state changes since the outermost open checkpoint

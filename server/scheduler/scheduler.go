@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/fairshare"
 )
 
 // State is the read-only view of the cluster a scheduler needs. The
@@ -57,6 +58,12 @@ type Options struct {
 	// emptiest (Nomad's scheduler_algorithm). Other values are rejected
 	// with ErrBadOptions.
 	Algorithm string
+	// FairShare is the queues' fair shares (server/fairshare), computed
+	// by the server from state; nil: queues play no part. With it,
+	// preemption across queues is reclaim by fair share, regardless of
+	// job priority, and never loops (reclaim.go); within a queue the
+	// priority rule stays.
+	FairShare *fairshare.Shares
 }
 
 // Scheduler algorithms (Options.Algorithm), Nomad's names.
