@@ -291,9 +291,12 @@ func (s *sched) describePreemption(node *nodeState, victims []*api.Allocation) *
 	var names []string
 	for _, k := range keys {
 		a := byJob[k][0]
-		if s.explainQueue != "" {
+		switch {
+		case s.crossQueue(a):
+			names = append(names, fmt.Sprintf("job %s (queue %s, above its fair share)", a.JobID, api.JobQueue(a.Job)))
+		case s.explainQueue != "":
 			names = append(names, fmt.Sprintf("job %s (priority %d, queue %s)", a.JobID, allocPriority(a), api.JobQueue(a.Job)))
-		} else {
+		default:
 			names = append(names, fmt.Sprintf("job %s (priority %d)", a.JobID, allocPriority(a)))
 		}
 		if gap := s.job.Priority - allocPriority(a); gap < preemptPriorityDelta && !s.crossQueue(a) {

@@ -1,8 +1,10 @@
 package scheduler
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drover/drover/api"
 )
@@ -173,4 +175,34 @@ func metricMessages(m *api.AllocMetric) []string {
 		out = append(out, c.Kind+": "+c.Message)
 	}
 	return out
+}
+
+// A reclaim across queues that min_runtime blocks is a counterfactual
+// without a priority-gap blocker (reclaims go by fair share, not priority).
+func TestPendingReclaimCounterfactual(t *testing.T) {
+	st := newMemState()
+	st.addNode(nvswitchNode("n0"))
+	queues := []*api.Queue{{Name: "a"}, {Name: "b"}}
+	for i := 0; i < 4; i++ {
+		j := prioGPUJob(fmt.Sprintf("a%d", i), "a", 2, 50)
+		j.MinRuntime = time.Hour
+		scheduleFair(t, st, j, i, memFairShare(st, queues, nil, nil))
+	}
+	fs := memFairShare(st, queues, map[string]*api.QueueResources{"b": {GPUs: 2}}, nil)
+	res := scheduleFair(t, st, prioGPUJob("b0", "b", 2, 50), 9, fs)
+	var m *api.AllocMetric
+	for _, fm := range res.Eval.FailedTGAllocs {
+		m = fm
+	}
+	if m == nil || len(res.Plan.NodePreemptions) > 0 {
+		t.Fatalf("want b0 pending (min_runtime protects a's work), got failed %v, preemptions %d", res.Eval.FailedTGAllocs, len(res.Plan.NodePreemptions))
+	}
+	if len(m.Counterfactuals) == 0 || m.Counterfactuals[0].Kind != api.CounterPreempt {
+		t.Fatalf("counterfactuals %+v, want a blocked reclaim first", m.Counterfactuals)
+	}
+	c := m.Counterfactuals[0]
+	if !strings.Contains(c.Blocked, "min_runtime 1h0m0s") || strings.Contains(c.Blocked, "priority below") || !strings.HasPrefix(c.JobID, "a") {
+		t.Errorf("reclaim counterfactual %+v, want one of a's jobs blocked by min_runtime only", c)
+	}
+	t.Logf("%s", strings.Join(metricMessages(m), "\n"))
 }
