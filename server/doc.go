@@ -20,7 +20,8 @@
 // to the broker as its queue-deficit order). Also the scheduler
 // configuration (scheduler_config.go), the job diff
 // (jobdiff.go), the endpoint methods (endpoints_*.go, deployment endpoints
-// in deploymentwatcher.go) and metrics. Multi-server: membership.go
+// in deploymentwatcher.go) and metrics (metrics_queue.go: per-queue usage
+// from the ledger and queue-status gauges, collected at scrape time). Multi-server: membership.go
 // (Membership, the consumer view of gossip the agent adapts; bootstrap
 // with BootstrapExpect; leader lookup by Raft address) and
 // membership_snapshot.go (operator snapshot save/restore, verified before

@@ -140,6 +140,9 @@ type Server struct {
 	hb        *heartbeats
 	reap      evalStatusQueue
 	metrics   *metrics
+	// queueStatus feeds the per-queue allocated/guaranteed/fair-share
+	// gauges (metrics_queue.go); nil: the state's QueueStatuses.
+	queueStatus QueueStatusFunc
 
 	ctx    context.Context
 	cancel context.CancelFunc

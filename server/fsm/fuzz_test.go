@@ -48,6 +48,10 @@ func FuzzRestore(f *testing.F) {
 	f.Add(append(record(recHeader, `{"Format":1}`), record(recSchedulerConfig, `{"SchedulerAlgorithm":"spread"}`)...))
 	f.Add(append(record(recHeader, `{"Format":1}`), record(recQueue, `{"Name":"a","Limit":{"GPUs":1}}`)...))
 	f.Add(append(record(recHeader, `{"Format":1}`), record(recQueue, `null`)...))
+	f.Add(append(record(recHeader, `{"Format":1}`), record(recUsage, `{}`)...))
+	f.Add(append(record(recHeader, `{"Format":1}`), record(recUsage,
+		`{"Bucket":{"Namespace":"default","JobID":"j","Queue":"default","Bucket":3600,"GPUSeconds":{"nvidia/gpu/H100":7200}}}`)...))
+	f.Add(append(record(recHeader, `{"Format":1}`), record(recUsage, `{"Open":{"AllocID":"a","Start":1,"Rate":{"GPUs":{"m":2}}}}`)...))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fsm := New(Config{})
 		_ = fsm.Restore(io.NopCloser(bytes.NewReader(data)))

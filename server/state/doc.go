@@ -9,6 +9,13 @@
 // transaction (never persisted: a restore recomputes it), so QueueUsage
 // is a read of one row per queue, not a scan of the allocs.
 //
+// The usage ledger (usage.go) is kept by the alloc writes themselves:
+// hourly buckets of GPU-seconds per model, CPU-core-seconds and memory
+// GiB-seconds per namespace, job and queue, the open intervals of running
+// allocs and per-queue totals, all computed from times carried in the
+// Raft entries (never the wall clock), so every server's ledger is the
+// same; Usage and UsageTotals read it with running allocs up to a given now.
+//
 // It owns: the memdb schema, the write methods the FSM calls (one memdb
 // transaction each, stamped with the Raft index), the read methods the HTTP
 // layer and the scheduler call, immutable point-in-time snapshots, blocking

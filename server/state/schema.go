@@ -79,7 +79,11 @@ func schema() *memdb.DBSchema {
 }
 
 func newDB() *memdb.MemDB {
-	db, err := memdb.NewMemDB(schema())
+	sc := schema()
+	for name, t := range usageTables() {
+		sc.Tables[name] = t
+	}
+	db, err := memdb.NewMemDB(sc)
 	if err != nil {
 		panic(fmt.Sprintf("state: invalid schema: %v", err)) // a programming error
 	}

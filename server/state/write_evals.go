@@ -117,6 +117,9 @@ func (t *Txn) DeleteEvals(evalIDs, allocIDs []string) error {
 			return err
 		}
 		t.countQueue(a, -1)
+		if err := t.untrackUsage(a); err != nil {
+			return err
+		}
 		t.touchJob(a.Namespace, a.JobID)
 		c := *a
 		c.Job = nil

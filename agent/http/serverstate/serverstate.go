@@ -120,6 +120,12 @@ var _ http.QueueState = serverState{}
 
 var _ http.QueueServer = (*server.Server)(nil)
 
+func (a serverState) Usage(by string, from, to, now int64) ([]api.UsageRow, error) {
+	return a.st(nil).Usage(by, from, to, now)
+}
+
+var _ http.UsageState = serverState{}
+
 var _ http.SchedulerConfigServer = (*server.Server)(nil)
 
 // serverEvents adapts the state store's event broker to http.EventSource.
