@@ -1,8 +1,7 @@
 package ui_test
 
 import (
-	"fmt"
-	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,14 +15,15 @@ import (
 // asking 3 × 2 GPUs on the simulated GPU node. Two allocs are placed; the
 // third waits on the limit, which the job page says in the scheduler's
 // words, and the Queues page shows the queue's allocation and its pending
-// job. The Usage page is checked against real data when the agent serves
-// /v1/usage.
+// job; the simulated client reports the allocs running for two hours
+// and the Usage page shows the ledger's GPU-hours for the queue, with its
+// CSV behind the download link.
 func TestUIQueuesLive(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test: skipped with -short")
 	}
 	agent := startDevAgent(t)
-	gpuNode(t, agent)
+	node := registerGPUNode(t, agent)
 	for _, q := range []*api.Queue{
 		{Name: "team-a", Weight: 2, Guaranteed: &api.QueueResources{GPUs: 2}, Limit: &api.QueueResources{GPUs: 4}},
 		{Name: "team-b", Weight: 1},
@@ -38,6 +38,22 @@ func TestUIQueuesLive(t *testing.T) {
 			Resources: &api.Resources{CPU: 1000, MemoryMB: 1024, Devices: []*api.RequestedDevice{{Name: "nvidia/gpu", Count: 2}}}}}}}}
 	if err := agent.send("PUT", "/v1/jobs", api.JobRegisterRequest{Job: job}, nil, nil); err != nil {
 		t.Fatalf("register %s: %v", job.ID, err)
+	}
+	// The simulated client reports the placed allocs running for two
+	// hours, so the ledger has GPU-seconds for team-a.
+	var allocs []*api.AllocListStub
+	agent.WaitFor(t, "two allocs placed", 60*time.Second, func() bool {
+		return agent.getJSON("/v1/job/train-a/allocations", &allocs) == nil && len(allocs) == 2
+	})
+	started := time.Now().Add(-2 * time.Hour)
+	var up []*api.Allocation
+	for _, a := range allocs {
+		up = append(up, &api.Allocation{ID: a.ID, NodeID: node.ID, ClientStatus: api.AllocClientStatusRunning,
+			TaskStates: map[string]*api.TaskState{"w": {State: api.TaskStateRunning, StartedAt: started}}})
+	}
+	if err := agent.send("PUT", "/v1/node/"+node.ID+"/allocations/update", api.NodeAllocUpdateRequest{Allocs: up},
+		map[string]string{api.NodeSecretHeader: node.SecretID}, nil); err != nil {
+		t.Fatalf("report allocs running: %v", err)
 	}
 	ctx, problems := browser(t)
 	shot := newShots(t, ctx)
@@ -55,19 +71,17 @@ func TestUIQueuesLive(t *testing.T) {
 	until(t, ctx, "the job's queue", textHas("#job-queue", "team-a"), long)
 	shot.take("job-quota-live")
 
-	status := "unreachable"
-	resp, err := http.Get(agent.base + fmt.Sprintf("/v1/usage?by=queue&from=%d&to=%d", time.Now().Add(-time.Hour).Unix(), time.Now().Add(time.Hour).Unix()))
-	if err == nil {
-		status = resp.Status
-		resp.Body.Close()
+	// Usage from the ledger: 2 allocs × 2 GPUs × 2 hours and counting.
+	do(t, ctx, "open usage", chromedp.Click(chromedp.CSS(`#nav a[data-nav="usage"]`)))
+	click(t, ctx, "last 24h", `#usage-range button[data-range="24h"]`)
+	until(t, ctx, "team-a's GPU-hours", `+(document.querySelector('#usage-table tr[data-queue="team-a"] .gpu-hours')?.textContent ?? 0) >= 7.9`, long)
+	until(t, ctx, "stacked columns for the last hours", `document.querySelectorAll('#usage-chart g.col rect[data-series="team-a"]').length >= 2`, long)
+	csv, err := chromedp.Run(ctx, chromedp.Evaluate[string](`fetch(document.querySelector('#usage-csv').href).then((r) => r.ok ? r.text() : 'HTTP ' + r.status)`,
+		chromedp.EvalAwaitPromise))
+	if err != nil || !strings.Contains(csv, "team-a") {
+		t.Errorf("CSV behind the download link: %q (%v), want team-a's rows", csv, err)
 	}
-	if err == nil && resp.StatusCode == http.StatusOK {
-		do(t, ctx, "open usage", chromedp.Click(chromedp.CSS(`#nav a[data-nav="usage"]`)))
-		until(t, ctx, "usage rendered", `!!document.querySelector('#usage-table') && !document.querySelector('#usage .error')`, long)
-		shot.take("usage-live")
-	} else {
-		t.Logf("the agent serves no /v1/usage yet (%s): Usage page checked against fixed answers only (TestUIQueuesUsage)", status)
-	}
+	shot.take("usage-live")
 	for _, p := range problems() {
 		t.Errorf("browser: %s", p)
 	}
