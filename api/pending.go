@@ -7,6 +7,9 @@ package api
 // computes them from the state it scheduled against, after the plan it
 // built; they are bounded work (a sample of nodes, not a search of the
 // cluster), so "largest free set" and "soonest" name what the sample saw.
+// System and sysbatch jobs get reasons only (each of their allocs needs
+// its own node). A group at a queue limit gets counterfactuals from that
+// queue's subtree only: nothing else frees its quota.
 
 // Pending reason kinds (PendingReason.Kind), in the order the scheduler
 // lists them.
