@@ -41,7 +41,17 @@
 // the job's queue and of each ancestor, from State.QueueUsage and the
 // plan's own stops and placements; failures say which limit in
 // AllocMetric.QuotaExhausted), gangs (below), and failure explanations
-// (AllocMetric, ExplainFailure).
+// (AllocMetric, ExplainFailure). Why pending (explain_pending.go): at
+// the end of a pass every failed group's metric gets structured Reasons
+// (quota, gang, no nodes, device shortfalls with the largest free and NVLink-connected
+// set, exhausted dimensions, constraints; never none) and
+// Counterfactuals: the preemption search rerun with its rules relaxed to
+// every lower-priority alloc says which job would have made room and what
+// stopped it (preemption disabled, priority gap under 10, preemptible =
+// false, min_runtime), and a bounded walk names the running job whose end
+// frees room (batch first, then the longest running); at a queue limit
+// only work of that queue's subtree counts. Both look at no more nodes
+// than preemption and leave node state as they found it.
 //
 // Gangs (gang.go, topology.go): a group with a gang block, or every group
 // of a job with one (job.GangOf), places its new allocs as one unit. The

@@ -368,6 +368,12 @@ func (s *sched) evictable(a *api.Allocation) bool {
 	if a.JobID == s.job.ID && a.Namespace == s.job.Namespace {
 		return false
 	}
+	if s.relaxedPreempt { // explain_pending.go: what would make room, protected or not
+		if s.crossQueue(a) {
+			return s.reclaimable(a) && s.inExplainQueue(a)
+		}
+		return allocPriority(a) < s.job.Priority && s.inExplainQueue(a)
+	}
 	if s.crossQueue(a) { // a reclaim (reclaim.go): by fair share, not priority
 		return s.reclaimable(a) && !preemptProtected(a, s.opts.Now.UnixNano())
 	}

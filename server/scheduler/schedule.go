@@ -75,6 +75,10 @@ type sched struct {
 	gangNotes []string        // for the eval's status description
 	// gangsFailed: some gang (or all_at_once job) was not placed.
 	gangsFailed bool
+	// relaxedPreempt: preemption's victim rules relaxed to every
+	// lower-priority alloc, to explain a pending group (explain_pending.go).
+	relaxedPreempt bool
+	explainQueue   string // the queue whose limit a group explained now is at
 }
 
 // Schedule reconciles the eval's job with the cluster and returns the plan
@@ -239,6 +243,7 @@ func (s *sched) finish() *Result {
 	e.ModifyTime = s.opts.Now.UnixNano()
 	e.Reservation = nil // a blocked eval's reservation ends when it is evaluated
 	if len(s.failed) > 0 {
+		s.explainPending()
 		e.FailedTGAllocs = s.failed
 		e.StatusDescription = "some allocations could not be placed"
 	}
