@@ -36,6 +36,7 @@ func TestCLIAllocExec(t *testing.T) {
 	t.Cleanup(cleanup)
 	cfg := config.Dev()
 	cfg.Ports.HTTP = 0 // any free port: the agent binds it before advertising it
+	cfg.Ports.Raft = 0 // with a data dir Raft listens on TCP: any free port too
 	cfg.Name = "exec-test"
 	cfg.DataDir = t.TempDir()
 	cfg.Plugins["raw_exec"]["executor_path"] = bin

@@ -198,7 +198,14 @@ func (w *propWorld) check(job *api.Job, p *api.Plan) {
 			continue
 		}
 		for _, rn := range r.Nodes {
-			if len(p.NodeAllocation[rn.NodeID]) == 0 {
+			// Backfill is new placements; an in-place update of an alloc
+			// already there (a gang member getting its new membership)
+			// takes no room the reservation did not count on.
+			fresh := false
+			for _, a := range p.NodeAllocation[rn.NodeID] {
+				fresh = fresh || w.st.allocs[a.ID] == nil
+			}
+			if !fresh {
 				continue
 			}
 			w.heldPlans++
