@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drover/drover/api"
 )
@@ -100,5 +101,78 @@ func TestE2EUsageLedgerDevGPUs(t *testing.T) {
 	out, err := d.drover("usage", "-by", "job")
 	if err != nil || !strings.Contains(out, "default/usage-a") || !strings.Contains(out, "default/usage-b") {
 		t.Errorf("drover usage -by job: %v\n%s", err, out)
+	}
+}
+
+// runningGPUs counts a job's running allocs (one GPU each here).
+func (d *devCluster) runningAllocs(job string) int {
+	n := 0
+	for _, s := range d.jobAllocs(job) {
+		if s.ClientStatus == api.AllocClientStatusRunning && s.DesiredStatus == api.AllocDesiredStatusRun {
+			n++
+		}
+	}
+	return n
+}
+
+// Two queues on one -dev-gpus agent (8 GPUs), 4 guaranteed each: team-a
+// borrows all 8 while team-b is idle; when team-b submits 4 one-GPU allocs
+// it reclaims its guarantee (4 of team-a's allocs are preempted, though
+// both jobs have the same priority) and `drover usage -by queue -csv`
+// shows GPU-seconds for both queues.
+func TestE2EQueueReclaimDevGPUs(t *testing.T) {
+	d := startDevCluster(t, "-dev-gpus", "dgxh100")
+	queues := writeJob(t, "queues.hcl", "queue \"team-a\" {\n  guaranteed {\n    gpu = 4\n  }\n}\n"+
+		"queue \"team-b\" {\n  guaranteed {\n    gpu = 4\n  }\n}\n")
+	if out, err := d.drover("queue", "apply", queues); err != nil {
+		t.Fatalf("drover queue apply: %v\n%s", err, out)
+	}
+	job := func(id, queue string, count int) string {
+		hcl := strings.Replace(gpuJobHCL(id, count, 1, "exec sleep 300", false), "  type = \"batch\"", "  type = \"batch\"\n  queue = \""+queue+"\"", 1)
+		return writeJob(t, id+".hcl", hcl)
+	}
+	if out, err := d.drover("job", "run", "-detach", job("borrow", "team-a", 8)); err != nil {
+		t.Fatalf("drover job run borrow: %v\n%s", err, out)
+	}
+	d.waitBlocking("/v1/job/borrow/allocations", "team-a holding all 8 GPUs", func([]byte) (bool, string) {
+		n := d.runningAllocs("borrow")
+		return n == 8, fmt.Sprintf("%d running", n)
+	})
+	if out, err := d.drover("job", "run", "-detach", job("owner", "team-b", 4)); err != nil {
+		t.Fatalf("drover job run owner: %v\n%s", err, out)
+	}
+	d.waitBlocking("/v1/job/owner/allocations", "team-b running its guarantee", func([]byte) (bool, string) {
+		n := d.runningAllocs("owner")
+		return n == 4, fmt.Sprintf("%d running", n)
+	})
+	if n := d.runningAllocs("borrow"); n != 4 {
+		t.Errorf("team-a runs %d allocs after the reclaim, want 4 (its guarantee)", n)
+	}
+	// Running allocs count up to the query: poll until team-b's have run
+	// long enough to show.
+	gpuSeconds := func() (map[string]float64, string) {
+		out, err := d.drover("usage", "-by", "queue", "-csv")
+		if err != nil {
+			t.Fatalf("drover usage -by queue -csv: %v\n%s", err, out)
+		}
+		got := map[string]float64{}
+		for _, l := range strings.Split(out, "\n") {
+			if f := strings.Split(l, ","); len(f) > 3 {
+				g, _ := strconv.ParseFloat(f[3], 64)
+				got[f[0]] += g
+			}
+		}
+		return got, out
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, out := gpuSeconds()
+		if got["team-a"] > 0 && got["team-b"] > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("drover usage -by queue -csv lacks GPU-seconds for team-a or team-b after 30s:\n%s", out)
+		}
+		<-time.After(100 * time.Millisecond) // poll interval
 	}
 }
