@@ -30,6 +30,9 @@ func (s *Server) registerJob(ctx context.Context, req *api.JobRegisterRequest, t
 	if err != nil {
 		return nil, fmt.Errorf("job %q: %w", job.ID, err)
 	}
+	if err := s.checkNamespace(job); err != nil {
+		return nil, err
+	}
 	if err := s.checkNodePool(job); err != nil {
 		return nil, err
 	}

@@ -158,6 +158,12 @@ func TestCLINamespaceFlag(t *testing.T) {
 		t.Helper()
 		return runCLI(t, append(args, "-address", addr)...)
 	}
+	if code, _, stderr := cli("job", "run", "-detach", "-namespace", "prod", file); code != ExitError || !strings.Contains(stderr, `nonexistent namespace "prod"`) {
+		t.Fatalf("job run -namespace prod before the namespace exists: exit %d %q", code, stderr)
+	}
+	if code, _, stderr := cli("namespace", "apply", "-description", "production", "prod"); code != 0 {
+		t.Fatalf("namespace apply prod: exit %d %q", code, stderr)
+	}
 	if code, out, stderr := cli("job", "run", "-detach", "-namespace", "prod", file); code != 0 {
 		t.Fatalf("job run -namespace prod: exit %d %q %q", code, out, stderr)
 	}

@@ -35,6 +35,8 @@ const (
 	NodePoolDeleteType         MessageType = 19
 	QueueUpsertType            MessageType = 20
 	QueueDeleteType            MessageType = 21
+	NamespaceUpsertType        MessageType = 23
+	NamespaceDeleteType        MessageType = 24
 )
 
 var typeNames = map[MessageType]string{
@@ -47,6 +49,7 @@ var typeNames = map[MessageType]string{
 	DeploymentUpdateType: "DeploymentUpdate", SchedulerConfigType: "SchedulerConfig",
 	NodePoolUpsertType: "NodePoolUpsert", NodePoolDeleteType: "NodePoolDelete",
 	QueueUpsertType: "QueueUpsert", QueueDeleteType: "QueueDelete",
+	NamespaceUpsertType: "NamespaceUpsert", NamespaceDeleteType: "NamespaceDelete",
 }
 
 func (t MessageType) String() string {
@@ -246,5 +249,16 @@ type QueueUpsertRequest struct {
 // QueueDeleteRequest deletes queues (all or none; see
 // state.Txn.DeleteQueues for what can't be deleted).
 type QueueDeleteRequest struct {
+	Names []string `json:"Names"`
+}
+
+// NamespaceUpsertRequest creates or replaces namespaces (all or none).
+type NamespaceUpsertRequest struct {
+	Namespaces []*api.Namespace `json:"Namespaces"`
+}
+
+// NamespaceDeleteRequest deletes namespaces (all or none; not the default
+// one, not one with jobs).
+type NamespaceDeleteRequest struct {
 	Names []string `json:"Names"`
 }

@@ -286,6 +286,18 @@ func (f *FSM) apply(t MessageType, index uint64, body json.RawMessage) error {
 			return err
 		}
 		return s.UpsertNodePools(index, req.NodePools)
+	case NamespaceUpsertType:
+		req, err := decodeBody[NamespaceUpsertRequest](body)
+		if err != nil {
+			return err
+		}
+		return s.UpsertNamespaces(index, req.Namespaces)
+	case NamespaceDeleteType:
+		req, err := decodeBody[NamespaceDeleteRequest](body)
+		if err != nil {
+			return err
+		}
+		return s.DeleteNamespaces(index, req.Names)
 	case NodePoolDeleteType:
 		req, err := decodeBody[NodePoolDeleteRequest](body)
 		if err != nil {

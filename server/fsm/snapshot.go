@@ -42,7 +42,10 @@ const (
 	// recUsage: one row of the usage ledger (a bucket, a running alloc's
 	// open interval or a queue's total; see usageRecord). Absent from
 	// snapshots written before the ledger: they restore with it empty.
-	recUsage       recordType = 14
+	recUsage recordType = 14
+	// recNamespace: absent from snapshots written before namespaces were
+	// objects (only the built-in default then).
+	recNamespace   recordType = 15
 	snapshotFormat            = 1
 	maxRecordSize             = 256 << 20
 )
@@ -79,7 +82,7 @@ type allocRecord struct {
 var tableRecords = map[string]recordType{
 	state.TableJobs: recJob, state.TableJobVersions: recJobVersion, state.TableJobSummary: recJobSummary,
 	state.TableNodes: recNode, state.TableEvals: recEval, state.TableDeployments: recDeployment,
-	state.TableIndex: recIndex, state.TableSchedulerConfig: recSchedulerConfig, state.TableNodePools: recNodePool,
+	state.TableIndex: recIndex, state.TableSchedulerConfig: recSchedulerConfig, state.TableNodePools: recNodePool, state.TableNamespaces: recNamespace,
 	state.TableQueues: recQueue,
 }
 
@@ -269,6 +272,8 @@ func restoreRecord(res *state.Restore, t recordType, b []byte, jobs map[int]*api
 		return restoreObj(b, res.SchedulerConfig)
 	case recNodePool:
 		return restoreObj(b, res.NodePool)
+	case recNamespace:
+		return restoreObj(b, res.Namespace)
 	case recQueue:
 		return restoreObj(b, res.Queue)
 	case recUsage:

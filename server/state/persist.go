@@ -13,7 +13,7 @@ import (
 // writing a Raft snapshot. fn's error stops the walk.
 func (s *Snapshot) Persist(fn func(table string, obj any) error) error {
 	txn := s.db.Txn(false)
-	for _, table := range []string{TableJobs, TableJobVersions, TableJobSummary, TableNodePools, TableQueues, TableNodes, TableEvals,
+	for _, table := range []string{TableJobs, TableJobVersions, TableJobSummary, TableNodePools, TableQueues, TableNamespaces, TableNodes, TableEvals,
 		TableDeployments, TableAllocs, TableSchedulerConfig, TableUsage, TableUsageOpen, TableUsageTotals, TableIndex} {
 		it, err := txn.Get(table, "id")
 		if err != nil {

@@ -71,6 +71,7 @@ func schema() *memdb.DBSchema {
 		}},
 		TableSchedulerConfig: schedulerConfigTable(),
 		TableNodePools:       nodePoolsTable(),
+		TableNamespaces:      namespacesTable(),
 	}}
 	for name, t := range queuesTables() {
 		s.Tables[name] = t

@@ -108,6 +108,16 @@ func (a serverState) NodePoolByName(ws memdb.WatchSet, name string) (*api.NodePo
 
 var _ http.NodePoolState = serverState{}
 
+func (a serverState) Namespaces(ws memdb.WatchSet, prefix string) ([]*api.Namespace, error) {
+	return a.st(ws).Namespaces(ws, prefix)
+}
+
+func (a serverState) NamespaceByName(ws memdb.WatchSet, name string) (*api.Namespace, error) {
+	return a.st(ws).NamespaceByName(ws, name)
+}
+
+var _ http.NamespaceState = serverState{}
+
 func (a serverState) QueueStatuses(ws memdb.WatchSet, prefix string) ([]*api.QueueStatus, error) {
 	return a.st(ws).QueueStatuses(ws, prefix)
 }

@@ -1,0 +1,167 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/spf13/cobra"
+
+	"github.com/drover/drover/api"
+)
+
+func init() {
+	ns := &cobra.Command{Use: "namespace", Short: "Manage namespaces"}
+	ns.AddCommand(newNamespaceApplyCmd(), newNamespaceListCmd(), newNamespaceStatusCmd(), newNamespaceDeleteCmd())
+	rootCmd.AddCommand(ns)
+}
+
+func newNamespaceApplyCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "apply [flags] NAME|FILE",
+		Short: "Create or update a namespace, by name and flags or from an HCL/JSON spec file (name, description, queue, meta)",
+		Args:  exactArgs(1),
+	}
+	desc := cmd.Flags().String("description", "", "the namespace's description")
+	queue := cmd.Flags().String("queue", "", "the queue of the namespace's jobs that name none")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		n := &api.Namespace{Name: args[0], Description: *desc, Queue: *queue}
+		if fi, err := os.Stat(args[0]); err == nil && !fi.IsDir() {
+			if n, err = readNamespace(args[0]); err != nil {
+				return cmdErr("namespace apply: %w", err)
+			}
+		}
+		if err := apiClient(cmd).Write(cmd.Context(), "PUT", "/v1/namespace/"+url.PathEscape(n.Name), n, nil, nil); err != nil {
+			return cmdErr("namespace apply: %w", err)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "Successfully applied namespace %q!\n", n.Name)
+		return nil
+	}
+	return cmd
+}
+
+// maxNamespaceFile bounds a namespace spec file.
+const maxNamespaceFile = 1 << 20
+
+// readNamespace reads a namespace spec (Nomad's HCL: name, description,
+// meta {}; our queue), or the same as JSON; problems are file:line:col.
+func readNamespace(path string) (*api.Namespace, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read namespace file: %w", err)
+	}
+	if len(src) > maxNamespaceFile {
+		return nil, fmt.Errorf("%s: over the %d byte limit", path, maxNamespaceFile)
+	}
+	if t := strings.TrimSpace(string(src)); strings.HasPrefix(t, "{") {
+		var n api.Namespace
+		dec := json.NewDecoder(strings.NewReader(t))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&n); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return &n, nil
+	}
+	f, diags := hclsyntax.ParseConfig(src, path, hcl.InitialPos)
+	if diags.HasErrors() {
+		return nil, diagErr(diags)
+	}
+	c, diags := f.Body.Content(&hcl.BodySchema{
+		Attributes: []hcl.AttributeSchema{{Name: "name", Required: true}, {Name: "description"}, {Name: "queue"}, {Name: "meta"}},
+		Blocks:     []hcl.BlockHeaderSchema{{Type: "meta"}},
+	})
+	n := &api.Namespace{}
+	for field, dst := range map[string]*string{"name": &n.Name, "description": &n.Description, "queue": &n.Queue} {
+		if a := c.Attributes[field]; a != nil {
+			diags = append(diags, gohcl.DecodeExpression(a.Expr, nil, dst)...)
+		}
+	}
+	if a := c.Attributes["meta"]; a != nil {
+		diags = append(diags, gohcl.DecodeExpression(a.Expr, nil, &n.Meta)...)
+	}
+	for _, b := range c.Blocks {
+		attrs, d := b.Body.JustAttributes()
+		diags = append(diags, d...)
+		for k, a := range attrs {
+			var v string
+			diags = append(diags, gohcl.DecodeExpression(a.Expr, nil, &v)...)
+			if n.Meta == nil {
+				n.Meta = map[string]string{}
+			}
+			n.Meta[k] = v
+		}
+	}
+	if diags.HasErrors() {
+		return nil, diagErr(diags)
+	}
+	return n, nil
+}
+
+func newNamespaceListCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "list [flags]", Short: "List namespaces", Args: exactArgs(0)}
+	prefix := cmd.Flags().String("prefix", "", "only namespaces whose name starts with this")
+	jsonOut := addJSONFlag(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		var nss []*api.Namespace
+		if _, err := apiClient(cmd).Query(cmd.Context(), "/v1/namespaces", &nss, &api.QueryOptions{Prefix: *prefix}); err != nil {
+			return cmdErr("namespace list: %w", err)
+		}
+		if *jsonOut {
+			return printJSON(cmd.OutOrStdout(), nss)
+		}
+		rows := make([]string, 0, len(nss))
+		for _, n := range nss {
+			q := n.Queue
+			if q == "" {
+				q = "-"
+			}
+			rows = append(rows, n.Name+"\t"+q+"\t"+n.Description)
+		}
+		table(cmd.OutOrStdout(), "Name\tQueue\tDescription", rows)
+		return nil
+	}
+	return cmd
+}
+
+func newNamespaceStatusCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "status [flags] NAME", Aliases: []string{"inspect"}, Short: "Show a namespace", Args: exactArgs(1)}
+	jsonOut := addJSONFlag(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		var n api.Namespace
+		if _, err := apiClient(cmd).Query(cmd.Context(), "/v1/namespace/"+url.PathEscape(args[0]), &n, nil); err != nil {
+			return cmdErr("namespace status: %w", err)
+		}
+		out := cmd.OutOrStdout()
+		if *jsonOut {
+			return printJSON(out, &n)
+		}
+		q := n.Queue
+		if q == "" {
+			q = api.DefaultQueue
+		}
+		kv(out, "Name", n.Name, "Description", n.Description, "Queue", q)
+		if len(n.Meta) > 0 {
+			fmt.Fprintln(out, "\nMetadata")
+			printKV(out, n.Meta)
+		}
+		return nil
+	}
+	return cmd
+}
+
+func newNamespaceDeleteCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "delete [flags] NAME", Short: "Delete a namespace (it must have no jobs)", Args: exactArgs(1)}
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := apiClient(cmd).Write(cmd.Context(), "DELETE", "/v1/namespace/"+url.PathEscape(args[0]), nil, nil, nil); err != nil {
+			return cmdErr("namespace delete: %w", err)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "Successfully deleted namespace %q!\n", args[0])
+		return nil
+	}
+	return cmd
+}
