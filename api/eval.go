@@ -82,3 +82,15 @@ func (e *Evaluation) Copy() *Evaluation {
 	}
 	return deepCopy(e)
 }
+
+// EvalDeleteRequest is the body of DELETE /v1/evaluations: the IDs to
+// delete, or a go-bexpr Filter over the evals (one of the two).
+type EvalDeleteRequest struct {
+	EvalIDs []string `json:"EvalIDs,omitempty"`
+	Filter  string   `json:"Filter,omitempty"`
+}
+
+// EvalDeleteResponse says how many evals were deleted.
+type EvalDeleteResponse struct {
+	Count int `json:"Count"`
+}

@@ -29,14 +29,18 @@ type SchedulerConfiguration struct {
 	// SchedulerAlgorithm is "binpack" (default) or "spread"; "" means binpack.
 	SchedulerAlgorithm string           `json:"SchedulerAlgorithm"`
 	PreemptionConfig   PreemptionConfig `json:"PreemptionConfig"`
-	// MemoryOversubscriptionEnabled, RejectJobRegistration and
-	// PauseEvalBroker are Nomad's; drover has none of these features, so
-	// Validate accepts them only false (Nomad clients send all fields).
-	MemoryOversubscriptionEnabled bool   `json:"MemoryOversubscriptionEnabled,omitempty"`
-	RejectJobRegistration         bool   `json:"RejectJobRegistration,omitempty"`
-	PauseEvalBroker               bool   `json:"PauseEvalBroker,omitempty"`
-	CreateIndex                   uint64 `json:"CreateIndex"`
-	ModifyIndex                   uint64 `json:"ModifyIndex"`
+	// MemoryOversubscriptionEnabled is Nomad's; drover has no memory
+	// oversubscription, so Validate accepts it only false (Nomad clients
+	// send all fields).
+	MemoryOversubscriptionEnabled bool `json:"MemoryOversubscriptionEnabled,omitempty"`
+	// RejectJobRegistration refuses job registration, dispatch and
+	// scaling (403), as Nomad without ACL tokens.
+	RejectJobRegistration bool `json:"RejectJobRegistration,omitempty"`
+	// PauseEvalBroker stops the scheduler workers taking new evals (they
+	// queue up); evals can be deleted only while it is set.
+	PauseEvalBroker bool   `json:"PauseEvalBroker,omitempty"`
+	CreateIndex     uint64 `json:"CreateIndex"`
+	ModifyIndex     uint64 `json:"ModifyIndex"`
 
 	// UsageRetentionHours is how long the usage ledger keeps its hourly
 	// buckets (0: 90 days). It is applied as allocs finish.
@@ -85,14 +89,8 @@ func (c *SchedulerConfiguration) Validate() error {
 	if c == nil {
 		return fmt.Errorf("scheduler configuration required: %w", ErrBadRequest)
 	}
-	for _, f := range []struct {
-		name string
-		on   bool
-	}{{"MemoryOversubscriptionEnabled", c.MemoryOversubscriptionEnabled},
-		{"RejectJobRegistration", c.RejectJobRegistration}, {"PauseEvalBroker", c.PauseEvalBroker}} {
-		if f.on {
-			return Errorf(ErrBadRequest, f.name+" is not supported by drover: set it false or leave it out")
-		}
+	if c.MemoryOversubscriptionEnabled {
+		return Errorf(ErrBadRequest, "MemoryOversubscriptionEnabled is not supported by drover: set it false or leave it out")
 	}
 	if c.UsageRetentionHours < 0 || c.UsageRetentionHours > MaxUsageRetentionHours {
 		return Errorf(ErrBadRequest, fmt.Sprintf("invalid UsageRetentionHours %d: want 0 (90 days) to %d",

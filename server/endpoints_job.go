@@ -26,6 +26,9 @@ func (s *Server) registerJob(ctx context.Context, req *api.JobRegisterRequest, t
 	if !s.IsLeader() {
 		return nil, errNotLeader()
 	}
+	if err := s.registrationAllowed(); err != nil {
+		return nil, err
+	}
 	cur, err := s.State().JobByID(nil, job.Namespace, job.ID)
 	if err != nil {
 		return nil, fmt.Errorf("job %q: %w", job.ID, err)

@@ -33,6 +33,9 @@ func (s *Server) DispatchJob(ctx context.Context, ns, id string, req *api.JobDis
 	if req == nil {
 		req = &api.JobDispatchRequest{}
 	}
+	if err := s.registrationAllowed(); err != nil {
+		return nil, err
+	}
 	parent, err := s.currentJob(ns, id)
 	if err != nil {
 		return nil, err

@@ -59,3 +59,17 @@ func schedulerOptions(r schedulerConfigReader) (pre scheduler.PreemptionConfig, 
 	}
 	return c.PreemptionConfig, c.Algorithm()
 }
+
+// registrationAllowed refuses job registration, dispatch and scaling while
+// the scheduler configuration sets RejectJobRegistration (403, as Nomad
+// for requests without a management token).
+func (s *Server) registrationAllowed() error {
+	c, err := s.State().SchedulerConfig(nil)
+	if err != nil {
+		return fmt.Errorf("read scheduler configuration: %w", err)
+	}
+	if c != nil && c.RejectJobRegistration {
+		return api.Errorf(api.ErrPermissionDenied, "job registration, dispatch and scaling are disabled by the scheduler configuration (RejectJobRegistration)")
+	}
+	return nil
+}

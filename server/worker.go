@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hashicorp/go-memdb"
+
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/server/broker"
 	"github.com/drover/drover/server/scheduler"
@@ -26,6 +28,8 @@ type evalSource interface {
 	Dequeue(ctx context.Context, types []string, timeout time.Duration) (*api.Evaluation, string, error)
 	Ack(evalID, token string) error
 	Nack(evalID, token string) error
+	// OutstandingReset restarts a dequeued eval's nack timer.
+	OutstandingReset(evalID, token string) error
 }
 
 // planSubmitter queues a plan for the plan applier.
@@ -57,9 +61,23 @@ type worker struct {
 func (w *worker) Run(ctx context.Context) {
 	log := w.log
 	for {
-		e, tok, err := w.evals.Dequeue(ctx, schedulerTypes, 0)
+		if !w.waitUnpaused(ctx) {
+			return
+		}
+		dctx, stop := w.untilConfigChange(ctx)
+		e, tok, err := w.evals.Dequeue(dctx, schedulerTypes, 0)
+		stop()
 		if err != nil {
+			if ctx.Err() == nil && dctx.Err() != nil {
+				continue // the scheduler configuration changed: paused?
+			}
 			return // leadership revoked or shutting down
+		}
+		if !w.holdWhilePaused(ctx, e, tok) {
+			if ctx.Err() != nil {
+				return
+			}
+			continue // the eval is no longer ours: the broker hands it out again
 		}
 		if err := w.processEval(ctx, e, tok); err != nil {
 			log.Warn("eval failed, nacking", "eval", e.ID, "job", e.JobID, "err", err)
@@ -74,6 +92,68 @@ func (w *worker) Run(ctx context.Context) {
 	}
 }
 
+// waitUnpaused returns once the scheduler configuration does not pause
+// the eval broker (PauseEvalBroker: workers take no new evals, as Nomad;
+// evals queue up), false when ctx ended. It waits on the configuration's
+// watch, not by polling.
+func (w *worker) waitUnpaused(ctx context.Context) bool {
+	for ctx.Err() == nil {
+		ws := memdb.NewWatchSet()
+		c, err := w.State().SchedulerConfig(ws)
+		if err != nil || c == nil || !c.PauseEvalBroker {
+			return true
+		}
+		ws.Add(w.State().AbandonCh())
+		if err := ws.WatchCtx(ctx); err != nil {
+			return false
+		}
+	}
+	return false
+}
+
+// pausedHoldReset is how often a worker holding an eval while the broker
+// is paused restarts its nack timer (the broker's is 60 s by default).
+const pausedHoldReset = 10 * time.Second
+
+// holdWhilePaused keeps an eval dequeued just as the broker was paused
+// until the pause ends (a nack would count as a failed delivery), keeping
+// its nack timer from firing; false when ctx ended or the eval is no
+// longer this worker's.
+func (w *worker) holdWhilePaused(ctx context.Context, e *api.Evaluation, tok string) bool {
+	for {
+		ws := memdb.NewWatchSet()
+		c, err := w.State().SchedulerConfig(ws)
+		if err != nil || c == nil || !c.PauseEvalBroker {
+			return true
+		}
+		ws.Add(w.State().AbandonCh())
+		wctx, cancel := context.WithTimeout(ctx, pausedHoldReset)
+		_ = ws.WatchCtx(wctx)
+		cancel()
+		if ctx.Err() != nil {
+			return false
+		}
+		if err := w.evals.OutstandingReset(e.ID, tok); err != nil {
+			w.log.Warn("hold eval while paused", "eval", e.ID, "err", err)
+			return false
+		}
+	}
+}
+
+// untilConfigChange is ctx, also cancelled when the scheduler
+// configuration changes (so a worker waiting for an eval sees a pause).
+func (w *worker) untilConfigChange(ctx context.Context) (context.Context, context.CancelFunc) {
+	ws := memdb.NewWatchSet()
+	_, _ = w.State().SchedulerConfig(ws) // an error leaves only ctx and the abandon channel
+	ws.Add(w.State().AbandonCh())
+	dctx, cancel := context.WithCancel(ctx)
+	go func() {
+		_ = ws.WatchCtx(dctx)
+		cancel()
+	}()
+	return dctx, cancel
+}
+
 // processEval runs the scheduler on a snapshot at least as new as the
 // eval, submits the plan (retrying on fresh state when nodes were
 // rejected) and commits the eval's outcome.
@@ -84,6 +164,14 @@ func (w *worker) processEval(ctx context.Context, e *api.Evaluation, token strin
 	cancel()
 	if err != nil {
 		return fmt.Errorf("snapshot at %d: %w", e.ModifyIndex, err)
+	}
+	if cur, err := snap.EvalByID(nil, e.ID); err != nil {
+		return fmt.Errorf("read eval %s: %w", e.ID, err)
+	} else if cur == nil {
+		// Deleted (drover eval delete, with the broker paused) while it
+		// waited here: done, never written back.
+		w.log.Info("skipping a deleted eval", "eval", e.ID, "job", e.JobID)
+		return nil
 	}
 	var res *scheduler.Result
 	exhausted := false

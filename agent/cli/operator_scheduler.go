@@ -60,6 +60,8 @@ func newSchedulerSetConfigCmd() *cobra.Command {
 	sysbatch := f.Bool("preempt-sysbatch-scheduler", false, "let sysbatch jobs preempt lower-priority allocs")
 	batch := f.Bool("preempt-batch-scheduler", false, "let batch jobs preempt lower-priority allocs")
 	service := f.Bool("preempt-service-scheduler", false, "let service jobs preempt lower-priority allocs")
+	pause := f.Bool("pause-eval-broker", false, "stop the scheduler workers taking new evaluations (needed for eval delete)")
+	reject := f.Bool("reject-job-registration", false, "refuse job registration, dispatch and scaling")
 	retention := f.Int("usage-retention-hours", 0, "hours of hourly buckets the usage ledger keeps (0: 90 days)")
 	checkIndex := f.Uint64("check-index", 0, "write only if the configuration's ModifyIndex is still this (check-and-set)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -95,6 +97,8 @@ func newSchedulerSetConfigCmd() *cobra.Command {
 			{"preempt-sysbatch-scheduler", sysbatch, &c.PreemptionConfig.SysBatchSchedulerEnabled},
 			{"preempt-batch-scheduler", batch, &c.PreemptionConfig.BatchSchedulerEnabled},
 			{"preempt-service-scheduler", service, &c.PreemptionConfig.ServiceSchedulerEnabled},
+			{"pause-eval-broker", pause, &c.PauseEvalBroker},
+			{"reject-job-registration", reject, &c.RejectJobRegistration},
 		} {
 			if changed(p.flag) {
 				*p.dst = *p.val

@@ -27,26 +27,9 @@ const maxFilterLen = 4096
 // pages follow). Bad parameters are 400s.
 func listPage[T any](w nethttp.ResponseWriter, r *nethttp.Request, items []T, key func(T) string) ([]T, error) {
 	q := r.URL.Query()
-	out := items
-	if f := q.Get("filter"); f != "" {
-		if len(f) > maxFilterLen {
-			return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("filter is %d bytes, over the %d byte limit", len(f), maxFilterLen))
-		}
-		ev, err := bexpr.CreateEvaluator(f)
-		if err != nil {
-			return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("invalid filter %q: %v", f, err))
-		}
-		kept := make([]T, 0, len(items))
-		for _, it := range items {
-			ok, err := ev.Evaluate(it)
-			if err != nil {
-				return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("filter %q: %v", f, err))
-			}
-			if ok {
-				kept = append(kept, it)
-			}
-		}
-		out = kept
+	out, err := filterItems(items, q.Get("filter"))
+	if err != nil {
+		return nil, err
 	}
 	perPage := 0
 	if v := q.Get("per_page"); v != "" {
@@ -74,6 +57,32 @@ func listPage[T any](w nethttp.ResponseWriter, r *nethttp.Request, items []T, ke
 		sorted = sorted[:perPage]
 	}
 	return sorted, nil
+}
+
+// filterItems keeps the items a go-bexpr expression over their fields
+// matches ("" keeps all); a bad or over-long filter is a 400.
+func filterItems[T any](items []T, f string) ([]T, error) {
+	if f == "" {
+		return items, nil
+	}
+	if len(f) > maxFilterLen {
+		return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("filter is %d bytes, over the %d byte limit", len(f), maxFilterLen))
+	}
+	ev, err := bexpr.CreateEvaluator(f)
+	if err != nil {
+		return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("invalid filter %q: %v", f, err))
+	}
+	kept := make([]T, 0, len(items))
+	for _, it := range items {
+		ok, err := ev.Evaluate(it)
+		if err != nil {
+			return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("filter %q: %v", f, err))
+		}
+		if ok {
+			kept = append(kept, it)
+		}
+	}
+	return kept, nil
 }
 
 // nsKey orders namespaced objects by namespace, then ID.

@@ -52,6 +52,7 @@ func (s *HTTPServer) routes() {
 	h("PUT /v1/allocation/{id}/stop", s.allocStop)
 
 	h("GET /v1/evaluations", s.evalList)
+	h("DELETE /v1/evaluations", s.evalDelete)
 	h("GET /v1/evaluation/{id}", s.evalGet)
 	h("GET /v1/evaluation/{id}/allocations", s.evalAllocs)
 
