@@ -55,7 +55,7 @@ func TestApplySchedulerConfig(t *testing.T) {
 	for name, req := range map[string]SchedulerConfigRequest{
 		"unknown algorithm": {Config: &api.SchedulerConfiguration{SchedulerAlgorithm: "roundrobin"}},
 		"no config":         {},
-		"unsupported":       {Config: &api.SchedulerConfiguration{PauseEvalBroker: true}},
+		"unsupported":       {Config: &api.SchedulerConfiguration{MemoryOversubscriptionEnabled: true}},
 	} {
 		if err := a.apply(SchedulerConfigType, req); !errors.Is(err, api.ErrBadRequest) {
 			t.Errorf("%s: got %v, want ErrBadRequest", name, err)
