@@ -161,3 +161,61 @@ func placeOnce(b *testing.B, nservers, nodes, jobs, count int) placeResult {
 		nservers, nodes, total, dt.Round(time.Millisecond), r.rate, r.registerS, rss0, rss1, rss2, heap0, heap1, heap2, st)
 	return r
 }
+
+// BenchmarkRaftApply: committed writes/s through the API and Raft (a
+// node re-registering: one Raft entry, an FSM upsert, no evals) at
+// concurrency 1, 16 and 64, on 1 and on 3 servers.
+func BenchmarkRaftApply(b *testing.B) {
+	for _, n := range []int{1, 3} {
+		b.Run(fmt.Sprintf("servers=%d", n), func(b *testing.B) {
+			servers := startServers(b, n, writeServerConfig(b, b.TempDir(), 10*time.Second, 10*time.Second))
+			leader := servers[waitLeader(b, servers, 30*time.Second)]
+			for _, conc := range []int{1, 16, 64} {
+				b.Run(fmt.Sprintf("conc=%d", conc), func(b *testing.B) { benchApply(b, leader, conc) })
+			}
+		})
+	}
+}
+
+func benchApply(b *testing.B, leader *benchServer, conc int) {
+	ctx := context.Background()
+	nodes := make([]*api.Node, conc)
+	for i := range nodes {
+		nodes[i] = &api.Node{ID: fmt.Sprintf("00000000-0000-4000-8000-%012d", i), SecretID: fmt.Sprintf("secret-%d", i),
+			Name: fmt.Sprintf("apply-%d", i), Datacenter: "dc1", Attributes: map[string]string{"kernel.name": "linux"},
+			NodeResources: &api.NodeResources{Cpu: api.NodeCpuResources{CpuShares: 1000}, Memory: api.NodeMemoryResources{MemoryMB: 1024}}}
+		if _, err := leader.api.RegisterNode(ctx, nodes[i]); err != nil {
+			b.Fatalf("register: %v", err)
+		}
+	}
+	// 500 writes in a row, or 3,000 spread over the goroutines.
+	per := 500
+	if conc > 1 {
+		per = max(20, 3000/conc)
+	}
+	b.ResetTimer()
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	errc := make(chan error, conc)
+	for i := range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range per {
+				if _, err := leader.api.RegisterNode(ctx, nodes[i]); err != nil {
+					errc <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	dt := time.Since(t0)
+	b.StopTimer()
+	close(errc)
+	for err := range errc {
+		b.Fatalf("write: %v", err)
+	}
+	b.ReportMetric(float64(per*conc)/dt.Seconds(), "writes/s")
+	b.ReportMetric(float64(dt.Microseconds())/1e3/float64(per), "ms/write")
+}
