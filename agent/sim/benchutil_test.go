@@ -178,19 +178,20 @@ func benchJob(id string, count int) *api.Job {
 			Tasks: []*api.Task{{Name: "t", Driver: "mock", Resources: &api.Resources{CPU: 1600, MemoryMB: 4000}}}}}}
 }
 
-// running sums the jobs' running allocs from their summaries.
-func running(ctx context.Context, c *api.Client, jobs []string) (int, error) {
-	total := 0
+// running sums the jobs' running allocs from their summaries, and the
+// placed ones (starting or running).
+func running(ctx context.Context, c *api.Client, jobs []string) (run, placed int, err error) {
 	for _, j := range jobs {
 		s, _, err := c.JobSummary(ctx, j, nil)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		for _, g := range s.Summary {
-			total += g.Running
+			run += g.Running
+			placed += g.Running + g.Starting
 		}
 	}
-	return total, nil
+	return run, placed, nil
 }
 
 func median(v []float64) float64 {
