@@ -101,6 +101,10 @@ type Server struct {
 	// as missing (default 10s). HCL: min_heartbeat_ttl, heartbeat_grace.
 	MinHeartbeatTTL time.Duration
 	HeartbeatGrace  time.Duration
+	// MaxHeartbeatsPerSecond caps the cluster's heartbeat rate: TTLs grow
+	// with the node count to stay under it (0: the server's default, 50).
+	// HCL: max_heartbeats_per_second.
+	MaxHeartbeatsPerSecond float64
 	// LeaveOnTerminate: on shutdown the server leaves the gossip pool, so
 	// the leader removes it from Raft at once (HCL leave_on_terminate).
 	LeaveOnTerminate bool
@@ -278,6 +282,7 @@ type fileServer struct {
 	Stabilization   *string   `hcl:"server_stabilization_time,optional"`
 	MinHeartbeatTTL *string   `hcl:"min_heartbeat_ttl,optional"`
 	HeartbeatGrace  *string   `hcl:"heartbeat_grace,optional"`
+	MaxHeartbeats   *float64  `hcl:"max_heartbeats_per_second,optional"`
 	ServerJoin      *fileJoin `hcl:"server_join,block"`
 	Remain          hcl.Body  `hcl:",remain"`
 }
@@ -390,6 +395,12 @@ func Parse(src []byte, filename string, base *Config) (*Config, error) {
 				return nil, fmt.Errorf("%w: %s: server.%s = %q: want a duration such as 30s", ErrInvalid, filename, d.name, *d.v)
 			}
 			*d.dst = v
+		}
+		if s.MaxHeartbeats != nil {
+			if *s.MaxHeartbeats <= 0 {
+				return nil, fmt.Errorf("%w: %s: server.max_heartbeats_per_second = %g: want more than 0", ErrInvalid, filename, *s.MaxHeartbeats)
+			}
+			c.Server.MaxHeartbeatsPerSecond = *s.MaxHeartbeats
 		}
 		c.Join = append(c.Join, s.RetryJoin...)
 		if s.ServerJoin != nil {

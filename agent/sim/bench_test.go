@@ -340,3 +340,103 @@ func failoverOnce(b *testing.B, rounds, nodes int) ([]float64, int) {
 	b.Logf("failovers %v ms; %d acknowledged writes, %d lost; sim %+v", times, len(acked), lost, s.Stats())
 	return times, lost
 }
+
+// BenchmarkNodeLossStorm: 10% of the simulated nodes (every tenth) stop
+// heartbeating at once while their allocs run; reports the time from the
+// loss until the servers marked them all down (TTL 2-3 s + 2 s grace
+// here) and until every lost alloc was replaced and reads running again.
+// Default 2,000 nodes and 20,000 allocs (DROVER_BENCH_STORM_NODES and
+// _ALLOCS for the 10,000 and 100,000). Nomad publishes no figure.
+func BenchmarkNodeLossStorm(b *testing.B) {
+	nodes := envInt("DROVER_BENCH_STORM_NODES", 2000)
+	allocs := envInt("DROVER_BENCH_STORM_ALLOCS", 20000)
+	var downS, replacedS []float64
+	for range b.N {
+		d, r := stormOnce(b, nodes, allocs)
+		downS, replacedS = append(downS, d), append(replacedS, r)
+	}
+	b.ReportMetric(median(downS), "all-down-s")
+	b.ReportMetric(median(replacedS), "all-replaced-s")
+	b.ReportMetric(float64(nodes), "nodes")
+}
+
+func stormOnce(b *testing.B, nodes, allocs int) (downS, replacedS float64) {
+	b.StopTimer()
+	// 2 s TTLs even at 10,000 nodes: the storm is about replacement, not
+	// about waiting out production TTLs.
+	servers := startServers(b, 1, writeServerConfig(b, b.TempDir(), 2*time.Second, 2*time.Second, nodes))
+	leader := servers[0]
+	ctx := context.Background()
+	s, err := sim.Start(ctx, sim.Config{Servers: addrs(servers), Nodes: nodes})
+	if err != nil {
+		b.Fatalf("sim: %v", err)
+	}
+	defer s.Stop()
+	const jobs = 10
+	ids := make([]string, jobs)
+	for j := range jobs {
+		ids[j] = fmt.Sprintf("storm-%d", j)
+		if _, err := leader.api.RegisterJob(ctx, &api.JobRegisterRequest{Job: benchJob(ids[j], allocs/jobs)}, nil); err != nil {
+			b.Fatalf("register job: %v", err)
+		}
+	}
+	total := allocs / jobs * jobs
+	waitRunning := func(what string) {
+		deadline := time.Now().Add(30 * time.Minute)
+		for {
+			n, _, err := running(ctx, leader.api, ids)
+			if err != nil {
+				b.Fatalf("job summaries: %v", err)
+			}
+			if n >= total {
+				return
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("%s: %d of %d running after 30 minutes; sim %+v", what, n, total, s.Stats())
+			}
+			time.Sleep(50 * time.Millisecond) // polling interval
+		}
+	}
+	waitRunning("before the storm")
+	var lost []int
+	for i := 0; i < nodes; i += 10 {
+		lost = append(lost, i)
+	}
+	ids0 := s.NodeIDs()
+	b.StartTimer()
+	t0 := time.Now()
+	s.Kill(lost...)
+	// All lost nodes down.
+	for {
+		list, _, err := leader.api.Nodes(ctx, nil)
+		if err != nil {
+			b.Fatalf("nodes: %v", err)
+		}
+		down := map[string]bool{}
+		for _, n := range list {
+			if n.Status == api.NodeStatusDown {
+				down[n.ID] = true
+			}
+		}
+		all := true
+		for _, i := range lost {
+			all = all && down[ids0[i]]
+		}
+		if all {
+			break
+		}
+		if time.Since(t0) > 10*time.Minute {
+			b.Fatal("lost nodes not all down within 10 minutes")
+		}
+		time.Sleep(50 * time.Millisecond) // polling interval
+	}
+	downS = time.Since(t0).Seconds()
+	// Running counts drop as the lost allocs are marked lost; wait for the
+	// replacements.
+	waitRunning("after the storm")
+	replacedS = time.Since(t0).Seconds()
+	b.StopTimer()
+	b.Logf("%d nodes, %d allocs: %d nodes lost; all down after %.1fs, all replaced after %.1fs; sim %+v",
+		nodes, total, len(lost), downS, replacedS, s.Stats())
+	return downS, replacedS
+}

@@ -30,12 +30,17 @@ type benchServer struct {
 
 // writeServerConfig is the HCL every benchmark server reads: the TTL
 // floor and heartbeat grace, and no per-client connection limit (the
-// load generators all share 127.0.0.1).
-func writeServerConfig(b testing.TB, dir string, minTTL, grace time.Duration) string {
+// load generators all share 127.0.0.1); maxHB > 0 sets
+// max_heartbeats_per_second (TTLs then grow more slowly with the nodes).
+func writeServerConfig(b testing.TB, dir string, minTTL, grace time.Duration, maxHB ...int) string {
 	b.Helper()
 	p := filepath.Join(dir, "server.hcl")
-	hcl := fmt.Sprintf("server {\n  min_heartbeat_ttl = %q\n  heartbeat_grace = %q\n}\nlimits {\n  http_max_conns_per_client = 0\n}\n",
-		minTTL.String(), grace.String())
+	extra := ""
+	if len(maxHB) > 0 {
+		extra = fmt.Sprintf("  max_heartbeats_per_second = %d\n", maxHB[0])
+	}
+	hcl := fmt.Sprintf("server {\n  min_heartbeat_ttl = %q\n  heartbeat_grace = %q\n%s}\nlimits {\n  http_max_conns_per_client = 0\n}\n",
+		minTTL.String(), grace.String(), extra)
 	if err := os.WriteFile(p, []byte(hcl), 0o644); err != nil {
 		b.Fatal(err)
 	}
