@@ -156,8 +156,10 @@ func cpuSeconds(b testing.TB, pid int) float64 {
 	return (ut + st) / 100 // USER_HZ
 }
 
-// heapMB is the server's Go heap in use, from its Prometheus metrics
-// (after a GC it forced? no: as it is), in MiB; -1 when not exported.
+// heapMB is the server's live Go heap as of its last GC, in MiB: the
+// heap goal it exports (go_memstats_next_gc_bytes) over 1 + GOGC/100.
+// (heap_inuse would count the garbage not yet collected too.) -1 when
+// not exported.
 func heapMB(s *benchServer) float64 {
 	r, err := http.Get(s.base + "/v1/metrics")
 	if err != nil {
@@ -166,13 +168,21 @@ func heapMB(s *benchServer) float64 {
 	defer r.Body.Close()
 	sc := bufio.NewScanner(r.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	goal, gogc := -1.0, 100.0
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_heap_inuse_bytes "); ok {
-			f, _ := strconv.ParseFloat(v, 64)
-			return f / (1 << 20)
+		if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_next_gc_bytes "); ok {
+			goal, _ = strconv.ParseFloat(v, 64)
+		}
+		if v, ok := strings.CutPrefix(sc.Text(), "go_gc_gogc_percent "); ok {
+			if g, err := strconv.ParseFloat(v, 64); err == nil && g > 0 {
+				gogc = g
+			}
 		}
 	}
-	return -1
+	if goal < 0 {
+		return -1
+	}
+	return goal / (1 + gogc/100) / (1 << 20)
 }
 
 // benchJob is a service job of count allocs of a mock task sized so
