@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/server/state"
@@ -80,13 +81,15 @@ func Encode(t MessageType, body any) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode %v: %w", t, err)
 	}
-	env, err := json.Marshal(envelope{Version: CommandVersion, Body: b})
-	if err != nil {
-		return nil, fmt.Errorf("encode %v: %w", t, err)
-	}
-	out := make([]byte, 0, len(env)+1)
+	// The envelope by hand: json.Marshal of it would copy and re-scan the
+	// (already compact) body, doubling the cost of a 10,000-alloc plan.
+	// The bytes are the same as envelope's encoding.
+	head := `{"Version":` + strconv.Itoa(CommandVersion) + `,"Body":`
+	out := make([]byte, 0, 1+len(head)+len(b)+1)
 	out = append(out, byte(t))
-	return append(out, env...), nil
+	out = append(out, head...)
+	out = append(out, b...)
+	return append(out, '}'), nil
 }
 
 // Decode splits a log entry into its type and body, checking the version.
