@@ -56,3 +56,22 @@ func BenchmarkEncodePlan1000(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecodePlan1000 measures splitting a 1,000-placement plan entry
+// into type and body (every server does it for every entry).
+func BenchmarkDecodePlan1000(b *testing.B) {
+	req := ApplyPlanResultsRequest{Job: job("web")}
+	for k := 0; k < 1000; k++ {
+		req.AllocsPlaced = append(req.AllocsPlaced, alloc(fmt.Sprintf("alloc-%04d", k), "web", fmt.Sprintf("node-%04d", k)))
+	}
+	data, err := Encode(ApplyPlanResultsType, req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := Decode(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

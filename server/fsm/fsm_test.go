@@ -281,4 +281,13 @@ func TestEncodeMatchesEnvelope(t *testing.T) {
 	if err != nil || typ != JobRegisterType || string(raw) != string(b) {
 		t.Errorf("Decode = %v, %s, %v; want %v, %s", typ, raw, err, JobRegisterType, b)
 	}
+	// Entries not in Encode's exact form still decode (the slow path).
+	other := append([]byte{byte(JobRegisterType)}, `{"Body": `+string(b)+`, "Version": 1}`...)
+	if typ, raw, err := Decode(other); err != nil || typ != JobRegisterType || string(raw) != string(b) {
+		t.Errorf("Decode(reordered) = %v, %s, %v; want %v, %s", typ, raw, err, JobRegisterType, b)
+	}
+	bad := append([]byte{byte(JobRegisterType)}, envelopeHead+`{"Job":}`+"}"...)
+	if _, _, err := Decode(bad); err == nil {
+		t.Errorf("Decode(%q): no error", bad)
+	}
 }
