@@ -46,6 +46,7 @@ BENCH_SUMMARY = BEGIN { \
 	t["DevAgentStart start-ms"] = "<= 100"; t["DevAgentIdleRSS idle-RSS-MB"] = "<= 30"; \
 	t["RawExec100 run100-s"] = "<= 3.5"; t["RawExec100 helpers-RSS-MB"] = "<= 300"; t["RawExec100 helpers-PSS-MB"] = "<= 300"; \
 	t["GPUFragmentation whole-free-%"] = ">= 97"; t["GPUNVLinkShare seq214-nvlinked-%"] = ">= 100"; \
+	t["FairShare share-error-%"] = "<= 5"; t["FairShare late-queue-rounds"] = "<= 1"; \
 	t["Placements10x10000 placements/s"] = ">= 3750"; t["Placements10x10000 missed-heartbeats"] = "<= 0"; \
 	t["C1M placements/s"] = ">= 10000"; t["C1M missed-heartbeats"] = "<= 0"; \
 	t["LeaderFailover leader-ms"] = "<= 1500"; t["LeaderFailover writes-lost"] = "<= 0" } \

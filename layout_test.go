@@ -31,6 +31,8 @@ var rules = []rule{
 	{prefix: "server", allowed: func(i string) bool { return !under(i, "agent") && !under(i, "drivers") && !under(i, "ui") }},
 	// capacity is the pure resource model the scheduler and the plan applier share.
 	{prefix: "server/capacity", stdOnly: true, allowed: func(i string) bool { return under(i, "api") }},
+	// fairshare is the pure fair-share calculator the scheduler and the server share.
+	{prefix: "server/fairshare", stdOnly: true, allowed: func(i string) bool { return under(i, "api") }},
 	// ui's tests start the real binary through the shared test helpers.
 	{prefix: "ui", allowed: func(i string) bool { return under(i, "api") },
 		testAllowed: func(i string) bool { return i == "drivers/drivertest" }},

@@ -94,7 +94,7 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 		Addr: cfg.HTTPAddr(), Listener: a.httpLn, Registry: a.registry, Logger: a.base,
 		Self: a.self, Members: a.members, Monitor: a.monitor,
 		ReadTimeout: cfg.Limits.HTTPReadTimeout, MaxConnsPerClient: cfg.Limits.HTTPMaxConnsPerClient,
-		SnapshotRestoreMaxBytes: cfg.Limits.SnapshotRestoreMaxBytes,
+		SnapshotRestoreMaxBytes: cfg.Limits.SnapshotRestoreMaxBytes, UsagePrices: cfg.Server.UsagePrices,
 	}
 	if cfg.Server.Enabled {
 		dataDir := cfg.DataDir

@@ -226,6 +226,13 @@ type AllocMetric struct {
 	// members, 7 fit" (nothing of it is held), or that it timed out
 	// (drover addition).
 	GangFailure string `json:"GangFailure,omitempty"`
+	// Reasons are why the group waits, structured (api/pending.go);
+	// every failed group has at least one (drover addition).
+	Reasons []PendingReason `json:"Reasons,omitempty"`
+	// Counterfactuals say what would let it run: a preemption the
+	// scheduler did not make, or a running job whose end frees room
+	// (drover addition).
+	Counterfactuals []Counterfactual `json:"Counterfactuals,omitempty"`
 }
 
 // NodeScoreMeta is a top-scoring node's score breakdown.

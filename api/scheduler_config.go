@@ -37,7 +37,19 @@ type SchedulerConfiguration struct {
 	PauseEvalBroker               bool   `json:"PauseEvalBroker,omitempty"`
 	CreateIndex                   uint64 `json:"CreateIndex"`
 	ModifyIndex                   uint64 `json:"ModifyIndex"`
+
+	// UsageRetentionHours is how long the usage ledger keeps its hourly
+	// buckets (0: 90 days). It is applied as allocs finish.
+	UsageRetentionHours int `json:"UsageRetentionHours,omitempty"`
 }
+
+// DefaultUsageRetentionHours is the usage ledger's retention when
+// UsageRetentionHours is 0 (90 days).
+const DefaultUsageRetentionHours = 90 * 24
+
+// MaxUsageRetentionHours bounds SchedulerConfiguration.UsageRetentionHours
+// (ten years of hourly buckets).
+const MaxUsageRetentionHours = 10 * 365 * 24
 
 // DefaultSchedulerConfiguration is what a cluster uses until an operator
 // sets one: binpack, and every job type preempts (a job evicts allocs of
@@ -81,6 +93,10 @@ func (c *SchedulerConfiguration) Validate() error {
 		if f.on {
 			return Errorf(ErrBadRequest, f.name+" is not supported by drover: set it false or leave it out")
 		}
+	}
+	if c.UsageRetentionHours < 0 || c.UsageRetentionHours > MaxUsageRetentionHours {
+		return Errorf(ErrBadRequest, fmt.Sprintf("invalid UsageRetentionHours %d: want 0 (90 days) to %d",
+			c.UsageRetentionHours, MaxUsageRetentionHours))
 	}
 	switch c.SchedulerAlgorithm {
 	case "", SchedulerAlgorithmBinpack, SchedulerAlgorithmSpread:

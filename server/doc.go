@@ -8,16 +8,20 @@
 // (leader.go, which only starts and stops the leader duties); the duties,
 // each a component with narrow dependencies and Run(ctx): scheduler workers
 // (worker.go), the plan applier (plan_apply.go, fit.go over
-// server/capacity), node heartbeats (heartbeat.go), the drainer
+// server/capacity; plan_quota.go re-checks queue limits), node heartbeats (heartbeat.go), the drainer
 // (drain.go), eval GC (gc.go), the eval reaper (reaper.go), the periodic
 // launcher (periodic.go; cron parsing is api.PeriodicConfig.Next), the
 // deployment watcher (deploymentwatcher.go: alloc health, rollout evals,
 // failure, auto-revert, stable versions) and autopilot (autopilot.go: new
 // servers join as non-voters and are promoted once caught up, left ones
 // are removed, failed ones after DeadServerGrace without risking quorum).
-// Also the scheduler configuration (scheduler_config.go), the job diff
+// The queues' fair shares (fair.go: computed per Raft index from state
+// with server/fairshare, handed to the scheduler as Options.FairShare and
+// to the broker as its queue-deficit order). Also the scheduler
+// configuration (scheduler_config.go), the job diff
 // (jobdiff.go), the endpoint methods (endpoints_*.go, deployment endpoints
-// in deploymentwatcher.go) and metrics. Multi-server: membership.go
+// in deploymentwatcher.go) and metrics (metrics_queue.go: per-queue usage
+// from the ledger and queue-status gauges, collected at scrape time). Multi-server: membership.go
 // (Membership, the consumer view of gossip the agent adapts; bootstrap
 // with BootstrapExpect; leader lookup by Raft address) and
 // membership_snapshot.go (operator snapshot save/restore, verified before
@@ -28,11 +32,11 @@
 // Reactions: endpoints and duties write a change and the evals it calls
 // for in one Raft entry; the FSM then tells the commit reactor, which hands
 // pending evals to the broker, blocked ones to the blocked tracker, and
-// wakes blocked evals when a node can take work or an alloc freed
-// capacity. Nothing else enqueues or unblocks (a test enforces this); a new
+// wakes blocked evals when a node can take work, an alloc freed capacity
+// (or room in a limited queue) or a queue changed. Nothing else enqueues or unblocks (a test enforces this); a new
 // leader restores both from state.
 //
-// Imports: api, server/{state,fsm,raftstore,scheduler,broker,capacity},
+// Imports: api, server/{state,fsm,raftstore,scheduler,broker,capacity,fairshare},
 // hashicorp raft/memdb and prometheus. Never agent or drivers (a test
 // enforces this).
 //

@@ -33,6 +33,9 @@ func (s *Server) registerJob(ctx context.Context, req *api.JobRegisterRequest, t
 	if err := s.checkNodePool(job); err != nil {
 		return nil, err
 	}
+	if err := s.checkQueue(job); err != nil {
+		return nil, err
+	}
 	if req.EnforceIndex {
 		var have uint64
 		if cur != nil {

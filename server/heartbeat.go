@@ -285,6 +285,7 @@ const lostDescription = "alloc is lost since its node is down"
 // the alloc updates and the evals written.
 func (s *Server) writeNodeLoss(ctx context.Context, node *api.Node, allocs []*api.Allocation, status, why string,
 	mark func(*api.Allocation) (clientStatus, desc string)) ([]*api.Allocation, []*api.Evaluation, error) {
+	now := s.clock.Now()
 	var ups []*api.Allocation
 	for _, a := range allocs {
 		if a.TerminalStatus() {
@@ -295,9 +296,9 @@ func (s *Server) writeNodeLoss(ctx context.Context, node *api.Node, allocs []*ap
 			continue
 		}
 		ups = append(ups, &api.Allocation{ID: a.ID, NodeID: node.ID, Namespace: a.Namespace, JobID: a.JobID,
-			TaskGroup: a.TaskGroup, ClientStatus: cs, ClientDescription: desc, TaskStates: a.TaskStates})
+			TaskGroup: a.TaskGroup, ClientStatus: cs, ClientDescription: desc, TaskStates: a.TaskStates,
+			ModifyTime: now.UnixNano()}) // the usage ledger's end of a lost alloc
 	}
-	now := s.clock.Now()
 	evals := s.nodeEvals(node, allocs, api.EvalTriggerNodeUpdate, now)
 	actx, cancel := s.applyCtx(ctx)
 	defer cancel()

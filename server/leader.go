@@ -92,7 +92,7 @@ func (s *Server) leaderDuties(since time.Time) []leaderDuty {
 	}
 	for range s.cfg.NumSchedulers {
 		duties = append(duties, &worker{serverCore: s.named("worker"), evals: s.broker, plans: s.planQueue,
-			blocked: s.blocked, obsolete: s.cancelDuplicateBlocked})
+			blocked: s.blocked, obsolete: s.cancelDuplicateBlocked, fair: s.fair})
 	}
 	if a := s.newAutopilot(); a != nil {
 		duties = append(duties, a)

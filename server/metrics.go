@@ -38,6 +38,7 @@ func newMetrics(s *Server) *metrics {
 		gauge("drover_broker_delayed", "Evaluations waiting for their WaitUntil.", func() float64 { return float64(s.broker.Stats().TotalDelayed) }),
 		gauge("drover_broker_blocked", "Blocked evaluations waiting for capacity.", func() float64 { return float64(s.blocked.Stats().TotalBlocked) }),
 		gauge("drover_plan_queue_depth", "Plans waiting for the applier.", func() float64 { return float64(s.planQueue.Depth()) }),
+		queueCollector{s: s},
 	}
 	return m
 }

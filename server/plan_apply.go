@@ -27,8 +27,9 @@ type tokenChecker interface {
 // planApplier is the leader's single plan applier, a leader duty: for each plan, in
 // priority order, it re-checks every node against the latest state, drops
 // the nodes that no longer fit (everything when the plan is AllAtOnce;
-// every member of a gang with a member on such a node, dropRejectedGangs)
-// and commits the rest through Raft.
+// every member of a gang with a member on such a node, dropRejectedGangs;
+// the nodes that would raise a queue above its limit, dropOverQuota) and
+// commits the rest through Raft.
 //
 // Verification of plan N+1 overlaps the Raft commit of plan N: N+1 is
 // checked against a snapshot plus N's changes (an overlay, deduplicated by
@@ -103,10 +104,11 @@ type planCommit struct {
 	index   uint64 // set before done is closed; 0 on failure
 	placed  map[string][]*api.Allocation
 	removed map[string]bool
+	job     *api.Job // the plan's job (placements carry none: appendStripped)
 }
 
 func newPlanCommit(req *state.ApplyPlanResultsRequest) *planCommit {
-	c := &planCommit{done: make(chan struct{}), placed: map[string][]*api.Allocation{}, removed: map[string]bool{}}
+	c := &planCommit{done: make(chan struct{}), placed: map[string][]*api.Allocation{}, removed: map[string]bool{}, job: req.Job}
 	for _, a := range req.AllocsPlaced {
 		c.placed[a.NodeID] = append(c.placed[a.NodeID], a)
 	}
@@ -209,9 +211,10 @@ func evaluatePlanOverlay(snap *state.Snapshot, plan *api.Plan, overlay *planComm
 		fits[id] = ok
 	}
 	if !plan.AllAtOnce {
-		// Dropping a rejected gang or the preemptions of a rejected
-		// placement can only reject more nodes (fits goes true to false),
-		// so alternate the two until neither rejects another.
+		// Dropping a rejected gang, the preemptions of a rejected
+		// placement or the nodes raising a queue over its limit
+		// (plan_quota.go) can only reject more nodes (fits goes true to
+		// false), so alternate them until none rejects another.
 		for {
 			before := rejectedCount(fits)
 			var err error
@@ -223,10 +226,15 @@ func evaluatePlanOverlay(snap *state.Snapshot, plan *api.Plan, overlay *planComm
 			if plan, err = dropOrphanPreemptions(snap, plan, overlay, fits); err != nil {
 				return nil, nil, err
 			}
+			if _, err = dropOverQuota(snap, plan, overlay, fits); err != nil {
+				return nil, nil, err
+			}
 			if rejectedCount(fits) == before {
 				break
 			}
 		}
+	} else if _, err := dropOverQuota(snap, plan, overlay, fits); err != nil {
+		return nil, nil, err
 	}
 	var rejected []string
 	accepted := make([]string, 0, len(ids))

@@ -16,6 +16,7 @@ type evalQueue interface {
 type capacityWaiters interface {
 	Block(e *api.Evaluation)
 	Unblock(class string, index uint64)
+	UnblockAll(index uint64)
 	Untrack(namespace, jobID string) *api.Evaluation
 }
 
@@ -39,7 +40,17 @@ type commitReactor struct {
 	obsolete func(*api.Evaluation)
 }
 
-var _ fsm.Hooks = (*commitReactor)(nil)
+var (
+	_ fsm.Hooks     = (*commitReactor)(nil)
+	_ fsm.QueueHook = (*commitReactor)(nil)
+)
+
+// QueuesUpdated wakes every blocked eval when a queue was created or
+// changed: a raised (or removed) limit may admit work blocked on it.
+// Queue writes are operator actions, rare next to alloc churn.
+func (r *commitReactor) QueuesUpdated(index uint64, _ []*api.Queue) {
+	r.blocked.UnblockAll(index)
+}
 
 func (r *commitReactor) EvalsUpserted(evals []*api.Evaluation) {
 	for _, e := range evals {
@@ -78,11 +89,26 @@ func (r *commitReactor) NodesUpdated(index uint64, nodes []*api.Node) {
 
 // AllocsUpdated wakes blocked evals of a node's class when an alloc there
 // stopped using its resources (a plan stopped or preempted it, the client
-// finished it), if the node can take work.
+// finished it), if the node can take work. An alloc of a queue under a
+// limit (its own or an ancestor's) also frees room in the queue wherever
+// it ran: a lost one, or one on a node that can't take work, wakes that
+// node's class too, which reaches the evals blocked on the limit (they
+// escape the class filter, see scheduler/quota.go).
 func (r *commitReactor) AllocsUpdated(index uint64, changes []fsm.AllocChange) {
 	var done map[string]bool
 	st := r.state()
 	for _, c := range changes {
+		if c.Freed() && !done[c.After.NodeID] && (c.After.ClientStatus == api.AllocClientStatusLost || !nodeReady(st, c.After.NodeID)) &&
+			queueLimited(st, api.JobQueue(c.After.Job)) {
+			if done == nil {
+				done = map[string]bool{}
+			}
+			done[c.After.NodeID] = true
+			if n, err := st.NodeByID(nil, c.After.NodeID); err == nil && n != nil {
+				r.blocked.Unblock(n.ComputedClass, index)
+			}
+			continue
+		}
 		// A lost alloc frees nothing usable: its node is going down
 		// (heartbeat missed) and the node's own evals replace it.
 		if !c.Freed() || c.After.ClientStatus == api.AllocClientStatusLost || done[c.After.NodeID] {
@@ -98,4 +124,20 @@ func (r *commitReactor) AllocsUpdated(index uint64, changes []fsm.AllocChange) {
 		}
 		r.blocked.Unblock(n.ComputedClass, index)
 	}
+}
+
+// nodeReady reports whether the node exists and is ready.
+func nodeReady(st *state.StateStore, id string) bool {
+	n, err := st.NodeByID(nil, id)
+	return err == nil && n != nil && n.Status == api.NodeStatusReady
+}
+
+// queueLimited reports whether the queue or one of its ancestors has a limit.
+func queueLimited(st *state.StateStore, name string) bool {
+	for _, q := range api.QueueAncestry(name) {
+		if x, err := st.QueueByName(nil, q); err == nil && x != nil && x.Limit != nil && !x.Limit.IsZero() {
+			return true
+		}
+	}
+	return false
 }

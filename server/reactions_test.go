@@ -30,6 +30,7 @@ func (w *recWaiters) Block(e *api.Evaluation) { w.blocked = append(w.blocked, e.
 func (w *recWaiters) Unblock(class string, _ uint64) {
 	w.unblocked = append(w.unblocked, class)
 }
+func (w *recWaiters) UnblockAll(uint64) { w.unblocked = append(w.unblocked, "*") }
 func (w *recWaiters) Untrack(_, jobID string) *api.Evaluation {
 	w.untracked = append(w.untracked, jobID)
 	t := w.tracked

@@ -18,6 +18,7 @@ import (
 
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/server/broker"
+	"github.com/drover/drover/server/fairshare"
 	"github.com/drover/drover/server/state"
 )
 
@@ -61,6 +62,9 @@ type Config struct {
 	// 5 min); EvalGCThreshold how long they are kept (default 1 h).
 	EvalGCInterval  time.Duration
 	EvalGCThreshold time.Duration
+	// FairShare tunes the queues' fair shares (usage half-life, entry
+	// penalty; server/fairshare's defaults when zero).
+	FairShare fairshare.Config
 	// RaftApplyTimeout bounds every Raft apply (default 30 s).
 	RaftApplyTimeout time.Duration
 	// DeadServerGrace is how long the leader keeps a failed server in the
@@ -131,10 +135,14 @@ type Server struct {
 	broker    *broker.EvalBroker
 	blocked   *broker.BlockedEvals
 	planQueue *broker.PlanQueue
+	fair      *fairShares    // the queues' fair shares (fair.go)
 	reactor   *commitReactor // the FSM's hooks (reactions.go)
 	hb        *heartbeats
 	reap      evalStatusQueue
 	metrics   *metrics
+	// queueStatus feeds the per-queue allocated/guaranteed/fair-share
+	// gauges (metrics_queue.go); nil: the state's QueueStatuses.
+	queueStatus QueueStatusFunc
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -170,12 +178,14 @@ func New(cfg *Config) (*Server, error) {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.reap.notify = make(chan struct{}, 1)
 	s.cluster.init()
+	s.fair = newFairShares(c.FairShare, nil)
 	s.broker = broker.NewEvalBroker(broker.Config{
 		NackTimeout: c.NackTimeout, DeliveryLimit: c.DeliveryLimit, Clock: c.Clock,
 		InitialNackDelay: time.Second, SubsequentNackDelay: 20 * time.Second,
-		OnFailed: s.evalDeliveryFailed,
+		OnFailed: s.evalDeliveryFailed, QueueDeficit: s.fair.deficits,
 	})
 	s.blocked = broker.NewBlockedEvals(s.broker.Enqueue, s.cancelDuplicateBlocked)
+	s.fair.blocked = s.blocked
 	s.planQueue = broker.NewPlanQueue()
 	s.metrics = newMetrics(s)
 	s.hb = newHeartbeats(s)

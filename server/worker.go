@@ -48,6 +48,9 @@ type worker struct {
 	blocked blockedView
 	// obsolete cancels a blocked eval through Raft (the eval reaper).
 	obsolete func(*api.Evaluation)
+	// fair computes the queues' fair shares (nil: none, as in tests that
+	// build a bare worker).
+	fair *fairShares
 }
 
 // Run schedules until ctx ends.
@@ -86,9 +89,22 @@ func (w *worker) processEval(ctx context.Context, e *api.Evaluation, token strin
 	exhausted := false
 	for attempt := 1; ; attempt++ {
 		pre, algorithm := schedulerOptions(snap)
-		opts := scheduler.Options{Now: w.clock.Now(), Logger: w.log.With("component", "scheduler", "eval", e.ID),
+		now := w.clock.Now()
+		view := snap.Scheduler()
+		opts := scheduler.Options{Now: now, Logger: w.log.With("component", "scheduler", "eval", e.ID),
 			Preemption: &pre, Algorithm: algorithm}
-		res, err = scheduler.Schedule(snap.Scheduler(), e, opts)
+		if w.fair != nil {
+			// Reclaim and borrowing follow the queues' fair shares at this
+			// snapshot (fair.go; nil without queues).
+			job, err := view.JobByID(e.Namespace, e.JobID)
+			if err != nil {
+				return fmt.Errorf("read job for fair shares: %w", err)
+			}
+			if opts.FairShare, err = w.fair.forJob(view, job, now); err != nil {
+				return fmt.Errorf("fair shares: %w", err)
+			}
+		}
+		res, err = scheduler.Schedule(view, e, opts)
 		if err != nil {
 			return fmt.Errorf("schedule: %w", err)
 		}

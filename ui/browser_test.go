@@ -352,6 +352,7 @@ func TestUIBrowser(t *testing.T) {
 	// Why pending: the job that cannot be placed shows the scheduler's reasons.
 	click(t, ctx, "open too-big job", `#evals-table tr[data-status="blocked"] a`)
 	until(t, ctx, "placement failures shown", textHas("#placement-failures", `group "huge"`), long)
+	until(t, ctx, "structured why-pending reason", textHas(`#placement-failures li[data-kind="devices"]`, "needs 16 nvidia/gpu on one node"), long)
 	shot.take("job-failures")
 
 	// Errors from the API are shown in place.

@@ -60,6 +60,13 @@ func (a *devAgent) send(method, p string, body any, hdr map[string]string, out a
 // heartbeats it until the test ends. It returns the node's ID.
 func gpuNode(t *testing.T, a *devAgent) string {
 	t.Helper()
+	return registerGPUNode(t, a).ID
+}
+
+// registerGPUNode is gpuNode returning the node (its SecretID lets a test
+// report alloc updates as the node's client would).
+func registerGPUNode(t *testing.T, a *devAgent) *api.Node {
+	t.Helper()
 	ids := make([]string, 8)
 	for i := range ids {
 		ids[i] = "GPU-" + uuid(t)
@@ -129,7 +136,7 @@ func gpuNode(t *testing.T, a *devAgent) string {
 		cancel()
 		wg.Wait()
 	})
-	return n.ID
+	return n
 }
 
 // gpuJobs registers a job that takes 6 of the simulated node's 8 GPUs (its

@@ -162,7 +162,7 @@ func TestModuleGraph(t *testing.T) {
 	}
 	// The deep links the UI promises.
 	for _, want := range []string{"/ui/jobs", "/ui/jobs/:id", "/ui/allocations/:id", "/ui/nodes", "/ui/nodes/:id",
-		"/ui/topology", "/ui/servers", "/ui/evaluations", "/ui/run"} {
+		"/ui/topology", "/ui/servers", "/ui/evaluations", "/ui/run", "/ui/queues", "/ui/usage"} {
 		if !patterns[want] {
 			t.Errorf("no route for %s; routes: %v", want, patterns)
 		}

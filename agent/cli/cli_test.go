@@ -151,10 +151,15 @@ func TestCLIAgainstServer(t *testing.T) {
 	if code != ExitError || !strings.Contains(out, "Failed to place") || !strings.Contains(out, `Task Group: "web"`) {
 		t.Errorf("job plan without nodes: exit %d out %q stderr %q, want 1 and the failure", code, out, stderr)
 	}
+	if !strings.Contains(out, "Why pending:\n      - no ready nodes in the job's datacenters and node pool") {
+		t.Errorf("job plan without nodes: %q, want the structured why-pending reason", out)
+	}
 	code, out, _ = cli("job", "plan", "-json", file)
 	var plan api.JobPlanResponse
 	if code != ExitError || json.Unmarshal([]byte(out), &plan) != nil || len(plan.FailedTGAllocs) == 0 {
 		t.Errorf("job plan -json: exit %d out %q, want 1 and JSON with FailedTGAllocs", code, out)
+	} else if m := plan.FailedTGAllocs["web"]; m == nil || len(m.Reasons) == 0 || m.Reasons[0].Kind != api.PendingNoNodes {
+		t.Errorf("job plan -json: FailedTGAllocs %+v, want web with a %q reason", plan.FailedTGAllocs, api.PendingNoNodes)
 	}
 
 	// Run and monitor: registered, but nothing can be placed: exit 2 like Nomad.
@@ -184,6 +189,9 @@ func TestCLIAgainstServer(t *testing.T) {
 	code, out, _ = cli("job", "status", "web")
 	if code != 0 || !strings.Contains(out, "Placement Failure") && !strings.Contains(out, "blocked") {
 		t.Errorf("job status web: exit %d out %q, want the placement failure or blocked eval", code, out)
+	}
+	if strings.Contains(out, "Placement Failure") && !strings.Contains(out, "Why pending:\n    - no ready nodes") {
+		t.Errorf("job status web: %q, want the structured why-pending reason", out)
 	}
 	code, out, _ = cli("job", "status", "-json", "web")
 	var detail struct {

@@ -267,11 +267,48 @@ func metricLines(m *api.AllocMetric) []string {
 			out = append(out, fmt.Sprintf("  * Dimension %q exhausted on %d nodes", k, m.DimensionExhausted[k]))
 		}
 	}
-	for _, q := range m.QuotaExhausted {
-		out = append(out, fmt.Sprintf("  * Quota limit hit %q", q))
+	has := map[string]bool{}
+	for _, r := range m.Reasons {
+		has[r.Kind] = true
 	}
-	for _, d := range m.DeviceShortfalls {
-		out = append(out, "  * Devices: "+d)
+	if !has[api.PendingQuota] {
+		for _, q := range m.QuotaExhausted {
+			out = append(out, fmt.Sprintf("  * Quota limit hit %q", q))
+		}
+	}
+	if !has[api.PendingDevices] {
+		for _, d := range m.DeviceShortfalls {
+			out = append(out, "  * Devices: "+d)
+		}
+	}
+	return append(out, pendingLines(m)...)
+}
+
+// pendingLines renders the scheduler's structured why-pending reasons and
+// counterfactuals (api/pending.go) below a group's counters, e.g.
+//
+//	Why pending:
+//	  - needs 4 nvidia/gpu on one node; largest free set is 2 on node g1
+//	Would run:
+//	  - on node g1 if job fill (priority 40) were preempted; not done: ...
+//	  - or on node g1 when batch job fill (priority 40) ends
+func pendingLines(m *api.AllocMetric) []string {
+	var out []string
+	if len(m.Reasons) > 0 {
+		out = append(out, "  Why pending:")
+		for _, r := range m.Reasons {
+			out = append(out, "    - "+r.Message)
+		}
+	}
+	if len(m.Counterfactuals) > 0 {
+		out = append(out, "  Would run:")
+		for i, c := range m.Counterfactuals {
+			msg := strings.TrimPrefix(c.Message, "would run ")
+			if i > 0 {
+				msg = "or " + msg
+			}
+			out = append(out, "    - "+msg)
+		}
 	}
 	return out
 }

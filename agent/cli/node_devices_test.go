@@ -55,3 +55,27 @@ func TestMetricLinesDeviceShortfall(t *testing.T) {
 		t.Errorf("metric lines:\n%s\nwant %q", out, want)
 	}
 }
+
+func TestMetricLinesPending(t *testing.T) {
+	m := &api.AllocMetric{NodesEvaluated: 1, NodesExhausted: 1, DimensionExhausted: map[string]int{"devices: nvidia/gpu": 1},
+		DeviceShortfalls: []string{"needs 4 nvidia/gpu; node g1 has 2 free"},
+		Reasons: []api.PendingReason{
+			{Kind: api.PendingQuota, Queue: "team-a", Message: "queue team-a is at its limit: gpu 16 of 16 used, 4 more asked"},
+			{Kind: api.PendingDevices, Need: 4, Have: 2, Node: "g1", Message: "needs 4 nvidia/gpu on one node; largest free set is 2 on node g1"}},
+		QuotaExhausted: []string{"queue team-a: gpu 16 of 16 used, 4 more asked"},
+		Counterfactuals: []api.Counterfactual{
+			{Kind: api.CounterPreempt, JobID: "y", Priority: 30, Message: "would run on node g1 if job y (priority 30) were preempted; not done: preemption is disabled for batch jobs"},
+			{Kind: api.CounterJobEnds, JobID: "z", Message: "would run on node g1 when batch job z (priority 40) ends"}},
+	}
+	got := strings.Join(metricLines(m), "\n")
+	want := `  * Dimension "devices: nvidia/gpu" exhausted on 1 nodes
+  Why pending:
+    - queue team-a is at its limit: gpu 16 of 16 used, 4 more asked
+    - needs 4 nvidia/gpu on one node; largest free set is 2 on node g1
+  Would run:
+    - on node g1 if job y (priority 30) were preempted; not done: preemption is disabled for batch jobs
+    - or on node g1 when batch job z (priority 40) ends`
+	if !strings.HasSuffix(got, want) || strings.Contains(got, "Quota limit hit") || strings.Contains(got, "* Devices:") {
+		t.Errorf("metric lines:\n%s\nwant them to end with\n%s\n(and no duplicate quota or device lines)", got, want)
+	}
+}

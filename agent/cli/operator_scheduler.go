@@ -37,6 +37,7 @@ func newSchedulerGetConfigCmd() *cobra.Command {
 			"Memory Oversubscription", b(c.MemoryOversubscriptionEnabled),
 			"Reject Job Registration", b(c.RejectJobRegistration),
 			"Pause Eval Broker", b(c.PauseEvalBroker),
+			"Usage Retention Hours", strconv.Itoa(usageRetention(c)),
 			"Modify Index", strconv.FormatUint(c.ModifyIndex, 10))
 		fmt.Fprintln(out, "\nPreemption Config")
 		p := c.PreemptionConfig
@@ -59,6 +60,7 @@ func newSchedulerSetConfigCmd() *cobra.Command {
 	sysbatch := f.Bool("preempt-sysbatch-scheduler", false, "let sysbatch jobs preempt lower-priority allocs")
 	batch := f.Bool("preempt-batch-scheduler", false, "let batch jobs preempt lower-priority allocs")
 	service := f.Bool("preempt-service-scheduler", false, "let service jobs preempt lower-priority allocs")
+	retention := f.Int("usage-retention-hours", 0, "hours of hourly buckets the usage ledger keeps (0: 90 days)")
 	checkIndex := f.Uint64("check-index", 0, "write only if the configuration's ModifyIndex is still this (check-and-set)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if cmd.Flags().Changed("scheduler-algorithm") {
@@ -80,6 +82,9 @@ func newSchedulerSetConfigCmd() *cobra.Command {
 		changed := cmd.Flags().Changed
 		if changed("scheduler-algorithm") {
 			c.SchedulerAlgorithm = *algorithm
+		}
+		if changed("usage-retention-hours") {
+			c.UsageRetentionHours = *retention
 		}
 		for _, p := range []struct {
 			flag string
@@ -111,4 +116,12 @@ func newSchedulerSetConfigCmd() *cobra.Command {
 		return nil
 	}
 	return cmd
+}
+
+// usageRetention is the ledger's effective retention in hours.
+func usageRetention(c *api.SchedulerConfiguration) int {
+	if c.UsageRetentionHours > 0 {
+		return c.UsageRetentionHours
+	}
+	return api.DefaultUsageRetentionHours
 }

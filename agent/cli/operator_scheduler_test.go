@@ -35,13 +35,13 @@ func TestCLIOperatorScheduler(t *testing.T) {
 		}
 	}
 
-	if code, out, stderr := cli("operator", "scheduler", "set-config", "-scheduler-algorithm=spread", "-preempt-batch-scheduler=false"); code != 0 || !strings.Contains(out, "updated") {
+	if code, out, stderr := cli("operator", "scheduler", "set-config", "-scheduler-algorithm=spread", "-preempt-batch-scheduler=false", "-usage-retention-hours", "48"); code != 0 || !strings.Contains(out, "updated") {
 		t.Fatalf("set-config: exit %d %q %q", code, out, stderr)
 	}
 	c := getJSON()
 	want := api.PreemptionConfig{SystemSchedulerEnabled: true, SysBatchSchedulerEnabled: true, ServiceSchedulerEnabled: true}
 	// (batch preemption, on by default, is now off)
-	if c.SchedulerAlgorithm != "spread" || c.PreemptionConfig != want {
+	if c.SchedulerAlgorithm != "spread" || c.PreemptionConfig != want || c.UsageRetentionHours != 48 {
 		t.Fatalf("after set-config: %+v, want spread and %+v (flags not given are kept)", c, want)
 	}
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net"
 	"os"
 	"slices"
@@ -105,6 +106,10 @@ type Server struct {
 	// with the node count to stay under it (0: the server's default, 50).
 	// HCL: max_heartbeats_per_second.
 	MaxHeartbeatsPerSecond float64
+	// UsagePrices is the price of one GPU hour per GPU model
+	// ("nvidia/gpu/H100") for the usage ledger's showback cost (HCL:
+	// usage { prices = { "nvidia/gpu/H100" = 2.5 } }).
+	UsagePrices map[string]float64
 	// LeaveOnTerminate: on shutdown the server leaves the gossip pool, so
 	// the leader removes it from Raft at once (HCL leave_on_terminate).
 	LeaveOnTerminate bool
@@ -273,18 +278,23 @@ type filePorts struct {
 }
 
 type fileServer struct {
-	Enabled         *bool     `hcl:"enabled,optional"`
-	BootstrapExpect *int      `hcl:"bootstrap_expect,optional"`
-	NumSchedulers   *int      `hcl:"num_schedulers,optional"`
-	Encrypt         *string   `hcl:"encrypt,optional"`
-	RetryJoin       []string  `hcl:"retry_join,optional"` // legacy spelling of server_join.retry_join
-	DeadServerGrace *string   `hcl:"dead_server_grace,optional"`
-	Stabilization   *string   `hcl:"server_stabilization_time,optional"`
-	MinHeartbeatTTL *string   `hcl:"min_heartbeat_ttl,optional"`
-	HeartbeatGrace  *string   `hcl:"heartbeat_grace,optional"`
-	MaxHeartbeats   *float64  `hcl:"max_heartbeats_per_second,optional"`
-	ServerJoin      *fileJoin `hcl:"server_join,block"`
-	Remain          hcl.Body  `hcl:",remain"`
+	Enabled         *bool      `hcl:"enabled,optional"`
+	BootstrapExpect *int       `hcl:"bootstrap_expect,optional"`
+	NumSchedulers   *int       `hcl:"num_schedulers,optional"`
+	Encrypt         *string    `hcl:"encrypt,optional"`
+	RetryJoin       []string   `hcl:"retry_join,optional"` // legacy spelling of server_join.retry_join
+	DeadServerGrace *string    `hcl:"dead_server_grace,optional"`
+	Stabilization   *string    `hcl:"server_stabilization_time,optional"`
+	MinHeartbeatTTL *string    `hcl:"min_heartbeat_ttl,optional"`
+	HeartbeatGrace  *string    `hcl:"heartbeat_grace,optional"`
+	MaxHeartbeats   *float64   `hcl:"max_heartbeats_per_second,optional"`
+	ServerJoin      *fileJoin  `hcl:"server_join,block"`
+	Usage           *fileUsage `hcl:"usage,block"`
+	Remain          hcl.Body   `hcl:",remain"`
+}
+
+type fileUsage struct {
+	Prices map[string]float64 `hcl:"prices,optional"`
 }
 
 type fileJoin struct {
@@ -401,6 +411,18 @@ func Parse(src []byte, filename string, base *Config) (*Config, error) {
 				return nil, fmt.Errorf("%w: %s: server.max_heartbeats_per_second = %g: want more than 0", ErrInvalid, filename, *s.MaxHeartbeats)
 			}
 			c.Server.MaxHeartbeatsPerSecond = *s.MaxHeartbeats
+		}
+		if s.Usage != nil {
+			for m, p := range s.Usage.Prices {
+				if math.IsNaN(p) || math.IsInf(p, 0) || p < 0 || strings.Count(m, "/") != 2 {
+					return nil, fmt.Errorf("%w: %s: server.usage.prices[%q] = %v: want a GPU model vendor/gpu/name and a price >= 0",
+						ErrInvalid, filename, m, p)
+				}
+				if c.Server.UsagePrices == nil {
+					c.Server.UsagePrices = map[string]float64{}
+				}
+				c.Server.UsagePrices[m] = p
+			}
 		}
 		c.Join = append(c.Join, s.RetryJoin...)
 		if s.ServerJoin != nil {

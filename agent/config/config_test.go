@@ -78,6 +78,8 @@ func TestParseErrors(t *testing.T) {
 		{"unknown in server", "server {\n  bootstrap_expekt = 1\n}", "agent.hcl:2,3"},
 		{"wrong type", `server { bootstrap_expect = "three" }`, "agent.hcl:1"},
 		{"meta not string", `client { meta { a = [1] } }`, "agent.hcl:1"},
+		{"negative price", "server {\n  usage {\n    prices = { \"nvidia/gpu/H100\" = -1 }\n  }\n}", "server.usage.prices"},
+		{"price of no model", "server {\n  usage {\n    prices = { \"H100\" = 1 }\n  }\n}", "server.usage.prices"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]byte(tc.src), "agent.hcl", nil)
@@ -91,6 +93,20 @@ func TestParseErrors(t *testing.T) {
 				t.Errorf("error %q does not mention %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestParseUsagePrices(t *testing.T) {
+	c, err := Parse([]byte(`server {
+  usage {
+    prices = { "nvidia/gpu/H100" = 2.5, "nvidia/gpu/A100" = 1 }
+  }
+}`), "agent.hcl", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := c.Server.UsagePrices; len(p) != 2 || p["nvidia/gpu/H100"] != 2.5 || p["nvidia/gpu/A100"] != 1 {
+		t.Errorf("prices %v", p)
 	}
 }
 

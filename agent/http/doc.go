@@ -21,7 +21,9 @@
 // ?consistent on the leader verifies leadership first; ?stale reads are
 // served locally.
 // operator.go serves Raft peers, snapshots, the gossip keyring and
-// force-leave through optional interfaces found by type assertion. It must not import package agent, server/* or drivers/*
+// force-leave through optional interfaces found by type assertion;
+// usage.go serves the usage ledger (GET /v1/usage, JSON or CSV) the same
+// way, pricing GPU hours with Config.UsagePrices. It must not import package agent, server/* or drivers/*
 // (serverstate may): the agent wires concrete types in. It imports jobspec
 // for POST /v1/jobs/parse.
 //

@@ -43,6 +43,7 @@ func (s *HTTPServer) operatorRoutes() {
 	h("POST /v1/agent/keyring/{op}", s.keyringOp)
 	s.schedulerConfigRoutes()
 	s.nodePoolRoutes()
+	s.queueRoutes()
 }
 
 func (s *HTTPServer) operator() (OperatorServer, error) {

@@ -64,6 +64,7 @@ func (s *HTTPServer) routes() {
 	s.operatorRoutes()
 	s.deploymentRoutes()
 	s.jobVerbRoutes()
+	s.usageRoutes()
 
 	m.HandleFunc("GET /v1/event/stream", s.eventStream)
 	m.HandleFunc("GET /v1/agent/monitor", s.agentMonitor)

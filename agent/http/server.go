@@ -73,6 +73,9 @@ type Config struct {
 	// (0: no limit); one over it is answered 429 and closed. Raft peers
 	// and Config.Servers are not counted (connlimit_peers.go).
 	MaxConnsPerClient int
+	// UsagePrices is the price of one GPU hour per GPU model
+	// ("nvidia/gpu/H100"), for the Cost of GET /v1/usage (showback).
+	UsagePrices map[string]float64
 	// EventHeartbeat is the interval of {} lines on the event stream (default 10s).
 	EventHeartbeat time.Duration
 }

@@ -209,3 +209,13 @@ func (b *BlockedEvals) Stats() BlockedStats {
 	}
 	return s
 }
+
+// Each calls fn with every tracked blocked eval (under the tracker's
+// lock: fn must not call the tracker).
+func (b *BlockedEvals) Each(fn func(*api.Evaluation)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, e := range b.byJob {
+		fn(e)
+	}
+}

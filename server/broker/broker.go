@@ -42,6 +42,15 @@ type Config struct {
 	// OnFailed is called (without locks, in the nacking goroutine) with
 	// an eval that reached the delivery limit; the server marks it failed.
 	OnFailed func(*api.Evaluation)
+	// QueueDeficit, when set, is asked at every dequeue for the current
+	// deficit function: how far an eval's job's queue is below its fair
+	// share (the server computes it from state). With one, ready evals
+	// are taken by the larger deficit first, then priority, then age;
+	// nil (no queues) keeps the priority order. Both are called with the
+	// broker's lock held, the function once per ready eval of the types
+	// asked: they must be cheap (cached lookups) and must not call the
+	// broker.
+	QueueDeficit func() func(e *api.Evaluation) float64
 }
 
 // Stats counts the broker's evals.
@@ -248,20 +257,32 @@ func (b *EvalBroker) Dequeue(ctx context.Context, types []string, timeout time.D
 }
 
 func (b *EvalBroker) takeLocked(types []string) (*api.Evaluation, string) {
-	var best *evalHeap
-	for _, t := range types {
-		h := b.ready[t]
-		if h == nil || h.Len() == 0 {
-			continue
-		}
-		if best == nil || h.less((*h)[0], (*best)[0]) {
-			best = h
-		}
+	var it item
+	var deficit func(*api.Evaluation) float64
+	if b.cfg.QueueDeficit != nil {
+		deficit = b.cfg.QueueDeficit()
 	}
-	if best == nil {
-		return nil, ""
+	if deficit != nil {
+		var ok bool
+		if it, ok = b.takeByDeficitLocked(types, deficit); !ok {
+			return nil, ""
+		}
+	} else {
+		var best *evalHeap
+		for _, t := range types {
+			h := b.ready[t]
+			if h == nil || h.Len() == 0 {
+				continue
+			}
+			if best == nil || h.less((*h)[0], (*best)[0]) {
+				best = h
+			}
+		}
+		if best == nil {
+			return nil, ""
+		}
+		it = heap.Pop(best).(item)
 	}
-	it := heap.Pop(best).(item)
 	e := it.e
 	tok := newID()
 	b.evals[e.ID]++
@@ -270,6 +291,32 @@ func (b *EvalBroker) takeLocked(types []string) (*api.Evaluation, string) {
 	u.timer = b.cfg.Clock.AfterFunc(b.cfg.NackTimeout, func() { _ = b.Nack(id, tok) })
 	b.unack[id] = u
 	return e, tok
+}
+
+// takeByDeficitLocked removes and returns the ready eval of the types
+// whose queue is furthest below its fair share (Config.QueueDeficit),
+// then the highest priority, then the oldest. Deficits change with every
+// plan, so they are read at each dequeue (a linear scan, one lookup per
+// ready eval) rather than kept in the heap order.
+func (b *EvalBroker) takeByDeficitLocked(types []string, deficit func(*api.Evaluation) float64) (item, bool) {
+	var bh *evalHeap
+	bi, bd := -1, 0.0
+	for _, t := range types {
+		h := b.ready[t]
+		if h == nil {
+			continue
+		}
+		for i, it := range *h {
+			d := deficit(it.e)
+			if bi < 0 || d > bd || d == bd && h.less(it, (*bh)[bi]) {
+				bh, bi, bd = h, i, d
+			}
+		}
+	}
+	if bi < 0 {
+		return item{}, false
+	}
+	return heap.Remove(bh, bi).(item), true
 }
 
 // Outstanding returns the token of an in-flight eval.

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 	"testing"
@@ -262,5 +263,62 @@ func TestNackDelays(t *testing.T) {
 	clk.Advance(time.Second)
 	if e, _ = mustDequeue(t, b); e.ID != "e" {
 		t.Fatalf("second redelivery %s", e.ID)
+	}
+}
+
+func TestQueueDeficitThenPriorityThenAge(t *testing.T) {
+	clk := NewFakeClock(t0)
+	var mu sync.Mutex // the deficits change between dequeues
+	queueOf := map[string]string{"j1": "a", "j2": "a", "j3": "b", "j4": "b", "j5": "c"}
+	deficit := map[string]float64{"a": 0.1, "b": 0.3, "c": -0.2}
+	on := true
+	b := NewEvalBroker(Config{NackTimeout: 5 * time.Second, Clock: clk, QueueDeficit: func() func(*api.Evaluation) float64 {
+		if !on {
+			return nil // no queues: priority order
+		}
+		return func(e *api.Evaluation) float64 {
+			mu.Lock()
+			defer mu.Unlock()
+			return deficit[queueOf[e.JobID]]
+		}
+	}})
+	b.SetEnabled(true)
+	b.Enqueue(ev("a-high", "j1", 90, 1))
+	b.Enqueue(ev("a-low", "j2", 10, 2))
+	b.Enqueue(ev("b-low-late", "j3", 10, 4))
+	b.Enqueue(ev("b-low-early", "j4", 10, 3))
+	b.Enqueue(ev("c-top", "j5", 100, 5))
+	var got []string
+	take := func() {
+		e, tok := mustDequeue(t, b)
+		got = append(got, e.ID)
+		if err := b.Ack(e.ID, tok); err != nil {
+			t.Fatal(err)
+		}
+	}
+	take()
+	take()
+	// b reached its share; c fell below everyone.
+	mu.Lock()
+	deficit["b"], deficit["c"] = 0, 0.5
+	mu.Unlock()
+	take()
+	take()
+	take()
+	want := []string{"b-low-early", "b-low-late", "c-top", "a-high", "a-low"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("order %v, want %v", got, want)
+	}
+	assertNoneReady(t, b)
+
+	// Without queues the order is priority's again.
+	on = false
+	got = nil
+	b.Enqueue(ev("b-again", "j3", 10, 6))
+	b.Enqueue(ev("c-again", "j5", 100, 7))
+	take()
+	take()
+	if want := []string{"c-again", "b-again"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("order without queues %v, want %v", got, want)
 	}
 }

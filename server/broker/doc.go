@@ -1,5 +1,7 @@
 // Package broker owns the leader's work queues: the evaluation broker
-// (ready evals by scheduler type in priority order, at most one in flight
+// (ready evals by scheduler type in priority order, or by queue deficit
+// (Config.QueueDeficit: the queue furthest below its fair share first),
+// then priority, then age, at most one in flight
 // per job, ack/nack with redelivery, nack timeouts, delayed evals), the
 // blocked-evals tracker (evals that could not be placed, woken when
 // capacity changes) and the plan queue (plans from workers, consumed by a

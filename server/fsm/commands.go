@@ -34,6 +34,8 @@ const (
 	SchedulerConfigType        MessageType = 17
 	NodePoolUpsertType         MessageType = 18
 	NodePoolDeleteType         MessageType = 19
+	QueueUpsertType            MessageType = 20
+	QueueDeleteType            MessageType = 21
 )
 
 var typeNames = map[MessageType]string{
@@ -45,6 +47,7 @@ var typeNames = map[MessageType]string{
 	DeploymentUpsertType: "DeploymentUpsert", AllocUpsertType: "AllocUpsert", JobStabilityType: "JobStability",
 	DeploymentUpdateType: "DeploymentUpdate", SchedulerConfigType: "SchedulerConfig",
 	NodePoolUpsertType: "NodePoolUpsert", NodePoolDeleteType: "NodePoolDelete",
+	QueueUpsertType: "QueueUpsert", QueueDeleteType: "QueueDelete",
 }
 
 func (t MessageType) String() string {
@@ -243,5 +246,17 @@ type NodePoolUpsertRequest struct {
 // NodePoolDeleteRequest deletes node pools (all or none; see
 // state.Txn.DeleteNodePools for what can't be deleted).
 type NodePoolDeleteRequest struct {
+	Names []string `json:"Names"`
+}
+
+// QueueUpsertRequest creates or replaces queues (all or none; see
+// state.Txn.UpsertQueues for the tree checks).
+type QueueUpsertRequest struct {
+	Queues []*api.Queue `json:"Queues"`
+}
+
+// QueueDeleteRequest deletes queues (all or none; see
+// state.Txn.DeleteQueues for what can't be deleted).
+type QueueDeleteRequest struct {
 	Names []string `json:"Names"`
 }

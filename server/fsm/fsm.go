@@ -49,6 +49,12 @@ type RestoreHook interface {
 	StateRestored(s *state.StateStore)
 }
 
+// QueueHook is an optional Hooks ability: called with the queues a
+// command created or changed (a raised limit may let blocked work run).
+type QueueHook interface {
+	QueuesUpdated(index uint64, queues []*api.Queue)
+}
+
 // Config configures an FSM.
 type Config struct {
 	Logger *slog.Logger
@@ -286,6 +292,24 @@ func (f *FSM) apply(t MessageType, index uint64, body json.RawMessage) error {
 			return err
 		}
 		return s.DeleteNodePools(index, req.Names)
+	case QueueUpsertType:
+		req, err := decodeBody[QueueUpsertRequest](body)
+		if err != nil {
+			return err
+		}
+		if err := s.UpsertQueues(index, req.Queues); err != nil {
+			return err
+		}
+		if qh, ok := f.getHooks().(QueueHook); ok {
+			qh.QueuesUpdated(index, req.Queues)
+		}
+		return nil
+	case QueueDeleteType:
+		req, err := decodeBody[QueueDeleteRequest](body)
+		if err != nil {
+			return err
+		}
+		return s.DeleteQueues(index, req.Names)
 	}
 	return fmt.Errorf("apply %v: %w", t, ErrUnknownType)
 }

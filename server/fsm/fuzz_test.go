@@ -13,7 +13,7 @@ import (
 // index, never panic.
 func FuzzApply(f *testing.F) {
 	for _, typ := range []MessageType{JobRegisterType, ApplyPlanResultsType, NodeRegisterType, AllocClientUpdateType,
-		NodeDrainUpdateType, DeploymentUpsertType, EvalDeleteType, SchedulerConfigType} {
+		NodeDrainUpdateType, DeploymentUpsertType, EvalDeleteType, SchedulerConfigType, QueueUpsertType, QueueDeleteType} {
 		b, _ := Encode(typ, map[string]any{})
 		f.Add(b)
 	}
@@ -25,6 +25,7 @@ func FuzzApply(f *testing.F) {
 	f.Add([]byte(nil))
 	f.Add(append([]byte{byte(ApplyPlanResultsType)}, `{"Version":1,"Body":{"AllocsPlaced":[null],"DeploymentUpdates":[null],"Job":{"ID":"x","TaskGroups":[null]}}}`...))
 	f.Add(append([]byte{byte(NodeRegisterType)}, `{"Version":1,"Body":{"Node":{"ID":"n","Events":[null]}}}`...))
+	f.Add(append([]byte{byte(QueueUpsertType)}, `{"Version":1,"Body":{"Queues":[null,{"Name":"a/b","Limit":{"GPUsByModel":{"":1}}}]}}`...))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fsm := New(Config{Hooks: &recHooks{}})
 		fsm.Apply(&raft.Log{Index: 1, Type: raft.LogCommand, Data: data})
@@ -45,6 +46,12 @@ func FuzzRestore(f *testing.F) {
 	f.Add(append(record(recHeader, `{"Format":1}`), record(recAlloc, `{"Alloc":null}`)...))
 	f.Add(append(record(recHeader, `{"Format":1}`), record(recJob, `null`)...))
 	f.Add(append(record(recHeader, `{"Format":1}`), record(recSchedulerConfig, `{"SchedulerAlgorithm":"spread"}`)...))
+	f.Add(append(record(recHeader, `{"Format":1}`), record(recQueue, `{"Name":"a","Limit":{"GPUs":1}}`)...))
+	f.Add(append(record(recHeader, `{"Format":1}`), record(recQueue, `null`)...))
+	f.Add(append(record(recHeader, `{"Format":1}`), record(recUsage, `{}`)...))
+	f.Add(append(record(recHeader, `{"Format":1}`), record(recUsage,
+		`{"Bucket":{"Namespace":"default","JobID":"j","Queue":"default","Bucket":3600,"GPUSeconds":{"nvidia/gpu/H100":7200}}}`)...))
+	f.Add(append(record(recHeader, `{"Format":1}`), record(recUsage, `{"Open":{"AllocID":"a","Start":1,"Rate":{"GPUs":{"m":2}}}}`)...))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fsm := New(Config{})
 		_ = fsm.Restore(io.NopCloser(bytes.NewReader(data)))

@@ -34,7 +34,15 @@ const (
 	recSchedulerConfig recordType = 11
 	// recNodePool: absent from snapshots written before pools were
 	// stored (restoring their nodes creates the pools).
-	recNodePool    recordType = 12
+	recNodePool recordType = 12
+	// recQueue: absent from snapshots written before queues were stored
+	// (their jobs count against the implicit "default" or a queue that
+	// must be applied again).
+	recQueue recordType = 13
+	// recUsage: one row of the usage ledger (a bucket, a running alloc's
+	// open interval or a queue's total; see usageRecord). Absent from
+	// snapshots written before the ledger: they restore with it empty.
+	recUsage       recordType = 14
 	snapshotFormat            = 1
 	maxRecordSize             = 256 << 20
 )
@@ -56,6 +64,13 @@ type allocJobRecord struct {
 	Job *api.Job `json:"Job"`
 }
 
+// usageRecord carries one row of one of the ledger's tables.
+type usageRecord struct {
+	Bucket *state.UsageBucket `json:"Bucket,omitempty"`
+	Open   *state.UsageOpen   `json:"Open,omitempty"`
+	Total  *state.UsageTotal  `json:"Total,omitempty"`
+}
+
 type allocRecord struct {
 	JobRef int             `json:"JobRef,omitempty"` // 0: no job
 	Alloc  *api.Allocation `json:"Alloc"`
@@ -65,6 +80,7 @@ var tableRecords = map[string]recordType{
 	state.TableJobs: recJob, state.TableJobVersions: recJobVersion, state.TableJobSummary: recJobSummary,
 	state.TableNodes: recNode, state.TableEvals: recEval, state.TableDeployments: recDeployment,
 	state.TableIndex: recIndex, state.TableSchedulerConfig: recSchedulerConfig, state.TableNodePools: recNodePool,
+	state.TableQueues: recQueue,
 }
 
 // Snapshot captures the current state (O(1)); Persist writes it.
@@ -101,7 +117,15 @@ func (s *fsmSnapshot) write(w io.Writer) error {
 	}
 	jobRefs := map[*api.Job]int{}
 	err := s.snap.Persist(func(table string, obj any) error {
-		if table != state.TableAllocs {
+		switch table {
+		case state.TableUsage:
+			return enc.put(recUsage, usageRecord{Bucket: obj.(*state.UsageBucket)})
+		case state.TableUsageOpen:
+			return enc.put(recUsage, usageRecord{Open: obj.(*state.UsageOpen)})
+		case state.TableUsageTotals:
+			return enc.put(recUsage, usageRecord{Total: obj.(*state.UsageTotal)})
+		case state.TableAllocs:
+		default:
 			return enc.put(tableRecords[table], obj)
 		}
 		a := obj.(*api.Allocation)
@@ -245,6 +269,22 @@ func restoreRecord(res *state.Restore, t recordType, b []byte, jobs map[int]*api
 		return restoreObj(b, res.SchedulerConfig)
 	case recNodePool:
 		return restoreObj(b, res.NodePool)
+	case recQueue:
+		return restoreObj(b, res.Queue)
+	case recUsage:
+		r, err := decodeRecord[usageRecord](b)
+		if err != nil {
+			return err
+		}
+		switch {
+		case r.Bucket != nil:
+			return res.UsageBucket(r.Bucket)
+		case r.Open != nil:
+			return res.UsageOpen(r.Open)
+		case r.Total != nil:
+			return res.UsageTotal(r.Total)
+		}
+		return fmt.Errorf("usage record without a row: %w", ErrBadSnapshot)
 	case recAllocJob:
 		r, err := decodeRecord[allocJobRecord](b)
 		if err != nil {

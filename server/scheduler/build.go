@@ -26,6 +26,15 @@ func (s *sched) place(p *placement) *api.Allocation {
 		s.queued[name]++
 		return nil
 	}
+	if lines := s.quotaPrecheck(tc); len(lines) > 0 {
+		if m := s.failed[name]; m != nil && len(m.QuotaExhausted) > 0 {
+			m.CoalescedFailures++ // a system job's next node
+			s.queued[name]++
+			return nil
+		}
+		s.quotaFail(tc, lines)
+		return nil
+	}
 	prevNode := ""
 	if p.prev != nil && p.resched {
 		prevNode = p.prev.NodeID
@@ -53,6 +62,7 @@ func (s *sched) place(p *placement) *api.Allocation {
 				m.NodesExhausted++
 				inc(&m.ClassExhausted, p.node.class)
 				inc(&m.DimensionExhausted, why)
+				s.quotaExplain(m, tc, p.node, why)
 				s.queued[name]++
 			}
 			return nil
@@ -84,6 +94,8 @@ func (s *sched) place(p *placement) *api.Allocation {
 	}
 	ns := c.ns
 	s.addTo(ns, a)
+	s.quotaCount(a, 1)
+	s.countPlacement(a, victims)
 	if len(tc.props) > 0 || len(tc.spreads) > 0 {
 		for _, other := range s.groups {
 			s.countPlaced(other, ns.node, name)

@@ -29,11 +29,29 @@
 // resources with devices weighted most, count and run time lost;
 // preemptible = false and min_runtime protect work; a gang is evicted
 // whole, on every node, an elastic one only down to its min),
-// reservations that keep pending gangs from starving (reserve.go:
+// reclaim by queue fair share when Options.FairShare is set (reclaim.go:
+// across queues, allocs of queues above their share may be evicted for a
+// queue below its share regardless of job priority, never dropping a
+// victim queue below its share and always lowering the distance from
+// fairness, so reclaims cannot loop; priority preempts only within a
+// queue), reservations that keep pending gangs from starving (reserve.go:
 // recorded on the blocked eval, read back through State.Reservations,
 // lower-priority work only backfills what the reservation does not
-// need), gangs (below), and failure explanations (AllocMetric,
-// ExplainFailure).
+// need), queue limits (quota.go: a placement stays within the Limit of
+// the job's queue and of each ancestor, from State.QueueUsage and the
+// plan's own stops and placements; failures say which limit in
+// AllocMetric.QuotaExhausted), gangs (below), and failure explanations
+// (AllocMetric, ExplainFailure). Why pending (explain_pending.go): at
+// the end of a pass every failed group's metric gets structured Reasons
+// (quota, gang, no nodes, device shortfalls with the largest free and NVLink-connected
+// set, exhausted dimensions, constraints; never none) and
+// Counterfactuals: the preemption search rerun with its rules relaxed to
+// every lower-priority alloc says which job would have made room and what
+// stopped it (preemption disabled, priority gap under 10, preemptible =
+// false, min_runtime), and a bounded walk names the running job whose end
+// frees room (batch first, then the longest running); at a queue limit
+// only work of that queue's subtree counts. Both look at no more nodes
+// than preemption and leave node state as they found it.
 //
 // Gangs (gang.go, topology.go): a group with a gang block, or every group
 // of a job with one (job.GangOf), places its new allocs as one unit. The
@@ -89,8 +107,9 @@
 // the whole cluster are seen (best-fit) at one cheap count per node and
 // pass.
 //
-// Imports: api, server/capacity and the standard library (plus small pure
-// libraries such as go-version). Never server/state, agent or drivers.
+// Imports: api, server/capacity, server/fairshare (pure: shares and the
+// reclaim rule) and the standard library (plus small pure libraries such
+// as go-version). Never server/state, agent or drivers.
 //
 // Concurrency: Schedule is safe to call from many goroutines at once as
 // long as each call has its own State; it shares nothing between calls.

@@ -29,7 +29,13 @@ func ExplainFailure(group string, m *api.AllocMetric) string {
 			return b.String()
 		}
 	}
+	for _, q := range m.QuotaExhausted {
+		b.WriteString("; " + q) // "queue team-a: gpu 16 of 16 used, 1 more asked"
+	}
 	if m.NodesEvaluated == 0 {
+		if len(m.QuotaExhausted) > 0 {
+			return b.String() // refused on a queue limit before any node was looked at
+		}
 		b.WriteString("; no ready nodes in the job's datacenters and node pool")
 		return b.String()
 	}

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/capacity"
 )
 
 // devShortfall collects, while explaining a failed placement, the node
@@ -16,8 +17,9 @@ type devShortfall struct {
 }
 
 type devFree struct {
-	node string
-	free int
+	node      string
+	free      int
+	connected int // largest NVLink-connected free set (0: the node reports no links)
 }
 
 // note records ns for the first device ask it cannot satisfy.
@@ -27,7 +29,7 @@ func (d *devShortfall) note(s *sched, tc *tgCtx, ns *nodeState) {
 			continue
 		}
 		req := tc.devs[i].req
-		free := s.freeMatching(ns, req)
+		free, connected := s.freeMatching(ns, req)
 		if d.best == nil {
 			d.best = map[*api.RequestedDevice]devFree{}
 		}
@@ -36,7 +38,7 @@ func (d *devShortfall) note(s *sched, tc *tgCtx, ns *nodeState) {
 			d.asks = append(d.asks, req)
 		}
 		if !seen || free > cur.free || (free == cur.free && ns.node.Name < cur.node) {
-			d.best[req] = devFree{node: ns.node.Name, free: free}
+			d.best[req] = devFree{node: ns.node.Name, free: free, connected: connected}
 		}
 		return
 	}
@@ -58,27 +60,112 @@ func (d *devShortfall) lines() []string {
 	return out
 }
 
+// reasons renders one structured PendingDevices reason per ask.
+func (d *devShortfall) reasons() []api.PendingReason {
+	var out []api.PendingReason
+	for _, req := range d.asks {
+		b := d.best[req]
+		need := int(max(req.Count, 1))
+		r := api.PendingReason{Kind: api.PendingDevices, Need: need, Have: b.free, Connected: b.connected}
+		msg := "needs " + describeAsk(req) + " on one node; "
+		if b.free == 0 {
+			msg += "no node has a matching one free"
+		} else {
+			r.Node = b.node
+			msg += "largest free set is " + itoa(b.free) + " on node " + b.node
+			if b.connected > 0 && need > 1 {
+				msg += " (largest NVLink-connected: " + itoa(b.connected) + ")"
+			}
+		}
+		r.Message = msg
+		out = append(out, r)
+	}
+	return out
+}
+
 // freeMatching counts the healthy, unused instances on ns of the largest
-// device group that matches req's name and constraints.
-func (s *sched) freeMatching(ns *nodeState, req *api.RequestedDevice) int {
+// device group that matches req's name and constraints, and the largest
+// NVLink-connected set among them (0 when the group reports no NVLinks).
+func (s *sched) freeMatching(ns *nodeState, req *api.RequestedDevice) (free, connected int) {
 	res := ns.node.NodeResources
 	if res == nil {
-		return 0
+		return 0, 0
 	}
-	best := 0
 	for _, g := range res.Devices {
 		if !deviceNameMatch(req.Name, g) || !s.deviceConstraintsOK(req, g) {
 			continue
 		}
-		n := 0
+		var fr []*api.NodeDevice
 		for _, in := range g.Instances {
 			if in.Healthy && !ns.cap.DeviceUsed(in.ID) {
-				n++
+				fr = append(fr, in)
 			}
 		}
-		best = max(best, n)
+		if len(fr) < free {
+			continue
+		}
+		free, connected = len(fr), 0
+		if islandOf(g.Instances) > 1 {
+			connected = islandOf(fr)
+		}
 	}
-	return best
+	return free, connected
 }
 
 func isDeviceDim(why string) bool { return strings.HasPrefix(why, "devices: ") }
+
+// resShortfall collects, while explaining a failed placement, the node
+// with the most free of each amount dimension (cpu, memory, disk, cores)
+// that nodes ran out of, for "cpu exhausted on 3 nodes; most free is 600
+// MHz on node a, needs 1400 MHz".
+type resShortfall struct {
+	dims []string
+	best map[string]capacity.Exhausted // Free, Need; ID holds the node name
+}
+
+// note records ns when it lacks an amount of dimension dim.
+func (r *resShortfall) note(tc *tgCtx, ns *nodeState, dim string) {
+	ask := tc.ask
+	ask.CPU = tc.cpuOn(ns)
+	e := ns.cap.Fits(&ask)
+	if e == nil || e.Dimension != dim || e.Need <= 0 {
+		return
+	}
+	if r.best == nil {
+		r.best = map[string]capacity.Exhausted{}
+	}
+	cur, seen := r.best[dim]
+	if !seen {
+		r.dims = append(r.dims, dim)
+	}
+	if !seen || e.Free > cur.Free || (e.Free == cur.Free && ns.node.Name < cur.ID) {
+		r.best[dim] = capacity.Exhausted{Dimension: dim, Need: e.Need, Free: e.Free, ID: ns.node.Name}
+	}
+}
+
+// reasons renders one PendingExhausted reason per dimension noted.
+func (r *resShortfall) reasons(m *api.AllocMetric) []api.PendingReason {
+	var out []api.PendingReason
+	for _, dim := range r.dims {
+		b := r.best[dim]
+		n := m.DimensionExhausted[dim]
+		out = append(out, api.PendingReason{Kind: api.PendingExhausted, Dimension: dim, Count: n, Node: b.ID,
+			Need: int(b.Need), Have: int(max(b.Free, 0)),
+			Message: dim + " exhausted on " + plural(n, "node") + "; most free is " + amount(dim, max(b.Free, 0)) +
+				" on node " + b.ID + ", needs " + amount(dim, b.Need)})
+	}
+	return out
+}
+
+// amount prints an amount of a capacity dimension with its unit.
+func amount(dim string, v int64) string {
+	switch dim {
+	case capacity.DimCPU:
+		return itoa(int(v)) + " MHz"
+	case capacity.DimMemory, capacity.DimDisk:
+		return itoa(int(v)) + " MB"
+	case capacity.DimCores:
+		return plural(int(v), "core")
+	}
+	return itoa(int(v))
+}

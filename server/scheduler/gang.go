@@ -417,6 +417,9 @@ func (s *sched) unstop(a *api.Allocation) {
 		return
 	}
 	delete(s.stopped, a.ID)
+	if !a.TerminalStatus() {
+		s.quotaCount(a, 1)
+	}
 	if ns := s.byID[a.NodeID]; ns != nil && ns.loaded {
 		s.addTo(ns, a)
 	}

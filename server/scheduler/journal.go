@@ -10,7 +10,7 @@ import "github.com/drover/drover/api"
 // What is restored: each node's usage ledger, live-alloc list (in its
 // order) and job counters; the allocs marked stopped; each group's
 // skipped nodes, cursor, failed flag, distinct_property and spread
-// counters. What is not: the plan and the eval's failure metrics; the
+// counters; the queue usage the limits are checked against. What is not: the plan and the eval's failure metrics; the
 // caller keeps the placements of an attempt apart and appends them to
 // the plan only when the attempt is kept (drop them otherwise).
 
@@ -25,6 +25,7 @@ const (
 	undoFailed                  // tc.failed was false
 	undoCount                   // countAlloc(tc, node, group, +1)
 	undoUnskip                  // tc.skip[idx] was cleared (an eviction freed the node)
+	undoQuota                   // quotaCount(alloc, pos) (queue limits, quota.go)
 )
 
 type undoEntry struct {
@@ -68,6 +69,8 @@ func (s *sched) rollback(cp checkpoint) {
 			e.tc.failed = false
 		case undoCount:
 			s.countAlloc(e.tc, e.node, e.group, -1)
+		case undoQuota:
+			s.quotaApply(e.alloc, -e.pos)
 		}
 		s.undo[i] = undoEntry{}
 	}
@@ -121,6 +124,9 @@ func (s *sched) markStopped(a *api.Allocation) {
 	if !s.stopped[a.ID] {
 		s.stopped[a.ID] = true
 		s.journal(undoEntry{kind: undoStopped, alloc: a})
+		if !a.TerminalStatus() {
+			s.quotaCount(a, -1) // its queue usage comes free
+		}
 	}
 }
 

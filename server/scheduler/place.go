@@ -383,6 +383,11 @@ func (s *sched) fits(tc *tgCtx, ns *nodeState) ([]devPick, string) {
 	if !s.holdOK(tc, ns, picks) {
 		return nil, DimReserved // reserve.go: room kept for a pending gang
 	}
+	// The relaxed search of explain_pending.go checks the quota itself,
+	// with the victims' holdings released.
+	if dim := s.quotaFits(tc, ns, picks); dim != "" && !s.relaxedPreempt {
+		return nil, dim
+	}
 	return picks, ""
 }
 
@@ -640,6 +645,7 @@ func (s *sched) spreadScore(tc *tgCtx, n *api.Node) float64 {
 func (s *sched) explain(tc *tgCtx) *api.AllocMetric {
 	m := &api.AllocMetric{NodesInPool: len(s.nodes), NodesAvailable: s.dcAvail}
 	var short devShortfall
+	var most resShortfall
 	for _, ns := range s.nodes {
 		m.NodesEvaluated++
 		rej, why, _ := s.checkNode(tc, ns)
@@ -657,10 +663,14 @@ func (s *sched) explain(tc *tgCtx) *api.AllocMetric {
 			inc(&m.DimensionExhausted, why)
 			if isDeviceDim(why) {
 				short.note(s, tc, ns)
+			} else {
+				most.note(tc, ns, why)
 			}
+			s.quotaExplain(m, tc, ns, why)
 		}
 	}
 	m.DeviceShortfalls = short.lines()
+	m.Reasons = append(short.reasons(), most.reasons(m)...) // the rest at the end of the pass (explainPending)
 	return m
 }
 

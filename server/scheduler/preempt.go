@@ -120,7 +120,7 @@ func (s *sched) preempt(tc *tgCtx, nodes []*nodeState, prevNode string) (*cand, 
 		examined++
 		order := slices.Clone(ns.allocs) // probing below reorders the list
 		victims, cost, ok := s.cheapestOn(tc, ns, units)
-		if ok && (best == nil || !bestCost.less(cost)) {
+		if ok && (best == nil || !bestCost.less(cost)) && s.reclaimOK(tc, victims) {
 			for _, v := range victims {
 				if v.NodeID == ns.node.ID {
 					ns.removeAlloc(v, s.job)
@@ -169,15 +169,30 @@ func (s *sched) cheapestOn(tc *tgCtx, ns *nodeState, units []victimUnit) ([]*api
 			ns.addAlloc(a, s.job)
 		}
 	}
+	// With fair shares, a unit whose eviction (with those taken before it)
+	// would drop its queue below its share is passed over (skipped).
+	var skipped []bool
+	var taken []*victimUnit
 	k, ok := 0, false
 	for k < len(units) && !ok {
+		if !s.reclaimAdmits(taken, &units[k]) {
+			if skipped == nil {
+				skipped = make([]bool, len(units))
+			}
+			skipped[k] = true
+			k++
+			continue
+		}
 		remove(&units[k])
+		taken = append(taken, &units[k])
 		k++
 		ok = fit()
 	}
 	if !ok {
-		for i := range units {
-			restore(&units[i])
+		for i := range units[:k] {
+			if skipped == nil || !skipped[i] {
+				restore(&units[i])
+			}
 		}
 		return nil, victimCost{}, false
 	}
@@ -189,6 +204,9 @@ func (s *sched) cheapestOn(tc *tgCtx, ns *nodeState, units []victimUnit) ([]*api
 	// expensive first.
 	chosen := make([]bool, k)
 	for i := k - 1; i >= 0; i-- {
+		if skipped != nil && skipped[i] {
+			continue
+		}
 		restore(&units[i])
 		if fit() {
 			continue
@@ -207,7 +225,7 @@ func (s *sched) cheapestOn(tc *tgCtx, ns *nodeState, units []victimUnit) ([]*api
 	// (b) One unit alone, when cheaper.
 	for i := 0; i < tier; i++ {
 		u := &units[i]
-		if !u.cost.less(cost) {
+		if !u.cost.less(cost) || !s.reclaimAdmits(nil, u) {
 			continue
 		}
 		remove(u)
@@ -344,10 +362,20 @@ func (s *sched) victimUnits(ns *nodeState) []victimUnit {
 	return units
 }
 
-// evictable reports whether a may be preempted for the job being placed.
+// evictable reports whether a may be preempted for the job being placed:
+// by priority within a queue, by fair share across queues (reclaim.go).
 func (s *sched) evictable(a *api.Allocation) bool {
 	if a.JobID == s.job.ID && a.Namespace == s.job.Namespace {
 		return false
+	}
+	if s.relaxedPreempt { // explain_pending.go: what would make room, protected or not
+		if s.crossQueue(a) {
+			return s.reclaimable(a) && s.inExplainQueue(a)
+		}
+		return allocPriority(a) < s.job.Priority && s.inExplainQueue(a)
+	}
+	if s.crossQueue(a) { // a reclaim (reclaim.go): by fair share, not priority
+		return s.reclaimable(a) && !preemptProtected(a, s.opts.Now.UnixNano())
 	}
 	if allocPriority(a) > s.job.Priority-preemptPriorityDelta {
 		return false
@@ -486,7 +514,8 @@ func (s *sched) evict(victims []*api.Allocation) {
 
 // recordEvictions adds the victims (already released by evict) to the
 // plan as preempted by a, each on its own node's NodePreemptions. It is
-// the one place preemptions enter the plan; dropEvictions takes them out.
+// the one place preemptions enter the plan (a gang or all-at-once
+// attempt calls it only for placements it keeps).
 func (s *sched) recordEvictions(a *api.Allocation, victims []*api.Allocation) {
 	d := s.annotate(a.TaskGroup)
 	for _, v := range victims {
@@ -503,39 +532,4 @@ func (s *sched) recordEvictions(a *api.Allocation, victims []*api.Allocation) {
 		s.plan.Annotations.PreemptedAllocs = append(s.plan.Annotations.PreemptedAllocs, v.Stub())
 		d.Preemptions++
 	}
-}
-
-// dropEvictions takes the preemptions made for placement a back out of
-// the plan (when a is dropped: a gang or all-at-once job that could not
-// be placed whole). Node usage and the stopped marks are the journal's
-// to undo (rollback); the victims are live again for the applier.
-func (s *sched) dropEvictions(a *api.Allocation) {
-	if len(a.PreemptedAllocations) == 0 {
-		return
-	}
-	gone := map[string]bool{}
-	for _, id := range a.PreemptedAllocations {
-		gone[id] = true
-	}
-	for node, list := range s.plan.NodePreemptions {
-		kept := list[:0]
-		for _, c := range list {
-			if c.PreemptedByAllocation != a.ID {
-				kept = append(kept, c)
-			}
-		}
-		clear(list[len(kept):])
-		if len(kept) == 0 {
-			delete(s.plan.NodePreemptions, node)
-		} else {
-			s.plan.NodePreemptions[node] = kept
-		}
-	}
-	if ann := s.plan.Annotations; ann != nil {
-		ann.PreemptedAllocs = slices.DeleteFunc(ann.PreemptedAllocs, func(st *api.AllocListStub) bool { return gone[st.ID] })
-		if d := ann.DesiredTGUpdates[a.TaskGroup]; d != nil {
-			d.Preemptions -= uint64(len(a.PreemptedAllocations))
-		}
-	}
-	a.PreemptedAllocations = nil
 }

@@ -30,6 +30,7 @@ type propWorld struct {
 	gangHits  int // gangs a plan evicted members of
 	heldPlans int // plans of jobs a reservation held back placing on a reserved node
 	refused   int // placements refused nodes for a reservation (DimReserved)
+	pending   pendingCounts
 }
 
 func newPropWorld(t *testing.T, seed uint64) *propWorld {
@@ -111,6 +112,7 @@ func (w *propWorld) schedule(job *api.Job) {
 		w.t.Fatalf("seed %d: schedule %s: %v", w.seed, job.ID, err)
 	}
 	w.check(job, res.Plan)
+	w.checkPending(job, res) // explain_pending_test.go
 	for _, m := range res.Eval.FailedTGAllocs {
 		w.refused += m.DimensionExhausted[DimReserved]
 	}

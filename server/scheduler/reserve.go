@@ -143,6 +143,9 @@ func freeDevices(ns *nodeState, name string, released map[string]bool) int {
 // take them once work of the job's priority or lower leaves them. A group
 // those nodes cannot cover gets none (it would hold capacity for nothing).
 func (s *sched) reservation() *api.Reservation {
+	if s.quota.blocked {
+		return nil // at a queue limit: holding nodes would serve nothing
+	}
 	jobGangFailed := false
 	if s.job.Gang != nil {
 		for _, tg := range s.job.TaskGroups {

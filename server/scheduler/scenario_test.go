@@ -24,7 +24,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 //
 // Commands, one per line (# starts a comment):
 //
-//	node NAME dc=dc1 cpu=4000 mem=8192 [class=C] [pool=P] [status=down] [attr.K=V] [meta.K=V] [ports=22,80] [driver=exec]
+//	node NAME dc=dc1 cpu=4000 mem=8192 [gpus=dgx] [class=C] [pool=P] [status=down] [attr.K=V] [meta.K=V] [ports=22,80] [driver=exec]
 //	job                      followed by the job as JSON (ends when the JSON is complete)
 //	schedule JOB [trigger=T] [limit=N] [followup] [preempt=service|batch|none]   run the scheduler, print the result, apply the plan
 //	alloc NAME|* status=failed|complete|running|lost [healthy|unhealthy]   change client-owned fields
@@ -171,6 +171,9 @@ func (sc *scenario) node(name string, o map[string]string) {
 	}
 	if p := o["ports"]; p != "" {
 		n.ReservedResources = &api.NodeReservedResources{ReservedHostPorts: p}
+	}
+	if o["gpus"] == "dgx" { // 8 GPUs, 1,3,5,7 NVLink-connected (dgxLike)
+		n.NodeResources.Devices = dgxLike(name).NodeResources.Devices
 	}
 	if d := o["driver"]; d != "" {
 		n.Drivers = map[string]*api.DriverInfo{d: {Detected: true, Healthy: true}}
@@ -374,7 +377,14 @@ func (sc *scenario) print(res *Result) {
 	}
 	sort.Strings(groups)
 	for _, g := range groups {
-		sc.out.WriteString("  failed " + ExplainFailure(g, res.Eval.FailedTGAllocs[g]) + "\n")
+		m := res.Eval.FailedTGAllocs[g]
+		sc.out.WriteString("  failed " + ExplainFailure(g, m) + "\n")
+		for _, r := range m.Reasons {
+			sc.out.WriteString("    why (" + r.Kind + "): " + r.Message + "\n")
+		}
+		for _, c := range m.Counterfactuals {
+			sc.out.WriteString("    " + c.Kind + ": " + c.Message + "\n")
+		}
 	}
 	if res.Blocked != nil {
 		sc.out.WriteString(fmt.Sprintf("  blocked eval (queued %v)\n", res.Blocked.QueuedAllocations))

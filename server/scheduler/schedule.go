@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/fairshare"
 )
 
 // ErrBadEval is returned for an evaluation the scheduler cannot work on
@@ -60,6 +61,10 @@ type sched struct {
 	unitBuf     []victimUnit
 	singleBuf   []*api.Allocation
 	resv        reserveState // reservations (reserve.go)
+	quota       quotaState   // queue limits (quota.go)
+	// tally is what each queue holds as this pass places and evicts
+	// (reclaim.go; nil without Options.FairShare).
+	tally *fairshare.Tally
 
 	changed   changeLog   // nodes whose usage changed, for device indexes
 	undo      []undoEntry // node-state changes since the outermost open checkpoint
@@ -70,6 +75,10 @@ type sched struct {
 	gangNotes []string        // for the eval's status description
 	// gangsFailed: some gang (or all_at_once job) was not placed.
 	gangsFailed bool
+	// relaxedPreempt: preemption's victim rules relaxed to every
+	// lower-priority alloc, to explain a pending group (explain_pending.go).
+	relaxedPreempt bool
+	explainQueue   string // the queue whose limit a group explained now is at
 }
 
 // Schedule reconciles the eval's job with the cluster and returns the plan
@@ -113,6 +122,7 @@ func Schedule(st State, eval *api.Evaluation, opts Options) (*Result, error) {
 	if err := s.loadNodes(); err != nil {
 		return nil, err
 	}
+	s.quotaLoad() // before any stop: stops give back queue usage
 	switch job.Type {
 	case api.JobTypeSystem, api.JobTypeSysBatch:
 		s.scheduleSystem(allocs)
@@ -233,6 +243,7 @@ func (s *sched) finish() *Result {
 	e.ModifyTime = s.opts.Now.UnixNano()
 	e.Reservation = nil // a blocked eval's reservation ends when it is evaluated
 	if len(s.failed) > 0 {
+		s.explainPending()
 		e.FailedTGAllocs = s.failed
 		e.StatusDescription = "some allocations could not be placed"
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/fairshare"
 )
 
 // State is the read-only view of the cluster a scheduler needs. The
@@ -27,6 +28,15 @@ type State interface {
 	// Reservations returns the active reservations: those of blocked
 	// evals of jobs that still run (one per job, the newest), in any order.
 	Reservations() ([]*api.Reservation, error)
+	// Queues returns every queue (the implicit "default" included),
+	// sorted by name.
+	Queues() ([]*api.Queue, error)
+	// QueueUsage returns what each queue's non-terminal allocs hold, by
+	// queue name: only the allocs of jobs naming that queue (a parent's
+	// total is its own plus its descendants'); queues holding nothing may
+	// be absent. A job's queue is api.JobQueue(job); an alloc's holding is
+	// (*api.Allocation).QueueUsage.
+	QueueUsage() (map[string]*api.QueueResources, error)
 }
 
 // Options are the scheduler's inputs besides state and eval.
@@ -48,6 +58,12 @@ type Options struct {
 	// emptiest (Nomad's scheduler_algorithm). Other values are rejected
 	// with ErrBadOptions.
 	Algorithm string
+	// FairShare is the queues' fair shares (server/fairshare), computed
+	// by the server from state; nil: queues play no part. With it,
+	// preemption across queues is reclaim by fair share, regardless of
+	// job priority, and never loops (reclaim.go); within a queue the
+	// priority rule stays.
+	FairShare *fairshare.Shares
 }
 
 // Scheduler algorithms (Options.Algorithm), Nomad's names.

@@ -19,12 +19,13 @@ type memState struct {
 	byNode  map[string][]*api.Allocation
 	deploys map[string]*api.Deployment
 	evals   map[string]*api.Evaluation // blocked evals (reservations)
+	queues  map[string]*api.Queue      // applied queues ("default" is implicit)
 }
 
 func newMemState() *memState {
 	return &memState{index: 1, jobs: map[string]*api.Job{}, allocs: map[string]*api.Allocation{},
 		byJob: map[string][]*api.Allocation{}, byNode: map[string][]*api.Allocation{}, deploys: map[string]*api.Deployment{},
-		evals: map[string]*api.Evaluation{}}
+		evals: map[string]*api.Evaluation{}, queues: map[string]*api.Queue{}}
 }
 
 func (m *memState) Index() uint64 { return m.index }
@@ -73,6 +74,43 @@ func (m *memState) Reservations() ([]*api.Reservation, error) {
 	}
 	return out, nil
 }
+
+// Queues returns the applied queues and the implicit "default", by name.
+func (m *memState) Queues() ([]*api.Queue, error) {
+	out := []*api.Queue{}
+	if m.queues[api.DefaultQueue] == nil {
+		out = append(out, &api.Queue{Name: api.DefaultQueue})
+	}
+	for _, q := range m.queues {
+		out = append(out, q)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// QueueUsage sums the non-terminal allocs per queue (a scan: the fake's
+// way; server/state keeps it incrementally).
+func (m *memState) QueueUsage() (map[string]*api.QueueResources, error) {
+	out := map[string]*api.QueueResources{}
+	for _, a := range m.allocs {
+		if a.TerminalStatus() {
+			continue
+		}
+		j := a.Job
+		if j == nil {
+			j = m.jobs[a.Namespace+"/"+a.JobID]
+		}
+		q := api.JobQueue(j)
+		if out[q] == nil {
+			out[q] = &api.QueueResources{}
+		}
+		out[q].Add(a.QueueUsage(), 1)
+	}
+	return out, nil
+}
+
+// upsertQueue stores a queue (no tree checks).
+func (m *memState) upsertQueue(q *api.Queue) { m.index++; m.queues[q.Name] = q }
 
 // upsertEval stores an eval (blocked ones carry reservations).
 func (m *memState) upsertEval(e *api.Evaluation) {

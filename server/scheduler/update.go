@@ -19,13 +19,17 @@ func sameVersion(a *api.Allocation, job *api.Job) bool {
 // memory, devices, networks), artifacts, templates, lifecycle or log
 // config; the group's networks, ephemeral disk or meta; the job's meta
 // (all meta reaches tasks as environment); any constraint, affinity or
-// spread (the placement itself may no longer be right).
+// spread (the placement itself may no longer be right); the queue (its
+// limit admits the replacements).
 //
 // In place: everything else — count, update/migrate/restart/reschedule
 // policies, services and checks, kill timeout and signal, shutdown delay,
 // priority, datacenters that still include the node.
 func destructiveChange(oldJob *api.Job, oldTG *api.TaskGroup, job *api.Job, tg *api.TaskGroup) bool {
 	if oldJob == nil || oldTG == nil {
+		return true
+	}
+	if api.JobQueue(oldJob) != api.JobQueue(job) { // the allocs count against another queue's limit
 		return true
 	}
 	if !reflect.DeepEqual(oldJob.Meta, job.Meta) ||

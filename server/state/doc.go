@@ -1,9 +1,20 @@
 // Package state is the server's in-memory state store: a go-memdb database
 // holding jobs (and their last versions and summaries), nodes, allocations,
-// evaluations, deployments and the scheduler configuration (a singleton),
-// plus a per-table index of the last Raft index that changed it. The
-// evals table indexes blocked evals that carry a gang's reservation, so
-// Reservations (read by every scheduling pass) is one index lookup.
+// evaluations, deployments, node pools, queues and the scheduler
+// configuration (a singleton), plus a per-table index of the last Raft
+// index that changed it. The evals table indexes blocked evals that carry
+// a gang's reservation, so Reservations (read by every scheduling pass) is
+// one index lookup. The queue_usage table holds what each queue's
+// non-terminal allocs hold, kept by the alloc writes in their own
+// transaction (never persisted: a restore recomputes it), so QueueUsage
+// is a read of one row per queue, not a scan of the allocs.
+//
+// The usage ledger (usage.go) is kept by the alloc writes themselves:
+// hourly buckets of GPU-seconds per model, CPU-core-seconds and memory
+// GiB-seconds per namespace, job and queue, the open intervals of running
+// allocs and per-queue totals, all computed from times carried in the
+// Raft entries (never the wall clock), so every server's ledger is the
+// same; Usage and UsageTotals read it with running allocs up to a given now.
 //
 // It owns: the memdb schema, the write methods the FSM calls (one memdb
 // transaction each, stamped with the Raft index), the read methods the HTTP

@@ -8,13 +8,13 @@ import (
 )
 
 // Persist walks every stored object of the snapshot, table by table in a
-// fixed order (jobs, versions, summaries, node pools, nodes, evals,
-// deployments, allocs, scheduler configuration, indexes), for writing a
-// Raft snapshot. fn's error stops the walk.
+// fixed order (jobs, versions, summaries, node pools, queues, nodes, evals,
+// deployments, allocs, scheduler configuration, usage ledger, indexes), for
+// writing a Raft snapshot. fn's error stops the walk.
 func (s *Snapshot) Persist(fn func(table string, obj any) error) error {
 	txn := s.db.Txn(false)
-	for _, table := range []string{TableJobs, TableJobVersions, TableJobSummary, TableNodePools, TableNodes, TableEvals,
-		TableDeployments, TableAllocs, TableSchedulerConfig, TableIndex} {
+	for _, table := range []string{TableJobs, TableJobVersions, TableJobSummary, TableNodePools, TableQueues, TableNodes, TableEvals,
+		TableDeployments, TableAllocs, TableSchedulerConfig, TableUsage, TableUsageOpen, TableUsageTotals, TableIndex} {
 		it, err := txn.Get(table, "id")
 		if err != nil {
 			return fmt.Errorf("persist %s: %w", table, err)
@@ -62,8 +62,13 @@ func (r *Restore) Node(n *api.Node) error {
 	return r.put(TableNodes, n)
 }
 
-// Alloc restores an allocation.
-func (r *Restore) Alloc(a *api.Allocation) error { return r.put(TableAllocs, a) }
+// Alloc restores an allocation (counting it in its queue's usage).
+func (r *Restore) Alloc(a *api.Allocation) error {
+	if err := r.countQueue(a); err != nil {
+		return err
+	}
+	return r.put(TableAllocs, a)
+}
 
 // Eval restores an evaluation.
 func (r *Restore) Eval(e *api.Evaluation) error { return r.put(TableEvals, e) }

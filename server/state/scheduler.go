@@ -35,3 +35,7 @@ func (a schedState) LatestDeploymentByJobID(ns, jobID string) (*api.Deployment, 
 	return a.s.LatestDeploymentByJobID(nil, ns, jobID)
 }
 func (a schedState) Reservations() ([]*api.Reservation, error) { return a.s.Reservations(nil) }
+func (a schedState) Queues() ([]*api.Queue, error)             { return a.s.Queues(nil, "") }
+func (a schedState) QueueUsage() (map[string]*api.QueueResources, error) {
+	return a.s.QueueUsage(nil)
+}

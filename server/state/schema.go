@@ -33,7 +33,7 @@ func nsKey(field string) memdb.Indexer {
 }
 
 func schema() *memdb.DBSchema {
-	return &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
+	s := &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
 		TableJobs: {Name: TableJobs, Indexes: map[string]*memdb.IndexSchema{
 			"id": {Name: "id", Unique: true, Indexer: nsKey("ID")},
 		}},
@@ -72,10 +72,18 @@ func schema() *memdb.DBSchema {
 		TableSchedulerConfig: schedulerConfigTable(),
 		TableNodePools:       nodePoolsTable(),
 	}}
+	for name, t := range queuesTables() {
+		s.Tables[name] = t
+	}
+	return s
 }
 
 func newDB() *memdb.MemDB {
-	db, err := memdb.NewMemDB(schema())
+	sc := schema()
+	for name, t := range usageTables() {
+		sc.Tables[name] = t
+	}
+	db, err := memdb.NewMemDB(sc)
 	if err != nil {
 		panic(fmt.Sprintf("state: invalid schema: %v", err)) // a programming error
 	}

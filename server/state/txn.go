@@ -21,6 +21,8 @@ type Txn struct {
 
 	summaries map[api.NamespacedID]*api.JobSummary // working copies
 	jobs      map[api.NamespacedID]*jobTouch       // jobs whose status to recompute
+	// queueDelta is the change of each queue's usage (TableQueueUsage).
+	queueDelta map[string]*queueDelta
 }
 
 type jobTouch struct {
@@ -117,6 +119,9 @@ func (t *Txn) finish() error {
 		if err := t.insert(TableJobSummary, sum); err != nil {
 			return err
 		}
+	}
+	if err := t.writeQueueUsage(); err != nil {
+		return err
 	}
 	for table := range t.tables {
 		if err := t.txn.Insert(TableIndex, &IndexEntry{Key: table, Value: t.index}); err != nil {

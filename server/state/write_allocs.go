@@ -98,6 +98,11 @@ func (t *Txn) putAlloc(old, a *api.Allocation, eventType string) error {
 	if err := t.allocSummary(old, a); err != nil {
 		return err
 	}
+	t.countQueue(old, -1)
+	t.countQueue(a, 1)
+	if err := t.trackUsage(old, a); err != nil {
+		return err
+	}
 	touch := t.touchJob(a.Namespace, a.JobID)
 	if !a.TerminalStatus() {
 		touch.running = true

@@ -116,6 +116,10 @@ func (t *Txn) DeleteEvals(evalIDs, allocIDs []string) error {
 		if err := t.delete(TableAllocs, a); err != nil {
 			return err
 		}
+		t.countQueue(a, -1)
+		if err := t.untrackUsage(a); err != nil {
+			return err
+		}
 		t.touchJob(a.Namespace, a.JobID)
 		c := *a
 		c.Job = nil

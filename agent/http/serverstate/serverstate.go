@@ -108,6 +108,24 @@ func (a serverState) NodePoolByName(ws memdb.WatchSet, name string) (*api.NodePo
 
 var _ http.NodePoolState = serverState{}
 
+func (a serverState) QueueStatuses(ws memdb.WatchSet, prefix string) ([]*api.QueueStatus, error) {
+	return a.st(ws).QueueStatuses(ws, prefix)
+}
+
+func (a serverState) QueueStatus(ws memdb.WatchSet, name string) (*api.QueueStatus, error) {
+	return a.st(ws).QueueStatus(ws, name)
+}
+
+var _ http.QueueState = serverState{}
+
+var _ http.QueueServer = (*server.Server)(nil)
+
+func (a serverState) Usage(by string, from, to, now int64) ([]api.UsageRow, error) {
+	return a.st(nil).Usage(by, from, to, now)
+}
+
+var _ http.UsageState = serverState{}
+
 var _ http.SchedulerConfigServer = (*server.Server)(nil)
 
 // serverEvents adapts the state store's event broker to http.EventSource.

@@ -1,5 +1,5 @@
 // pages/failures.js: renders the scheduler's placement-failure metrics (AllocMetric) as reasons.
-import { h } from '../dom.js';
+import { h, link, enc } from '../dom.js';
 
 /** reasons turns one AllocMetric into human-readable lines. */
 export function reasons(m) {
@@ -18,13 +18,36 @@ export function reasons(m) {
   return out;
 }
 
+/**
+ * whyView renders the scheduler's structured why-pending reasons
+ * (m.Reasons: {Kind, Message, Node, Queue, ...}) and counterfactuals
+ * (m.Counterfactuals: {Kind, Message, JobID, Priority, Node, Blocked}), or
+ * null for a metric without them (an older server).
+ */
+function whyView(m) {
+  const rs = m?.Reasons || [];
+  const cs = m?.Counterfactuals || [];
+  if (!rs.length && !cs.length) return null;
+  return h('div', { class: 'why' },
+    rs.length ? h('ul', { class: 'why-reasons' }, rs.map((r) => h('li', { dataset: { kind: r.Kind } }, r.Message))) : null,
+    cs.length ? h('div', { class: 'would-run' }, h('span', { class: 'muted' }, 'Would run: '),
+      h('ul', null, cs.map((c, i) => h('li', { dataset: { kind: c.Kind } },
+        i ? 'or ' : '', c.Message.replace(/^would run /, ''),
+        c.JobID ? [' ', link(`/ui/jobs/${enc(c.JobID)}${c.Namespace && c.Namespace !== 'default' ? `?namespace=${enc(c.Namespace)}` : ''}`, `(job ${c.JobID})`)] : null)))) : null);
+}
+
 /** failuresView renders FailedTGAllocs (group -> AllocMetric). */
 export function failuresView(failed, title = 'Placement failures') {
   const groups = Object.entries(failed || {});
   if (!groups.length) return null;
   return h('div', { class: 'error', id: 'placement-failures', role: 'alert' },
     h('b', null, title),
-    groups.map(([g, m]) => h('div', null,
-      h('strong', null, `group "${g}"`),
-      h('ul', null, reasons(m).map((r) => h('li', null, r))))));
+    groups.map(([g, m]) => {
+      const why = whyView(m);
+      const counts = h('ul', { class: 'counters' }, reasons(m).map((r) => h('li', null, r)));
+      return h('div', { dataset: { group: g } },
+        h('strong', null, `group "${g}"`),
+        why,
+        why ? h('details', null, h('summary', null, 'Placement counters'), counts) : counts);
+    }));
 }

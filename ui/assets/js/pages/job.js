@@ -77,7 +77,8 @@ export function render(root, { id }, { signal, query }) {
         h('div', { class: 'panel' }, kv([
           ['Type', job.Type], ['Namespace', job.Namespace], ['Priority', job.Priority],
           ['Version', job.Version], ['Datacenters', (job.Datacenters || []).join(', ')],
-          ['Node pool', job.NodePool], ['Submitted', when(job.SubmitTime)],
+          ['Node pool', job.NodePool], ['Queue', link(`/ui/queues`, job.Queue || 'default', { id: 'job-queue' })],
+          ['Submitted', when(job.SubmitTime)],
           job.StatusDescription ? ['Status', job.StatusDescription] : null,
         ])),
         h('div', { class: 'panel' }, h('h3', null, 'Allocations'), countsView(counts),

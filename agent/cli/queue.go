@@ -1,0 +1,184 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/drover/drover/api"
+)
+
+var queueCmd = &cobra.Command{Use: "queue", Short: "Manage queues (shares of the cluster that jobs name)"}
+
+func init() {
+	queueCmd.AddCommand(newQueueApplyCmd(), newQueueListCmd(), newQueueStatusCmd(), newQueueDeleteCmd())
+	rootCmd.AddCommand(queueCmd)
+}
+
+// queuePath is the API path of one queue (its slashes stay path separators).
+func queuePath(name string) string {
+	parts := strings.Split(name, "/")
+	for i, p := range parts {
+		parts[i] = url.PathEscape(p)
+	}
+	return "/v1/queue/" + strings.Join(parts, "/")
+}
+
+func newQueueApplyCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "apply [flags] FILE", Short: "Create or update queues from an HCL or JSON file",
+		Long: "Create or update queues from an HCL or JSON file.\n\n" + queueFileHelp, Args: exactArgs(1)}
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		queues, err := readQueues(args[0])
+		if err != nil {
+			return cmdErr("queue apply: %w", err)
+		}
+		var body any = queues[0]
+		if len(queues) > 1 {
+			body = &api.QueueUpsertRequest{Queues: queues}
+		}
+		if err := apiClient(cmd).Write(cmd.Context(), "PUT", "/v1/queues", body, nil, nil); err != nil {
+			return cmdErr("queue apply: %w", err)
+		}
+		for _, q := range queues {
+			fmt.Fprintf(cmd.OutOrStdout(), "Successfully applied queue %q!\n", q.Name)
+		}
+		return nil
+	}
+	return cmd
+}
+
+func newQueueListCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "list [flags]", Short: "List queues with what they hold (GPUs allocated/guaranteed/limit)", Args: exactArgs(0)}
+	prefix := cmd.Flags().String("prefix", "", "only queues whose name starts with this")
+	jsonOut := addJSONFlag(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		var list []*api.QueueStatus
+		if _, err := apiClient(cmd).Query(cmd.Context(), "/v1/queues", &list, &api.QueryOptions{Prefix: *prefix}); err != nil {
+			return cmdErr("queue list: %w", err)
+		}
+		if *jsonOut {
+			return printJSON(cmd.OutOrStdout(), list)
+		}
+		rows := make([]string, 0, len(list))
+		for _, st := range list {
+			q := st.Queue
+			rows = append(rows, fmt.Sprintf("%s\t%d\t%d\t%s\t%s\t%s\t%d\t%d", q.Name, q.EffectiveWeight(), q.Priority,
+				triple(int64(st.Allocated.GPUs), q.Guaranteed, q.Limit, func(r *api.QueueResources) int64 { return int64(r.GPUs) }),
+				triple(st.Allocated.CPU, q.Guaranteed, q.Limit, func(r *api.QueueResources) int64 { return r.CPU }),
+				triple(st.Allocated.MemoryMB, q.Guaranteed, q.Limit, func(r *api.QueueResources) int64 { return r.MemoryMB }),
+				st.PendingJobs, st.RunningAllocs))
+		}
+		table(cmd.OutOrStdout(), "Name\tWeight\tPriority\tGPUs\tCPU (MHz)\tMemory (MB)\tPending Jobs\tRunning Allocs", rows)
+		return nil
+	}
+	return cmd
+}
+
+// triple renders "allocated/guaranteed/limit" ("-" for none; a zero
+// limit is no cap).
+func triple(alloc int64, g, l *api.QueueResources, f func(*api.QueueResources) int64) string {
+	gs, ls := "-", "-"
+	if g != nil && f(g) > 0 {
+		gs = strconv.FormatInt(f(g), 10)
+	}
+	if l != nil && f(l) > 0 {
+		ls = strconv.FormatInt(f(l), 10)
+	}
+	return fmt.Sprintf("%d/%s/%s", alloc, gs, ls)
+}
+
+func newQueueStatusCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "status [flags] NAME", Short: "Show a queue: allocated vs guaranteed vs limit, pending jobs, running allocs", Args: exactArgs(1)}
+	jsonOut := addJSONFlag(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		var st api.QueueStatus
+		if _, err := apiClient(cmd).Query(cmd.Context(), queuePath(args[0]), &st, nil); err != nil {
+			return cmdErr("queue status: %w", err)
+		}
+		out := cmd.OutOrStdout()
+		if *jsonOut {
+			return printJSON(out, &st)
+		}
+		q := st.Queue
+		parent := q.Parent
+		if parent == "" {
+			parent = "(none)"
+		}
+		kv(out, "Name", q.Name, "Parent", parent, "Description", q.Description,
+			"Weight", strconv.Itoa(q.EffectiveWeight()), "Priority", strconv.Itoa(q.Priority),
+			"Pending Jobs", strconv.Itoa(st.PendingJobs), "Running Allocs", strconv.Itoa(st.RunningAllocs))
+		fmt.Fprintln(out, "\nResources (this queue and its children)")
+		printQueueResources(out, &st)
+		return nil
+	}
+	return cmd
+}
+
+// printQueueResources is a table of each resource (GPUs, each model, CPU,
+// memory): allocated, guaranteed, limit and fair share ("-": none set).
+func printQueueResources(w io.Writer, st *api.QueueStatus) {
+	type row struct {
+		name string
+		get  func(*api.QueueResources) (int64, bool)
+	}
+	nonZero := func(f func(*api.QueueResources) int64) func(*api.QueueResources) (int64, bool) {
+		return func(r *api.QueueResources) (int64, bool) { v := f(r); return v, v != 0 }
+	}
+	rows := []row{
+		{"gpu", nonZero(func(r *api.QueueResources) int64 { return int64(r.GPUs) })},
+		{"cpu (MHz)", nonZero(func(r *api.QueueResources) int64 { return r.CPU })},
+		{"memory (MB)", nonZero(func(r *api.QueueResources) int64 { return r.MemoryMB })},
+	}
+	q := st.Queue
+	all := []*api.QueueResources{&st.Allocated, q.Guaranteed, q.Limit, st.FairShare}
+	models := map[string]bool{}
+	for _, r := range all {
+		if r != nil {
+			for m := range r.GPUsByModel {
+				models[m] = true
+			}
+		}
+	}
+	names := make([]string, 0, len(models))
+	for m := range models {
+		names = append(names, m)
+	}
+	sort.Strings(names)
+	for _, m := range names {
+		rows = append(rows, row{"gpu " + m, func(r *api.QueueResources) (int64, bool) { v, ok := r.GPUsByModel[m]; return int64(v), ok }})
+	}
+	lines := make([]string, 0, len(rows))
+	for _, rw := range rows {
+		cells := []string{rw.name}
+		for i, r := range all {
+			v, ok := int64(0), false
+			if r != nil {
+				v, ok = rw.get(r)
+			}
+			if ok || i == 0 { // allocated: always a number
+				cells = append(cells, strconv.FormatInt(v, 10))
+			} else {
+				cells = append(cells, "-")
+			}
+		}
+		lines = append(lines, strings.Join(cells, "\t"))
+	}
+	table(w, "Resource\tAllocated\tGuaranteed\tLimit\tFair Share", lines)
+}
+
+func newQueueDeleteCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "delete [flags] NAME", Short: "Delete a queue (it must have no child queues and no live jobs)", Args: exactArgs(1)}
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := apiClient(cmd).Write(cmd.Context(), "DELETE", queuePath(args[0]), nil, nil, nil); err != nil {
+			return cmdErr("queue delete: %w", err)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "Successfully deleted queue %q!\n", args[0])
+		return nil
+	}
+	return cmd
+}

@@ -1,0 +1,235 @@
+package scheduler
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/drover/drover/api"
+)
+
+// Queue limits (admission by quota). A placement is made only when, for
+// the job's queue and each of its ancestors that has a Limit, what that
+// queue's subtree holds plus the placement stays within the limit (any
+// GPU, each listed GPU model, CPU MHz, memory MB; see
+// api.QueueResources.Exceeds for what a zero means). What a subtree holds
+// is the state's QueueUsage, minus the allocs this plan stops or
+// preempts, plus the allocs it places; the journal undoes both with a
+// rolled-back gang attempt. A group over a limit fails with
+// AllocMetric.QuotaExhausted lines ("queue team-a: gpu 16 of 16 used, 1
+// more asked"), makes no reservation, and its blocked eval escapes the
+// computed-class filter: the queue's usage drops wherever its allocs run.
+// The plan applier re-checks the limits against the latest state.
+
+// quotaLevel is one limited queue of the job's queue chain.
+type quotaLevel struct {
+	name  string
+	limit *api.QueueResources
+	used  api.QueueResources // the subtree's holding, with this plan's changes
+}
+
+// quotaState is the pass's view of the job's queue chain limits.
+type quotaState struct {
+	loaded  bool
+	levels  []quotaLevel // the job's queue first, then its ancestors; only limited ones
+	blocked bool         // some placement failed on a limit
+}
+
+// quotaLoad reads the queues and their usage on first use.
+func (s *sched) quotaLoad() {
+	q := &s.quota
+	if q.loaded || s.job == nil {
+		return
+	}
+	q.loaded = true
+	queues, err := s.st.Queues()
+	if err != nil {
+		s.err = fmt.Errorf("read queues: %w", err)
+		return
+	}
+	byName := make(map[string]*api.Queue, len(queues))
+	for _, x := range queues {
+		byName[x.Name] = x
+	}
+	for _, name := range api.QueueAncestry(api.JobQueue(s.job)) {
+		if x := byName[name]; x != nil && limits(x.Limit) {
+			q.levels = append(q.levels, quotaLevel{name: name, limit: x.Limit})
+		}
+	}
+	if len(q.levels) == 0 {
+		return
+	}
+	usage, err := s.st.QueueUsage()
+	if err != nil {
+		s.err = fmt.Errorf("read queue usage: %w", err)
+		return
+	}
+	for name, u := range usage {
+		for i := range q.levels {
+			if inQueueTree(name, q.levels[i].name) {
+				q.levels[i].used.Add(*u, 1)
+			}
+		}
+	}
+}
+
+// limits reports whether l caps anything.
+func limits(l *api.QueueResources) bool {
+	return l != nil && (l.GPUs > 0 || l.CPU > 0 || l.MemoryMB > 0 || len(l.GPUsByModel) > 0)
+}
+
+// inQueueTree reports whether queue is root or one of its descendants.
+func inQueueTree(queue, root string) bool {
+	return queue == root || strings.HasPrefix(queue, root+"/")
+}
+
+// quotaCount adds sign times what a holds to the limited queues whose
+// subtree a's queue is in, journaled (a placement: +1; a stop or an
+// eviction of a live alloc: -1).
+func (s *sched) quotaCount(a *api.Allocation, sign int) {
+	if len(s.quota.levels) == 0 || a == nil {
+		return
+	}
+	s.quotaApply(a, sign)
+	s.journal(undoEntry{kind: undoQuota, alloc: a, pos: sign})
+}
+
+func (s *sched) quotaApply(a *api.Allocation, sign int) {
+	name := api.JobQueue(a.Job)
+	var u api.QueueResources
+	for i := range s.quota.levels {
+		l := &s.quota.levels[i]
+		if !inQueueTree(name, l.name) {
+			continue
+		}
+		if u.IsZero() {
+			u = a.QueueUsage()
+		}
+		l.used.Add(u, sign)
+	}
+}
+
+// quotaAsk is what a placement of the group on ns holds (the queue
+// accounting of its alloc: CPU, memory, the picked GPUs by model).
+func quotaAsk(tc *tgCtx, ns *nodeState, picks []devPick) api.QueueResources {
+	r := api.QueueResources{CPU: tc.cpuOn(ns), MemoryMB: tc.mem}
+	for _, p := range picks {
+		if p.group.Type != "gpu" || len(p.ids) == 0 {
+			continue
+		}
+		r.GPUs += len(p.ids)
+		if r.GPUsByModel == nil {
+			r.GPUsByModel = map[string]int{}
+		}
+		r.GPUsByModel[p.group.ID()] += len(p.ids)
+	}
+	return r
+}
+
+// quotaFits checks a placement on ns against the limits; it returns the
+// exhausted dimension ("quota: queue team-a gpu") or "".
+func (s *sched) quotaFits(tc *tgCtx, ns *nodeState, picks []devPick) string {
+	if len(s.quota.levels) == 0 {
+		return ""
+	}
+	ask := quotaAsk(tc, ns, picks)
+	for i := range s.quota.levels {
+		l := &s.quota.levels[i]
+		if over := quotaOver(l.used, ask, l.limit); len(over) > 0 {
+			return "quota: queue " + l.name + " " + strings.SplitN(over[0], " ", 2)[0]
+		}
+	}
+	return ""
+}
+
+// quotaPrecheck tells, before any node is looked at, whether the group's
+// smallest possible ask (its direct CPU, memory and GPU count) is over a
+// limit already; it returns the explanation lines.
+func (s *sched) quotaPrecheck(tc *tgCtx) []string {
+	s.quotaLoad()
+	if len(s.quota.levels) == 0 {
+		return nil
+	}
+	return s.quotaLines(groupAsk(tc))
+}
+
+// quotaLines explains each limit the ask would pass.
+func (s *sched) quotaLines(ask api.QueueResources) []string {
+	var out []string
+	for i := range s.quota.levels {
+		l := &s.quota.levels[i]
+		for _, o := range quotaOver(l.used, ask, l.limit) {
+			out = append(out, "queue "+l.name+": "+o)
+		}
+	}
+	return out
+}
+
+// quotaOver says, for each resource where used plus ask passes the
+// limit, "gpu 16 of 16 used, 1 more asked" (also "gpu nvidia/gpu/H100 8
+// of 8 used, 2 more asked", "cpu 30000 of 32000 MHz used, 4000 more
+// asked", "memory ... MB").
+func quotaOver(used, ask api.QueueResources, limit *api.QueueResources) []string {
+	var out []string
+	if limit.GPUs > 0 && ask.GPUs > 0 && used.GPUs+ask.GPUs > limit.GPUs {
+		out = append(out, fmt.Sprintf("gpu %d of %d used, %d more asked", used.GPUs, limit.GPUs, ask.GPUs))
+	}
+	models := make([]string, 0, len(ask.GPUsByModel))
+	for m := range ask.GPUsByModel {
+		models = append(models, m)
+	}
+	sort.Strings(models)
+	for _, m := range models {
+		n := ask.GPUsByModel[m]
+		if lim, ok := limit.GPUsByModel[m]; ok && n > 0 && used.GPUsByModel[m]+n > lim {
+			out = append(out, fmt.Sprintf("gpu %s %d of %d used, %d more asked", m, used.GPUsByModel[m], lim, n))
+		}
+	}
+	if limit.CPU > 0 && ask.CPU > 0 && used.CPU+ask.CPU > limit.CPU {
+		out = append(out, fmt.Sprintf("cpu %d of %d MHz used, %d more asked", used.CPU, limit.CPU, ask.CPU))
+	}
+	if limit.MemoryMB > 0 && ask.MemoryMB > 0 && used.MemoryMB+ask.MemoryMB > limit.MemoryMB {
+		out = append(out, fmt.Sprintf("memory %d of %d MB used, %d more asked", used.MemoryMB, limit.MemoryMB, ask.MemoryMB))
+	}
+	return out
+}
+
+// isGPUAsk reports whether a device ask names GPUs ("gpu", "nvidia/gpu",
+// "nvidia/gpu/H100").
+func isGPUAsk(name string) bool {
+	parts := strings.Split(name, "/")
+	return len(parts) == 1 && parts[0] == "gpu" || len(parts) >= 2 && parts[1] == "gpu"
+}
+
+// isQuotaDim reports whether an exhausted dimension is a queue limit.
+func isQuotaDim(why string) bool { return strings.HasPrefix(why, "quota: ") }
+
+// quotaFail records a group failing on a limit before any node was
+// looked at.
+func (s *sched) quotaFail(tc *tgCtx, lines []string) {
+	s.quota.blocked = true
+	s.escape = true
+	s.failGroup(tc)
+	s.failed[tc.tg.Name] = &api.AllocMetric{NodesInPool: len(s.nodes), NodesAvailable: s.dcAvail, QuotaExhausted: lines}
+	s.queued[tc.tg.Name]++
+}
+
+// quotaExplain adds the limit lines of a node rejected on a quota
+// dimension to m (each line once) and marks the pass quota-blocked.
+func (s *sched) quotaExplain(m *api.AllocMetric, tc *tgCtx, ns *nodeState, why string) {
+	if !isQuotaDim(why) {
+		return
+	}
+	s.quota.blocked = true
+	s.escape = true
+	var picks []devPick
+	if len(tc.devs) > 0 {
+		picks, _ = s.pickDevices(ns, tc.devs)
+	}
+	for _, l := range s.quotaLines(quotaAsk(tc, ns, picks)) {
+		if !slices.Contains(m.QuotaExhausted, l) {
+			m.QuotaExhausted = append(m.QuotaExhausted, l)
+		}
+	}
+}

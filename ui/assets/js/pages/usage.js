@@ -1,0 +1,142 @@
+// pages/usage.js: GPU-hours over time per queue (GET /v1/usage?by=queue
+// &from=&to=, Unix seconds → UsageResponse) as a stacked column chart, the
+// totals per queue, and the same range as CSV (&format=csv).
+import { get, url, delay } from '../api.js';
+import { h, replace, table, td, errorBox, loading } from '../dom.js';
+import { stackedChart } from './charts.js';
+import { setQuery } from '../router.js';
+
+const HOUR = 3600;
+// The ranges offered; longer ones are drawn with a column per day.
+const ranges = { '24h': 24 * HOUR, '7d': 7 * 24 * HOUR, '30d': 30 * 24 * HOUR };
+const COLOURS = 8;
+
+const gpuHours = (row) => Object.values(row.GPUSeconds || {}).reduce((n, s) => n + s, 0) / HOUR;
+const pad = (n) => String(n).padStart(2, '0');
+const hourLabel = (t) => {
+  const d = new Date(t * 1000);
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:00`;
+};
+const dayLabel = (t) => {
+  const d = new Date(t * 1000);
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`;
+};
+
+/**
+ * columns groups the rows into buckets of step seconds over [from, to):
+ * every bucket is present (empty ones too), with GPU-hours per key.
+ */
+export function columns(rows, from, to, step) {
+  const out = [];
+  for (let t = from; t < to; t += step) {
+    out.push({ t, label: step > HOUR ? dayLabel(t) : hourLabel(t), short: step > HOUR ? dayLabel(t).slice(5) : `${pad(new Date(t * 1000).getHours())}:00`, parts: {} });
+  }
+  for (const r of rows) {
+    const i = Math.floor((r.Bucket - from) / step);
+    if (i < 0 || i >= out.length) continue;
+    out[i].parts[r.Key] = (out[i].parts[r.Key] || 0) + gpuHours(r);
+  }
+  return out;
+}
+
+export function render(root, _params, { signal, query }) {
+  let range = ranges[query.get('range')] ? query.get('range') : '7d';
+  const picker = h('div', { class: 'actions', id: 'usage-range', role: 'group', 'aria-label': 'Range' });
+  const csv = h('a', { class: 'btn', id: 'usage-csv', download: 'usage-by-queue.csv' }, 'Download CSV');
+  const out = h('div', { id: 'usage' }, loading());
+  root.append(h('div', { class: 'page-head' }, h('h1', null, 'Usage'), picker, csv), out);
+  let ctl = null; // the request of the range shown: a new range aborts it
+
+  const span = () => {
+    // Explicit from/to (Unix seconds) in the URL win over the range.
+    const qf = Number(query.get('from'));
+    const qt = Number(query.get('to'));
+    if (qf > 0 && qt > qf) return [qf, qt];
+    const to = Math.ceil(Date.now() / 1000 / HOUR) * HOUR;
+    return [to - ranges[range], to];
+  };
+
+  const draw = (resp, from, to) => {
+    const rows = resp?.Rows || [];
+    const step = to - from > 3 * 24 * HOUR ? 24 * HOUR : HOUR;
+    const totals = {};
+    for (const r of rows) {
+      const t = totals[r.Key] || (totals[r.Key] = { gpu: 0, cpu: 0, mem: 0, cost: 0, models: {} });
+      t.gpu += gpuHours(r);
+      t.cpu += (r.CPUCoreSeconds || 0) / HOUR;
+      t.mem += (r.MemoryGiBSeconds || 0) / HOUR;
+      t.cost += r.Cost || 0;
+      for (const [m, s] of Object.entries(r.GPUSeconds || {})) t.models[m] = (t.models[m] || 0) + s / HOUR;
+    }
+    // Biggest users at the bottom of the stack, with stable colours by name.
+    const keys = Object.keys(totals).sort((a, b) => totals[b].gpu - totals[a].gpu || a.localeCompare(b));
+    const byName = [...keys].sort();
+    const series = keys.map((k) => ({ key: k, label: k, cls: `c${byName.indexOf(k) % COLOURS}` }));
+    const anyCost = keys.some((k) => totals[k].cost);
+    const cols = columns(rows, from, to, step);
+    replace(out,
+      h('div', { class: 'sub', id: 'usage-span' }, `${hourLabel(from)} – ${hourLabel(to)}, ${step > HOUR ? 'daily' : 'hourly'}`),
+      keys.length
+        ? h('div', { class: 'panel chart-panel' }, stackedChart(cols, series, {
+          id: 'usage-chart', title: 'GPU-hours per queue', fmt: (n) => (n >= 10 ? n.toFixed(0) : n.toFixed(1)), unit: ' GPU-h',
+        }))
+        : h('div', { class: 'muted', id: 'usage-empty' }, 'No usage recorded in this range.'),
+      table(['Queue', { label: 'GPU-hours', class: 'num' }, 'By GPU model', { label: 'CPU core-hours', class: 'num' },
+        { label: 'Memory GiB-hours', class: 'num' }, anyCost ? { label: 'Cost', class: 'num' } : null].filter(Boolean),
+      keys.map((k) => {
+        const t = totals[k];
+        return h('tr', { dataset: { queue: k } },
+          td('', h('i', { class: `swatch c${byName.indexOf(k) % COLOURS}` }), k),
+          td('num gpu-hours', t.gpu.toFixed(1)),
+          td('wrap', Object.entries(t.models).map(([m, n]) => `${m}: ${n.toFixed(1)}`).join(', ') || '–'),
+          td('num', t.cpu.toFixed(1)), td('num', t.mem.toFixed(1)),
+          anyCost ? td('num', t.cost.toFixed(2)) : null);
+      }), { id: 'usage-table', empty: 'No usage in this range.' }));
+  };
+
+  const load = async () => {
+    ctl?.abort();
+    ctl = new AbortController();
+    const mine = ctl;
+    const stop = () => mine.abort();
+    signal.addEventListener('abort', stop, { once: true });
+    const [from, to] = span();
+    const q = { by: 'queue', from, to };
+    csv.href = url('/v1/usage', { ...q, format: 'csv' });
+    try {
+      const resp = await get(url('/v1/usage', q), { signal: mine.signal });
+      if (!mine.signal.aborted) draw(resp, from, to);
+    } catch (e) {
+      if (e.name === 'AbortError' || mine.signal.aborted) return;
+      replace(out, errorBox(e, 'Could not read the usage'));
+    } finally {
+      signal.removeEventListener('abort', stop);
+    }
+  };
+
+  const drawPicker = () => replace(picker, Object.keys(ranges).map((k) => h('button', {
+    type: 'button', class: k === range && !query.get('from') ? 'primary' : '', dataset: { range: k },
+    'aria-pressed': String(k === range),
+    onclick: () => {
+      range = k;
+      query.delete('from');
+      query.delete('to');
+      setQuery({ range: k, from: '', to: '' });
+      drawPicker();
+      load();
+    },
+  }, `Last ${k}`)));
+  drawPicker();
+  // The ledger grows by the hour: refresh every minute; leaving the page
+  // aborts the request in flight.
+  (async () => {
+    while (!signal.aborted) {
+      await load();
+      try {
+        await delay(60000, signal);
+      } catch {
+        return;
+      }
+    }
+  })();
+}
