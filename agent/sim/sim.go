@@ -48,8 +48,8 @@ type Config struct {
 
 	// Seed makes node IDs, jitter and failures reproducible (default 1).
 	Seed uint64
-	// Workers bounds the requests in flight for registers, heartbeats
-	// and status updates (default 64).
+	// Workers bounds the requests in flight for registers and status
+	// updates, and separately for heartbeats (default 64 each).
 	Workers int
 	// UpdateCoalesce is how long status changes gather before a node
 	// sends them in one batch (default 200ms, as the real client).
@@ -190,7 +190,7 @@ func Start(ctx context.Context, cfg Config) (*Sim, error) {
 		s.wg.Add(1)
 		go s.worker(s.work)
 	}
-	for range max(4, cfg.Workers/4) {
+	for range cfg.Workers { // heartbeats: a pool of their own, as wide
 		s.wg.Add(1)
 		go s.worker(s.hbWork)
 	}
