@@ -102,6 +102,10 @@ type Server struct {
 	// as missing (default 10s). HCL: min_heartbeat_ttl, heartbeat_grace.
 	MinHeartbeatTTL time.Duration
 	HeartbeatGrace  time.Duration
+	// MaxHeartbeatsPerSecond caps the cluster's heartbeat rate: TTLs grow
+	// with the node count to stay under it (0: the server's default, 50).
+	// HCL: max_heartbeats_per_second.
+	MaxHeartbeatsPerSecond float64
 	// UsagePrices is the price of one GPU hour per GPU model
 	// ("nvidia/gpu/H100") for the usage ledger's showback cost (HCL:
 	// usage { prices = { "nvidia/gpu/H100" = 2.5 } }).
@@ -283,6 +287,7 @@ type fileServer struct {
 	Stabilization   *string    `hcl:"server_stabilization_time,optional"`
 	MinHeartbeatTTL *string    `hcl:"min_heartbeat_ttl,optional"`
 	HeartbeatGrace  *string    `hcl:"heartbeat_grace,optional"`
+	MaxHeartbeats   *float64   `hcl:"max_heartbeats_per_second,optional"`
 	ServerJoin      *fileJoin  `hcl:"server_join,block"`
 	Usage           *fileUsage `hcl:"usage,block"`
 	Remain          hcl.Body   `hcl:",remain"`
@@ -400,6 +405,12 @@ func Parse(src []byte, filename string, base *Config) (*Config, error) {
 				return nil, fmt.Errorf("%w: %s: server.%s = %q: want a duration such as 30s", ErrInvalid, filename, d.name, *d.v)
 			}
 			*d.dst = v
+		}
+		if s.MaxHeartbeats != nil {
+			if *s.MaxHeartbeats <= 0 {
+				return nil, fmt.Errorf("%w: %s: server.max_heartbeats_per_second = %g: want more than 0", ErrInvalid, filename, *s.MaxHeartbeats)
+			}
+			c.Server.MaxHeartbeatsPerSecond = *s.MaxHeartbeats
 		}
 		if s.Usage != nil {
 			for m, p := range s.Usage.Prices {

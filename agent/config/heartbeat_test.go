@@ -20,3 +20,18 @@ func TestHeartbeatSettings(t *testing.T) {
 		t.Errorf("heartbeat_grace = soon: %v, want ErrInvalid", err)
 	}
 }
+
+// TestMaxHeartbeatsPerSecond: Nomad's server max_heartbeats_per_second
+// reaches the config; zero or less is rejected.
+func TestMaxHeartbeatsPerSecond(t *testing.T) {
+	c, err := Parse([]byte("server {\n  max_heartbeats_per_second = 500\n}\n"), "agent.hcl", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Server.MaxHeartbeatsPerSecond != 500 {
+		t.Errorf("max_heartbeats_per_second = %v, want 500", c.Server.MaxHeartbeatsPerSecond)
+	}
+	if _, err := Parse([]byte("server {\n  max_heartbeats_per_second = 0\n}\n"), "agent.hcl", nil); !errors.Is(err, ErrInvalid) {
+		t.Errorf("max_heartbeats_per_second = 0: %v, want ErrInvalid", err)
+	}
+}

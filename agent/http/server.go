@@ -161,6 +161,11 @@ func (s *HTTPServer) Start(ctx context.Context) error {
 		ReadHeaderTimeout: min(10*time.Second, s.cfg.ReadTimeout),
 		ReadTimeout:       s.cfg.ReadTimeout,
 		BaseContext:       func(net.Listener) context.Context { return base },
+		// Cleartext HTTP/2 with prior knowledge too: the node simulator
+		// (agent/sim) multiplexes thousands of nodes' long polls over a
+		// few connections. HTTP/1.1 clients see no difference.
+		Protocols: serverProtocols(),
+		HTTP2:     &nethttp.HTTP2Config{MaxConcurrentStreams: 1000},
 	}
 	s.mu.Lock()
 	s.srv, s.ln, s.done, s.baseCancel = srv, ln, make(chan struct{}), cancel
@@ -206,4 +211,12 @@ func (s *HTTPServer) Shutdown(ctx context.Context) error {
 		return fmt.Errorf("http shutdown: %w", err)
 	}
 	return nil
+}
+
+// serverProtocols are HTTP/1.1 and cleartext HTTP/2 (prior knowledge).
+func serverProtocols() *nethttp.Protocols {
+	var p nethttp.Protocols
+	p.SetHTTP1(true)
+	p.SetUnencryptedHTTP2(true)
+	return &p
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/server/state"
@@ -77,6 +78,9 @@ type envelope struct {
 	Body    json.RawMessage `json:"Body"`
 }
 
+// envelopeHead is how Encode's entries start after the type byte.
+var envelopeHead = `{"Version":` + strconv.Itoa(CommandVersion) + `,"Body":`
+
 // Encode builds a log entry: the type byte then {"Version":1,"Body":body}.
 func Encode(t MessageType, body any) ([]byte, error) {
 	if _, ok := typeNames[t]; !ok {
@@ -86,13 +90,14 @@ func Encode(t MessageType, body any) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode %v: %w", t, err)
 	}
-	env, err := json.Marshal(envelope{Version: CommandVersion, Body: b})
-	if err != nil {
-		return nil, fmt.Errorf("encode %v: %w", t, err)
-	}
-	out := make([]byte, 0, len(env)+1)
+	// The envelope by hand: json.Marshal of it would copy and re-scan the
+	// (already compact) body, doubling the cost of a 10,000-alloc plan.
+	// The bytes are the same as envelope's encoding.
+	out := make([]byte, 0, 1+len(envelopeHead)+len(b)+1)
 	out = append(out, byte(t))
-	return append(out, env...), nil
+	out = append(out, envelopeHead...)
+	out = append(out, b...)
+	return append(out, '}'), nil
 }
 
 // Decode splits a log entry into its type and body, checking the version.
@@ -103,6 +108,13 @@ func Decode(buf []byte) (MessageType, json.RawMessage, error) {
 	t := MessageType(buf[0])
 	if _, ok := typeNames[t]; !ok {
 		return t, nil, fmt.Errorf("decode %v: %w", t, ErrUnknownType)
+	}
+	// Fast path for what Encode writes: the body sliced out, no copy and
+	// one scan (json.Valid) instead of the envelope's decode.
+	if head := envelopeHead; len(buf) > 1+len(head) && string(buf[1:1+len(head)]) == head && buf[len(buf)-1] == '}' {
+		if body := buf[1+len(head) : len(buf)-1]; json.Valid(body) {
+			return t, body, nil
+		}
 	}
 	var env envelope
 	if err := json.Unmarshal(buf[1:], &env); err != nil {

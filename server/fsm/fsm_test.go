@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -259,4 +260,34 @@ func mustEncode(t *testing.T, typ MessageType, body any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestEncodeMatchesEnvelope: Encode's hand-built envelope is byte for
+// byte what json.Marshal of envelope gives (entries already in Raft logs
+// and snapshots decode the same).
+func TestEncodeMatchesEnvelope(t *testing.T) {
+	body := &JobRegisterRequest{Job: &api.Job{ID: "web", Name: "web \"quoted\" <html>", Type: api.JobTypeService}}
+	got, err := Encode(JobRegisterType, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(body)
+	env, _ := json.Marshal(envelope{Version: CommandVersion, Body: b})
+	want := append([]byte{byte(JobRegisterType)}, env...)
+	if string(got) != string(want) {
+		t.Errorf("Encode = %s\nwant     %s", got, want)
+	}
+	typ, raw, err := Decode(got)
+	if err != nil || typ != JobRegisterType || string(raw) != string(b) {
+		t.Errorf("Decode = %v, %s, %v; want %v, %s", typ, raw, err, JobRegisterType, b)
+	}
+	// Entries not in Encode's exact form still decode (the slow path).
+	other := append([]byte{byte(JobRegisterType)}, `{"Body": `+string(b)+`, "Version": 1}`...)
+	if typ, raw, err := Decode(other); err != nil || typ != JobRegisterType || string(raw) != string(b) {
+		t.Errorf("Decode(reordered) = %v, %s, %v; want %v, %s", typ, raw, err, JobRegisterType, b)
+	}
+	bad := append([]byte{byte(JobRegisterType)}, envelopeHead+`{"Job":}`+"}"...)
+	if _, _, err := Decode(bad); err == nil {
+		t.Errorf("Decode(%q): no error", bad)
+	}
 }

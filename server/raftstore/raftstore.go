@@ -79,6 +79,10 @@ func (r *Raft) Shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// MultiServerHeartbeatTimeout is the Raft heartbeat, election and leader
+// lease timeout of servers with peers (raft's default is 1 s).
+const MultiServerHeartbeatTimeout = 500 * time.Millisecond
+
 // New builds and starts the Raft node.
 func New(cfg Config) (*Raft, error) {
 	r := &Raft{}
@@ -109,6 +113,15 @@ func New(cfg Config) (*Raft, error) {
 	conf.SnapshotThreshold = 8192
 	conf.SnapshotInterval = 2 * time.Minute
 	conf.TrailingLogs = 10240
+	// Several voters: a follower starts an election once it has heard
+	// nothing for 1-2x HeartbeatTimeout (and the other follower votes only
+	// once its own timer ran out too), so failover takes about 1.5x it
+	// plus the election. Half of raft's 1 s defaults: leader failover on
+	// loopback 2.1 s -> under 1 s median (agent/sim
+	// BenchmarkLeaderFailover); the leader still heartbeats every 50 ms.
+	conf.HeartbeatTimeout = MultiServerHeartbeatTimeout
+	conf.ElectionTimeout = MultiServerHeartbeatTimeout
+	conf.LeaderLeaseTimeout = MultiServerHeartbeatTimeout
 	if cfg.BootstrapExpect == 1 || (cfg.DataDir == "" && cfg.BootstrapExpect == 0) {
 		// One voter: nobody to wait for. Election after 50-100 ms. (A
 		// server with BootstrapExpect 0 and a data dir joins a cluster:

@@ -24,6 +24,13 @@ var (
 // and how many a subscriber may have pending before it is dropped.
 const DefaultEventBufferSize = 1024
 
+// MaxBufferedEvents bounds the events the replay ring holds across its
+// batches (the newest batch is always kept): each event pins a copy of the
+// object it reports, and a batch of a 10,000-alloc plan holds 10,000, so
+// 1,024 batches alone could pin several copies of every alloc of a
+// large cluster.
+const MaxBufferedEvents = 16384
+
 // EventBroker fans out change events to subscribers. Publish never blocks:
 // each subscription has a bounded queue and is dropped with
 // ErrSubscriptionSlow when it overflows. The broker keeps the last batches
@@ -34,8 +41,8 @@ type EventBroker struct {
 	size int
 
 	mu     sync.Mutex
-	ring   []api.Events // circular, at most size; oldest at head
-	head   int
+	ring   []api.Events // at most size batches, MaxBufferedEvents events; oldest first
+	events int          // events in ring
 	subs   map[*Subscription]struct{}
 	closed bool
 }
@@ -76,8 +83,7 @@ func (b *EventBroker) Subscribe(ctx context.Context, topics map[string][]string,
 		return nil, fmt.Errorf("subscribe: %w", ErrSubscriptionClosed)
 	}
 	if fromIndex > 0 {
-		for i := range b.ring {
-			batch := b.ring[(b.head+i)%len(b.ring)]
+		for _, batch := range b.ring {
 			if batch.Index < fromIndex {
 				continue
 			}
@@ -104,11 +110,18 @@ func (b *EventBroker) Publish(index uint64, events []api.Event) {
 	if b.closed {
 		return
 	}
-	if len(b.ring) < b.size {
-		b.ring = append(b.ring, batch)
-	} else {
-		b.ring[b.head] = batch
-		b.head = (b.head + 1) % b.size
+	b.ring = append(b.ring, batch)
+	b.events += len(events)
+	drop := 0
+	for len(b.ring)-drop > 1 && (len(b.ring)-drop > b.size || b.events > MaxBufferedEvents) {
+		b.events -= len(b.ring[drop].Events)
+		b.ring[drop] = api.Events{} // unpin the dropped batch's objects
+		drop++
+	}
+	if drop > 0 {
+		n := copy(b.ring, b.ring[drop:])
+		clear(b.ring[n:])
+		b.ring = b.ring[:n]
 	}
 	for s := range b.subs {
 		f, ok := s.filter(batch)

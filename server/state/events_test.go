@@ -174,3 +174,44 @@ func TestSubscriptionNextHonoursContext(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// TestEventRingBoundedByEvents: the replay ring keeps at most size
+// batches and, across them, at most MaxBufferedEvents events (the newest
+// batch always), dropping the oldest batches whole.
+func TestEventRingBoundedByEvents(t *testing.T) {
+	b := NewEventBroker(8)
+	batch := func(n int) []api.Event {
+		evs := make([]api.Event, n)
+		for i := range evs {
+			evs[i] = api.Event{Topic: api.TopicAllocation, Type: "AllocationUpdated", Key: "a"}
+		}
+		return evs
+	}
+	big := MaxBufferedEvents / 3
+	for i := uint64(1); i <= 5; i++ {
+		b.Publish(i, batch(big))
+	}
+	replayed := func() []uint64 {
+		sub, err := b.Subscribe(context.Background(), nil, 1)
+		must(t, err)
+		defer sub.Close()
+		var got []uint64
+		for len(sub.ch) > 0 {
+			got = append(got, next(t, sub).Index)
+		}
+		return got
+	}
+	if got, want := replayed(), []uint64{3, 4, 5}; !cmp.Equal(got, want) {
+		t.Errorf("after 5 batches of %d events: replayed %v, want %v", big, got, want)
+	}
+	b.Publish(6, batch(MaxBufferedEvents+1)) // over the cap alone: kept by itself
+	if got, want := replayed(), []uint64{6}; !cmp.Equal(got, want) {
+		t.Errorf("after an oversized batch: replayed %v, want %v", got, want)
+	}
+	for i := uint64(7); i <= 20; i++ {
+		b.Publish(i, batch(1))
+	}
+	if got := replayed(); len(got) != 8 || got[0] != 13 || got[7] != 20 {
+		t.Errorf("after 14 small batches: replayed %v, want the last 8 (13..20)", got)
+	}
+}

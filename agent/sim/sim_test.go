@@ -1,0 +1,258 @@
+package sim_test
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/drover/drover/agent"
+	"github.com/drover/drover/agent/config"
+	"github.com/drover/drover/agent/sim"
+	"github.com/drover/drover/api"
+	"github.com/drover/drover/jobspec"
+)
+
+// startServer runs a real server-only dev agent on a free port and
+// returns its address once it leads.
+func startServer(t *testing.T, tune func(*config.Config)) string {
+	t.Helper()
+	cfg := config.Dev()
+	cfg.Client.Enabled = false
+	cfg.Ports.HTTP = 0
+	cfg.Name = "sim-test"
+	if tune != nil {
+		tune(cfg)
+	}
+	a, err := agent.New(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := a.Start(ctx); err != nil {
+		t.Fatalf("start agent: %v", err)
+	}
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if err := a.Shutdown(sctx); err != nil {
+			t.Errorf("agent shutdown: %v", err)
+		}
+	})
+	addr := "http://" + a.HTTPAddr()
+	c := api.NewClient(addr)
+	waitFor(t, 10*time.Second, "a leader", func() bool {
+		l, err := c.Leader(ctx)
+		return err == nil && l != ""
+	})
+	return addr
+}
+
+// waitFor polls cond every few milliseconds until it holds or the
+// deadline passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within %v", what, d)
+		}
+		time.Sleep(5 * time.Millisecond) // polling interval, not synchronization
+	}
+}
+
+func startSim(t *testing.T, cfg sim.Config) *sim.Sim {
+	t.Helper()
+	s, err := sim.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("sim start: %v", err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+func registerJob(t *testing.T, c *api.Client, hcl string) {
+	t.Helper()
+	job, err := jobspec.Parse("job.hcl", []byte(hcl), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.RegisterJob(context.Background(), &api.JobRegisterRequest{Job: job}, nil); err != nil {
+		t.Fatalf("register job: %v", err)
+	}
+}
+
+func jobAllocs(t *testing.T, c *api.Client, job string) []*api.AllocListStub {
+	t.Helper()
+	out, _, err := c.JobAllocations(context.Background(), job, nil)
+	if err != nil {
+		t.Fatalf("job allocations: %v", err)
+	}
+	return out
+}
+
+func countStatus(allocs []*api.AllocListStub, status string) int {
+	n := 0
+	for _, a := range allocs {
+		if a.ClientStatus == status {
+			n++
+		}
+	}
+	return n
+}
+
+const serviceHCL = `job "web" {
+  datacenters = ["dc1", "dc2"]
+  group "web" {
+    count = 40
+    task "srv" {
+      driver = "mock"
+      resources {
+        cpu    = 500
+        memory = 256
+      }
+    }
+  }
+}
+`
+
+// TestSimRunsServiceAllocs: simulated nodes register with their
+// datacenters, topology meta and GPUs, take a job's allocs and report them
+// running; stopping the job has them report complete.
+func TestSimRunsServiceAllocs(t *testing.T) {
+	addr := startServer(t, nil)
+	s := startSim(t, sim.Config{Servers: []string{addr}, Nodes: 20, GPUs: "dgxh100", Datacenters: []string{"dc1", "dc2"},
+		RunDelay: 20 * time.Millisecond, UpdateCoalesce: 20 * time.Millisecond})
+	c := api.NewClient(addr)
+	ctx := context.Background()
+
+	nodes, _, err := c.Nodes(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes) != 20 {
+		t.Fatalf("server knows %d nodes, want 20", len(nodes))
+	}
+	dcs := map[string]int{}
+	for _, n := range nodes {
+		dcs[n.Datacenter]++
+		if n.Status != api.NodeStatusReady {
+			t.Errorf("node %s is %s, want ready", n.Name, n.Status)
+		}
+	}
+	if dcs["dc1"] != 10 || dcs["dc2"] != 10 {
+		t.Errorf("datacenters %v, want 10 each in dc1 and dc2", dcs)
+	}
+	n5, _, err := c.Node(ctx, s.NodeIDs()[5], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n5.Name != "sim-5" || n5.Meta["topology.rack"] != "rack-1" || n5.Meta["topology.block"] != "block-0" {
+		t.Errorf("node 5: name %q meta %v; want sim-5 in rack-1, block-0", n5.Name, n5.Meta)
+	}
+	gpus := 0
+	for _, d := range n5.NodeResources.Devices {
+		if d.Type == "gpu" {
+			gpus += len(d.Instances)
+		}
+	}
+	if gpus != 8 {
+		t.Errorf("node 5 has %d GPUs, want the 8 of a DGX H100", gpus)
+	}
+
+	registerJob(t, c, serviceHCL)
+	waitFor(t, 20*time.Second, "40 running allocs", func() bool {
+		return countStatus(jobAllocs(t, c, "web"), api.AllocClientStatusRunning) == 40
+	})
+	if st := s.Stats(); st.Running != 40 || st.Started != 40 || st.Registered != 20 {
+		t.Errorf("sim stats %+v: want 40 running and started, 20 registered", st)
+	}
+	if _, err := c.DeregisterJob(ctx, "web", false, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "40 complete allocs", func() bool {
+		return countStatus(jobAllocs(t, c, "web"), api.AllocClientStatusComplete) == 40
+	})
+	waitFor(t, 5*time.Second, "the sim's running gauge at 0", func() bool { return s.Stats().Running == 0 })
+}
+
+const batchHCL = `job "crunch" {
+  type = "batch"
+  group "work" {
+    count = 30
+    restart {
+      attempts = 0
+      mode     = "fail"
+    }
+    reschedule {
+      attempts  = 0
+      unlimited = false
+    }
+    task "t" {
+      driver = "mock"
+      resources {
+        cpu    = 100
+        memory = 64
+      }
+    }
+  }
+}
+`
+
+// TestSimCompletesAndFails: with CompleteAfter every alloc ends, and with
+// a fail rate of 1 every one fails.
+func TestSimCompletesAndFails(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		rate   float64
+		status string
+	}{{"complete", 0, api.AllocClientStatusComplete}, {"failed", 1, api.AllocClientStatusFailed}} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := startServer(t, nil)
+			s := startSim(t, sim.Config{Servers: []string{addr}, Nodes: 5, CompleteAfter: 30 * time.Millisecond,
+				FailRate: tc.rate, UpdateCoalesce: 20 * time.Millisecond})
+			c := api.NewClient(addr)
+			registerJob(t, c, batchHCL)
+			waitFor(t, 20*time.Second, "30 "+tc.status+" allocs", func() bool {
+				return countStatus(jobAllocs(t, c, "crunch"), tc.status) == 30
+			})
+			st := s.Stats()
+			if got := map[string]int64{api.AllocClientStatusComplete: st.Completed, api.AllocClientStatusFailed: st.Failed}[tc.status]; got < 30 {
+				t.Errorf("sim counted %d %s, want 30 or more (stats %+v)", got, tc.status, st)
+			}
+		})
+	}
+}
+
+// TestSimKilledNodesGoDown: nodes the simulator stops heartbeating are
+// marked down by the server once their TTL runs out; the others stay
+// ready.
+func TestSimKilledNodesGoDown(t *testing.T) {
+	addr := startServer(t, func(c *config.Config) { c.Server.MinHeartbeatTTL, c.Server.HeartbeatGrace = time.Second, time.Second })
+	s := startSim(t, sim.Config{Servers: []string{addr}, Nodes: 10})
+	s.Kill(0, 1, 2)
+	c := api.NewClient(addr)
+	waitFor(t, 20*time.Second, "3 down nodes", func() bool {
+		nodes, _, err := c.Nodes(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		down := 0
+		for _, n := range nodes {
+			if n.Status == api.NodeStatusDown {
+				down++
+			}
+		}
+		return down == 3
+	})
+	nodes, _, _ := c.Nodes(context.Background(), nil)
+	for _, n := range nodes {
+		killed := n.Name == "sim-0" || n.Name == "sim-1" || n.Name == "sim-2"
+		if !killed && n.Status != api.NodeStatusReady {
+			t.Errorf("live node %s is %s, want ready", n.Name, n.Status)
+		}
+	}
+	if st := s.Stats(); st.Heartbeats == 0 || st.MissedHeartbeats != 0 {
+		t.Errorf("stats %+v: want heartbeats sent and none missed by live nodes", st)
+	}
+}
