@@ -139,7 +139,8 @@ func TestE2EGPUSimulatedDGX(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := exec.Command(droverBin(t), "job", "plan", "-address", base, planFile).CombinedOutput()
-	if !strings.Contains(string(out), "Devices: needs 4 nvidia/gpu with memory >= 40 GiB; no node has a matching one free") {
+	if !strings.Contains(string(out), "Why pending:") ||
+		!strings.Contains(string(out), "needs 4 nvidia/gpu with memory >= 40 GiB on one node; no node has a matching one free") {
 		t.Errorf("drover job plan: %v\n%s\nwant the device shortfall", err, out)
 	}
 	out, err = exec.Command(droverBin(t), "node", "status", "-verbose", "-address", base, node.ID).CombinedOutput()
