@@ -96,7 +96,7 @@ export function render(root, { id }, { signal }) {
   }, (e) => {
     err = e;
     draw();
-  }, signal);
+  }, signal, { topics: ['Allocation'], keys: [id] });
 }
 
 // usage polls the client's stats endpoint every 2 s while the alloc runs.

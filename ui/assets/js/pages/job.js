@@ -170,7 +170,7 @@ export function render(root, { id }, { signal, query }) {
     errs.job = e;
     if (e.status === 404) job = null;
     draw();
-  }, signal);
+  }, signal, { topics: ['Job'], keys: [id] });
   watch(url(`${base}/allocations`, q), (a) => {
     allocs = a || [];
     delete errs.allocs;
@@ -179,7 +179,7 @@ export function render(root, { id }, { signal, query }) {
   }, (e) => {
     errs.allocs = e;
     if (job) draw();
-  }, signal);
+  }, signal, { topics: ['Allocation'], keys: [id] });
   const off = onEvents(['Evaluation'], (evs) => {
     if (evs.some((e) => e.Topic === 'Reconnect' || (e.Payload?.Evaluation?.JobID ?? id) === id)) refreshSide();
   });

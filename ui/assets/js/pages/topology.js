@@ -63,8 +63,8 @@ export function render(root, _params, { signal }) {
         : h('div', { class: 'empty' }, 'No client nodes have registered.'));
   };
 
-  watch('/v1/nodes', (n) => { nodes = n || []; delete errs.nodes; draw(); }, (e) => { errs.nodes = e; draw(); }, signal);
-  watch(url('/v1/allocations', { namespace: '*' }), (a) => { allocs = a || []; delete errs.allocs; draw(); }, (e) => { errs.allocs = e; draw(); }, signal);
+  watch('/v1/nodes', (n) => { nodes = n || []; delete errs.nodes; draw(); }, (e) => { errs.nodes = e; draw(); }, signal, { topics: ['Node'] });
+  watch(url('/v1/allocations', { namespace: '*' }), (a) => { allocs = a || []; delete errs.allocs; draw(); }, (e) => { errs.allocs = e; draw(); }, signal, { topics: ['Allocation'] });
 }
 
 // strip draws one resource of a node as a bin: each live allocation is a

@@ -1,0 +1,98 @@
+package ui_test
+
+import (
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/drover/drover/api"
+)
+
+// renderDeadline is how long a page may take to show its content: the
+// functional bound of issue 17 (a page stuck behind the browser's six
+// connections per host waits ~60 s, the length of a blocking query).
+const renderDeadline = 2 * time.Second
+
+// TestUIXConnections opens five pages in a row, each left with its live
+// updates running: the jobs list, a job, an allocation by URL (a full
+// page load), the nodes list and a node by a short ID prefix. Each must
+// show its content within renderDeadline, and the UI must never hold more
+// than a bounded number of long-lived requests (it exposes its counters as
+// window.__droverNet): live updates share the tab's one event stream.
+func TestUIXConnections(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test: skipped with -short")
+	}
+	chromium(t)
+	agent := startDevAgent(t)
+	gpuID := gpuNode(t, agent)
+	gpuJobs(t, agent)
+	var allocs []*api.AllocListStub
+	agent.WaitFor(t, "train's allocs placed", 60*time.Second, func() bool {
+		return agent.getJSON("/v1/job/train/allocations", &allocs) == nil && len(allocs) == 3
+	})
+	ctx, problems := browser(t)
+
+	// bounded checks the UI's own counters: no blocking query while the
+	// event stream is up, at most the event stream and one page stream.
+	bounded := func(page string) {
+		t.Helper()
+		var n struct{ LongPolls, MaxLongPolls, Streams, MaxStreams int }
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`JSON.stringify({LongPolls: __droverNet.longPolls, MaxLongPolls: __droverNet.maxLongPolls, Streams: __droverNet.streams, MaxStreams: __droverNet.maxStreams})`))
+		if err != nil {
+			t.Fatalf("%s: read __droverNet: %v", page, err)
+		}
+		if _, err := fmt.Sscanf(v, `{"LongPolls":%d,"MaxLongPolls":%d,"Streams":%d,"MaxStreams":%d}`, &n.LongPolls, &n.MaxLongPolls, &n.Streams, &n.MaxStreams); err != nil {
+			t.Fatalf("%s: parse %s: %v", page, v, err)
+		}
+		if n.MaxLongPolls > 0 || n.MaxStreams > 2 {
+			t.Errorf("%s: %s open at most; want no blocking query beside the event stream and at most 2 streams", page, v)
+		}
+	}
+	start := time.Now()
+	open := func(page, predicate string) {
+		t.Helper()
+		until(t, ctx, page+" renders", predicate, renderDeadline)
+		t.Logf("%s rendered (%v since the first page)", page, time.Since(start).Round(time.Millisecond))
+		bounded(page)
+	}
+
+	do(t, ctx, "open the jobs list", chromedp.Navigate(agent.base+"/ui/jobs"))
+	open("jobs list", `!!document.querySelector('#jobs-table tr[data-job-id="train"]')`)
+	until(t, ctx, "event stream up", `__droverNet.live === true`, renderDeadline)
+
+	click(t, ctx, "open the train job", `#jobs-table tr[data-job-id="train"] a.job-link`)
+	open("job", `document.querySelectorAll('#allocs-table tr a.alloc-link').length === 3`)
+
+	// The allocation by URL: a full load, the way the issue saw it.
+	do(t, ctx, "open an allocation by URL", chromedp.Navigate(agent.base+"/ui/allocations/"+allocs[0].ID))
+	open("allocation", textHas("main", allocs[0].Name))
+
+	do(t, ctx, "open the nodes list", chromedp.Click(chromedp.CSS(`#nav a[data-nav="nodes"]`)))
+	open("nodes list", fmt.Sprintf(`!!document.querySelector('#nodes-table tr[data-node-id="%s"]')`, gpuID))
+
+	// A node by the first 8 characters of its ID: the page resolves the
+	// prefix and shows the full ID in the URL.
+	do(t, ctx, "open a node by a short ID", chromedp.Evaluate[chromedp.Void](
+		fmt.Sprintf(`history.pushState(null, '', '/ui/nodes/%s'); dispatchEvent(new PopStateEvent('popstate'))`, gpuID[:8])))
+	open("node", textHas("#devices", "fallen off the bus"))
+	until(t, ctx, "full node ID in the URL", fmt.Sprintf(`location.pathname === '/ui/nodes/%s'`, gpuID), renderDeadline)
+	until(t, ctx, "device table names the alloc holding a GPU", `[...document.querySelectorAll('#devices a.alloc-link')].length === 6`, renderDeadline)
+
+	// Live updates still arrive: stop the job from the API, the node page's
+	// allocations follow through the event stream.
+	if err := agent.send("DELETE", "/v1/job/train", nil, nil, nil); err != nil {
+		t.Fatalf("stop train: %v", err)
+	}
+	until(t, ctx, "node page follows the stop", `document.querySelectorAll('#devices a.alloc-link').length === 0`, 30*time.Second)
+	bounded("node after updates")
+	if os.Getenv("DROVER_UI_SCREENSHOTS") != "" {
+		newShots(t, ctx).take("node-short-id")
+	}
+	for _, p := range problems() {
+		t.Errorf("browser: %s", p)
+	}
+}
