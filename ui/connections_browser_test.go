@@ -17,8 +17,9 @@ import (
 const renderDeadline = 2 * time.Second
 
 // TestUIXConnections opens five pages in a row, each left with its live
-// updates running: the jobs list, a job, an allocation by URL (a full
-// page load), the nodes list and a node by a short ID prefix. Each must
+// updates running: the jobs list, a job, then in a second tab (the first
+// stays on the job) an allocation by URL, the nodes list and a node by a
+// short ID prefix. Each must
 // show its content within renderDeadline, and the UI must never hold more
 // than a bounded number of long-lived requests (it exposes its counters as
 // window.__droverNet): live updates share the tab's one event stream.
@@ -67,8 +68,13 @@ func TestUIXConnections(t *testing.T) {
 	click(t, ctx, "open the train job", `#jobs-table tr[data-job-id="train"] a.job-link`)
 	open("job", `document.querySelectorAll('#allocs-table tr a.alloc-link').length === 3`)
 
-	// The allocation by URL: a full load, the way the issue saw it.
-	do(t, ctx, "open an allocation by URL", chromedp.Navigate(agent.base+"/ui/allocations/"+allocs[0].ID))
+	// The allocation by URL in a second tab, the way the issue saw it: the
+	// browser's six connections per host are shared by all tabs, and the
+	// job page in the first one keeps its live updates open.
+	first := ctx
+	ctx, closeTab := chromedp.NewContext(first)
+	defer closeTab()
+	do(t, ctx, "open an allocation by URL in a new tab", chromedp.Navigate(agent.base+"/ui/allocations/"+allocs[0].ID))
 	open("allocation", textHas("main", allocs[0].Name))
 
 	do(t, ctx, "open the nodes list", chromedp.Click(chromedp.CSS(`#nav a[data-nav="nodes"]`)))
@@ -92,6 +98,8 @@ func TestUIXConnections(t *testing.T) {
 	if os.Getenv("DROVER_UI_SCREENSHOTS") != "" {
 		newShots(t, ctx).take("node-short-id")
 	}
+	// The first tab is still live on the job page.
+	until(t, first, "first tab's job page follows the stop", `!document.querySelector('#allocs-table tr[data-desired="run"]')`, 30*time.Second)
 	for _, p := range problems() {
 		t.Errorf("browser: %s", p)
 	}

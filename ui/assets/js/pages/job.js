@@ -113,7 +113,7 @@ export function render(root, { id }, { signal, query }) {
 
   const allocsView = () => {
     if (!allocs) return loading();
-    const rows = [...allocs].sort((a, b) => b.CreateIndex - a.CreateIndex).map((a) => h('tr', { dataset: { allocId: a.ID, status: a.ClientStatus } },
+    const rows = [...allocs].sort((a, b) => b.CreateIndex - a.CreateIndex).map((a) => h('tr', { dataset: { allocId: a.ID, status: a.ClientStatus, desired: a.DesiredStatus } },
       td('', link(`/ui/allocations/${a.ID}`, shortId(a.ID), { class: 'mono alloc-link' })),
       td('opt', a.Name),
       td('', pill(a.ClientStatus)),
