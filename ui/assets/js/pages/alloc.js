@@ -87,21 +87,26 @@ export function render(root, { id }, { signal }) {
 
   const logs = logTail(logsEl, id, signal);
   files(filesEl, id, signal);
-  usage(usageEl, id, () => alloc, signal);
+  const stats = usage(usageEl, id, () => alloc, signal);
 
   watch(`/v1/allocation/${enc(id)}`, (a) => {
+    const firstRead = !alloc;
     alloc = a;
     err = null;
     draw();
+    if (firstRead) stats.wake();
   }, (e) => {
     err = e;
     draw();
   }, signal, { topics: ['Allocation'], keys: [id] });
 }
 
-// usage polls the client's stats endpoint every 2 s while the alloc runs.
+// usage polls the client's stats endpoint every 2 s while the alloc runs;
+// wake() reads now (the first read comes as soon as the alloc is known).
 function usage(el, id, getAlloc, signal) {
   const hist = new Map(); // task -> [{cpu, mem}]
+  let nap = null;
+  signal.addEventListener('abort', () => nap?.abort(), { once: true });
   (async () => {
     while (!signal.aborted) {
       const a = getAlloc();
@@ -118,10 +123,12 @@ function usage(el, id, getAlloc, signal) {
           replace(el, errorBox(e, 'Could not read resource usage'));
         }
       }
+      nap = new AbortController();
+      const napped = nap.signal;
       try {
-        await delay(2000, signal);
+        await delay(2000, napped);
       } catch {
-        return;
+        if (signal.aborted) return;
       }
     }
   })();
@@ -149,6 +156,7 @@ function usage(el, id, getAlloc, signal) {
     replace(el, table(['Task', 'CPU', 'Memory', { label: 'Last 2 min', class: 'opt' }], rows, { empty: 'No usage reported yet.' }),
       h('div', { class: 'sub' }, `Sampled ${new Date(toMs(st?.Timestamp) || Date.now()).toLocaleTimeString()}, every 2 s.`));
   }
+  return { wake: () => nap?.abort() };
 }
 
 function spark(values, max, color) {
