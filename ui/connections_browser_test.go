@@ -22,7 +22,8 @@ const renderDeadline = 2 * time.Second
 // short ID prefix. Each must
 // show its content within renderDeadline, and the UI must never hold more
 // than a bounded number of long-lived requests (it exposes its counters as
-// window.__droverNet): live updates share the tab's one event stream.
+// window.__droverNet): live updates share the tab's one event stream. On
+// the allocation page it also runs a shell through the exec terminal.
 func TestUIXConnections(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test: skipped with -short")
@@ -91,6 +92,14 @@ func TestUIXConnections(t *testing.T) {
 	defer closeTab()
 	do(t, ctx, "open an allocation by URL in a new tab", chromedp.Navigate(agent.base+"/ui/allocations/"+allocs[0].ID))
 	open("allocation", textHas("#log", "hello from drover")+` && !!document.querySelector('#alloc-stats .bar.mem')`)
+	// The exec terminal: a shell in the task, a line of stdin, its output
+	// and exit code.
+	click(t, ctx, "run /bin/sh", "#exec-start")
+	until(t, ctx, "exec session open", `!document.querySelector('#exec-input').disabled`, 30*time.Second)
+	do(t, ctx, "type a line", chromedp.Evaluate[chromedp.Void](`(() => { const i = document.querySelector('#exec-input');
+		i.value = 'echo "exec says $((6*7))"; exit 3'; i.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter' })); })()`))
+	until(t, ctx, "exec output", textHas("#exec-output", "exec says 42"), 30*time.Second)
+	until(t, ctx, "exec exit code", `document.querySelector('#exec-state').dataset.exitCode === '3'`, 30*time.Second)
 
 	do(t, ctx, "open the nodes list", chromedp.Click(chromedp.CSS(`#nav a[data-nav="nodes"]`)))
 	open("nodes list", fmt.Sprintf(`!!document.querySelector('#nodes-table tr[data-node-id="%s"]')`, gpuID))

@@ -1,6 +1,8 @@
 // pages/alloc.js: one allocation: task states and their event timeline,
-// live resource usage, a live log tail and a file browser of the alloc dir.
+// live resource usage, a live log tail, a file browser of the alloc dir and
+// an exec terminal (exec.js).
 import { watch, get, post, raw, stream, url, delay } from '../api.js';
+import { execTerminal } from './exec.js';
 import {
   h, replace, table, td, pill, link, when, errorBox, loading, enc, shortId, kv, bytes, mhz, bar, toMs, confirmButton, restarts,
 } from '../dom.js';
@@ -16,11 +18,13 @@ export function render(root, { id }, { signal }) {
   const usageEl = h('div', { id: 'alloc-stats' }, h('span', { class: 'muted' }, 'Waiting for the first sample…'));
   const logsEl = h('div', { id: 'alloc-logs' });
   const filesEl = h('div', { id: 'alloc-files' });
+  const execEl = h('div', { id: 'alloc-exec' });
   root.append(crumbs, head, note, summary,
     h('h2', null, 'Tasks'), tasksEl,
     h('h2', null, 'Resource usage'), usageEl,
     h('h2', null, 'Logs'), logsEl,
-    h('h2', null, 'Files'), filesEl);
+    h('h2', null, 'Files'), filesEl,
+    h('h2', null, 'Exec'), execEl);
 
   let headKey = null;
   const draw = () => {
@@ -59,6 +63,7 @@ export function render(root, { id }, { signal }) {
       ]))));
     replace(tasksEl, tasksView());
     logs.setTasks(taskNames());
+    term.setTasks(taskNames());
   };
 
   const taskNames = () => {
@@ -87,6 +92,7 @@ export function render(root, { id }, { signal }) {
 
   const logs = logTail(logsEl, id, signal);
   files(filesEl, id, signal);
+  const term = execTerminal(execEl, id, signal);
   const stats = usage(usageEl, id, () => alloc, signal);
 
   watch(`/v1/allocation/${enc(id)}`, (a) => {
