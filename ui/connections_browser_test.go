@@ -130,3 +130,30 @@ func TestUIXConnections(t *testing.T) {
 		t.Errorf("browser: %s", p)
 	}
 }
+
+// TestUIXLongPollFallback runs the UI against an API without an event
+// stream (the fixture answers 404 for it): watches fall back to blocking
+// queries, never more than two open across the tab, and leaving the page
+// aborts them.
+func TestUIXLongPollFallback(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test: skipped with -short")
+	}
+	chromium(t)
+	f := startFixtureAPI(t)
+	ctx, problems := browser(t)
+	do(t, ctx, "open the job", chromedp.Navigate(f.URL+"/ui/jobs/big"))
+	until(t, ctx, "job renders", `!!document.querySelector('#versions-table')`, renderDeadline)
+	until(t, ctx, "no event stream: fallback", `__droverNet.live === false`, renderDeadline)
+	until(t, ctx, "two blocking queries open", `__droverNet.longPolls === 2`, 10*time.Second)
+	do(t, ctx, "leave for the queues page", chromedp.Evaluate[chromedp.Void](
+		`history.pushState(null, '', '/ui/queues'); dispatchEvent(new PopStateEvent('popstate'))`))
+	until(t, ctx, "blocking queries closed", `__droverNet.longPolls === 0`, renderDeadline)
+	waitCount(t, "the job's blocking query aborted on the server", f.aborted["/v1/job/big"], 10*time.Second)
+	if v, err := chromedp.Run(ctx, chromedp.Evaluate[int](`__droverNet.maxLongPolls`)); err != nil || v > 2 {
+		t.Errorf("at most %d blocking queries open (%v), want <= 2", v, err)
+	}
+	for _, p := range problems() {
+		t.Errorf("browser: %s", p)
+	}
+}
