@@ -126,6 +126,23 @@ func TestUIXConnections(t *testing.T) {
 	}
 	// The first tab is still live on the job page.
 	until(t, first, "first tab's job page follows the stop", `!document.querySelector('#allocs-table tr[data-desired="run"]')`, 30*time.Second)
+
+	// The agent goes away: the watches fall back to capped blocking
+	// queries; when it is back they return to the event stream and give
+	// their connections back.
+	if err := agent.Stop(t, 30*time.Second); err != nil {
+		t.Fatalf("agent exited with %v after SIGTERM, want 0", err)
+	}
+	until(t, ctx, "event stream down", `__droverNet.live === false`, 30*time.Second)
+	agent.Restart(t)
+	agent.waitReady(t)
+	do(t, ctx, "open the nodes list", chromedp.Click(chromedp.CSS(`#nav a[data-nav="nodes"]`)))
+	until(t, ctx, "event stream back", `__droverNet.live === true`, 60*time.Second)
+	until(t, ctx, "no blocking query left", `__droverNet.longPolls === 0`, 10*time.Second)
+	until(t, ctx, "nodes list live after the restart", textHas("#nodes-table", "ui-test-node"), 30*time.Second)
+	if v, err := chromedp.Run(ctx, chromedp.Evaluate[int](`__droverNet.maxLongPolls`)); err != nil || v > 2 {
+		t.Errorf("at most %d blocking queries open while the stream was down (%v), want <= 2", v, err)
+	}
 	for _, p := range problems() {
 		t.Errorf("browser: %s", p)
 	}

@@ -202,12 +202,27 @@ export async function watch(path, onData, onError, signal, opts = {}) {
       }
       next?.cancel();
       next = net.live ? changed(topics, keys, signal) : null;
-      if (blocking) count('longPolls', 1);
       let r;
-      try {
-        r = await request('GET', blocking && index ? url(path, { index, wait }) : path, undefined, { signal });
-      } finally {
-        if (blocking) count('longPolls', -1);
+      if (blocking) {
+        // A blocking query gives its slot back as soon as the event stream
+        // is up again: it is aborted and the loop reads through the stream.
+        const ctl = new AbortController();
+        const cut = () => ctl.abort();
+        signal.addEventListener('abort', cut, { once: true });
+        liveWaiters.add(cut);
+        count('longPolls', 1);
+        try {
+          r = await request('GET', index ? url(path, { index, wait }) : path, undefined, { signal: ctl.signal });
+        } catch (e) {
+          if (e.name !== 'AbortError' || signal.aborted) throw e;
+          continue;
+        } finally {
+          count('longPolls', -1);
+          liveWaiters.delete(cut);
+          signal.removeEventListener('abort', cut);
+        }
+      } else {
+        r = await request('GET', path, undefined, { signal });
       }
       lastRead = Date.now();
       backoff = 500;
