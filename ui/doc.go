@@ -6,8 +6,14 @@
 // reload; the client-side router (assets/js/router.js) renders the page.
 //
 // The JavaScript talks to the agent only through its public REST API
-// (/v1/..., blocking queries and the event stream); assets/js/api.js holds
-// the fetch helpers. One module per page lives in assets/js/pages/.
+// (/v1/..., the event stream, the exec websocket); assets/js/api.js holds
+// the fetch helpers. Browsers open at most six HTTP/1.1 connections per
+// host, shared by all tabs, so live updates ride on one event stream per
+// tab (api.js watch: read, wait for a matching event, read again) and
+// fall back to blocking queries, at most two at once, only while that
+// stream is down; each page's requests are aborted when the router leaves
+// it. window.__droverNet exposes the counts to the browser tests. One
+// module per page lives in assets/js/pages/.
 //
 // Imports: the standard library and api only (a layout test enforces it);
 // package agent mounts Handler.

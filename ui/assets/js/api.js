@@ -109,19 +109,122 @@ export function delay(ms, signal) {
   });
 }
 
+// Network accounting, read by the browser tests (window.__droverNet) and
+// kept small on purpose: browsers open at most six HTTP/1.1 connections per
+// host, so the UI never holds more than one event stream, one page stream
+// (a log tail or a file) and MAX_LONG_POLLS blocking queries at once.
+export const net = { longPolls: 0, maxLongPolls: 0, streams: 0, maxStreams: 0, live: null };
+globalThis.__droverNet = net;
+
+/** MAX_LONG_POLLS caps the blocking queries open at once (only used while the event stream is down). */
+export const MAX_LONG_POLLS = 2;
+
+function count(key, d) {
+  net[key] += d;
+  const max = 'max' + key[0].toUpperCase() + key.slice(1);
+  if (net[key] > net[max]) net[max] = net[key];
+}
+
+// Topics a page's data may change with when it does not say.
+const allTopics = ['Job', 'Allocation', 'Node', 'Evaluation', 'Deployment'];
+
+// liveWaiters wait for a change of net.live (the event stream's state).
+const liveWaiters = new Set();
+
+function setLive(ok) {
+  if (net.live === ok) return;
+  net.live = ok;
+  for (const fn of [...liveWaiters]) fn();
+}
+
 /**
- * watch runs a blocking query on path until signal aborts: the first answer
- * and every answer with a new index go to onData(data, index); errors go to
- * onError(err) and the query is retried with backoff (the page shows the
- * error in place and recovers by itself).
+ * changed returns {promise, cancel}: promise resolves true when an event on
+ * one of topics arrives or the event stream's state changes, false when
+ * signal aborts or cancel is called. Subscribing before a read means no
+ * event between the read and the wait is missed.
  */
-export async function watch(path, onData, onError, signal, wait = '60s') {
+function changed(topics, keys, signal) {
+  let done;
+  const promise = new Promise((resolve) => {
+    const mine = (e) => e.Topic === 'Reconnect' || !keys || keys.includes(e.Key) || (e.FilterKeys || []).some((k) => keys.includes(k));
+    const off = onEvents(topics, (evs) => { if (evs.some(mine)) done(true); });
+    const onLive = () => done(true);
+    const onAbort = () => done(false);
+    done = (v) => {
+      off();
+      liveWaiters.delete(onLive);
+      signal.removeEventListener('abort', onAbort);
+      resolve(v);
+    };
+    liveWaiters.add(onLive);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  return { promise, cancel: () => done(false) };
+}
+
+/**
+ * watch keeps path's data live until signal aborts: the first answer and
+ * every answer with a new index go to onData(data, index); errors go to
+ * onError(err) and the read is retried with backoff (the page shows the
+ * error in place and recovers by itself).
+ *
+ * Updates ride on the tab's one event stream: after each read, watch waits
+ * for an event on opts.topics (default: all; with opts.keys, only events
+ * whose Key or FilterKeys name one of them) and reads again, so any number
+ * of widgets share one connection. Only while the event stream is down
+ * does it fall back to blocking queries, at most MAX_LONG_POLLS of them
+ * open across the tab; a watch that finds no free slot polls every 5 s.
+ */
+export async function watch(path, onData, onError, signal, opts = {}) {
+  const { topics = allTopics, keys = null, wait = '60s' } = opts;
   let index = 0;
   let backoff = 500;
   let first = true;
+  let lastRead = 0;
+  let next = null; // the subscription made before the last read
   while (!signal.aborted) {
+    let blocking = false;
     try {
-      const r = await request('GET', index ? url(path, { index, wait }) : path, undefined, { signal });
+      if (!first) {
+        if (net.live) {
+          // No subscription yet (the stream opened after the last read): read now.
+          if (next) {
+            if (!(await next.promise)) return;
+            // Coalesce a burst of events into one read.
+            const gap = 250 - (Date.now() - lastRead);
+            if (gap > 0) await delay(gap, signal);
+          }
+        } else if (net.live === false && net.longPolls < MAX_LONG_POLLS) {
+          blocking = true;
+        } else {
+          await delay(net.live === null ? 1000 : 5000, signal);
+        }
+      }
+      next?.cancel();
+      next = net.live ? changed(topics, keys, signal) : null;
+      let r;
+      if (blocking) {
+        // A blocking query gives its slot back as soon as the event stream
+        // is up again: it is aborted and the loop reads through the stream.
+        const ctl = new AbortController();
+        const cut = () => ctl.abort();
+        signal.addEventListener('abort', cut, { once: true });
+        liveWaiters.add(cut);
+        count('longPolls', 1);
+        try {
+          r = await request('GET', index ? url(path, { index, wait }) : path, undefined, { signal: ctl.signal });
+        } catch (e) {
+          if (e.name !== 'AbortError' || signal.aborted) throw e;
+          continue;
+        } finally {
+          count('longPolls', -1);
+          liveWaiters.delete(cut);
+          signal.removeEventListener('abort', cut);
+        }
+      } else {
+        r = await request('GET', path, undefined, { signal });
+      }
+      lastRead = Date.now();
       backoff = 500;
       if (first || r.index !== index) {
         first = false;
@@ -143,6 +246,7 @@ export async function watch(path, onData, onError, signal, wait = '60s') {
       backoff = Math.min(backoff * 2, 5000);
     }
   }
+  next?.cancel();
 }
 
 /**
@@ -152,6 +256,7 @@ export async function watch(path, onData, onError, signal, wait = '60s') {
 export async function stream(res, onText, signal) {
   const reader = res.body.getReader();
   const dec = new TextDecoder();
+  count('streams', 1);
   const stop = () => reader.cancel().catch(() => {});
   signal?.addEventListener('abort', stop, { once: true });
   try {
@@ -163,6 +268,7 @@ export async function stream(res, onText, signal) {
     const tail = dec.decode();
     if (tail) onText(tail);
   } finally {
+    count('streams', -1);
     signal?.removeEventListener('abort', stop);
   }
 }
@@ -205,6 +311,7 @@ export async function runEventStream(signal) {
       // After a reconnect, tell every listener to refetch what it missed.
       if (opened) dispatch({ Events: [{ Topic: 'Reconnect' }] });
       opened = true;
+      setLive(true);
       let buf = '';
       await stream(res, (text) => {
         setConnected(true);
@@ -225,9 +332,11 @@ export async function runEventStream(signal) {
       }, signal);
       if (signal.aborted) return;
       // The stream ended (agent shutting down): treat it as a lost connection.
+      setLive(false);
       setConnected(false);
     } catch (e) {
       if (e.name === 'AbortError' || signal.aborted) return;
+      setLive(false);
       if (e.status === 0) setConnected(false);
       // No event stream on this agent (an old or client-only agent): the
       // pages still update through their blocking queries.

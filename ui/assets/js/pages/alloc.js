@@ -1,6 +1,8 @@
 // pages/alloc.js: one allocation: task states and their event timeline,
-// live resource usage, a live log tail and a file browser of the alloc dir.
+// live resource usage, a live log tail, a file browser of the alloc dir and
+// an exec terminal (exec.js).
 import { watch, get, post, raw, stream, url, delay } from '../api.js';
+import { execTerminal } from './exec.js';
 import {
   h, replace, table, td, pill, link, when, errorBox, loading, enc, shortId, kv, bytes, mhz, bar, toMs, confirmButton, restarts,
 } from '../dom.js';
@@ -16,11 +18,13 @@ export function render(root, { id }, { signal }) {
   const usageEl = h('div', { id: 'alloc-stats' }, h('span', { class: 'muted' }, 'Waiting for the first sample…'));
   const logsEl = h('div', { id: 'alloc-logs' });
   const filesEl = h('div', { id: 'alloc-files' });
+  const execEl = h('div', { id: 'alloc-exec' });
   root.append(crumbs, head, note, summary,
     h('h2', null, 'Tasks'), tasksEl,
     h('h2', null, 'Resource usage'), usageEl,
     h('h2', null, 'Logs'), logsEl,
-    h('h2', null, 'Files'), filesEl);
+    h('h2', null, 'Files'), filesEl,
+    h('h2', null, 'Exec'), execEl);
 
   let headKey = null;
   const draw = () => {
@@ -59,6 +63,7 @@ export function render(root, { id }, { signal }) {
       ]))));
     replace(tasksEl, tasksView());
     logs.setTasks(taskNames());
+    term.setTasks(taskNames());
   };
 
   const taskNames = () => {
@@ -87,21 +92,27 @@ export function render(root, { id }, { signal }) {
 
   const logs = logTail(logsEl, id, signal);
   files(filesEl, id, signal);
-  usage(usageEl, id, () => alloc, signal);
+  const term = execTerminal(execEl, id, signal);
+  const stats = usage(usageEl, id, () => alloc, signal);
 
   watch(`/v1/allocation/${enc(id)}`, (a) => {
+    const firstRead = !alloc;
     alloc = a;
     err = null;
     draw();
+    if (firstRead) stats.wake();
   }, (e) => {
     err = e;
     draw();
-  }, signal);
+  }, signal, { topics: ['Allocation'], keys: [id] });
 }
 
-// usage polls the client's stats endpoint every 2 s while the alloc runs.
+// usage polls the client's stats endpoint every 2 s while the alloc runs;
+// wake() reads now (the first read comes as soon as the alloc is known).
 function usage(el, id, getAlloc, signal) {
   const hist = new Map(); // task -> [{cpu, mem}]
+  let nap = null;
+  signal.addEventListener('abort', () => nap?.abort(), { once: true });
   (async () => {
     while (!signal.aborted) {
       const a = getAlloc();
@@ -118,10 +129,12 @@ function usage(el, id, getAlloc, signal) {
           replace(el, errorBox(e, 'Could not read resource usage'));
         }
       }
+      nap = new AbortController();
+      const napped = nap.signal;
       try {
-        await delay(2000, signal);
+        await delay(2000, napped);
       } catch {
-        return;
+        if (signal.aborted) return;
       }
     }
   })();
@@ -149,6 +162,7 @@ function usage(el, id, getAlloc, signal) {
     replace(el, table(['Task', 'CPU', 'Memory', { label: 'Last 2 min', class: 'opt' }], rows, { empty: 'No usage reported yet.' }),
       h('div', { class: 'sub' }, `Sampled ${new Date(toMs(st?.Timestamp) || Date.now()).toLocaleTimeString()}, every 2 s.`));
   }
+  return { wake: () => nap?.abort() };
 }
 
 function spark(values, max, color) {

@@ -42,5 +42,5 @@ export function render(root, _params, { signal, query }) {
   };
   status.addEventListener('change', refilter);
   search.addEventListener('input', refilter);
-  watch(url('/v1/evaluations', { namespace: '*' }), (e) => { evals = e || []; err = null; draw(); }, (e) => { err = e; draw(); }, signal);
+  watch(url('/v1/evaluations', { namespace: '*' }), (e) => { evals = e || []; err = null; draw(); }, (e) => { err = e; draw(); }, signal, { topics: ['Evaluation'] });
 }

@@ -1,5 +1,6 @@
 // pages/job.js: one job: groups and tasks, allocations, evaluations,
-// versions, placement failures, and stop/start/re-evaluate.
+// versions (with revert), placement failures, the job's definition as
+// the API holds it, and stop/start/re-evaluate.
 import { watch, get, put, post, del, url, onEvents } from '../api.js';
 import {
   h, replace, table, td, pill, link, when, errorBox, loading, countsView, summaryCounts, enc, shortId, kv, mhz, mb, restarts, confirmButton, debounce,
@@ -40,6 +41,19 @@ export function render(root, { id }, { signal, query }) {
     return put(url('/v1/jobs', q), { Job: j });
   });
   const reeval = () => act('Re-evaluate', () => post(url(`${base}/evaluate`, q), { JobID: id }));
+  // Revert only while the job is still at the version shown, so a click on
+  // a stale page does not undo someone else's update.
+  const revert = (v) => act(`Revert to version ${v}`, () => post(url(`${base}/revert`, q),
+    { JobID: id, JobVersion: v, EnforcePriorVersion: job?.Version }));
+
+  // The definition (GET /v1/job/{id}) is one element kept across redraws,
+  // so an open <details> stays open while the page updates live.
+  const defText = h('pre', { class: 'log', id: 'job-definition-json', tabindex: '0' });
+  const definition = h('details', { id: 'job-definition', class: 'panel' }, h('summary', null, 'Definition (JSON)'), defText);
+  const drawDefinition = () => {
+    const text = JSON.stringify(job, null, 2);
+    if (defText.textContent !== text) defText.textContent = text;
+  };
 
   let headKey = null;
   const drawHead = () => {
@@ -87,7 +101,9 @@ export function render(root, { id }, { signal, query }) {
       h('h2', null, 'Task groups'), groupsView(),
       h('h2', null, 'Allocations'), errs.allocs ? errorBox(errs.allocs, 'Could not list allocations') : null, allocsView(),
       h('h2', null, 'Evaluations'), errs.evals ? errorBox(errs.evals, 'Could not list evaluations') : null, evalsView(),
-      h('h2', null, 'Versions'), errs.versions ? errorBox(errs.versions, 'Could not list versions') : null, versionsView());
+      h('h2', null, 'Versions'), errs.versions ? errorBox(errs.versions, 'Could not list versions') : null, versionsView(),
+      h('h2', null, 'Definition'), definition);
+    drawDefinition();
   };
 
   const failures = () => {
@@ -113,7 +129,7 @@ export function render(root, { id }, { signal, query }) {
 
   const allocsView = () => {
     if (!allocs) return loading();
-    const rows = [...allocs].sort((a, b) => b.CreateIndex - a.CreateIndex).map((a) => h('tr', { dataset: { allocId: a.ID, status: a.ClientStatus } },
+    const rows = [...allocs].sort((a, b) => b.CreateIndex - a.CreateIndex).map((a) => h('tr', { dataset: { allocId: a.ID, status: a.ClientStatus, desired: a.DesiredStatus } },
       td('', link(`/ui/allocations/${a.ID}`, shortId(a.ID), { class: 'mono alloc-link' })),
       td('opt', a.Name),
       td('', pill(a.ClientStatus)),
@@ -141,8 +157,10 @@ export function render(root, { id }, { signal, query }) {
     const rows = (versions.Versions || []).map((v) => [
       td('num', v.Version), v.Stable ? pill('stable', 'ok') : '', v.Stop ? 'stopped' : '', when(v.SubmitTime),
       td('wrap', (v.TaskGroups || []).map((g) => `${g.Name}×${g.Count ?? 1}`).join(', ')),
+      v.Version === job.Version ? h('span', { class: 'muted' }, 'current')
+        : h('button', { type: 'button', class: 'revert', dataset: { version: v.Version }, onclick: () => revert(v.Version) }, `Revert to v${v.Version}`),
     ]);
-    return table([{ label: 'Version', class: 'num' }, 'Stable', 'Stop', 'Submitted', 'Groups'], rows, { id: 'versions-table' });
+    return table([{ label: 'Version', class: 'num' }, 'Stable', 'Stop', 'Submitted', 'Groups', ''], rows, { id: 'versions-table' });
   };
 
   const load = async (key, path, set) => {
@@ -170,7 +188,7 @@ export function render(root, { id }, { signal, query }) {
     errs.job = e;
     if (e.status === 404) job = null;
     draw();
-  }, signal);
+  }, signal, { topics: ['Job'], keys: [id] });
   watch(url(`${base}/allocations`, q), (a) => {
     allocs = a || [];
     delete errs.allocs;
@@ -179,7 +197,7 @@ export function render(root, { id }, { signal, query }) {
   }, (e) => {
     errs.allocs = e;
     if (job) draw();
-  }, signal);
+  }, signal, { topics: ['Allocation'], keys: [id] });
   const off = onEvents(['Evaluation'], (evs) => {
     if (evs.some((e) => e.Topic === 'Reconnect' || (e.Payload?.Evaluation?.JobID ?? id) === id)) refreshSide();
   });

@@ -1,12 +1,43 @@
 // pages/node.js: one node: attributes, drivers' health, devices (GPUs with
 // the NVLink/PCIe topology matrix), allocations, events, and the
 // drain/eligibility toggles.
-import { watch, post, url } from '../api.js';
+import { watch, get, post, url } from '../api.js';
 import {
   h, replace, table, td, pill, link, when, errorBox, loading, enc, shortId, kv, bar, mhz, mb, nodeCapacity, usageByNode, restarts,
+  allocResources,
 } from '../dom.js';
 
-export function render(root, { id }, { signal }) {
+// fullID is the length of a node ID; a shorter one in the URL is a prefix.
+const fullID = 36;
+
+/**
+ * render shows the node named by the URL. A short ID (a prefix, as the CLI
+ * prints) is resolved through GET /v1/nodes?prefix= and the URL is
+ * rewritten to the full ID; an ambiguous prefix lists its matches.
+ */
+export function render(root, { id }, ctx) {
+  if (id.length >= fullID) return show(root, id, ctx);
+  root.append(loading());
+  get(url('/v1/nodes', { prefix: id }), { signal: ctx.signal }).then((nodes) => {
+    if (ctx.signal.aborted) return;
+    nodes = nodes || [];
+    if (nodes.length === 1) {
+      history.replaceState(null, '', `/ui/nodes/${nodes[0].ID}${location.search}`);
+      replace(root);
+      show(root, nodes[0].ID, ctx);
+      return;
+    }
+    replace(root, h('div', { class: 'sub' }, link('/ui/nodes', 'Nodes'), ' / ', id),
+      nodes.length
+        ? h('div', { id: 'node-matches' }, h('p', null, `${nodes.length} nodes have IDs starting with ${id}:`),
+          table(['ID', 'Name'], nodes.map((n) => [link(`/ui/nodes/${n.ID}`, n.ID, { class: 'mono node-link' }), n.Name])))
+        : h('div', { class: 'error', role: 'alert' }, `node "${id}" not found: no node ID starts with it.`));
+  }, (e) => {
+    if (!ctx.signal.aborted) replace(root, errorBox(e, 'Could not look the node up'));
+  });
+}
+
+function show(root, id, { signal }) {
   let node = null;
   let allocs = null;
   const errs = {};
@@ -82,7 +113,7 @@ export function render(root, { id }, { signal }) {
         ['Reserved', `${mhz(node.ReservedResources?.Cpu?.CpuShares || 0)}, ${mb(node.ReservedResources?.Memory?.MemoryMB || 0)}`],
       ]))));
     replace(sections.allocs, errs.allocs ? errorBox(errs.allocs, 'Could not list allocations') : null, allocsView());
-    replace(sections.devices, devicesView(nr.Devices || [], new Set(u.gpus)));
+    replace(sections.devices, devicesView(nr.Devices || [], holders(u.allocs)));
     replace(sections.drivers, driversView());
     replace(sections.attrs, attrsView());
     replace(sections.events, eventsView());
@@ -122,8 +153,8 @@ export function render(root, { id }, { signal }) {
     return h('ol', { class: 'timeline' }, evs.map((e) => h('li', null, when(e.Timestamp), ' ', h('b', null, e.Subsystem || ''), ' ', e.Message)));
   };
 
-  watch(`/v1/node/${enc(id)}`, (n) => { node = n; delete errs.node; draw(); }, (e) => { errs.node = e; draw(); }, signal);
-  watch(url(`/v1/node/${enc(id)}/allocations`), (a) => { allocs = a || []; delete errs.allocs; if (node) draw(); }, (e) => { errs.allocs = e; if (node) draw(); }, signal);
+  watch(`/v1/node/${enc(id)}`, (n) => { node = n; delete errs.node; draw(); }, (e) => { errs.node = e; draw(); }, signal, { topics: ['Node'], keys: [id] });
+  watch(url(`/v1/node/${enc(id)}/allocations`), (a) => { allocs = a || []; delete errs.allocs; if (node) draw(); }, (e) => { errs.allocs = e; if (node) draw(); }, signal, { topics: ['Allocation'] });
 }
 
 /** attr formats a device Attribute ({FloatVal|IntVal|StringVal|BoolVal, Unit}). */
@@ -136,6 +167,13 @@ function attr(a) {
 const linkClass = { nvlink: 'nv', 'pcie-switch': 'sw', 'pcie-host': 'host', system: 'sys' };
 const linkLabel = (l) => (l.Kind === 'nvlink' ? `NV${l.NVLinks || ''}` : { 'pcie-switch': 'PIX', 'pcie-host': 'PHB', system: 'SYS' }[l.Kind] || l.Kind);
 
+// holders maps each device instance ID to the live alloc holding it.
+function holders(allocs) {
+  const m = new Map();
+  for (const a of allocs) for (const g of allocResources(a.AllocatedResources).gpus) m.set(g, a);
+  return m;
+}
+
 function devicesView(devices, used) {
   if (!devices.length) return h('div', { class: 'muted', id: 'devices' }, 'No devices fingerprinted on this node.');
   return h('div', { id: 'devices' }, devices.map((d) => {
@@ -143,13 +181,13 @@ function devicesView(devices, used) {
     const attrs = Object.entries(d.Attributes || {}).sort(([a], [b]) => a.localeCompare(b));
     const mem = d.Attributes?.memory;
     const rows = inst.map((i, n) => [
-      td('num', n), h('span', { class: 'mono' }, i.ID), used.has(i.ID) ? pill('allocated', 'info') : pill('free', 'idle'),
+      td('num', n), h('span', { class: 'mono' }, i.ID), used.has(i.ID) ? link(`/ui/allocations/${used.get(i.ID).ID}`, used.get(i.ID).Name, { class: 'alloc-link', title: used.get(i.ID).ID }) : pill('free', 'idle'),
       pill(i.Healthy ? 'healthy' : 'unhealthy'), td('wrap', i.HealthDescription || ''),
       h('span', { class: 'mono' }, i.Locality?.PciBusID || '–'), td('num', i.Locality?.NUMANode ?? '–'),
     ]);
     return h('div', { class: 'panel device' },
       h('h3', null, `${d.Vendor}/${d.Type}/${d.Name}`, ` · ${inst.length} instance${inst.length === 1 ? '' : 's'}`, mem ? ` · ${attr(mem)} each` : ''),
-      table([{ label: '#', class: 'num' }, 'ID', 'Use', 'Health', 'Detail', 'PCI bus', { label: 'NUMA', class: 'num' }], rows),
+      table([{ label: '#', class: 'num' }, 'ID', 'Held by', 'Health', 'Detail', 'PCI bus', { label: 'NUMA', class: 'num' }], rows),
       attrs.length ? h('div', { class: 'sub' }, attrs.map(([k, v]) => `${k}=${attr(v)}`).join(' · ')) : null,
       matrix(inst));
   }));

@@ -59,12 +59,13 @@ export function render(root, _params, { signal }) {
       h('div', { class: 'stat' }, h('span', null, 'Memory'), bar(t.memUsed, t.mem, 'mem', `${mb(t.memUsed)} / ${mb(t.mem)}`)),
       h('div', { class: 'stat' }, h('span', null, 'GPUs'), t.gpu ? bar(t.gpuUsed, t.gpu, 'gpu', `${t.gpuUsed} / ${t.gpu}`) : h('b', null, 'none')));
     replace(out, errs.allocs ? errorBox(errs.allocs, 'Could not list allocations (fill may be stale)') : null,
+      legend([...use.values()].flatMap((u) => u.allocs)),
       nodes.length ? [...byDc.entries()].map(([dc, boxes]) => h('div', { class: 'dc' }, h('h3', null, `Datacenter ${dc} · ${boxes.length} node${boxes.length === 1 ? '' : 's'}`), h('div', { class: 'boxes' }, boxes)))
         : h('div', { class: 'empty' }, 'No client nodes have registered.'));
   };
 
-  watch('/v1/nodes', (n) => { nodes = n || []; delete errs.nodes; draw(); }, (e) => { errs.nodes = e; draw(); }, signal);
-  watch(url('/v1/allocations', { namespace: '*' }), (a) => { allocs = a || []; delete errs.allocs; draw(); }, (e) => { errs.allocs = e; draw(); }, signal);
+  watch('/v1/nodes', (n) => { nodes = n || []; delete errs.nodes; draw(); }, (e) => { errs.nodes = e; draw(); }, signal, { topics: ['Node'] });
+  watch(url('/v1/allocations', { namespace: '*' }), (a) => { allocs = a || []; delete errs.allocs; draw(); }, (e) => { errs.allocs = e; draw(); }, signal, { topics: ['Allocation'] });
 }
 
 // strip draws one resource of a node as a bin: each live allocation is a
@@ -83,6 +84,23 @@ function strip(kind, allocs, total, pick, label) {
     return i;
   }));
   return [h('div', { class: 'strip-label' }, h('span', null, kind), h('span', null, label)), el];
+}
+
+// legend names what the boxes' colours mean: one swatch per job with live
+// allocations (the strips' blocks) and the GPU squares' three states.
+function legend(live) {
+  const jobs = [...new Set(live.map((a) => a.JobID))].sort();
+  const key = (swatch, text, attrs = {}) => h('span', { class: 'key', ...attrs }, swatch, text);
+  const sw = (bg) => {
+    const i = h('i', { class: 'swatch' });
+    i.style.background = bg;
+    return i;
+  };
+  return h('div', { class: 'panel', id: 'topology-legend' },
+    h('div', { class: 'legend' }, h('b', null, 'Jobs'),
+      jobs.length ? jobs.map((j) => key(sw(colour(j)), j, { dataset: { jobId: j } })) : h('span', null, 'no live allocations')),
+    h('div', { class: 'legend' }, h('b', null, 'Strips'), h('span', null, 'cpu / mem: one block per live allocation, as wide as its share; grey is free'),
+      h('b', null, 'GPUs'), key(sw('var(--gpu)'), 'allocated'), key(sw('#e9edf1'), 'free'), key(sw('var(--bad)'), 'unhealthy')));
 }
 
 // colour gives each job a stable hue.
