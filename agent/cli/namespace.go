@@ -1,15 +1,12 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
-	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/spf13/cobra"
 
 	"github.com/drover/drover/api"
@@ -45,57 +42,25 @@ func newNamespaceApplyCmd() *cobra.Command {
 	return cmd
 }
 
-// maxNamespaceFile bounds a namespace spec file.
-const maxNamespaceFile = 1 << 20
-
 // readNamespace reads a namespace spec (Nomad's HCL: name, description,
 // meta {}; our queue), or the same as JSON; problems are file:line:col.
 func readNamespace(path string) (*api.Namespace, error) {
-	src, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read namespace file: %w", err)
-	}
-	if len(src) > maxNamespaceFile {
-		return nil, fmt.Errorf("%s: over the %d byte limit", path, maxNamespaceFile)
-	}
-	if t := strings.TrimSpace(string(src)); strings.HasPrefix(t, "{") {
-		var n api.Namespace
-		dec := json.NewDecoder(strings.NewReader(t))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&n); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		return &n, nil
-	}
-	f, diags := hclsyntax.ParseConfig(src, path, hcl.InitialPos)
-	if diags.HasErrors() {
-		return nil, diagErr(diags)
+	n := &api.Namespace{}
+	f, err := readSpecFile(path, n)
+	if err != nil || f == nil {
+		return n, err
 	}
 	c, diags := f.Body.Content(&hcl.BodySchema{
 		Attributes: []hcl.AttributeSchema{{Name: "name", Required: true}, {Name: "description"}, {Name: "queue"}, {Name: "meta"}},
 		Blocks:     []hcl.BlockHeaderSchema{{Type: "meta"}},
 	})
-	n := &api.Namespace{}
 	for field, dst := range map[string]*string{"name": &n.Name, "description": &n.Description, "queue": &n.Queue} {
 		if a := c.Attributes[field]; a != nil {
 			diags = append(diags, gohcl.DecodeExpression(a.Expr, nil, dst)...)
 		}
 	}
-	if a := c.Attributes["meta"]; a != nil {
-		diags = append(diags, gohcl.DecodeExpression(a.Expr, nil, &n.Meta)...)
-	}
-	for _, b := range c.Blocks {
-		attrs, d := b.Body.JustAttributes()
-		diags = append(diags, d...)
-		for k, a := range attrs {
-			var v string
-			diags = append(diags, gohcl.DecodeExpression(a.Expr, nil, &v)...)
-			if n.Meta == nil {
-				n.Meta = map[string]string{}
-			}
-			n.Meta[k] = v
-		}
-	}
+	meta, d := decodeMeta(c)
+	n.Meta, diags = meta, append(diags, d...)
 	if diags.HasErrors() {
 		return nil, diagErr(diags)
 	}

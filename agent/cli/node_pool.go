@@ -1,15 +1,12 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/url"
-	"os"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/spf13/cobra"
 
 	"github.com/drover/drover/api"
@@ -66,31 +63,13 @@ func newNodePoolInfoCmd() *cobra.Command {
 	return cmd
 }
 
-// maxPoolFile bounds a node pool file.
-const maxPoolFile = 1 << 20
-
 // readNodePool reads one pool from an HCL (node_pool "name" {...}) or JSON
 // file; problems are file:line:col: message.
 func readNodePool(path string) (*api.NodePool, error) {
-	src, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read node pool file: %w", err)
-	}
-	if len(src) > maxPoolFile {
-		return nil, fmt.Errorf("%s: over the %d byte limit", path, maxPoolFile)
-	}
-	if t := strings.TrimSpace(string(src)); strings.HasPrefix(t, "{") {
-		var p api.NodePool
-		dec := json.NewDecoder(strings.NewReader(t))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&p); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		return &p, nil
-	}
-	f, diags := hclsyntax.ParseConfig(src, path, hcl.InitialPos)
-	if diags.HasErrors() {
-		return nil, diagErr(diags)
+	var p api.NodePool
+	f, err := readSpecFile(path, &p)
+	if err != nil || f == nil {
+		return &p, err
 	}
 	root, diags := f.Body.Content(&hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "node_pool", LabelNames: []string{"name"}}}})
 	if diags.HasErrors() {
@@ -100,7 +79,7 @@ func readNodePool(path string) (*api.NodePool, error) {
 		return nil, fmt.Errorf("%s: want exactly one node_pool block, found %d", path, len(root.Blocks))
 	}
 	b := root.Blocks[0]
-	p := &api.NodePool{Name: b.Labels[0]}
+	p.Name = b.Labels[0]
 	c, diags := b.Body.Content(&hcl.BodySchema{
 		Attributes: []hcl.AttributeSchema{{Name: "description"}, {Name: "meta"}},
 		Blocks:     []hcl.BlockHeaderSchema{{Type: "meta"}},
@@ -108,25 +87,12 @@ func readNodePool(path string) (*api.NodePool, error) {
 	if a := c.Attributes["description"]; a != nil {
 		diags = append(diags, gohcl.DecodeExpression(a.Expr, nil, &p.Description)...)
 	}
-	if a := c.Attributes["meta"]; a != nil {
-		diags = append(diags, gohcl.DecodeExpression(a.Expr, nil, &p.Meta)...)
-	}
-	for _, mb := range c.Blocks {
-		attrs, d := mb.Body.JustAttributes()
-		diags = append(diags, d...)
-		for name, a := range attrs {
-			var v string
-			diags = append(diags, gohcl.DecodeExpression(a.Expr, nil, &v)...)
-			if p.Meta == nil {
-				p.Meta = map[string]string{}
-			}
-			p.Meta[name] = v
-		}
-	}
+	meta, d := decodeMeta(c)
+	p.Meta, diags = meta, append(diags, d...)
 	if diags.HasErrors() {
 		return nil, diagErr(diags)
 	}
-	return p, nil
+	return &p, nil
 }
 
 // diagErr renders HCL errors one per line as file:line:col: message.

@@ -215,13 +215,9 @@ func (s *sched) quotaVictims(tc *tgCtx) (*nodeState, []*api.Allocation) {
 		if examined >= maxPreemptNodes || i >= maxPreemptVisits || s.err != nil {
 			break
 		}
-		if ok, _ := s.classOK(tc, ns); !ok {
+		if !s.eligible(tc, ns) {
 			continue
 		}
-		if ok, _ := s.nodeOK(tc, ns); !ok {
-			continue
-		}
-		s.load(ns)
 		if room == nil {
 			if p, dim := s.fits(tc, ns); dim == "" {
 				room, picks = ns, p
@@ -389,13 +385,9 @@ func (s *sched) soonestEnd(tc *tgCtx) *api.Counterfactual {
 		if examined >= maxPreemptNodes || i >= maxPreemptVisits || s.err != nil {
 			break
 		}
-		if ok, _ := s.classOK(tc, ns); !ok {
+		if !s.eligible(tc, ns) {
 			continue
 		}
-		if ok, _ := s.nodeOK(tc, ns); !ok {
-			continue
-		}
-		s.load(ns)
 		jobs := map[string][]*api.Allocation{}
 		var keys []string
 		for _, a := range ns.allocs {

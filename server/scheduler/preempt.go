@@ -106,13 +106,9 @@ func (s *sched) preempt(tc *tgCtx, nodes []*nodeState, prevNode string) (*cand, 
 		if examined >= maxPreemptNodes || i >= maxPreemptVisits || s.err != nil {
 			break
 		}
-		if ok, _ := s.classOK(tc, ns); !ok {
+		if !s.eligible(tc, ns) {
 			continue
 		}
-		if ok, _ := s.nodeOK(tc, ns); !ok {
-			continue
-		}
-		s.load(ns)
 		units := s.victimUnits(ns)
 		if len(units) == 0 {
 			continue
@@ -510,6 +506,20 @@ func (s *sched) evict(victims []*api.Allocation) {
 			}
 		}
 	}
+}
+
+// eligible reports whether the group may run on ns at all (class and
+// node checks, resources aside) and loads the node's usage when it may:
+// the first step of every search over nodes with room to make.
+func (s *sched) eligible(tc *tgCtx, ns *nodeState) bool {
+	if ok, _ := s.classOK(tc, ns); !ok {
+		return false
+	}
+	if ok, _ := s.nodeOK(tc, ns); !ok {
+		return false
+	}
+	s.load(ns)
+	return true
 }
 
 // recordEvictions adds the victims (already released by evict) to the

@@ -224,13 +224,9 @@ func (s *sched) reserveNodes(tc *tgCtx, need int, taken map[string]*api.Reserved
 	}
 	var opts []reserveOption
 	for _, ns := range order {
-		if ok, _ := s.classOK(tc, ns); !ok {
+		if !s.eligible(tc, ns) {
 			continue
 		}
-		if ok, _ := s.nodeOK(tc, ns); !ok {
-			continue
-		}
-		s.load(ns)
 		if s.err != nil {
 			return nil
 		}

@@ -167,13 +167,9 @@ func (s *sched) domainRoom(run *gangRun, key string) ([]string, map[string]int) 
 // the ask; devices are counted as free healthy instances, not picked
 // (cheaper; the attempt that follows places for real).
 func (s *sched) slots(tc *tgCtx, ns *nodeState, limit int) int {
-	if ok, _ := s.classOK(tc, ns); !ok {
+	if !s.eligible(tc, ns) {
 		return 0
 	}
-	if ok, _ := s.nodeOK(tc, ns); !ok {
-		return 0
-	}
-	s.load(ns)
 	ask := tc.ask
 	ask.CPU = tc.cpuOn(ns)
 	if ns.cap.Fits(&ask) != nil {
