@@ -308,6 +308,7 @@ func (v *validator) group(p string, j *Job, tg *TaskGroup) {
 	v.constraints(p, tg.Constraints)
 	v.affinities(p, tg.Affinities)
 	v.spreads(p, tg.Spreads)
+	v.scaling(p, tg)
 	v.update(p, tg.Update)
 	v.restart(p, tg.RestartPolicy)
 	if rp := tg.ReschedulePolicy; rp != nil {

@@ -28,6 +28,9 @@ type TaskGroup struct {
 	MaxClientDisconnect       time.Duration `json:"MaxClientDisconnect,omitempty"`
 	// Gang makes the group's allocs one gang (see Gang).
 	Gang *Gang `json:"Gang,omitempty"`
+	// Scaling is the group's scaling block (bounds for job scale and an
+	// autoscaler's policy).
+	Scaling *ScalingPolicy `json:"Scaling,omitempty"`
 }
 
 // UnmarshalJSON pre-fills Count with its default (1) so that a group that

@@ -16,8 +16,9 @@ var (
 		"vault_token consul_token consul_namespace", "multiregion", "vault", "consul", "ui")
 	groupSchema = accept(schema("count shutdown_delay stop_after_client_disconnect max_client_disconnect meta",
 		"task:name", "constraint", "affinity", "spread", "restart", "reschedule", "ephemeral_disk",
-		"update", "migrate", "network", "service", "meta", "gang", "disconnect"),
-		"prevent_reschedule_on_lost", "volume:name", "scaling", "consul")
+		"update", "migrate", "network", "service", "meta", "gang", "disconnect", "scaling"),
+		"prevent_reschedule_on_lost", "volume:name", "consul")
+	scalingSchema    = schema("enabled min max type", "policy")
 	disconnectSchema = accept(schema("lost_after stop_on_client_after"), "replace reconcile")
 	gangSchema       = schema("min timeout stale_grace", "topology")
 	topologySchema   = schema("level mode")
@@ -193,6 +194,8 @@ func (d *decoder) group(b *hcl.Block, j *api.Job, resched *api.ReschedulePolicy,
 		case "disconnect":
 			d.disconnect(d.once(hasDisconnect, blk), tg, c)
 			hasDisconnect = true
+		case "scaling":
+			tg.Scaling = d.scaling(d.once(tg.Scaling != nil, blk), tg)
 		}
 	}
 	names := map[string]hcl.Range{}
@@ -224,6 +227,29 @@ func (d *decoder) disconnect(b *hcl.Block, tg *api.TaskGroup, group *hcl.BodyCon
 	c := d.content(b.Body, disconnectSchema)
 	d.dur(c, "lost_after", &tg.MaxClientDisconnect)
 	d.dur(c, "stop_on_client_after", &tg.StopAfterClientDisconnect)
+}
+
+// scaling decodes a group's scaling block: enabled (default true), min
+// (default the group's count), max (required), type and the autoscaler's
+// policy {} as written.
+func (d *decoder) scaling(b *hcl.Block, tg *api.TaskGroup) *api.ScalingPolicy {
+	p := &api.ScalingPolicy{Enabled: true, Min: int64(tg.Count)}
+	c := d.content(b.Body, scalingSchema)
+	d.boolean(c, "enabled", &p.Enabled)
+	var n int
+	if d.integer(c, "min", &n, 0, anyInt) {
+		p.Min = int64(n)
+	}
+	if a := c.Attributes["max"]; a == nil {
+		d.errorf(b.DefRange, "Missing max: a scaling block needs max")
+	} else if d.integer(c, "max", &n, 0, anyInt) {
+		p.Max = int64(n)
+	}
+	d.enum(c, "type", "scaling type", &p.Type, api.ScalingPolicyTypeHorizontal)
+	for _, blk := range c.Blocks {
+		p.Policy = d.config(d.once(p.Policy != nil, blk))
+	}
+	return p
 }
 
 // gang decodes a gang block: gang { min = 4  timeout = "10m"

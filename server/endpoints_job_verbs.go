@@ -186,6 +186,10 @@ func (s *Server) ScaleJob(ctx context.Context, ns, id string, req *api.JobScaleR
 	if tg == nil {
 		return nil, fmt.Errorf("job %q has no group %q: %w", id, req.Target["Group"], api.ErrBadRequest)
 	}
+	if sp := tg.Scaling; sp != nil && (*req.Count < sp.Min || *req.Count > sp.Max) {
+		return nil, fmt.Errorf("scale job %q group %q: count %d is outside its scaling policy's [min %d, max %d]: %w",
+			id, tg.Name, *req.Count, sp.Min, sp.Max, api.ErrBadRequest)
+	}
 	tg.Count = int(*req.Count)
 	return s.registerJob(ctx, &api.JobRegisterRequest{Job: j}, api.EvalTriggerJobScaling)
 }

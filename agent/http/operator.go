@@ -44,6 +44,7 @@ func (s *HTTPServer) operatorRoutes() {
 	s.schedulerConfigRoutes()
 	s.nodePoolRoutes()
 	s.namespaceRoutes()
+	s.scalingRoutes()
 	s.queueRoutes()
 }
 
