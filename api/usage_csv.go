@@ -5,7 +5,8 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -35,11 +36,7 @@ func WriteUsageCSV(w io.Writer, resp *UsageResponse) error {
 			models[m] = true
 		}
 	}
-	ms := make([]string, 0, len(models))
-	for m := range models {
-		ms = append(ms, m)
-	}
-	sort.Strings(ms)
+	ms := slices.Sorted(maps.Keys(models))
 	cw := csv.NewWriter(w)
 	head := append([]string(nil), UsageCSVColumns...)
 	for _, m := range ms {

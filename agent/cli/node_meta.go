@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -120,13 +119,8 @@ func printKV(w io.Writer, m map[string]string) {
 		fmt.Fprintln(w, "(none)")
 		return
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	pairs := make([]string, 0, 2*len(keys))
-	for _, k := range keys {
+	pairs := make([]string, 0, 2*len(m))
+	for _, k := range sortedKeys(m) {
 		pairs = append(pairs, k, m[k])
 	}
 	kv(w, pairs...)

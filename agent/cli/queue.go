@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -144,12 +143,7 @@ func printQueueResources(w io.Writer, st *api.QueueStatus) {
 			}
 		}
 	}
-	names := make([]string, 0, len(models))
-	for m := range models {
-		names = append(names, m)
-	}
-	sort.Strings(names)
-	for _, m := range names {
+	for _, m := range sortedKeys(models) {
 		rows = append(rows, row{"gpu " + m, func(r *api.QueueResources) (int64, bool) { v, ok := r.GPUsByModel[m]; return int64(v), ok }})
 	}
 	lines := make([]string, 0, len(rows))
