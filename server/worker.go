@@ -61,10 +61,10 @@ type worker struct {
 func (w *worker) Run(ctx context.Context) {
 	log := w.log
 	for {
-		if !w.waitUnpaused(ctx) {
+		dctx, stop, ok := w.unpaused(ctx)
+		if !ok {
 			return
 		}
-		dctx, stop := w.untilConfigChange(ctx)
 		e, tok, err := w.evals.Dequeue(dctx, schedulerTypes, 0)
 		stop()
 		if err != nil {
@@ -92,23 +92,30 @@ func (w *worker) Run(ctx context.Context) {
 	}
 }
 
-// waitUnpaused returns once the scheduler configuration does not pause
-// the eval broker (PauseEvalBroker: workers take no new evals, as Nomad;
-// evals queue up), false when ctx ended. It waits on the configuration's
-// watch, not by polling.
-func (w *worker) waitUnpaused(ctx context.Context) bool {
+// unpaused returns once the scheduler configuration does not pause the
+// eval broker (PauseEvalBroker: workers take no new evals, as Nomad;
+// evals queue up), with a context that is ctx also cancelled when the
+// configuration changes next (so a worker waiting for an eval sees a
+// pause); false when ctx ended. It waits on the configuration's watch,
+// not by polling.
+func (w *worker) unpaused(ctx context.Context) (context.Context, context.CancelFunc, bool) {
 	for ctx.Err() == nil {
 		ws := memdb.NewWatchSet()
-		c, err := w.State().SchedulerConfig(ws)
-		if err != nil || c == nil || !c.PauseEvalBroker {
-			return true
-		}
+		c, err := w.State().SchedulerConfig(ws) // an error leaves only ctx and the abandon channel
 		ws.Add(w.State().AbandonCh())
+		if err != nil || c == nil || !c.PauseEvalBroker {
+			dctx, cancel := context.WithCancel(ctx)
+			go func() {
+				_ = ws.WatchCtx(dctx)
+				cancel()
+			}()
+			return dctx, cancel, true
+		}
 		if err := ws.WatchCtx(ctx); err != nil {
-			return false
+			break
 		}
 	}
-	return false
+	return nil, nil, false
 }
 
 // pausedHoldReset is how often a worker holding an eval while the broker
@@ -138,20 +145,6 @@ func (w *worker) holdWhilePaused(ctx context.Context, e *api.Evaluation, tok str
 			return false
 		}
 	}
-}
-
-// untilConfigChange is ctx, also cancelled when the scheduler
-// configuration changes (so a worker waiting for an eval sees a pause).
-func (w *worker) untilConfigChange(ctx context.Context) (context.Context, context.CancelFunc) {
-	ws := memdb.NewWatchSet()
-	_, _ = w.State().SchedulerConfig(ws) // an error leaves only ctx and the abandon channel
-	ws.Add(w.State().AbandonCh())
-	dctx, cancel := context.WithCancel(ctx)
-	go func() {
-		_ = ws.WatchCtx(dctx)
-		cancel()
-	}()
-	return dctx, cancel
 }
 
 // processEval runs the scheduler on a snapshot at least as new as the
