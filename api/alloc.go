@@ -346,6 +346,7 @@ const (
 	TaskRestarting           = "Restarting"
 	TaskNotRestarting        = "Not Restarting"
 	TaskKilling              = "Killing"
+	TaskMaxRunDuration       = "Max Run Duration Exceeded"
 	TaskKilled               = "Killed"
 	TaskDriverFailure        = "Driver Failure"
 	TaskSetupFailure         = "Setup Failure"

@@ -368,8 +368,8 @@ func (v *validator) task(p string, t *Task, labels map[string]bool) {
 	if lc := t.Lifecycle; lc != nil && !slices.Contains(lifecycleHooks, lc.Hook) {
 		v.add(p, "lifecycle: invalid hook %q (want one of %s)", lc.Hook, strings.Join(lifecycleHooks, ", "))
 	}
-	if t.KillTimeout < 0 || t.ShutdownDelay < 0 {
-		v.add(p, "kill_timeout and shutdown_delay must not be negative")
+	if t.KillTimeout < 0 || t.ShutdownDelay < 0 || t.MaxRunDuration < 0 {
+		v.add(p, "kill_timeout, shutdown_delay and max_run_duration must not be negative")
 	}
 	v.constraints(p, t.Constraints)
 	v.affinities(p, t.Affinities)

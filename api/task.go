@@ -32,6 +32,9 @@ type Task struct {
 	Leader          bool                   `json:"Leader,omitempty"`
 	ShutdownDelay   time.Duration          `json:"ShutdownDelay,omitempty"`
 	Kind            string                 `json:"Kind,omitempty"`
+	// MaxRunDuration bounds one run of the task: past it the task is
+	// stopped (kill_signal, kill_timeout) and fails without a restart.
+	MaxRunDuration time.Duration `json:"MaxRunDuration,omitempty"`
 }
 
 // DefaultKillTimeout is Nomad's default.

@@ -7,10 +7,10 @@ import (
 )
 
 var (
-	taskSchema = accept(schema("driver user kill_timeout kill_signal leader shutdown_delay kind meta env",
+	taskSchema = accept(schema("driver user kill_timeout max_run_duration kill_signal leader shutdown_delay kind meta env",
 		"config", "constraint", "affinity", "env", "service", "resources", "restart", "meta",
 		"logs", "artifact", "template", "dispatch_payload", "lifecycle"),
-		"max_run_duration", "identity", "volume_mount", "vault", "consul", "csi_plugin", "scaling:name", "action:name", "schedule")
+		"", "identity", "volume_mount", "vault", "consul", "csi_plugin", "scaling:name", "action:name", "schedule")
 	resourcesSchema = accept(schema("cpu cores memory memory_max disk", "network", "device:name"), "iops", "numa")
 	deviceSchema    = schema("count", "constraint", "affinity")
 	logsSchema      = schema("max_files max_file_size disabled enabled")
@@ -38,6 +38,7 @@ func (d *decoder) task(b *hcl.Block, tg *api.TaskGroup) *api.Task {
 	}
 	d.str(c, "user", &t.User)
 	d.dur(c, "kill_timeout", &t.KillTimeout)
+	d.dur(c, "max_run_duration", &t.MaxRunDuration)
 	d.str(c, "kill_signal", &t.KillSignal)
 	d.boolean(c, "leader", &t.Leader)
 	d.dur(c, "shutdown_delay", &t.ShutdownDelay)

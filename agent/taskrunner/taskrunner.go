@@ -437,6 +437,19 @@ func (tr *TaskRunner) Run(ctx context.Context) {
 			}
 		}
 		select {
+		case <-tr.runLimit():
+			tr.mu.Lock()
+			limit := tr.task.MaxRunDuration
+			tr.mu.Unlock()
+			tr.emit(&api.TaskEvent{Type: api.TaskMaxRunDuration, FailsTask: true,
+				DisplayMessage: "Task ran longer than its max_run_duration of " + limit.String() + ": stopping it, not restarting"})
+			tr.stop(ctx, h, waitCh)
+			tr.destroy(ctx, h)
+			tr.mu.Lock()
+			tr.handle = nil
+			tr.mu.Unlock()
+			tr.setDead(true, nil)
+			return
 		case res, ok := <-waitCh:
 			if !ok { // ctx ended: agent shutdown, leave the task running
 				return
@@ -467,6 +480,18 @@ func (tr *TaskRunner) Run(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// runLimit fires when the current run passes the task's max_run_duration
+// (counted from its start, which a reattach keeps); nil without one.
+func (tr *TaskRunner) runLimit() <-chan time.Time {
+	tr.mu.Lock()
+	limit, started := tr.task.MaxRunDuration, tr.state.StartedAt
+	tr.mu.Unlock()
+	if limit <= 0 {
+		return nil
+	}
+	return tr.clock.After(started.Add(limit).Sub(tr.clock.Now()))
 }
 
 func (tr *TaskRunner) killEventOr(typ, msg string) *api.TaskEvent {

@@ -10,6 +10,7 @@ job "nightly" {
   group "work" {
     count = 0
     task "report" {
+      max_run_duration = "2h"
       driver = "exec"
       config {
         command = "/usr/bin/env"
