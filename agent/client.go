@@ -84,7 +84,7 @@ func (a *Agent) newClient() (clientRole, error) {
 		Datacenter: cfg.Datacenter, Region: cfg.Region, NodePool: cfg.Client.NodePool,
 		NodeClass: cfg.Client.NodeClass, Meta: nodeMeta(cfg), HTTPAddr: cfg.AdvertisedHTTP(),
 		BindAddr: cfg.BindAddr, Drivers: Drivers, PluginConfig: plugins, Options: options,
-		DevMode: cfg.DevMode, StopAllocsOnShutdown: a.tmpDir != "", Logger: a.base,
+		HostVolumes: cfg.Client.HostVolumes, DevMode: cfg.DevMode, StopAllocsOnShutdown: a.tmpDir != "", Logger: a.base,
 	})
 	if err != nil {
 		return nil, err

@@ -31,15 +31,25 @@ import (
 // limitsTask is added to the example's group: it prints the memory limit
 // it sees through the task cgroup the driver mounts at /sys/fs/cgroup
 // (v1 hybrid hosts: memory/memory.limit_in_bytes; v2: memory.max), then
-// waits, leaving on SIGTERM.
+// the file of the host volume mounted read-only at /models and whether
+// it could write there, then waits, leaving on SIGTERM.
 const limitsTask = `job "x" {
   group "g" {
+    volume "models" {
+      type      = "host"
+      source    = "weights"
+      read_only = true
+    }
     task "limits" {
       driver = "containerd"
       config {
         image   = %q
         command = "sh"
-        args    = ["-c", "echo memory limit: $(cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/memory.max); trap 'exit 0' TERM; sleep 3600 & wait"]
+        args    = ["-c", "echo memory limit: $(cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/memory.max); echo model: $(cat /models/model.txt); touch /models/new 2>/dev/null && echo models=writable || echo models=readonly; trap 'exit 0' TERM; sleep 3600 & wait"]
+      }
+      volume_mount {
+        volume      = "models"
+        destination = "/models"
       }
       resources {
         cpu    = 100
@@ -173,6 +183,14 @@ func TestE2EContainerd(t *testing.T) {
 		t.Fatalf("parse the limits task: %v", err)
 	}
 	job.TaskGroups[0].Tasks = append(job.TaskGroups[0].Tasks, extra.TaskGroups[0].Tasks[0])
+	job.TaskGroups[0].Volumes = extra.TaskGroups[0].Volumes
+	weights := t.TempDir()
+	if err := os.WriteFile(filepath.Join(weights, "model.txt"), []byte("llama-7b\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(weights, 0o777); err != nil { // only the read-only mount stops writes
+		t.Fatal(err)
+	}
 	body, err := json.Marshal(map[string]any{"Job": job})
 	if err != nil {
 		t.Fatal(err)
@@ -183,7 +201,7 @@ func TestE2EContainerd(t *testing.T) {
 	base := fmt.Sprintf("http://127.0.0.1:%d", httpPort)
 	env := []string{"CONTAINERD_ADDRESS=" + daemon.Address}
 	args := []string{"-dev", "-data-dir", dataDir, "-bind", "127.0.0.1",
-		"-http-port", strconv.Itoa(httpPort), "-raft-port", strconv.Itoa(raftPort)}
+		"-http-port", strconv.Itoa(httpPort), "-raft-port", strconv.Itoa(raftPort), "-host-volume", "weights=" + weights}
 	p, _ := startAgentEnv(t, env, args...)
 	waitLeader(t, p, base)
 
@@ -261,8 +279,8 @@ func TestE2EContainerd(t *testing.T) {
 		}
 		return string(b)
 	}
-	wantLimit := fmt.Sprintf("memory limit: %d\n", 48<<20)
-	waitFor("the limits task's line in its logs", 20*time.Second, func() bool { return strings.Contains(logs("limits"), "memory limit:") })
+	wantLimit := fmt.Sprintf("memory limit: %d\nmodel: llama-7b\nmodels=readonly\n", 48<<20)
+	waitFor("the limits task's lines in its logs", 20*time.Second, func() bool { return strings.Contains(logs("limits"), "models=") })
 	if got := logs("limits"); got != wantLimit {
 		t.Errorf("limits task stdout = %q, want %q (the limit seen inside the container)", got, wantLimit)
 	}

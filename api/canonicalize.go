@@ -2,6 +2,8 @@ package api
 
 import (
 	"errors"
+	"maps"
+	"path"
 	"fmt"
 	"slices"
 	"strings"
@@ -95,6 +97,17 @@ func (tg *TaskGroup) canonicalize(j *Job) {
 		}
 	}
 	canonAffinities(tg.Affinities)
+	for name, v := range tg.Volumes {
+		if v == nil {
+			continue
+		}
+		if v.Name == "" {
+			v.Name = name
+		}
+		if v.Type == "" {
+			v.Type = VolumeTypeHost
+		}
+	}
 	for _, t := range tg.Tasks {
 		if t != nil {
 			t.canonicalize(tg)
@@ -294,6 +307,56 @@ func (j *Job) Validate() error {
 
 type validator struct{ errs []error }
 
+// volumes checks a group's volume blocks: host volumes only (CSI needs a
+// plugin system drover does not have), each naming its source.
+func (v *validator) volumes(p string, vols map[string]*VolumeRequest) {
+	for _, name := range slices.Sorted(maps.Keys(vols)) {
+		r := vols[name]
+		if r == nil {
+			v.add(p, "volume %q is null", name)
+			continue
+		}
+		switch {
+		case r.Type == VolumeTypeCSI:
+			v.add(p, "volume %q: type csi is not supported (drover runs host volumes)", name)
+		case r.Type != VolumeTypeHost:
+			v.add(p, "volume %q: invalid type %q (want host)", name, r.Type)
+		case r.Source == "":
+			v.add(p, "volume %q: missing source (the client's host_volume name)", name)
+		case r.PerAlloc:
+			v.add(p, "volume %q: per_alloc needs CSI volumes", name)
+		}
+	}
+}
+
+// mountDrivers are the drivers that can bind-mount a volume into a task.
+var mountDrivers = []string{"exec", "containerd"}
+
+// volumeMounts checks a task's volume_mount blocks against the group's volumes.
+func (v *validator) volumeMounts(p string, t *Task, vols map[string]*VolumeRequest) {
+	dests := map[string]bool{}
+	for i, m := range t.VolumeMounts {
+		if m == nil {
+			v.add(p, "volume_mount %d is null", i)
+			continue
+		}
+		switch {
+		case vols[m.Volume] == nil:
+			v.add(p, "volume_mount: volume %q is not a volume of the group", m.Volume)
+		case !strings.HasPrefix(m.Destination, "/") || slices.Contains(strings.Split(m.Destination, "/"), ".."):
+			v.add(p, "volume_mount %q: destination %q must be an absolute path without ..", m.Volume, m.Destination)
+		case dests[path.Clean(m.Destination)]:
+			v.add(p, "volume_mount %q: destination %q is mounted twice", m.Volume, m.Destination)
+		case !slices.Contains(mountDrivers, t.Driver):
+			v.add(p, "volume_mount %q: driver %s cannot mount volumes (exec and containerd can)", m.Volume, t.Driver)
+		}
+		dests[path.Clean(m.Destination)] = true
+		if m.PropagationMode != "" && !slices.Contains([]string{"private", "host-to-task", "bidirectional"}, m.PropagationMode) {
+			v.add(p, "volume_mount %q: invalid propagation_mode %q (want private, host-to-task or bidirectional)", m.Volume, m.PropagationMode)
+		}
+	}
+}
+
 func (v *validator) add(prefix, format string, a ...any) {
 	v.errs = append(v.errs, fmt.Errorf("%w: %s%s", ErrInvalidJob, prefix, fmt.Sprintf(format, a...)))
 }
@@ -352,7 +415,9 @@ func (v *validator) group(p string, j *Job, tg *TaskGroup) {
 			leaders++
 		}
 		v.task(tp, t, labels)
+		v.volumeMounts(tp, t, tg.Volumes)
 	}
+	v.volumes(p, tg.Volumes)
 	if leaders > 1 {
 		v.add(p, "only one task may be leader, found %d", leaders)
 	}

@@ -102,6 +102,12 @@ func TestValidate(t *testing.T) {
 			j.TaskGroups[0].Networks = []*NetworkResource{{ReservedPorts: []Port{{Label: "http", Value: 70000}}, DynamicPorts: []Port{{Label: "http"}}}}
 		}, []string{`port "http" out of range`, `duplicate port "http"`}},
 		{"periodic", func(j *Job) { j.Periodic = &PeriodicConfig{Enabled: true} }, []string{"missing cron spec"}},
+		{"volumes", func(j *Job) {
+			j.TaskGroups[0].Volumes = map[string]*VolumeRequest{"a": {Type: "csi", Source: "a"}, "b": {Type: "host"}}
+			j.TaskGroups[0].Tasks[0].Driver = "raw_exec"
+			j.TaskGroups[0].Tasks[0].VolumeMounts = []*VolumeMount{{Volume: "c", Destination: "/c"}, {Volume: "b", Destination: "rel"}, {Volume: "b", Destination: "/b"}}
+		}, []string{`volume "a": type csi is not supported`, `volume "b": missing source`, `volume "c" is not a volume of the group`,
+			`destination "rel" must be an absolute path`, `driver raw_exec cannot mount volumes`}},
 		{"several at once", func(j *Job) {
 			j.Priority = 0
 			j.TaskGroups[0].Count = -2

@@ -40,10 +40,12 @@ type Node struct {
 	StatusUpdatedAt       int64                  `json:"StatusUpdatedAt"`
 	Events                []*NodeEvent           `json:"Events,omitempty"`
 	Drivers               map[string]*DriverInfo `json:"Drivers"`
-	LastDrain             *DrainMetadata         `json:"LastDrain,omitempty"`
-	Version               string                 `json:"Version,omitempty"`
-	CreateIndex           uint64                 `json:"CreateIndex"`
-	ModifyIndex           uint64                 `json:"ModifyIndex"`
+	// HostVolumes are the host volumes the client offers, by name.
+	HostVolumes map[string]*ClientHostVolumeConfig `json:"HostVolumes,omitempty"`
+	LastDrain   *DrainMetadata                     `json:"LastDrain,omitempty"`
+	Version     string                             `json:"Version,omitempty"`
+	CreateIndex uint64                             `json:"CreateIndex"`
+	ModifyIndex uint64                             `json:"ModifyIndex"`
 }
 
 // Ready reports whether the node can take new work.

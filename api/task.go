@@ -35,6 +35,8 @@ type Task struct {
 	// MaxRunDuration bounds one run of the task: past it the task is
 	// stopped (kill_signal, kill_timeout) and fails without a restart.
 	MaxRunDuration time.Duration `json:"MaxRunDuration,omitempty"`
+	// VolumeMounts mount the group's volumes into the task.
+	VolumeMounts []*VolumeMount `json:"VolumeMounts,omitempty"`
 }
 
 // DefaultKillTimeout is Nomad's default.

@@ -31,6 +31,8 @@ type TaskGroup struct {
 	// Scaling is the group's scaling block (bounds for job scale and an
 	// autoscaler's policy).
 	Scaling *ScalingPolicy `json:"Scaling,omitempty"`
+	// Volumes are the group's volume blocks by name.
+	Volumes map[string]*VolumeRequest `json:"Volumes,omitempty"`
 }
 
 // UnmarshalJSON pre-fills Count with its default (1) so that a group that

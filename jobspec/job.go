@@ -16,8 +16,9 @@ var (
 		"vault_token consul_token consul_namespace", "multiregion", "vault", "consul", "ui")
 	groupSchema = accept(schema("count shutdown_delay stop_after_client_disconnect max_client_disconnect meta",
 		"task:name", "constraint", "affinity", "spread", "restart", "reschedule", "ephemeral_disk",
-		"update", "migrate", "network", "service", "meta", "gang", "disconnect", "scaling"),
-		"prevent_reschedule_on_lost", "volume:name", "consul")
+		"update", "migrate", "network", "service", "meta", "gang", "disconnect", "scaling", "volume:name"),
+		"prevent_reschedule_on_lost", "consul")
+	volumeSchema     = accept(schema("type source read_only access_mode attachment_mode per_alloc sticky"), "", "mount_options")
 	scalingSchema    = schema("enabled min max type", "policy")
 	disconnectSchema = accept(schema("lost_after stop_on_client_after"), "replace reconcile")
 	gangSchema       = schema("min timeout stale_grace", "topology")
@@ -196,6 +197,8 @@ func (d *decoder) group(b *hcl.Block, j *api.Job, resched *api.ReschedulePolicy,
 			hasDisconnect = true
 		case "scaling":
 			tg.Scaling = d.scaling(d.once(tg.Scaling != nil, blk), tg)
+		case "volume":
+			d.volume(blk, tg)
 		}
 	}
 	names := map[string]hcl.Range{}
@@ -460,4 +463,29 @@ func (d *decoder) network(b *hcl.Block) *api.NetworkResource {
 		}
 	}
 	return n
+}
+
+// volume decodes a group's volume block.
+func (d *decoder) volume(b *hcl.Block, tg *api.TaskGroup) {
+	v := &api.VolumeRequest{Name: b.Labels[0]}
+	if _, dup := tg.Volumes[v.Name]; dup {
+		d.errorf(b.LabelRanges[0], "Duplicate volume %q in group %q", v.Name, tg.Name)
+	}
+	c := d.content(b.Body, volumeSchema)
+	if c.Attributes["type"] == nil {
+		d.errorf(b.DefRange, "Missing type: volume %q needs type = \"host\"", v.Name)
+	} else {
+		d.enum(c, "type", "volume type", &v.Type, api.VolumeTypeHost, api.VolumeTypeCSI)
+	}
+	if !d.str(c, "source", &v.Source) && c.Attributes["source"] == nil {
+		d.errorf(b.DefRange, "Missing source: volume %q needs the source host volume's name", v.Name)
+	}
+	d.boolean(c, "read_only", &v.ReadOnly)
+	d.str(c, "access_mode", &v.AccessMode)
+	d.str(c, "attachment_mode", &v.AttachmentMode)
+	d.boolean(c, "per_alloc", &v.PerAlloc)
+	if tg.Volumes == nil {
+		tg.Volumes = map[string]*api.VolumeRequest{}
+	}
+	tg.Volumes[v.Name] = v
 }

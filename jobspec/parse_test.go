@@ -331,10 +331,8 @@ func TestAcceptedGrammarWarns(t *testing.T) {
 		`testdata/nomad_grammar.hcl:3:3: "ui" block is not supported by drover yet: accepted and ignored`,
 		`testdata/nomad_grammar.hcl:7:5: "prevent_reschedule_on_lost" is not supported by drover yet: accepted and ignored`,
 		`testdata/nomad_grammar.hcl:10:7: "replace" is not supported by drover yet: accepted and ignored`,
-		`testdata/nomad_grammar.hcl:12:5: "volume" block is not supported by drover yet: accepted and ignored`,
 		`testdata/nomad_grammar.hcl:21:21: "ignore_collision" is not supported by drover yet: accepted and ignored`,
 		`testdata/nomad_grammar.hcl:26:7: "identity" block is not supported by drover yet: accepted and ignored`,
-		`testdata/nomad_grammar.hcl:29:7: "volume_mount" block is not supported by drover yet: accepted and ignored`,
 		`testdata/nomad_grammar.hcl:36:9: "check_restart" block is not supported by drover yet: accepted and ignored`,
 		`testdata/nomad_grammar.hcl:42:11: "on_update" is not supported by drover yet: accepted and ignored`,
 		`testdata/nomad_grammar.hcl:48:9: "wait" block is not supported by drover yet: accepted and ignored`,
@@ -370,6 +368,55 @@ func TestMemoryMaxUnlimited(t *testing.T) {
 	for _, v := range []string{"0", "-2"} {
 		if _, err := jobspec.Parse("m.hcl", src(v), nil); err == nil || !strings.Contains(err.Error(), "m.hcl:8:22:") {
 			t.Errorf("memory_max = %s: %v, want an error at 8:22", v, err)
+		}
+	}
+}
+
+// Host volumes: a group volume and a task's volume_mount decode into
+// Nomad's shapes; a mount without a destination, a volume without a type
+// and a duplicate volume are errors at their place.
+func TestHostVolumes(t *testing.T) {
+	src := `job "v" {
+  group "g" {
+    volume "models" {
+      type      = "host"
+      source    = "weights"
+      read_only = true
+    }
+    task "t" {
+      driver = "exec"
+      config { command = "/bin/true" }
+      volume_mount {
+        volume      = "models"
+        destination = "/models"
+        read_only   = true
+      }
+    }
+  }
+}`
+	job, err := jobspec.Parse("v.hcl", []byte(src), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := job.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	g := job.TaskGroups[0]
+	want := &api.VolumeRequest{Name: "models", Type: "host", Source: "weights", ReadOnly: true}
+	if diff := cmp.Diff(want, g.Volumes["models"]); diff != "" {
+		t.Errorf("volume (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]*api.VolumeMount{{Volume: "models", Destination: "/models", ReadOnly: true}}, g.Tasks[0].VolumeMounts); diff != "" {
+		t.Errorf("volume_mount (-want +got):\n%s", diff)
+	}
+	for _, c := range []struct{ from, to, want string }{
+		{"        destination = \"/models\"\n", "", "v.hcl:11:7: Missing destination"},
+		{"      type      = \"host\"\n", "", "v.hcl:3:5: Missing type"},
+		{"    task \"t\" {", "    volume \"models\" {\n      type = \"host\"\n      source = \"x\"\n    }\n    task \"t\" {", "Duplicate volume \"models\""},
+	} {
+		_, err := jobspec.Parse("v.hcl", []byte(strings.Replace(src, c.from, c.to, 1)), nil)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("without %q: %v, want %q", c.from, err, c.want)
 		}
 	}
 }

@@ -9,12 +9,13 @@ import (
 var (
 	taskSchema = accept(schema("driver user kill_timeout max_run_duration kill_signal leader shutdown_delay kind meta env",
 		"config", "constraint", "affinity", "env", "service", "resources", "restart", "meta",
-		"logs", "artifact", "template", "dispatch_payload", "lifecycle"),
-		"", "identity", "volume_mount", "vault", "consul", "csi_plugin", "scaling:name", "action:name", "schedule")
+		"logs", "artifact", "template", "dispatch_payload", "lifecycle", "volume_mount"),
+		"", "identity", "vault", "consul", "csi_plugin", "scaling:name", "action:name", "schedule")
 	resourcesSchema = accept(schema("cpu cores memory memory_max disk", "network", "device:name"), "iops", "numa")
 	deviceSchema    = schema("count", "constraint", "affinity")
 	logsSchema      = schema("max_files max_file_size disabled enabled")
 	lifecycleSchema = schema("hook sidecar")
+	mountSchema     = accept(schema("volume destination read_only propagation_mode"), "selinux_label")
 	templateSchema  = accept(schema("source destination data change_mode change_signal splay perms left_delimiter right_delimiter env"),
 		"uid gid error_on_missing_key vault_grace once", "change_script", "wait")
 	artifactSchema = accept(schema("source destination mode", "options", "headers"), "chown")
@@ -86,6 +87,8 @@ func (d *decoder) task(b *hcl.Block, tg *api.TaskGroup) *api.Task {
 			d.str(pc, "file", &t.DispatchPayload.File)
 		case "lifecycle":
 			t.Lifecycle = d.lifecycle(blk)
+		case "volume_mount":
+			t.VolumeMounts = append(t.VolumeMounts, d.volumeMount(blk))
 		}
 	}
 	return t
@@ -247,4 +250,18 @@ func (d *decoder) check(b *hcl.Block) *api.ServiceCheck {
 		}
 	}
 	return ch
+}
+
+func (d *decoder) volumeMount(b *hcl.Block) *api.VolumeMount {
+	m := &api.VolumeMount{}
+	c := d.content(b.Body, mountSchema)
+	if !d.str(c, "volume", &m.Volume) && c.Attributes["volume"] == nil {
+		d.errorf(b.DefRange, "Missing volume: a volume_mount needs the group volume's name")
+	}
+	if !d.str(c, "destination", &m.Destination) && c.Attributes["destination"] == nil {
+		d.errorf(b.DefRange, "Missing destination: a volume_mount needs a destination path")
+	}
+	d.boolean(c, "read_only", &m.ReadOnly)
+	d.enum(c, "propagation_mode", "propagation_mode", &m.PropagationMode, "private", "host-to-task", "bidirectional")
+	return m
 }

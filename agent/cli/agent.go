@@ -32,6 +32,7 @@ type agentFlags struct {
 	encrypt                         string
 	retryJoin                       []string
 	topology                        map[string]string
+	hostVolumes                     []string
 }
 
 func newAgentCmd() *cobra.Command {
@@ -67,6 +68,7 @@ Settings come from -config FILE (HCL, Nomad's agent grammar), then flags.`,
 	fl.StringVar(&f.devGPUs, "dev-gpus", "", "simulate a DGX server's GPUs: dgxa100, dgxh100, dgxh200 or dgxb200 (add :mig for MIG mode); "+
 		"without -topology the node gets a simulated rack and block from the number in its name")
 	fl.StringToStringVar(&f.topology, "topology", nil, "the node's network topology domains by level (rack=r1,block=b0): node meta topology.<level>")
+	fl.StringArrayVar(&f.hostVolumes, "host-volume", nil, "a host volume jobs may mount: name=/path or name=/path:ro (repeatable)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		cfg, err := f.build(cmd)
 		if err != nil {
@@ -147,6 +149,13 @@ func (f *agentFlags) build(cmd *cobra.Command) (*config.Config, error) {
 	}
 	if set("topology") {
 		maps.Copy(cfg.Client.Topology, f.topology)
+	}
+	for _, hv := range f.hostVolumes {
+		name, path, ro, err := config.ParseHostVolumeFlag(hv)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Client.AddHostVolume(name, path, ro)
 	}
 	if _, err := parseLevel(cfg.LogLevel); err != nil {
 		return nil, err

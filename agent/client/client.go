@@ -181,7 +181,7 @@ func (c *Client) buildNode(ctx context.Context, id *clientstate.Identity) (*api.
 		ID: id.NodeID, SecretID: id.SecretID, Datacenter: c.cfg.Datacenter, Name: name, HTTPAddr: c.cfg.HTTPAddr,
 		Attributes: attrs, NodeResources: host.Resources, Meta: mergeMeta(c.cfg.Meta, c.dynMeta), NodeClass: c.cfg.NodeClass,
 		NodePool: c.cfg.NodePool, SchedulingEligibility: api.NodeSchedulingEligible, Status: api.NodeStatusReady,
-		Drivers: infos,
+		Drivers: infos, HostVolumes: maps.Clone(c.cfg.HostVolumes),
 	}, nil
 }
 

@@ -35,6 +35,8 @@ type Config struct {
 	NodePool   string
 	NodeClass  string
 	Meta       map[string]string
+	// HostVolumes are the host volumes offered to jobs, by name.
+	HostVolumes map[string]*api.ClientHostVolumeConfig
 	// HTTPAddr is the advertised host:port of this agent's HTTP server.
 	HTTPAddr string
 	// BindAddr is the address the agent binds; used for the node's IP.

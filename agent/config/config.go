@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -131,6 +132,30 @@ type Client struct {
 	// rack=r1,block=b0); it becomes node meta "topology.<level>" (see
 	// NodeMeta), which gang topology placement reads.
 	Topology map[string]string
+	// HostVolumes are the host directories jobs may mount by name (HCL
+	// host_volume "models" { path = "/srv/models"  read_only = true }, or
+	// -host-volume models=/srv/models:ro).
+	HostVolumes map[string]*api.ClientHostVolumeConfig
+}
+
+// AddHostVolume adds (or replaces) the host volume name.
+func (c *Client) AddHostVolume(name, path string, readOnly bool) {
+	if c.HostVolumes == nil {
+		c.HostVolumes = map[string]*api.ClientHostVolumeConfig{}
+	}
+	c.HostVolumes[name] = &api.ClientHostVolumeConfig{Name: name, Path: path, ReadOnly: readOnly}
+}
+
+// ParseHostVolumeFlag reads -host-volume's name=path[:ro] form.
+func ParseHostVolumeFlag(s string) (name, path string, readOnly bool, err error) {
+	name, path, ok := strings.Cut(s, "=")
+	if !ok || name == "" || path == "" {
+		return "", "", false, fmt.Errorf("%w: -host-volume %q: want name=/path or name=/path:ro", ErrInvalid, s)
+	}
+	if p, ok := strings.CutSuffix(path, ":ro"); ok {
+		path, readOnly = p, true
+	}
+	return name, path, readOnly, nil
 }
 
 // NodeMeta is the node's meta: Meta plus api.TopologyMetaPrefix+level for
@@ -237,6 +262,16 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Sprintf("topology level %q is %q but meta %s%s is %q", level, domain, api.TopologyMetaPrefix, level, m))
 		}
 	}
+	for _, name := range slices.Sorted(maps.Keys(c.Client.HostVolumes)) {
+		hv := c.Client.HostVolumes[name]
+		if name == "" || strings.ContainsAny(name, "/ \t\x00") {
+			errs = append(errs, fmt.Sprintf("host_volume %q: want a name without slashes or spaces", name))
+		} else if !filepath.IsAbs(hv.Path) {
+			errs = append(errs, fmt.Sprintf("host_volume %q: path %q must be absolute", name, hv.Path))
+		} else if fi, err := os.Stat(hv.Path); err != nil || !fi.IsDir() {
+			errs = append(errs, fmt.Sprintf("host_volume %q: path %q is not a directory", name, hv.Path))
+		}
+	}
 	if c.Client.Enabled && !c.Server.Enabled && len(c.Client.Servers) == 0 {
 		errs = append(errs, "a client without the server role needs servers (-servers host:port)")
 	}
@@ -307,7 +342,15 @@ type fileClient struct {
 	NodeClass *string  `hcl:"node_class,optional"`
 	NodePool  *string  `hcl:"node_pool,optional"`
 	DevGPUs   *string  `hcl:"dev_gpus,optional"`
-	Remain    hcl.Body `hcl:",remain"`
+	// HostVolumes are the host_volume blocks.
+	HostVolumes []*fileHostVolume `hcl:"host_volume,block"`
+	Remain      hcl.Body          `hcl:",remain"`
+}
+
+type fileHostVolume struct {
+	Name     string `hcl:"name,label"`
+	Path     string `hcl:"path"`
+	ReadOnly *bool  `hcl:"read_only,optional"`
 }
 
 type fileKV struct {
@@ -451,6 +494,9 @@ func Parse(src []byte, filename string, base *Config) (*Config, error) {
 		}
 		for k, v := range topology {
 			c.Client.Topology[k] = v
+		}
+		for _, hv := range cl.HostVolumes {
+			c.Client.AddHostVolume(hv.Name, hv.Path, hv.ReadOnly != nil && *hv.ReadOnly)
 		}
 	}
 	if l := fc.Limits; l != nil {
@@ -618,6 +664,7 @@ func (c *Config) clone() *Config {
 	n.Client.Meta = copyMap(c.Client.Meta)
 	n.Client.Options = copyMap(c.Client.Options)
 	n.Client.Topology = copyMap(c.Client.Topology)
+	n.Client.HostVolumes = maps.Clone(c.Client.HostVolumes)
 	n.Plugins = map[string]map[string]any{}
 	for k, v := range c.Plugins {
 		n.Plugins[k] = v

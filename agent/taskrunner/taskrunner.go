@@ -724,6 +724,9 @@ func (tr *TaskRunner) setup(ctx context.Context, alloc *api.Allocation, task *ap
 		LogMaxFiles: lc.MaxFiles, LogMaxFileSizeMB: lc.MaxFileSizeMB,
 		KillSignal: task.KillSignal, KillTimeout: task.KillTimeout, Logger: tr.log,
 	}
+	if cfg.Mounts, err = VolumeMounts(alloc, task, tr.cfg.Node); err != nil {
+		return nil, err
+	}
 	if res != nil {
 		cfg.MemoryMaxMB = res.Memory.MemoryMaxMB
 		cfg.Devices = GPUDeviceSpecs(res, tr.cfg.Node, "")

@@ -21,7 +21,7 @@ job "n" {
       port "http" { ignore_collision = true }
     }
     task "t" {
-      driver = "raw_exec"
+      driver = "exec"
       config { command = "/bin/true" }
       identity {
         env = true

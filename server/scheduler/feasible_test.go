@@ -143,3 +143,60 @@ func TestClassCacheAndComputedClass(t *testing.T) {
 		t.Errorf("eval = %+v, blocked = %+v", res.Eval, res.Blocked)
 	}
 }
+
+// A group with a host volume is placed only on nodes offering it, and a
+// writable request only on nodes offering it writable; nodes without it
+// are filtered by class with Nomad's reason.
+func TestHostVolumeFeasibility(t *testing.T) {
+	none := testNode("none", "dc1", 4000, 8192)
+	ro := testNode("ro", "dc1", 4000, 8192)
+	ro.HostVolumes = map[string]*api.ClientHostVolumeConfig{"models": {Name: "models", Path: "/srv/m", ReadOnly: true}}
+	rw := testNode("rw", "dc1", 4000, 8192)
+	rw.HostVolumes = map[string]*api.ClientHostVolumeConfig{"models": {Name: "models", Path: "/srv/m"}}
+	if computedClass(none) == computedClass(ro) || computedClass(ro) == computedClass(rw) {
+		t.Fatal("host volumes are not part of the computed class")
+	}
+	for _, c := range []struct {
+		readOnly bool
+		want     map[string]bool
+	}{{true, map[string]bool{"node-ro": true, "node-rw": true}}, {false, map[string]bool{"node-rw": true}}} {
+		st := newMemState()
+		for _, n := range []*api.Node{none, ro, rw} {
+			st.addNode(n.Copy())
+		}
+		job := testJob("j", api.JobTypeBatch, 4, 100, 64)
+		job.TaskGroups[0].Volumes = map[string]*api.VolumeRequest{"m": {Name: "m", Type: api.VolumeTypeHost, Source: "models", ReadOnly: c.readOnly}}
+		st.upsertJob(job)
+		res, err := Schedule(st, testEval(job, 1), Options{Now: testNow, SampleLimit: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]bool{}
+		for _, a := range res.Plan.NodeAllocation {
+			for _, x := range a {
+				got[x.NodeID] = true
+			}
+		}
+		if len(got) == 0 || len(got) > len(c.want) {
+			t.Fatalf("read_only=%v: placed on %v, want within %v", c.readOnly, got, c.want)
+		}
+		for n := range got {
+			if !c.want[n] {
+				t.Errorf("read_only=%v: placed on %s, want only %v", c.readOnly, n, c.want)
+			}
+		}
+	}
+	st := newMemState()
+	st.addNode(none.Copy())
+	job := testJob("j", api.JobTypeBatch, 1, 100, 64)
+	job.TaskGroups[0].Volumes = map[string]*api.VolumeRequest{"m": {Name: "m", Type: api.VolumeTypeHost, Source: "models"}}
+	st.upsertJob(job)
+	res, err := Schedule(st, testEval(job, 1), Options{Now: testNow, SampleLimit: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := res.Eval.FailedTGAllocs[job.TaskGroups[0].Name]
+	if m == nil || m.ConstraintFiltered["missing compatible host volumes"] != 1 {
+		t.Fatalf("metric = %+v, want the node filtered for its missing host volume", m)
+	}
+}

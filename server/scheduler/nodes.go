@@ -131,7 +131,8 @@ func (ns *nodeState) removeAlloc(a *api.Allocation, job *api.Job) int {
 
 // computedClass returns the node's class key: ComputedClass when the node
 // has one, else a hash of everything class-level constraints may read
-// (datacenter, pool, class, non-unique attributes and meta, drivers).
+// (datacenter, pool, class, non-unique attributes and meta, drivers,
+// host volumes).
 func computedClass(n *api.Node) string {
 	if n.ComputedClass != "" {
 		return n.ComputedClass
@@ -162,6 +163,11 @@ func computedClass(n *api.Node) string {
 	for k, d := range n.Drivers {
 		if d != nil && d.Detected && d.Healthy {
 			entry('r', k, "")
+		}
+	}
+	for k, v := range n.HostVolumes {
+		if v != nil {
+			entry('v', k, strconv.FormatBool(v.ReadOnly))
 		}
 	}
 	return "v1:" + strconv.FormatUint(sum, 16)

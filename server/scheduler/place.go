@@ -310,6 +310,11 @@ func (s *sched) classOK(tc *tgCtx, ns *nodeState) (bool, string) {
 			break
 		}
 	}
+	for _, v := range tc.tg.Volumes {
+		if ok && v != nil && v.Type == api.VolumeTypeHost && !n.HostVolumeOK(v) {
+			ok, why = false, "missing compatible host volumes"
+		}
+	}
 	if ok {
 		for _, c := range tc.classCons {
 			if !s.constraintOK(c, n) {
