@@ -46,6 +46,7 @@ func (s *HTTPServer) operatorRoutes() {
 	s.namespaceRoutes()
 	s.scalingRoutes()
 	s.queueRoutes()
+	s.serviceRoutes()
 }
 
 func (s *HTTPServer) operator() (OperatorServer, error) {

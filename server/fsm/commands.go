@@ -38,6 +38,7 @@ const (
 	QueueDeleteType            MessageType = 21
 	NamespaceUpsertType        MessageType = 23
 	NamespaceDeleteType        MessageType = 24
+	ServiceUpdateType          MessageType = 25
 )
 
 var typeNames = map[MessageType]string{
@@ -51,6 +52,7 @@ var typeNames = map[MessageType]string{
 	NodePoolUpsertType: "NodePoolUpsert", NodePoolDeleteType: "NodePoolDelete",
 	QueueUpsertType: "QueueUpsert", QueueDeleteType: "QueueDelete",
 	NamespaceUpsertType: "NamespaceUpsert", NamespaceDeleteType: "NamespaceDelete",
+	ServiceUpdateType: "ServiceUpdate",
 }
 
 func (t MessageType) String() string {
@@ -273,4 +275,13 @@ type NamespaceUpsertRequest struct {
 // one, not one with jobs).
 type NamespaceDeleteRequest struct {
 	Names []string `json:"Names"`
+}
+
+// ServiceUpdateRequest writes and deletes native service registrations:
+// a client's for its node's allocs (NodeID set), or an operator's deletes
+// (NodeID empty, no upserts). See state.Txn.UpdateNodeServices.
+type ServiceUpdateRequest struct {
+	NodeID  string                     `json:"NodeID,omitempty"`
+	Upserts []*api.ServiceRegistration `json:"Upserts,omitempty"`
+	Deletes []string                   `json:"Deletes,omitempty"`
 }

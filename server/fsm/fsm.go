@@ -298,6 +298,12 @@ func (f *FSM) apply(t MessageType, index uint64, body json.RawMessage) error {
 			return err
 		}
 		return s.DeleteNamespaces(index, req.Names)
+	case ServiceUpdateType:
+		req, err := decodeBody[ServiceUpdateRequest](body)
+		if err != nil {
+			return err
+		}
+		return s.UpdateNodeServices(index, req.NodeID, req.Upserts, req.Deletes)
 	case NodePoolDeleteType:
 		req, err := decodeBody[NodePoolDeleteRequest](body)
 		if err != nil {

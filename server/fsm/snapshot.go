@@ -45,7 +45,10 @@ const (
 	recUsage recordType = 14
 	// recNamespace: absent from snapshots written before namespaces were
 	// objects (only the built-in default then).
-	recNamespace   recordType = 15
+	recNamespace recordType = 15
+	// recService: a native service registration; absent from snapshots
+	// written before them.
+	recService     recordType = 16
 	snapshotFormat            = 1
 	maxRecordSize             = 256 << 20
 )
@@ -83,7 +86,7 @@ var tableRecords = map[string]recordType{
 	state.TableJobs: recJob, state.TableJobVersions: recJobVersion, state.TableJobSummary: recJobSummary,
 	state.TableNodes: recNode, state.TableEvals: recEval, state.TableDeployments: recDeployment,
 	state.TableIndex: recIndex, state.TableSchedulerConfig: recSchedulerConfig, state.TableNodePools: recNodePool, state.TableNamespaces: recNamespace,
-	state.TableQueues: recQueue,
+	state.TableQueues: recQueue, state.TableServices: recService,
 }
 
 // Snapshot captures the current state (O(1)); Persist writes it.
@@ -276,6 +279,8 @@ func restoreRecord(res *state.Restore, t recordType, b []byte, jobs map[int]*api
 		return restoreObj(b, res.Namespace)
 	case recQueue:
 		return restoreObj(b, res.Queue)
+	case recService:
+		return restoreObj(b, res.Service)
 	case recUsage:
 		r, err := decodeRecord[usageRecord](b)
 		if err != nil {

@@ -72,6 +72,7 @@ func schema() *memdb.DBSchema {
 		TableSchedulerConfig: schedulerConfigTable(),
 		TableNodePools:       nodePoolsTable(),
 		TableNamespaces:      namespacesTable(),
+		TableServices:        servicesTable(),
 	}}
 	for name, t := range queuesTables() {
 		s.Tables[name] = t

@@ -100,6 +100,11 @@ func (t *Txn) putAlloc(old, a *api.Allocation, eventType string) error {
 	}
 	t.countQueue(old, -1)
 	t.countQueue(a, 1)
+	if a.ClientTerminalStatus() && (old == nil || !old.ClientTerminalStatus()) {
+		if err := t.deleteAllocServices(a.ID); err != nil {
+			return err
+		}
+	}
 	if err := t.trackUsage(old, a); err != nil {
 		return err
 	}

@@ -113,6 +113,9 @@ func (t *Txn) DeleteEvals(evalIDs, allocIDs []string) error {
 		if a == nil {
 			continue
 		}
+		if err := t.deleteAllocServices(a.ID); err != nil {
+			return err
+		}
 		if err := t.delete(TableAllocs, a); err != nil {
 			return err
 		}

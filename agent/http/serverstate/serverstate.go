@@ -112,11 +112,22 @@ func (a serverState) Namespaces(ws memdb.WatchSet, prefix string) ([]*api.Namesp
 	return a.st(ws).Namespaces(ws, prefix)
 }
 
+func (a serverState) Services(ws memdb.WatchSet, namespace string) ([]*api.ServiceRegistration, error) {
+	return a.st(ws).Services(ws, namespace)
+}
+
+func (a serverState) ServicesByName(ws memdb.WatchSet, namespace, name string) ([]*api.ServiceRegistration, error) {
+	return a.st(ws).ServicesByName(ws, namespace, name)
+}
+
 func (a serverState) NamespaceByName(ws memdb.WatchSet, name string) (*api.Namespace, error) {
 	return a.st(ws).NamespaceByName(ws, name)
 }
 
-var _ http.NamespaceState = serverState{}
+var (
+	_ http.NamespaceState = serverState{}
+	_ http.ServiceState   = serverState{}
+)
 
 func (a serverState) QueueStatuses(ws memdb.WatchSet, prefix string) ([]*api.QueueStatus, error) {
 	return a.st(ws).QueueStatuses(ws, prefix)
