@@ -223,21 +223,21 @@ func TestRegisterNomadFields(t *testing.T) {
 	job["ConsulToken"] = ""
 	job["Multiregion"] = nil
 	tg := job["TaskGroups"].([]any)[0].(map[string]any)
-	tg["Volumes"] = map[string]any{"models": map[string]any{"Type": "host", "Source": "models"}}
-	tg["Scaling"] = map[string]any{"Min": 1, "Max": 3, "Enabled": true} // supported: no warning
+	tg["Volumes"] = map[string]any{"models": map[string]any{"Type": "host", "Source": "models"}} // supported: no warning
+	tg["Scaling"] = map[string]any{"Min": 1, "Max": 3, "Enabled": true}
 	task := tg["Tasks"].([]any)[0].(map[string]any)
 	task["Vault"] = map[string]any{"Policies": []string{"p"}}
 	task["Resources"].(map[string]any)["IOPS"] = 0
 	task["Config"].(map[string]any)["anything_goes"] = true // driver config is free-form
 	task["Meta"] = map[string]any{"free": "form"}
 	out := a.register(body)
-	for _, f := range []string{"Job.ConsulToken", "Job.Multiregion", "Job.TaskGroups[0].Volumes",
+	for _, f := range []string{"Job.ConsulToken", "Job.Multiregion",
 		"Job.TaskGroups[0].Tasks[0].Vault", "Job.TaskGroups[0].Tasks[0].Resources.IOPS"} {
 		if !strings.Contains(out.Warnings, f) {
 			t.Errorf("Warnings %q do not name %s", out.Warnings, f)
 		}
 	}
-	for _, f := range []string{"anything_goes", "free", "Scaling"} {
+	for _, f := range []string{"anything_goes", "free", "Scaling", "Volumes"} {
 		if strings.Contains(out.Warnings, f) {
 			t.Errorf("Warnings %q name %s, a free-form key", out.Warnings, f)
 		}
