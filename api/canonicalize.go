@@ -2,9 +2,9 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"path"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -97,6 +97,7 @@ func (tg *TaskGroup) canonicalize(j *Job) {
 		}
 	}
 	canonAffinities(tg.Affinities)
+	canonServices(tg.Services)
 	for name, v := range tg.Volumes {
 		if v == nil {
 			continue
@@ -115,7 +116,33 @@ func (tg *TaskGroup) canonicalize(j *Job) {
 	}
 }
 
+// canonServices gives each check its service's on_update and
+// check_restart when it sets none (as Nomad merges them).
+func canonServices(ss []*Service) {
+	for _, s := range ss {
+		if s == nil {
+			continue
+		}
+		if s.OnUpdate == "" {
+			s.OnUpdate = OnUpdateRequireHealthy
+		}
+		for _, c := range s.Checks {
+			if c == nil {
+				continue
+			}
+			if c.OnUpdate == "" {
+				c.OnUpdate = s.OnUpdate
+			}
+			if c.CheckRestart == nil && s.CheckRestart != nil {
+				cr := *s.CheckRestart
+				c.CheckRestart = &cr
+			}
+		}
+	}
+}
+
 func (t *Task) canonicalize(tg *TaskGroup) {
+	canonServices(t.Services)
 	if t.Resources == nil {
 		t.Resources = DefaultResources()
 	}
@@ -217,6 +244,7 @@ var (
 	networkModes      = []string{"", "host", "bridge", "none"}
 	addressModes      = []string{"", "auto", "host", "driver", "alloc"}
 	serviceProviders  = []string{"", "nomad", "drover", "consul"}
+	onUpdates         = []string{OnUpdateRequireHealthy, OnUpdateIgnoreWarnings, OnUpdateIgnore}
 	maxPort           = 65535
 	maxAffinityWeight = 100
 )
@@ -631,6 +659,9 @@ func (v *validator) services(p string, ss []*Service) {
 		if !slices.Contains(serviceProviders, s.Provider) {
 			v.add(sp, "invalid provider %q", s.Provider)
 		}
+		if s.OnUpdate != "" && !slices.Contains(onUpdates, s.OnUpdate) {
+			v.add(sp, "invalid on_update %q (want one of %s)", s.OnUpdate, strings.Join(onUpdates, ", "))
+		}
 		for _, c := range s.Checks {
 			if c == nil {
 				continue
@@ -646,6 +677,15 @@ func (v *validator) services(p string, ss []*Service) {
 			}
 			if c.Type == "script" && c.Command == "" {
 				v.add(sp, "check %q: script check needs a command", c.Name)
+			}
+			if c.OnUpdate != "" && !slices.Contains(onUpdates, c.OnUpdate) {
+				v.add(sp, "check %q: invalid on_update %q (want one of %s)", c.Name, c.OnUpdate, strings.Join(onUpdates, ", "))
+			}
+			if c.SuccessBeforePassing < 0 || c.FailuresBeforeCritical < 0 {
+				v.add(sp, "check %q: success_before_passing and failures_before_critical must not be negative", c.Name)
+			}
+			if cr := c.CheckRestart; cr != nil && (cr.Limit < 0 || cr.Grace < 0) {
+				v.add(sp, "check %q: check_restart limit and grace must not be negative", c.Name)
 			}
 		}
 	}

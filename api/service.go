@@ -32,7 +32,10 @@ type ServiceRegistration struct {
 	Port        int      `json:"Port"`
 	// Health is the worst status of the service's checks; empty when it
 	// has none (counted as passing). Drover addition.
-	Health      string `json:"Health,omitempty"`
+	Health string `json:"Health,omitempty"`
+	// HealthTime is when Health last changed (Unix nanoseconds; drover
+	// addition): deployments count min_healthy_time from it.
+	HealthTime  int64  `json:"HealthTime,omitempty"`
 	CreateIndex uint64 `json:"CreateIndex"`
 	ModifyIndex uint64 `json:"ModifyIndex"`
 }
@@ -91,4 +94,43 @@ func (c *Client) DeleteServiceRegistration(ctx context.Context, name, id string,
 func (c *Client) UpdateNodeServices(ctx context.Context, nodeID string, req *NodeServicesRequest) (*NodeServicesResponse, error) {
 	var out NodeServicesResponse
 	return &out, c.Write(ctx, http.MethodPut, "/v1/node/"+esc(nodeID)+"/services", req, &out, nil)
+}
+
+// Check result statuses, as Nomad's /v1/client/allocation/{id}/checks.
+const (
+	CheckPending = "pending"
+	CheckSuccess = "success"
+	CheckFailure = "failure"
+)
+
+// CheckResult is the latest result of one check of an alloc's service
+// (Nomad's CheckQueryResult, plus Health: passing, warning or critical).
+type CheckResult struct {
+	ID         string `json:"ID"`
+	Mode       string `json:"Mode"` // healthiness
+	Status     string `json:"Status"`
+	Health     string `json:"Health"`
+	StatusCode int    `json:"StatusCode,omitempty"`
+	Output     string `json:"Output"`
+	Timestamp  int64  `json:"Timestamp"` // Unix seconds
+	Group      string `json:"Group"`
+	Task       string `json:"Task,omitempty"`
+	Service    string `json:"Service"`
+	Check      string `json:"Check"`
+}
+
+// AllocChecks returns the latest check results of an alloc, by check ID,
+// from its node (GET /v1/client/allocation/{id}/checks).
+func (c *Client) AllocChecks(ctx context.Context, allocID string, o *QueryOptions) (map[string]*CheckResult, error) {
+	out := map[string]*CheckResult{}
+	_, err := c.Query(ctx, "/v1/client/allocation/"+esc(allocID)+"/checks", &out, o)
+	return out, err
+}
+
+// AllocServices lists the service registrations of an alloc
+// (GET /v1/allocation/{id}/services).
+func (c *Client) AllocServices(ctx context.Context, allocID string, o *QueryOptions) ([]*ServiceRegistration, error) {
+	var out []*ServiceRegistration
+	_, err := c.Query(ctx, "/v1/allocation/"+esc(allocID)+"/services", &out, o)
+	return out, err
 }

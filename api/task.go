@@ -97,6 +97,26 @@ type Service struct {
 	Checks      []*ServiceCheck   `json:"Checks,omitempty"`
 	Meta        map[string]string `json:"Meta,omitempty"`
 	TaskName    string            `json:"TaskName,omitempty"`
+	// OnUpdate is how the checks count for deployments: require_healthy
+	// (default), ignore_warnings or ignore.
+	OnUpdate string `json:"OnUpdate,omitempty"`
+	// CheckRestart applies to every check of the service that sets none.
+	CheckRestart *CheckRestart `json:"CheckRestart,omitempty"`
+}
+
+// Check on_update modes, as Nomad.
+const (
+	OnUpdateRequireHealthy = "require_healthy"
+	OnUpdateIgnoreWarnings = "ignore_warnings"
+	OnUpdateIgnore         = "ignore"
+)
+
+// CheckRestart restarts a task after Limit consecutive unhealthy check
+// results, not counting those within Grace of the task's start.
+type CheckRestart struct {
+	Limit          int           `json:"Limit"`
+	Grace          time.Duration `json:"Grace"`
+	IgnoreWarnings bool          `json:"IgnoreWarnings"`
 }
 
 // ServiceCheck is a health check of a service.
@@ -113,4 +133,16 @@ type ServiceCheck struct {
 	Interval  time.Duration       `json:"Interval"`
 	Timeout   time.Duration       `json:"Timeout"`
 	TaskName  string              `json:"TaskName,omitempty"`
+	Body      string              `json:"Body,omitempty"`
+	// TLSSkipVerify and TLSServerName for https and gRPC over TLS.
+	TLSSkipVerify bool   `json:"TLSSkipVerify,omitempty"`
+	TLSServerName string `json:"TLSServerName,omitempty"`
+	GRPCService   string `json:"GRPCService,omitempty"`
+	GRPCUseTLS    bool   `json:"GRPCUseTLS,omitempty"`
+	// SuccessBeforePassing and FailuresBeforeCritical are how many
+	// results in a row it takes to change the check's status.
+	SuccessBeforePassing   int           `json:"SuccessBeforePassing,omitempty"`
+	FailuresBeforeCritical int           `json:"FailuresBeforeCritical,omitempty"`
+	OnUpdate               string        `json:"OnUpdate,omitempty"`
+	CheckRestart           *CheckRestart `json:"CheckRestart,omitempty"`
 }

@@ -20,12 +20,13 @@ var (
 		"uid gid error_on_missing_key vault_grace once", "change_script", "wait")
 	artifactSchema = accept(schema("source destination mode", "options", "headers"), "chown")
 	payloadSchema  = schema("file")
-	serviceSchema  = accept(schema("name tags canary_tags port address_mode provider task", "check", "meta"),
-		"enable_tag_override address on_update canary_meta tagged_addresses cluster weights kind",
-		"connect", "check_restart", "identity", "canary_meta", "tagged_addresses", "weights")
-	checkSchema = accept(schema("name type command args path protocol port method interval timeout task", "header"),
-		"address_mode body expose grpc_service grpc_use_tls initial_status success_before_passing failures_before_critical "+
-			"failures_before_warning tls_skip_verify tls_server_name on_update notes", "check_restart")
+	serviceSchema  = accept(schema("name tags canary_tags port address_mode provider task on_update", "check", "meta", "check_restart"),
+		"enable_tag_override address canary_meta tagged_addresses cluster weights kind",
+		"connect", "identity", "canary_meta", "tagged_addresses", "weights")
+	checkSchema = accept(schema("name type command args path protocol port method interval timeout task body tls_skip_verify tls_server_name "+
+		"grpc_service grpc_use_tls success_before_passing failures_before_critical on_update", "header", "check_restart"),
+		"address_mode expose initial_status failures_before_warning notes")
+	checkRestartSchema = schema("limit grace ignore_warnings")
 )
 
 func (d *decoder) task(b *hcl.Block, tg *api.TaskGroup) *api.Task {
@@ -207,15 +208,27 @@ func (d *decoder) service(b *hcl.Block) *api.Service {
 	d.str(c, "address_mode", &s.AddressMode)
 	d.str(c, "provider", &s.Provider)
 	d.str(c, "task", &s.TaskName)
+	d.enum(c, "on_update", "on_update", &s.OnUpdate, api.OnUpdateRequireHealthy, api.OnUpdateIgnoreWarnings, api.OnUpdateIgnore)
 	for _, blk := range c.Blocks {
 		switch blk.Type {
 		case "meta":
 			s.Meta = d.mergeKV(s.Meta, hcl.Blocks{blk})
 		case "check":
 			s.Checks = append(s.Checks, d.check(blk))
+		case "check_restart":
+			s.CheckRestart = d.checkRestart(d.once(s.CheckRestart != nil, blk))
 		}
 	}
 	return s
+}
+
+func (d *decoder) checkRestart(b *hcl.Block) *api.CheckRestart {
+	cr := &api.CheckRestart{}
+	c := d.content(b.Body, checkRestartSchema)
+	d.integer(c, "limit", &cr.Limit, 0, anyInt)
+	d.dur(c, "grace", &cr.Grace)
+	d.boolean(c, "ignore_warnings", &cr.IgnoreWarnings)
+	return cr
 }
 
 func (d *decoder) check(b *hcl.Block) *api.ServiceCheck {
@@ -232,7 +245,19 @@ func (d *decoder) check(b *hcl.Block) *api.ServiceCheck {
 	d.dur(c, "interval", &ch.Interval)
 	d.dur(c, "timeout", &ch.Timeout)
 	d.str(c, "task", &ch.TaskName)
+	d.str(c, "body", &ch.Body)
+	d.boolean(c, "tls_skip_verify", &ch.TLSSkipVerify)
+	d.str(c, "tls_server_name", &ch.TLSServerName)
+	d.str(c, "grpc_service", &ch.GRPCService)
+	d.boolean(c, "grpc_use_tls", &ch.GRPCUseTLS)
+	d.integer(c, "success_before_passing", &ch.SuccessBeforePassing, 0, anyInt)
+	d.integer(c, "failures_before_critical", &ch.FailuresBeforeCritical, 0, anyInt)
+	d.enum(c, "on_update", "on_update", &ch.OnUpdate, api.OnUpdateRequireHealthy, api.OnUpdateIgnoreWarnings, api.OnUpdateIgnore)
 	for _, blk := range c.Blocks {
+		if blk.Type == "check_restart" {
+			ch.CheckRestart = d.checkRestart(d.once(ch.CheckRestart != nil, blk))
+			continue
+		}
 		for name, a := range d.attrs(blk.Body) {
 			v, ok := d.typed(a, cty.List(cty.String))
 			if !ok {

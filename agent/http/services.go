@@ -14,6 +14,7 @@ import (
 type ServiceState interface {
 	Services(ws memdb.WatchSet, namespace string) ([]*api.ServiceRegistration, error)
 	ServicesByName(ws memdb.WatchSet, namespace, name string) ([]*api.ServiceRegistration, error)
+	ServicesByAlloc(ws memdb.WatchSet, allocID string) ([]*api.ServiceRegistration, error)
 }
 
 // ServiceServer is the optional native service write side of Server.
@@ -30,6 +31,7 @@ func (s *HTTPServer) serviceRoutes() {
 	h("GET /v1/services", s.serviceList)
 	h("GET /v1/service/{name}", s.serviceGet)
 	h("DELETE /v1/service/{name}/{id}", s.serviceDelete)
+	h("GET /v1/allocation/{id}/services", s.allocServices)
 	h("PUT /v1/node/{id}/services", s.nodeServicesUpdate)
 	h("POST /v1/node/{id}/services", s.nodeServicesUpdate)
 }
@@ -158,4 +160,26 @@ func (s *HTTPServer) nodeServicesUpdate(w nethttp.ResponseWriter, r *nethttp.Req
 		return nil, fmt.Errorf("update services of node %q: %w", id, err)
 	}
 	return api.NodeServicesResponse{Index: idx}, nil
+}
+
+// allocServices lists the registrations of one alloc (ID or prefix).
+func (s *HTTPServer) allocServices(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	st, err := s.serviceState()
+	if err != nil {
+		return nil, err
+	}
+	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
+		a, err := s.lookupAlloc(ws, r, r.PathValue("id"))
+		if err != nil {
+			return nil, 0, err
+		}
+		regs, err := st.ServicesByAlloc(ws, a.ID)
+		if err != nil {
+			return nil, 0, err
+		}
+		if regs == nil {
+			regs = []*api.ServiceRegistration{}
+		}
+		return regs, s.maxIndex(tableServices, "allocs"), nil
+	})
 }

@@ -159,7 +159,7 @@ func sameService(a, b *api.ServiceRegistration) bool {
 		}
 	}
 	return a.ServiceName == b.ServiceName && a.Namespace == b.Namespace && a.NodeID == b.NodeID && a.Datacenter == b.Datacenter &&
-		a.JobID == b.JobID && a.Address == b.Address && a.Port == b.Port && a.Health == b.Health
+		a.JobID == b.JobID && a.Address == b.Address && a.Port == b.Port && a.Health == b.Health && a.HealthTime == b.HealthTime
 }
 
 func (t *Txn) deleteService(r *api.ServiceRegistration) error {

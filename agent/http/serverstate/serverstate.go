@@ -120,6 +120,10 @@ func (a serverState) ServicesByName(ws memdb.WatchSet, namespace, name string) (
 	return a.st(ws).ServicesByName(ws, namespace, name)
 }
 
+func (a serverState) ServicesByAlloc(ws memdb.WatchSet, allocID string) ([]*api.ServiceRegistration, error) {
+	return a.st(ws).ServicesByAlloc(ws, allocID)
+}
+
 func (a serverState) NamespaceByName(ws memdb.WatchSet, name string) (*api.Namespace, error) {
 	return a.st(ws).NamespaceByName(ws, name)
 }
