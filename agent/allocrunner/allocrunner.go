@@ -8,8 +8,10 @@ import (
 	"os"
 	"reflect"
 	"sync"
+	"time"
 
 	"github.com/drover/drover/agent/clientstate"
+	"github.com/drover/drover/agent/services"
 	"github.com/drover/drover/agent/taskrunner"
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/drivers"
@@ -38,6 +40,8 @@ type Config struct {
 	Restore bool
 	// OnUpdate is called whenever the client status or a task state changes.
 	OnUpdate func(allocID string)
+	// Services registers the alloc's native services (nil: none are).
+	Services *services.Registrar
 }
 
 // ErrUnknownTask is returned for a task name that is not in the alloc.
@@ -58,6 +62,8 @@ type AllocRunner struct {
 	killCh   chan struct{}
 	killOnce sync.Once
 	taskCh   chan struct{}
+	svc      *services.Alloc // nil when the alloc registers no service
+	svcCh    chan struct{}   // task states changed: services look again
 	doneCh   chan struct{}
 	wg       sync.WaitGroup
 }
@@ -83,6 +89,7 @@ func New(cfg Config) (*AllocRunner, error) {
 		alloc: a, runners: map[string]*taskrunner.TaskRunner{}, hooks: map[string]*api.TaskLifecycle{},
 		launched: map[string]bool{},
 		killCh:   make(chan struct{}), taskCh: make(chan struct{}, 1), doneCh: make(chan struct{}),
+		svcCh: make(chan struct{}, 1),
 	}
 	for _, t := range tg.Tasks {
 		var rec *clientstate.TaskRecord
@@ -109,7 +116,77 @@ func New(cfg Config) (*AllocRunner, error) {
 		ar.order = append(ar.order, t.Name)
 		ar.hooks[t.Name] = t.Lifecycle
 	}
+	if cfg.Services != nil {
+		env := taskrunner.BuildEnv(taskrunner.EnvInput{Alloc: a, Task: tg.Tasks[0], Node: cfg.Node, Region: cfg.Region,
+			Dirs: taskrunner.HostDirs(cfg.AllocDir, tg.Tasks[0].Name)})
+		svc := services.NewAlloc(services.AllocConfig{Alloc: a, Node: cfg.Node, Registrar: cfg.Services, Logger: cfg.Logger,
+			Interpolate: func(v string) string { return taskrunner.Interpolate(v, env, cfg.Node) },
+			Exec:        ar.execTarget,
+			Restart:     ar.restartUnhealthy,
+		})
+		if svc.HasServices() {
+			ar.svc = svc
+		}
+	}
 	return ar, nil
+}
+
+// execTarget is where a script check of task runs.
+func (ar *AllocRunner) execTarget(task string) (drivers.Execer, string, error) {
+	tr := ar.runners[task]
+	if tr == nil {
+		return nil, "", fmt.Errorf("script check: %w", api.Errorf(api.ErrNotFound, "unknown task "+task))
+	}
+	return tr.ExecTarget()
+}
+
+// restartUnhealthy restarts a task (every running one for "") whose
+// checks stayed unhealthy (check_restart).
+func (ar *AllocRunner) restartUnhealthy(ctx context.Context, task, reason string) error {
+	msg := "healthcheck: " + reason
+	if task != "" {
+		if tr := ar.runners[task]; tr != nil {
+			return tr.RestartFor(ctx, msg)
+		}
+		return fmt.Errorf("restart %q: %w", task, api.Errorf(api.ErrNotFound, "unknown task "+task))
+	}
+	var errs []error
+	for _, name := range ar.order {
+		if tr := ar.runners[name]; !tr.IsDead() {
+			errs = append(errs, tr.RestartFor(ctx, msg))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Checks returns the latest results of the alloc's service checks.
+func (ar *AllocRunner) Checks() map[string]*api.CheckResult {
+	if ar.svc == nil {
+		return map[string]*api.CheckResult{}
+	}
+	return ar.svc.Checks()
+}
+
+// watchServices registers the services of running tasks until stop.
+func (ar *AllocRunner) watchServices(stop <-chan struct{}) {
+	defer ar.wg.Done()
+	for {
+		running := map[string]time.Time{}
+		for name, tr := range ar.runners {
+			if st := tr.State(); st.State == api.TaskStateRunning {
+				running[name] = st.StartedAt
+				if st.LastRestart.After(st.StartedAt) {
+					running[name] = st.LastRestart
+				}
+			}
+		}
+		ar.svc.Update(running)
+		select {
+		case <-ar.svcCh:
+		case <-stop:
+			return
+		}
+	}
 }
 
 // mountsDirs: drivers that mount /alloc, /local and /secrets into the
@@ -129,6 +206,10 @@ func mountsDirs(d drivers.Driver) bool {
 func (ar *AllocRunner) notify() {
 	select {
 	case ar.taskCh <- struct{}{}:
+	default:
+	}
+	select {
+	case ar.svcCh <- struct{}{}:
 	default:
 	}
 	if ar.cfg.OnUpdate != nil {

@@ -70,6 +70,19 @@ func (ar *AllocRunner) waitForKill(ctx context.Context, killCh <-chan struct{}, 
 func (ar *AllocRunner) Run(ctx context.Context) {
 	defer close(ar.doneCh)
 	defer ar.wg.Wait()
+	if ar.svc != nil {
+		stop := make(chan struct{})
+		ar.wg.Add(1)
+		go ar.watchServices(stop)
+		defer func() {
+			close(stop)
+			if ctx.Err() != nil {
+				ar.svc.Close() // agent shutdown: the tasks and their registrations stay
+			} else {
+				ar.svc.Deregister()
+			}
+		}()
+	}
 	a := ar.Alloc()
 	if ar.cfg.Store != nil && !ar.cfg.Restore {
 		if err := ar.cfg.Store.PutAlloc(ar.cfg.Alloc); err != nil {
@@ -158,7 +171,11 @@ func (ar *AllocRunner) Run(ctx context.Context) {
 			return
 		}
 	}
-	// 3. kill whatever still runs (sidecars, siblings, or all on a stop).
+	// 3. kill whatever still runs (sidecars, siblings, or all on a stop);
+	// the services leave first, so traffic stops before shutdown_delay.
+	if ar.svc != nil {
+		ar.svc.Deregister()
+	}
 	if reason == nil || ar.killed() {
 		reason = &api.TaskEvent{Type: api.TaskKilling, DisplayMessage: "Allocation is being stopped"}
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/drover/drover/agent/allocrunner"
 	"github.com/drover/drover/agent/clientstate"
+	"github.com/drover/drover/agent/services"
 	"github.com/drover/drover/agent/fingerprint"
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/drivers"
@@ -58,6 +59,9 @@ type Client struct {
 	dynMeta map[string]*string
 	metaMu  sync.Mutex
 
+	// registrar keeps the servers' service registrations of this node.
+	registrar *services.Registrar
+
 	registerCh   chan struct{} // node changed: re-register
 	registeredCh chan struct{} // closed after the first registration
 	regOnce      sync.Once
@@ -97,6 +101,12 @@ func New(cfg *Config) (*Client, error) {
 		return nil, err
 	}
 	c.servers = newServers(c.cfg.Servers)
+	c.registrar = services.NewRegistrar(func(ctx context.Context, req *api.NodeServicesRequest) error {
+		return c.servers.do(ctx, func(cl *api.Client) error {
+			_, err := cl.UpdateNodeServices(ctx, id.NodeID, req)
+			return err
+		})
+	}, c.cfg.Logger)
 	c.servers.http = c.cfg.HTTPClient
 	c.servers.setSecret(id.SecretID)
 	c.drivers = map[string]drivers.Driver{}
@@ -223,7 +233,7 @@ func (c *Client) Start(ctx context.Context) error {
 			c.log.Error("restore allocation", "alloc_id", a.ID, "error", err)
 		}
 	}
-	loops := []func(context.Context){c.registerLoop, c.watchLoop, c.updateLoop, c.fingerprintLoop, c.disconnectLoop}
+	loops := []func(context.Context){c.registerLoop, c.watchLoop, c.updateLoop, c.fingerprintLoop, c.disconnectLoop, c.registrar.Run}
 	if c.devices != nil {
 		loops = append(loops, c.deviceLoop)
 	}
@@ -291,7 +301,7 @@ func (c *Client) startRunner(a *api.Allocation, restore bool) error {
 	ar, err := allocrunner.New(allocrunner.Config{
 		Alloc: a, AllocDir: filepath.Join(c.cfg.DataDir, "alloc", a.ID), Node: node, Region: c.cfg.Region,
 		Drivers: c.drivers, Clock: c.cfg.Clock, Logger: c.cfg.Logger, Store: c.db, Restore: restore,
-		OnUpdate: c.markDirty,
+		OnUpdate: c.markDirty, Services: c.registrar,
 	})
 	if err != nil {
 		return err

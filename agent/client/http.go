@@ -25,6 +25,7 @@ func (c *Client) routes() http.Handler {
 	m.HandleFunc("GET /v1/client/fs/stat/{alloc}", c.withAlloc(c.handleStat))
 	m.HandleFunc("GET /v1/client/allocation/{alloc}/stats", c.withAlloc(c.handleAllocStats))
 	m.HandleFunc("GET /v1/client/allocation/{alloc}/exec", c.withAlloc(c.handleExec))
+	m.HandleFunc("GET /v1/client/allocation/{alloc}/checks", c.withAlloc(c.handleChecks))
 	for _, method := range []string{"PUT", "POST"} {
 		m.HandleFunc(method+" /v1/client/allocation/{alloc}/restart", c.withAlloc(c.handleRestart))
 		m.HandleFunc(method+" /v1/client/allocation/{alloc}/signal", c.withAlloc(c.handleSignal))
@@ -154,6 +155,12 @@ func (c *Client) handleAllocStats(w http.ResponseWriter, r *http.Request, ar *al
 		st.Timestamp = time.Now().UnixNano()
 	}
 	writeJSON(w, st)
+}
+
+// handleChecks answers Nomad's GET /v1/client/allocation/{id}/checks: the
+// latest result of each service check of the alloc, by check ID.
+func (c *Client) handleChecks(w http.ResponseWriter, _ *http.Request, ar *allocrunner.AllocRunner) {
+	writeJSON(w, ar.Checks())
 }
 
 func decodeBody(r *http.Request, v any) error {

@@ -74,6 +74,7 @@ func (c *Client) registerLoop(ctx context.Context) {
 		if !registered {
 			c.log.Info("node registered", "node_id", node(c).ID, "server", c.servers.current())
 			c.regOnce.Do(func() { close(c.registeredCh) })
+			c.registrar.Resync() // a server that lost the node lost its services too
 		}
 		registered = true
 		if len(resp.Servers) > 0 {

@@ -76,7 +76,7 @@ type TaskRunner struct {
 
 	killCh    chan struct{}
 	killOnce  sync.Once
-	restartCh chan struct{}
+	restartCh chan string // a restart's reason ("": the user's)
 	startedCh chan struct{}
 	startOnce sync.Once
 	doneCh    chan struct{}
@@ -98,7 +98,7 @@ func New(cfg Config) *TaskRunner {
 		task:      cfg.Task,
 		state:     &api.TaskState{State: api.TaskStatePending},
 		killCh:    make(chan struct{}),
-		restartCh: make(chan struct{}, 1),
+		restartCh: make(chan string, 1),
 		startedCh: make(chan struct{}),
 		doneCh:    make(chan struct{}),
 	}
@@ -214,7 +214,11 @@ func (tr *TaskRunner) MarkKilled(ev *api.TaskEvent) {
 
 // Restart restarts a running task in place (not counted against the
 // restart policy).
-func (tr *TaskRunner) Restart(ctx context.Context) error {
+func (tr *TaskRunner) Restart(ctx context.Context) error { return tr.RestartFor(ctx, "") }
+
+// RestartFor is Restart with the reason the task event shows ("": the
+// user asked).
+func (tr *TaskRunner) RestartFor(ctx context.Context, reason string) error {
 	tr.mu.Lock()
 	running := tr.state.State == api.TaskStateRunning
 	tr.mu.Unlock()
@@ -222,7 +226,7 @@ func (tr *TaskRunner) Restart(ctx context.Context) error {
 		return fmt.Errorf("restart task %q: %w", tr.Name(), api.Errorf(api.ErrBadRequest, "task is not running"))
 	}
 	select {
-	case tr.restartCh <- struct{}{}:
+	case tr.restartCh <- reason:
 	default:
 	}
 	return nil
@@ -467,8 +471,12 @@ func (tr *TaskRunner) Run(ctx context.Context) {
 			tr.stop(ctx, h, waitCh)
 			tr.finishKill(ctx, h)
 			return
-		case <-tr.restartCh:
-			tr.emit(&api.TaskEvent{Type: api.TaskRestartSignal, DisplayMessage: "User requested task to restart", RestartReason: "user requested"})
+		case reason := <-tr.restartCh:
+			msg, why := "User requested task to restart", "user requested"
+			if reason != "" {
+				msg, why = reason, reason
+			}
+			tr.emit(&api.TaskEvent{Type: api.TaskRestartSignal, DisplayMessage: msg, RestartReason: why})
 			tr.stop(ctx, h, waitCh)
 			tr.destroy(ctx, h)
 			waitCh = nil
