@@ -40,6 +40,29 @@ type ServiceRegistration struct {
 	ModifyIndex uint64 `json:"ModifyIndex"`
 }
 
+// ServiceRegistrationID is the ID of the registration of service name
+// (port label port) of an alloc's task, or of its group when task is ""
+// (Nomad's form: _nomad-task-<alloc>-<task or group-NAME>-<service>-<port>).
+func ServiceRegistrationID(allocID, group, task, name, port string) string {
+	owner := "group-" + group
+	if task != "" {
+		owner = task
+	}
+	return "_nomad-task-" + allocID + "-" + owner + "-" + name + "-" + port
+}
+
+// ServiceName is the name a service registers under: its own, or
+// <job>-<group>[-<task>] when it has none (as Nomad).
+func ServiceName(s *Service, jobID, group, task string) string {
+	if s.Name != "" {
+		return s.Name
+	}
+	if task == "" {
+		return jobID + "-" + group
+	}
+	return jobID + "-" + group + "-" + task
+}
+
 // Passing reports whether the instance should receive traffic.
 func (r *ServiceRegistration) Passing() bool {
 	return r.Health == "" || r.Health == ServiceHealthPassing

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-memdb"
@@ -21,12 +22,15 @@ import (
 // version when the group asks for auto_revert), and marks a job version
 // stable once the scheduler has marked its deployment successful.
 //
-// Health (update.health_check "task_states", and "checks", treated the
-// same until drover has service checks): an alloc is healthy once every
-// task that is not poststop or an ephemeral pre/poststart hook has run
-// for min_healthy_time without a restart, counting from the latest task
-// StartedAt/LastRestart the client reported (client time: clocks are
-// assumed roughly in sync), and unhealthy when a task fails or restarts
+// Health (update.health_check "task_states" and "checks"): an alloc is
+// healthy once every task that is not poststop or an ephemeral
+// pre/poststart hook has run for min_healthy_time without a restart,
+// counting from the latest task StartedAt/LastRestart the client reported
+// (client time: clocks are assumed roughly in sync); with "checks" (the
+// default) each of its native services with checks (on_update not
+// "ignore") must also be registered and passing ("ignore_warnings": or
+// warning), the time counting from the latest health change too. It is
+// unhealthy when a task fails or restarts
 // first (a task that started and no longer runs counts: exited or
 // waiting to restart), the alloc fails, completes or is lost, or
 // healthy_deadline passes after the alloc was created (leader time).
@@ -163,7 +167,13 @@ func (w *deploymentWatcher) watchDeployment(ctx context.Context, st *state.State
 		if a.DesiredStatus != api.AllocDesiredStatusRun || upd == nil || upd.HealthCheck == "manual" {
 			continue
 		}
-		v, at := judgeAlloc(a, upd, now)
+		var regs []*api.ServiceRegistration
+		if upd.HealthCheck == "checks" {
+			if regs, err = st.ServicesByAlloc(ws, a.ID); err != nil {
+				return time.Time{}, err
+			}
+		}
+		v, at := judgeAlloc(a, upd, now, regs)
 		switch v {
 		case verdictHealthy:
 			req.HealthyAllocs = append(req.HealthyAllocs, a.ID)
@@ -241,7 +251,7 @@ func (w *deploymentWatcher) revertFailed(ctx context.Context, st *state.StateSto
 		if ds := a.DeploymentStatus; (ds != nil && ds.Healthy != nil) || upd == nil || upd.HealthCheck == "manual" {
 			continue
 		}
-		if v, _ := judgeAlloc(a, upd, req.Time); v == verdictUnhealthy {
+		if v, _ := judgeAlloc(a, upd, req.Time, nil); v == verdictUnhealthy {
 			req.UnhealthyAllocs = append(req.UnhealthyAllocs, a.ID)
 		}
 	}
@@ -307,7 +317,7 @@ func allocUpdate(a *api.Allocation) *api.UpdateStrategy {
 
 // judgeAlloc decides an alloc's health at now; a pending verdict comes
 // with the time it can change by itself (zero: only a client update).
-func judgeAlloc(a *api.Allocation, upd *api.UpdateStrategy, now time.Time) (healthVerdict, time.Time) {
+func judgeAlloc(a *api.Allocation, upd *api.UpdateStrategy, now time.Time, regs []*api.ServiceRegistration) (healthVerdict, time.Time) {
 	switch a.ClientStatus {
 	case api.AllocClientStatusFailed, api.AllocClientStatusLost, api.AllocClientStatusComplete:
 		return verdictUnhealthy, time.Time{}
@@ -350,6 +360,13 @@ func judgeAlloc(a *api.Allocation, upd *api.UpdateStrategy, now time.Time) (heal
 			}
 		}
 	}
+	if running && upd.HealthCheck == "checks" {
+		at, ok := checksPassing(a, tg, regs)
+		running = ok
+		if at.After(since) {
+			since = at
+		}
+	}
 	if running {
 		healthyAt := since.Add(upd.MinHealthyTime)
 		if !now.Before(healthyAt) {
@@ -363,6 +380,61 @@ func judgeAlloc(a *api.Allocation, upd *api.UpdateStrategy, now time.Time) (heal
 		return verdictUnhealthy, time.Time{}
 	}
 	return verdictPending, deadline
+}
+
+// checksPassing reports whether every native service of the alloc that
+// has checks counting for deployments is registered with a good enough
+// health, and since when (its latest health change).
+func checksPassing(a *api.Allocation, tg *api.TaskGroup, regs []*api.ServiceRegistration) (time.Time, bool) {
+	var since time.Time
+	check := func(svc *api.Service, task string) bool {
+		if svc == nil || len(svc.Checks) == 0 || (svc.Provider != "" && svc.Provider != api.ServiceProviderNomad && svc.Provider != "drover") {
+			return true
+		}
+		mode := api.OnUpdateIgnore // the strictest of its checks
+		for _, c := range svc.Checks {
+			switch {
+			case c.OnUpdate == "" || c.OnUpdate == api.OnUpdateRequireHealthy:
+				mode = api.OnUpdateRequireHealthy
+			case c.OnUpdate == api.OnUpdateIgnoreWarnings && mode == api.OnUpdateIgnore:
+				mode = api.OnUpdateIgnoreWarnings
+			}
+		}
+		if mode == api.OnUpdateIgnore {
+			return true
+		}
+		name := api.ServiceName(svc, a.JobID, tg.Name, task)
+		prefix := strings.TrimSuffix(api.ServiceRegistrationID(a.ID, tg.Name, task, "", ""), "-")
+		for _, r := range regs {
+			// A name with ${...} is interpolated by the client: match its
+			// owner and port instead of the whole ID.
+			if r.ID != api.ServiceRegistrationID(a.ID, tg.Name, task, name, svc.PortLabel) &&
+				(!strings.Contains(name, "${") || !strings.HasPrefix(r.ID, prefix) || !strings.HasSuffix(r.ID, "-"+svc.PortLabel)) {
+				continue
+			}
+			if r.Health != api.ServiceHealthPassing && (r.Health != api.ServiceHealthWarning || mode != api.OnUpdateIgnoreWarnings) {
+				return false
+			}
+			if t := time.Unix(0, r.HealthTime); r.HealthTime != 0 && t.After(since) {
+				since = t
+			}
+			return true
+		}
+		return false
+	}
+	for _, svc := range tg.Services {
+		if !check(svc, "") {
+			return time.Time{}, false
+		}
+	}
+	for _, t := range tg.Tasks {
+		for _, svc := range t.Services {
+			if !check(svc, t.Name) {
+				return time.Time{}, false
+			}
+		}
+	}
+	return since, true
 }
 
 // PromoteDeployment promotes the canaries of groups (none or "*": every

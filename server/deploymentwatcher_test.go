@@ -313,7 +313,7 @@ func TestJudgeAlloc(t *testing.T) {
 		{"healthy after the deadline would come too late", alloc(api.AllocClientStatusRunning, map[string]*api.TaskState{"main": run(t0.Add(55 * time.Second)), "side": run(t0)}), t0.Add(56 * time.Second), verdictPending, t0.Add(time.Minute)},
 	}
 	for _, c := range cases {
-		got, at := judgeAlloc(c.a, upd, c.now)
+		got, at := judgeAlloc(c.a, upd, c.now, nil)
 		if got != c.want || !at.Equal(c.wantAt) {
 			t.Errorf("%s: got %v at %v, want %v at %v", c.name, got, at, c.want, c.wantAt)
 		}
@@ -418,4 +418,52 @@ func TestDeploymentCanaryPromote(t *testing.T) {
 	}
 	waitDeployment(t, s, 1, api.DeploymentStatusSuccessful)
 	waitStable(t, s, 1)
+}
+
+// With health_check = "checks" an alloc whose tasks run is healthy only
+// once each of its checked services is registered and passing for
+// min_healthy_time from its latest health change; on_update
+// ignore_warnings accepts a warning, ignore does not wait at all.
+func TestJudgeAllocChecks(t *testing.T) {
+	t0 := testT0
+	upd := &api.UpdateStrategy{MaxParallel: 1, HealthCheck: "checks", MinHealthyTime: 10 * time.Second, HealthyDeadline: time.Minute}
+	check := func(onUpdate string) []*api.ServiceCheck {
+		return []*api.ServiceCheck{{Type: "http", Path: "/", Interval: time.Second, Timeout: time.Second, OnUpdate: onUpdate}}
+	}
+	job := &api.Job{ID: "j", TaskGroups: []*api.TaskGroup{{Name: "g",
+		Services: []*api.Service{{Name: "api", PortLabel: "http", Checks: check(api.OnUpdateRequireHealthy)}, {Name: "metrics", Checks: check(api.OnUpdateIgnore)}},
+		Tasks: []*api.Task{{Name: "main", Services: []*api.Service{{Name: "${NOMAD_TASK_NAME}-admin", PortLabel: "admin", Checks: check(api.OnUpdateIgnoreWarnings)},
+			{Name: "plain"}}}}}}}
+	a := &api.Allocation{ID: "a1", JobID: "j", Job: job, TaskGroup: "g", ClientStatus: api.AllocClientStatusRunning, CreateTime: t0.UnixNano(),
+		TaskStates: map[string]*api.TaskState{"main": {State: api.TaskStateRunning, StartedAt: t0}}}
+	reg := func(id, health string, at time.Time) *api.ServiceRegistration {
+		return &api.ServiceRegistration{ID: id, AllocID: "a1", Health: health, HealthTime: at.UnixNano()}
+	}
+	apiID := api.ServiceRegistrationID("a1", "g", "", "api", "http")
+	adminID := api.ServiceRegistrationID("a1", "g", "main", "main-admin", "admin")
+	cases := []struct {
+		name   string
+		regs   []*api.ServiceRegistration
+		now    time.Time
+		want   healthVerdict
+		wantAt time.Time
+	}{
+		{"nothing registered", nil, t0.Add(20 * time.Second), verdictPending, t0.Add(time.Minute)},
+		{"api critical", []*api.ServiceRegistration{reg(apiID, api.ServiceHealthCritical, t0), reg(adminID, api.ServiceHealthPassing, t0)}, t0.Add(20 * time.Second), verdictPending, t0.Add(time.Minute)},
+		{"admin missing", []*api.ServiceRegistration{reg(apiID, api.ServiceHealthPassing, t0)}, t0.Add(20 * time.Second), verdictPending, t0.Add(time.Minute)},
+		{"passing, too recently", []*api.ServiceRegistration{reg(apiID, api.ServiceHealthPassing, t0.Add(15 * time.Second)), reg(adminID, api.ServiceHealthWarning, t0)}, t0.Add(20 * time.Second), verdictPending, t0.Add(25 * time.Second)},
+		{"passing long enough", []*api.ServiceRegistration{reg(apiID, api.ServiceHealthPassing, t0.Add(15 * time.Second)), reg(adminID, api.ServiceHealthWarning, t0)}, t0.Add(25 * time.Second), verdictHealthy, time.Time{}},
+		{"never passing: deadline", []*api.ServiceRegistration{reg(apiID, api.ServiceHealthCritical, t0), reg(adminID, api.ServiceHealthPassing, t0)}, t0.Add(time.Minute), verdictUnhealthy, time.Time{}},
+	}
+	for _, c := range cases {
+		got, at := judgeAlloc(a, upd, c.now, c.regs)
+		if got != c.want || !at.Equal(c.wantAt) {
+			t.Errorf("%s: got %v at %v, want %v at %v", c.name, got, at, c.want, c.wantAt)
+		}
+	}
+	ts := *upd
+	ts.HealthCheck = "task_states"
+	if got, _ := judgeAlloc(a, &ts, t0.Add(20*time.Second), nil); got != verdictHealthy {
+		t.Errorf("task_states ignores checks: got %v", got)
+	}
 }

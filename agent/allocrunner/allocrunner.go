@@ -42,6 +42,8 @@ type Config struct {
 	OnUpdate func(allocID string)
 	// Services registers the alloc's native services (nil: none are).
 	Services *services.Registrar
+	// ServiceLookup answers the templates' nomadService reads.
+	ServiceLookup taskrunner.ServiceLookup
 }
 
 // ErrUnknownTask is returned for a task name that is not in the alloc.
@@ -111,7 +113,7 @@ func New(cfg Config) (*AllocRunner, error) {
 		ar.runners[t.Name] = taskrunner.New(taskrunner.Config{
 			Alloc: a, Task: t, Driver: d, AllocDir: cfg.AllocDir, Node: cfg.Node, Region: cfg.Region,
 			MountedDirs: mountsDirs(d), DoneOnSuccess: done, Clock: cfg.Clock, Logger: cfg.Logger,
-			Store: cfg.Store, Restored: rec, OnUpdate: ar.notify,
+			Store: cfg.Store, Restored: rec, OnUpdate: ar.notify, Services: cfg.ServiceLookup,
 		})
 		ar.order = append(ar.order, t.Name)
 		ar.hooks[t.Name] = t.Lifecycle

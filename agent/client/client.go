@@ -293,6 +293,22 @@ func (c *Client) Shutdown(ctx context.Context) error {
 	return c.db.Close()
 }
 
+// lookupService reads a native service from the servers for templates
+// (a blocking query when index > 0).
+func (c *Client) lookupService(ctx context.Context, ns, name string, index uint64, wait time.Duration) ([]*api.ServiceRegistration, uint64, error) {
+	var regs []*api.ServiceRegistration
+	var qm *api.QueryMeta
+	err := c.servers.do(ctx, func(cl *api.Client) error {
+		var err error
+		regs, qm, err = cl.Service(ctx, name, &api.QueryOptions{Namespace: ns, WaitIndex: index, WaitTime: wait})
+		return err
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return regs, qm.LastIndex, nil
+}
+
 // startRunner creates and runs an alloc runner.
 func (c *Client) startRunner(a *api.Allocation, restore bool) error {
 	c.mu.Lock()
@@ -301,7 +317,7 @@ func (c *Client) startRunner(a *api.Allocation, restore bool) error {
 	ar, err := allocrunner.New(allocrunner.Config{
 		Alloc: a, AllocDir: filepath.Join(c.cfg.DataDir, "alloc", a.ID), Node: node, Region: c.cfg.Region,
 		Drivers: c.drivers, Clock: c.cfg.Clock, Logger: c.cfg.Logger, Store: c.db, Restore: restore,
-		OnUpdate: c.markDirty, Services: c.registrar,
+		OnUpdate: c.markDirty, Services: c.registrar, ServiceLookup: c.lookupService,
 	})
 	if err != nil {
 		return err

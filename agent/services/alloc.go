@@ -94,18 +94,8 @@ func NewAlloc(cfg AllocConfig) *Alloc {
 		if svc == nil || (svc.Provider != "" && svc.Provider != api.ServiceProviderNomad && svc.Provider != "drover") {
 			return
 		}
-		owner := "group-" + tg.Name
-		if task != "" {
-			owner = task
-		}
-		name := cfg.Interpolate(svc.Name)
-		if name == "" {
-			name = a.JobID + "-" + tg.Name
-			if task != "" {
-				name += "-" + task
-			}
-		}
-		inst := &instance{svc: svc, task: task, id: "_nomad-task-" + a.ID + "-" + owner + "-" + name + "-" + svc.PortLabel}
+		name := cfg.Interpolate(api.ServiceName(svc, a.JobID, tg.Name, task))
+		inst := &instance{svc: svc, task: task, id: api.ServiceRegistrationID(a.ID, tg.Name, task, name, svc.PortLabel)}
 		addr, port := s.address(svc.PortLabel, task)
 		tags := make([]string, 0, len(svc.Tags))
 		for _, t := range svc.Tags {

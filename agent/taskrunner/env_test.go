@@ -131,7 +131,7 @@ func TestRenderTemplates(t *testing.T) {
 		{EmbeddedTmpl: "port={{ env \"PORT\" }}\nid=${NOMAD_ALLOC_ID}\nos={{ attr \"kernel.name\" }}\n", DestPath: "local/conf/app.ini"},
 		{EmbeddedTmpl: "A=1\n# c\nB = \"two\"\n", DestPath: "secrets/file.env", Envvars: true, Perms: "0400"},
 		{EmbeddedTmpl: "[[ env \"PORT\" ]]", DestPath: "/local/delims", LeftDelim: "[[", RightDelim: "]]"},
-	}, dir, env, n)
+	}, dir, env, n, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,12 +148,12 @@ func TestRenderTemplates(t *testing.T) {
 		t.Errorf("secrets/file.env mode = %v (%v), want 0400", fi.Mode().Perm(), err)
 	}
 	for _, bad := range []string{"../escape", "local/../../escape"} {
-		_, err := RenderTemplates([]*api.Template{{EmbeddedTmpl: "x", DestPath: bad}}, dir, env, n)
+		_, err := RenderTemplates([]*api.Template{{EmbeddedTmpl: "x", DestPath: bad}}, dir, env, n, nil)
 		if err == nil || !strings.Contains(err.Error(), "escapes") {
 			t.Errorf("DestPath %q: err = %v, want an escape error", bad, err)
 		}
 	}
-	if _, err := RenderTemplates([]*api.Template{{EmbeddedTmpl: "{{ key \"x\" }}", DestPath: "local/x"}}, dir, env, n); err == nil {
+	if _, err := RenderTemplates([]*api.Template{{EmbeddedTmpl: "{{ key \"x\" }}", DestPath: "local/x"}}, dir, env, n, nil); err == nil {
 		t.Error("unknown template function: want an error")
 	}
 }

@@ -48,6 +48,8 @@ type Config struct {
 	// OnUpdate is called (from the runner goroutine, without locks held)
 	// after every state change.
 	OnUpdate func()
+	// Services answers the templates' nomadService lookups (nil: none).
+	Services ServiceLookup
 }
 
 // TaskRunner runs one task. See the package doc for the concurrency contract.
@@ -77,6 +79,12 @@ type TaskRunner struct {
 	killCh    chan struct{}
 	killOnce  sync.Once
 	restartCh chan string // a restart's reason ("": the user's)
+	// svc caches the templates' service reads; rendered is the env they
+	// were last rendered with (under mu); tmplCh wakes the template
+	// watcher after a render that read services.
+	svc      *ServiceCache
+	rendered map[string]string
+	tmplCh   chan struct{}
 	startedCh chan struct{}
 	startOnce sync.Once
 	doneCh    chan struct{}
@@ -99,6 +107,7 @@ func New(cfg Config) *TaskRunner {
 		state:     &api.TaskState{State: api.TaskStatePending},
 		killCh:    make(chan struct{}),
 		restartCh: make(chan string, 1),
+		tmplCh:    make(chan struct{}, 1),
 		startedCh: make(chan struct{}),
 		doneCh:    make(chan struct{}),
 	}
@@ -382,6 +391,18 @@ func (tr *TaskRunner) killed() bool {
 // so a later agent can reattach.
 func (tr *TaskRunner) Run(ctx context.Context) {
 	defer close(tr.doneCh)
+	if tr.cfg.Services != nil && len(tr.cfg.Task.Templates) > 0 {
+		wctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			tr.watchTemplates(wctx)
+		}()
+		defer func() {
+			cancel()
+			<-done
+		}()
+	}
 	tr.mu.Lock()
 	st := tr.state.State
 	h := tr.handle
@@ -701,9 +722,21 @@ func (tr *TaskRunner) setup(ctx context.Context, alloc *api.Allocation, task *ap
 		}
 	}
 	// Templates are rendered on the host, with the env the task will see.
-	extra, err := RenderTemplates(task.Templates, taskDir, env, tr.cfg.Node)
+	if tr.svc == nil && tr.cfg.Services != nil && len(task.Templates) > 0 {
+		tr.svc = NewServiceCache(tr.cfg.Services, alloc.Namespace)
+	}
+	extra, err := RenderTemplates(task.Templates, taskDir, env, tr.cfg.Node, tr.svc)
 	if err != nil {
 		return nil, fmt.Errorf("render templates: %w", err)
+	}
+	if tr.svc != nil && len(tr.svc.Names()) > 0 {
+		tr.mu.Lock()
+		tr.rendered = maps.Clone(env)
+		tr.mu.Unlock()
+		select {
+		case tr.tmplCh <- struct{}{}:
+		default:
+		}
 	}
 	maps.Copy(env, extra)
 	if !tr.started && len(task.Templates) > 0 {

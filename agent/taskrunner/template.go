@@ -3,6 +3,7 @@ package taskrunner
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -20,58 +21,60 @@ import (
 // "local/app.conf"). A template is first ${...}-interpolated, then
 // executed as a Go text/template with env, and a few string functions.
 // Templates with Envvars add their KEY=VALUE lines to env (returned).
-// Paths escaping the task dir are refused.
-func RenderTemplates(tmpls []*api.Template, taskDir string, env map[string]string, node *api.Node) (map[string]string, error) {
+// Paths escaping the task dir are refused. svc (may be nil) answers
+// nomadService lookups. changed lists the templates whose file content
+// changed (all on a first render).
+func RenderTemplates(tmpls []*api.Template, taskDir string, env map[string]string, node *api.Node, svc *ServiceCache) (map[string]string, error) {
+	extra, _, err := renderTemplates(tmpls, taskDir, env, node, svc)
+	return extra, err
+}
+
+func renderTemplates(tmpls []*api.Template, taskDir string, env map[string]string, node *api.Node, svc *ServiceCache) (map[string]string, []*api.Template, error) {
 	if len(tmpls) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	root, err := os.OpenRoot(taskDir)
 	if err != nil {
-		return nil, fmt.Errorf("open task dir: %w", err)
+		return nil, nil, fmt.Errorf("open task dir: %w", err)
 	}
 	defer root.Close()
 	extra := map[string]string{}
+	var changed []*api.Template
 	for i, t := range tmpls {
 		src := t.EmbeddedTmpl
 		if src == "" && t.SourcePath != "" {
 			b, err := readIn(root, Interpolate(t.SourcePath, env, node))
 			if err != nil {
-				return nil, fmt.Errorf("template %d: source %q: %w", i, t.SourcePath, err)
+				return nil, nil, fmt.Errorf("template %d: source %q: %w", i, t.SourcePath, err)
 			}
 			src = string(b)
 		}
-		out, err := renderOne(src, t, env, node)
+		out, err := renderOne(src, t, env, node, svc)
 		if err != nil {
-			return nil, fmt.Errorf("template %d (%s): %w", i, t.DestPath, err)
+			return nil, nil, fmt.Errorf("template %d (%s): %w", i, t.DestPath, err)
 		}
 		dest := path.Clean(strings.TrimPrefix(filepath.ToSlash(Interpolate(t.DestPath, env, node)), "/"))
 		if dest == "." || dest == ".." || strings.HasPrefix(dest, "../") {
-			return nil, fmt.Errorf("template %d: destination %q escapes the task dir", i, t.DestPath)
+			return nil, nil, fmt.Errorf("template %d: destination %q escapes the task dir", i, t.DestPath)
 		}
 		perm := os.FileMode(0o644)
 		if t.Perms != "" {
 			p, err := strconv.ParseUint(t.Perms, 8, 32)
 			if err != nil {
-				return nil, fmt.Errorf("template %d: perms %q: %w", i, t.Perms, err)
+				return nil, nil, fmt.Errorf("template %d: perms %q: %w", i, t.Perms, err)
 			}
 			perm = os.FileMode(p)
 		}
 		if d := path.Dir(dest); d != "." {
 			if err := root.MkdirAll(d, 0o755); err != nil {
-				return nil, fmt.Errorf("template %d: %w", i, err)
+				return nil, nil, fmt.Errorf("template %d: %w", i, err)
 			}
 		}
-		f, err := root.OpenFile(dest, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, perm)
-		if err != nil {
-			return nil, fmt.Errorf("template %d: %w", i, err)
-		}
-		_, werr := f.Write(out)
-		cerr := f.Close()
-		if err := root.Chmod(dest, perm); err != nil && werr == nil {
-			werr = err
-		}
-		if werr != nil || cerr != nil {
-			return nil, fmt.Errorf("template %d: write %s: %w", i, dest, errorsJoin(werr, cerr))
+		if old, err := readIn(root, dest); err != nil || !bytes.Equal(old, out) {
+			changed = append(changed, t)
+			if err := writeIn(root, dest, out, perm); err != nil {
+				return nil, nil, fmt.Errorf("template %d: %w", i, err)
+			}
 		}
 		if t.Envvars {
 			sc := bufio.NewScanner(bytes.NewReader(out))
@@ -87,7 +90,24 @@ func RenderTemplates(tmpls []*api.Template, taskDir string, env map[string]strin
 			}
 		}
 	}
-	return extra, nil
+	return extra, changed, nil
+}
+
+// writeIn replaces dest (inside root) with out at perm.
+func writeIn(root *os.Root, dest string, out []byte, perm os.FileMode) error {
+	f, err := root.OpenFile(dest, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, perm)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(out)
+	cerr := f.Close()
+	if err := root.Chmod(dest, perm); err != nil && werr == nil {
+		werr = err
+	}
+	if werr != nil || cerr != nil {
+		return fmt.Errorf("write %s: %w", dest, errorsJoin(werr, cerr))
+	}
+	return nil
 }
 
 func readIn(root *os.Root, name string) ([]byte, error) {
@@ -99,7 +119,7 @@ func readIn(root *os.Root, name string) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, 16<<20))
 }
 
-func renderOne(src string, t *api.Template, env map[string]string, node *api.Node) ([]byte, error) {
+func renderOne(src string, t *api.Template, env map[string]string, node *api.Node, svc *ServiceCache) ([]byte, error) {
 	left, right := t.LeftDelim, t.RightDelim
 	if left == "" {
 		left = "{{"
@@ -128,6 +148,13 @@ func renderOne(src string, t *api.Template, env map[string]string, node *api.Nod
 		"split":      strings.Split,
 		"join":       func(sep string, l []string) string { return strings.Join(l, sep) },
 		"replaceAll": func(old, new, s string) string { return strings.ReplaceAll(s, old, new) },
+		// nomadService lists the passing instances of a native service.
+		"nomadService": func(name string) ([]*api.ServiceRegistration, error) {
+			if svc == nil {
+				return nil, fmt.Errorf("nomadService %q: no service lookup on this client", name)
+			}
+			return svc.get(context.Background(), name)
+		},
 	}
 	tm, err := template.New("t").Delims(left, right).Funcs(funcs).Option("missingkey=zero").Parse(src)
 	if err != nil {

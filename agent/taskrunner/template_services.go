@@ -1,0 +1,193 @@
+package taskrunner
+
+import (
+	"cmp"
+	"context"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/drover/drover/api"
+)
+
+// ServiceLookup reads the instances of a native service for templates:
+// at once with index 0, else blocking until the service list's index
+// passes index or wait elapses. It returns the list and its index.
+type ServiceLookup func(ctx context.Context, namespace, name string, index uint64, wait time.Duration) ([]*api.ServiceRegistration, uint64, error)
+
+// ServiceCache holds the service lists a task's templates read
+// (nomadService), so a render reads each once and Watch can tell when one
+// changes.
+type ServiceCache struct {
+	lookup ServiceLookup
+	ns     string
+
+	mu      sync.Mutex
+	entries map[string]*cacheEntry
+}
+
+type cacheEntry struct {
+	regs  []*api.ServiceRegistration // passing instances, sorted by ID
+	index uint64
+}
+
+// NewServiceCache returns a cache reading through lookup in namespace ns.
+func NewServiceCache(lookup ServiceLookup, ns string) *ServiceCache {
+	return &ServiceCache{lookup: lookup, ns: ns, entries: map[string]*cacheEntry{}}
+}
+
+// get returns the passing instances of a service, reading it on first use.
+func (c *ServiceCache) get(ctx context.Context, name string) ([]*api.ServiceRegistration, error) {
+	c.mu.Lock()
+	e := c.entries[name]
+	c.mu.Unlock()
+	if e != nil {
+		return e.regs, nil
+	}
+	regs, idx, err := c.lookup(ctx, c.ns, name, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	e = &cacheEntry{regs: passing(regs), index: idx}
+	c.mu.Lock()
+	c.entries[name] = e
+	c.mu.Unlock()
+	return e.regs, nil
+}
+
+func passing(regs []*api.ServiceRegistration) []*api.ServiceRegistration {
+	out := []*api.ServiceRegistration{}
+	for _, r := range regs {
+		if r.Passing() {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b *api.ServiceRegistration) int {
+		if a.ID < b.ID {
+			return -1
+		}
+		if a.ID > b.ID {
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// Names are the services read so far.
+func (c *ServiceCache) Names() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for n := range c.entries {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Watch blocks until the passing instances of a service read so far
+// change, updates the cache and returns true; false when ctx ends.
+// Transient errors are retried with backoff.
+func (c *ServiceCache) Watch(ctx context.Context) bool {
+	type change struct{}
+	changed := make(chan change, 1)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, name := range c.Names() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			backoff := time.Duration(0)
+			for wctx.Err() == nil {
+				c.mu.Lock()
+				e := c.entries[name]
+				c.mu.Unlock()
+				regs, idx, err := c.lookup(wctx, c.ns, name, e.index, 5*time.Minute)
+				if err != nil {
+					backoff = min(max(2*backoff, 250*time.Millisecond), 30*time.Second)
+					select {
+					case <-wctx.Done():
+					case <-time.After(backoff):
+					}
+					continue
+				}
+				backoff = 0
+				p := passing(regs)
+				same := slices.EqualFunc(p, e.regs, func(a, b *api.ServiceRegistration) bool {
+					return a.ID == b.ID && a.Address == b.Address && a.Port == b.Port && slices.Equal(a.Tags, b.Tags)
+				})
+				c.mu.Lock()
+				c.entries[name] = &cacheEntry{regs: p, index: max(idx, e.index)}
+				c.mu.Unlock()
+				if !same {
+					select {
+					case changed <- change{}:
+					default:
+					}
+					return
+				}
+			}
+		}()
+	}
+	defer wg.Wait()
+	select {
+	case <-changed:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// watchTemplates re-renders the task's templates whenever a service they
+// read changes, then applies their change_mode.
+func (tr *TaskRunner) watchTemplates(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-tr.tmplCh: // a render read services
+	}
+	for tr.svc.Watch(ctx) {
+		tr.rerender(ctx)
+	}
+}
+
+// rerender renders the templates again with the env of the last render;
+// when a file changed, the strongest change_mode of the changed templates
+// acts: restart (also for env templates), else signal, else nothing.
+func (tr *TaskRunner) rerender(ctx context.Context) {
+	tr.mu.Lock()
+	env, task := tr.rendered, tr.task
+	tr.mu.Unlock()
+	_, changed, err := renderTemplates(task.Templates, filepath.Join(tr.cfg.AllocDir, task.Name), env, tr.cfg.Node, tr.svc)
+	if err != nil {
+		tr.log.Warn("re-render templates", "error", err)
+		return
+	}
+	restart := false
+	var signals []string
+	for _, t := range changed {
+		switch mode := cmp.Or(t.ChangeMode, api.DefaultTemplateChangeMode); {
+		case mode == "restart" || t.Envvars:
+			restart = true
+		case mode == "signal" && !slices.Contains(signals, t.ChangeSignal):
+			signals = append(signals, t.ChangeSignal)
+		}
+	}
+	switch {
+	case restart:
+		if err := tr.RestartFor(ctx, "Template with change_mode restart re-rendered"); err != nil {
+			tr.log.Info("template re-rendered while the task is not running", "error", err)
+		}
+	case len(signals) > 0:
+		for _, sig := range signals {
+			if err := tr.Signal(ctx, sig); err != nil {
+				tr.log.Warn("template change_signal", "signal", sig, "error", err)
+			}
+		}
+	case len(changed) > 0:
+		tr.log.Info("templates re-rendered (change_mode noop)", "count", len(changed))
+	}
+}
