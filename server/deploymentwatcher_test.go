@@ -451,8 +451,8 @@ func TestJudgeAllocChecks(t *testing.T) {
 		{"nothing registered", nil, t0.Add(20 * time.Second), verdictPending, t0.Add(time.Minute)},
 		{"api critical", []*api.ServiceRegistration{reg(apiID, api.ServiceHealthCritical, t0), reg(adminID, api.ServiceHealthPassing, t0)}, t0.Add(20 * time.Second), verdictPending, t0.Add(time.Minute)},
 		{"admin missing", []*api.ServiceRegistration{reg(apiID, api.ServiceHealthPassing, t0)}, t0.Add(20 * time.Second), verdictPending, t0.Add(time.Minute)},
-		{"passing, too recently", []*api.ServiceRegistration{reg(apiID, api.ServiceHealthPassing, t0.Add(15 * time.Second)), reg(adminID, api.ServiceHealthWarning, t0)}, t0.Add(20 * time.Second), verdictPending, t0.Add(25 * time.Second)},
-		{"passing long enough", []*api.ServiceRegistration{reg(apiID, api.ServiceHealthPassing, t0.Add(15 * time.Second)), reg(adminID, api.ServiceHealthWarning, t0)}, t0.Add(25 * time.Second), verdictHealthy, time.Time{}},
+		{"passing, too recently", []*api.ServiceRegistration{reg(apiID, api.ServiceHealthPassing, t0.Add(15*time.Second)), reg(adminID, api.ServiceHealthWarning, t0)}, t0.Add(20 * time.Second), verdictPending, t0.Add(25 * time.Second)},
+		{"passing long enough", []*api.ServiceRegistration{reg(apiID, api.ServiceHealthPassing, t0.Add(15*time.Second)), reg(adminID, api.ServiceHealthWarning, t0)}, t0.Add(25 * time.Second), verdictHealthy, time.Time{}},
 		{"never passing: deadline", []*api.ServiceRegistration{reg(apiID, api.ServiceHealthCritical, t0), reg(adminID, api.ServiceHealthPassing, t0)}, t0.Add(time.Minute), verdictUnhealthy, time.Time{}},
 	}
 	for _, c := range cases {

@@ -180,4 +180,3 @@ func same(a, b *api.ServiceRegistration) bool {
 	return a.ServiceName == b.ServiceName && a.AllocID == b.AllocID && a.Address == b.Address && a.Port == b.Port &&
 		a.Health == b.Health && a.HealthTime == b.HealthTime && slices.Equal(a.Tags, b.Tags)
 }
-

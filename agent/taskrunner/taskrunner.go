@@ -82,9 +82,9 @@ type TaskRunner struct {
 	// svc caches the templates' service reads; rendered is the env they
 	// were last rendered with (under mu); tmplCh wakes the template
 	// watcher after a render that read services.
-	svc      *ServiceCache
-	rendered map[string]string
-	tmplCh   chan struct{}
+	svc       *ServiceCache
+	rendered  map[string]string
+	tmplCh    chan struct{}
 	startedCh chan struct{}
 	startOnce sync.Once
 	doneCh    chan struct{}
