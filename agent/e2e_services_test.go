@@ -237,6 +237,10 @@ func TestE2EServicesAndChecks(t *testing.T) {
 			t.Errorf("check result %+v, want a 404 failure", c)
 		}
 	}
+	out, err = exec.Command(droverBin(t), "alloc", "status", "-address", base, sick.AllocID).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "Service Checks:") || !strings.Contains(string(out), "failure") {
+		t.Errorf("alloc status: %v\n%s", err, out)
+	}
 	writeTestFile(t, filepath.Join(www, "0", "health"), "ok\n")
 	waitFor("the instance back in the template", 10*time.Second, func() bool { return len(upstreams()) == 2 })
 

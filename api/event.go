@@ -7,6 +7,7 @@ const (
 	TopicAllocation = "Allocation"
 	TopicNode       = "Node"
 	TopicDeployment = "Deployment"
+	TopicService    = "Service"
 	TopicAll        = "*"
 )
 

@@ -36,9 +36,35 @@ func newAllocStatusCmd() *cobra.Command {
 			return printJSON(out, a)
 		}
 		printAlloc(out, a, *verbose)
+		if !a.ClientTerminalStatus() {
+			// The node answers for its checks; a node that cannot be
+			// reached leaves the section out rather than failing the status.
+			if checks, err := c.AllocChecks(cmd.Context(), a.ID, nil); err == nil {
+				printAllocChecks(out, checks)
+			}
+		}
 		return nil
 	}
 	return cmd
+}
+
+// printAllocChecks lists the latest result of each service check.
+func printAllocChecks(w io.Writer, checks map[string]*api.CheckResult) {
+	if len(checks) == 0 {
+		return
+	}
+	rows := make([]string, 0, len(checks))
+	for _, id := range sortedKeys(checks) {
+		c := checks[id]
+		task := c.Task
+		if task == "" {
+			task = "(group)"
+		}
+		out := strings.TrimSpace(strings.SplitN(c.Output, "\n", 2)[0])
+		rows = append(rows, strings.Join([]string{c.Service, c.Check, task, c.Status, c.Health, out}, "\t"))
+	}
+	fmt.Fprintln(w, "\nService Checks:")
+	table(w, "Service\tCheck\tTask\tStatus\tHealth\tOutput", rows)
 }
 
 func printAlloc(w io.Writer, a *api.Allocation, verbose bool) {

@@ -25,9 +25,9 @@ func parseTopics(vals []string) (map[string][]string, error) {
 			key = "*"
 		}
 		switch topic {
-		case api.TopicJob, api.TopicEvaluation, api.TopicAllocation, api.TopicNode, api.TopicDeployment, api.TopicAll:
+		case api.TopicJob, api.TopicEvaluation, api.TopicAllocation, api.TopicNode, api.TopicDeployment, api.TopicService, api.TopicAll:
 		default:
-			return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("unknown event topic %q (want Job, Evaluation, Allocation, Node, Deployment or *)", topic))
+			return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("unknown event topic %q (want Job, Evaluation, Allocation, Node, Deployment, Service or *)", topic))
 		}
 		if key == "" {
 			return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("topic %q: empty key (use %s:*)", v, topic))

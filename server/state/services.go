@@ -13,9 +13,6 @@ import (
 // node and deleted with the alloc when the client finishes it.
 const TableServices = "service_registrations"
 
-// TopicService is the event topic of service registrations.
-const TopicService = "Service"
-
 func servicesTable() *memdb.TableSchema {
 	return &memdb.TableSchema{Name: TableServices, Indexes: map[string]*memdb.IndexSchema{
 		"id":      {Name: "id", Unique: true, Indexer: str("ID")},
@@ -143,7 +140,7 @@ func (t *Txn) UpdateNodeServices(nodeID string, upserts []*api.ServiceRegistrati
 		if err := t.insert(TableServices, &c); err != nil {
 			return err
 		}
-		t.emit(api.Event{Topic: TopicService, Type: "ServiceRegistration", Key: c.ServiceName, Namespace: c.Namespace,
+		t.emit(api.Event{Topic: api.TopicService, Type: "ServiceRegistration", Key: c.ServiceName, Namespace: c.Namespace,
 			FilterKeys: filterKeys(c.JobID, c.AllocID), Payload: map[string]any{"Service": &c}})
 	}
 	return nil
@@ -166,7 +163,7 @@ func (t *Txn) deleteService(r *api.ServiceRegistration) error {
 	if err := t.delete(TableServices, r); err != nil {
 		return err
 	}
-	t.emit(api.Event{Topic: TopicService, Type: "ServiceDeregistration", Key: r.ServiceName, Namespace: r.Namespace,
+	t.emit(api.Event{Topic: api.TopicService, Type: "ServiceDeregistration", Key: r.ServiceName, Namespace: r.Namespace,
 		FilterKeys: filterKeys(r.JobID, r.AllocID), Payload: map[string]any{"Service": r}})
 	return nil
 }

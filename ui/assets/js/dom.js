@@ -54,6 +54,7 @@ const tone = {
   pending: 'info', starting: 'info', initializing: 'info', blocked: 'warn', queued: 'warn', draining: 'warn', ineligible: 'warn',
   disconnected: 'warn', leaving: 'warn', unknown: 'warn', canceled: 'idle', dead: 'idle', stopped: 'idle', left: 'idle',
   failed: 'bad', lost: 'bad', down: 'bad', unhealthy: 'bad', evict: 'warn', stop: 'idle', run: 'ok',
+  passing: 'ok', warning: 'warn', critical: 'bad', success: 'ok', failure: 'bad',
 };
 
 /** pill renders a status in its colour. */

@@ -15,12 +15,14 @@ export function render(root, { id }, { signal }) {
   const note = h('div');
   const summary = h('div', { id: 'alloc-summary' }, loading());
   const tasksEl = h('div', { id: 'alloc-tasks' });
+  const servicesEl = h('div', { id: 'alloc-services' });
   const usageEl = h('div', { id: 'alloc-stats' }, h('span', { class: 'muted' }, 'Waiting for the first sample…'));
   const logsEl = h('div', { id: 'alloc-logs' });
   const filesEl = h('div', { id: 'alloc-files' });
   const execEl = h('div', { id: 'alloc-exec' });
   root.append(crumbs, head, note, summary,
     h('h2', null, 'Tasks'), tasksEl,
+    h('h2', null, 'Services'), servicesEl,
     h('h2', null, 'Resource usage'), usageEl,
     h('h2', null, 'Logs'), logsEl,
     h('h2', null, 'Files'), filesEl,
@@ -95,6 +97,8 @@ export function render(root, { id }, { signal }) {
   const term = execTerminal(execEl, id, signal);
   const stats = usage(usageEl, id, () => alloc, signal);
 
+  services(servicesEl, id, signal);
+
   watch(`/v1/allocation/${enc(id)}`, (a) => {
     const firstRead = !alloc;
     alloc = a;
@@ -105,6 +109,31 @@ export function render(root, { id }, { signal }) {
     err = e;
     draw();
   }, signal, { topics: ['Allocation'], keys: [id] });
+}
+
+// services shows the alloc's native service registrations (live, with the
+// Service events) and the latest result of each check, read from the
+// node whenever a registration changes.
+function services(el, id, signal) {
+  replace(el, h('div', { class: 'muted' }, 'No services registered.'));
+  watch(`/v1/allocation/${enc(id)}/services`, async (regs) => {
+    let checks = {};
+    try {
+      checks = (await get(`/v1/client/allocation/${enc(id)}/checks`, { signal })) || {};
+    } catch (e) {
+      if (signal.aborted) return;
+    }
+    const results = Object.values(checks).sort((a, b) => (a.Service + a.Check).localeCompare(b.Service + b.Check));
+    if (!regs.length && !results.length) {
+      replace(el, h('div', { class: 'muted' }, 'No services registered.'));
+      return;
+    }
+    replace(el, regs.length ? table(['Service', 'Address', 'Health', 'Tags'], regs.map((r) => [
+      r.ServiceName, td('mono', `${r.Address}:${r.Port}`), pill(r.Health || 'passing'), (r.Tags || []).join(', '),
+    ])) : null, results.length ? table(['Check', 'Service', 'Task', 'Status', 'Output'], results.map((c) => [
+      c.Check, c.Service, c.Task || '(group)', pill(c.Health || c.Status), (c.Output || '').split('\n')[0],
+    ])) : null);
+  }, () => {}, signal, { topics: ['Service'], keys: [id] });
 }
 
 // usage polls the client's stats endpoint every 2 s while the alloc runs;
