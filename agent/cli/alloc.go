@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"sort"
@@ -39,9 +40,11 @@ func newAllocStatusCmd() *cobra.Command {
 		if !a.ClientTerminalStatus() {
 			// The node answers for its checks; a node that cannot be
 			// reached leaves the section out rather than failing the status.
-			if checks, err := c.AllocChecks(cmd.Context(), a.ID, nil); err == nil {
+			ctx, cancel := context.WithTimeout(cmd.Context(), 3*time.Second)
+			if checks, err := c.AllocChecks(ctx, a.ID, nil); err == nil {
 				printAllocChecks(out, checks)
 			}
+			cancel()
 		}
 		return nil
 	}
