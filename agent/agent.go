@@ -108,8 +108,8 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 			NumSchedulers: cfg.Server.NumSchedulers, Logger: a.base,
 			DeadServerGrace: cfg.Server.DeadServerGrace, ServerStabilization: cfg.Server.ServerStabilization,
 			HeartbeatTTLMin: cfg.Server.MinHeartbeatTTL, HeartbeatGrace: cfg.Server.HeartbeatGrace,
-			MaxHeartbeatsPerSecond: cfg.Server.MaxHeartbeatsPerSecond,
-			Registry:               a.registry, RaftListener: a.raftLn,
+			MaxHeartbeatsPerSecond: cfg.Server.MaxHeartbeatsPerSecond, OIDCIssuer: cfg.Server.OIDCIssuer,
+			Registry: a.registry, RaftListener: a.raftLn,
 		})
 		a.raftLn = nil // raft owns it now, even when New failed
 		if serr != nil {

@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/drivers/drivertest"
 	"github.com/drover/drover/jobspec"
@@ -67,14 +70,26 @@ const servicesWeb = `job "web" {
 `
 
 // servicesClient renders the healthy web instances into a file and keeps
-// it current (change_mode noop: the file is re-rendered in place).
+// it current (change_mode noop: the file is re-rendered in place); it
+// copies its default workload identity from its env and its secrets dir
+// into local/ for the test to read.
 const servicesClient = `job "client" {
   group "c" {
     task "lister" {
       driver = "raw_exec"
       config {
-        command = "/bin/sleep"
-        args    = ["3600"]
+        command = "/bin/sh"
+        args    = ["-c", "echo \"$NOMAD_TOKEN\" > \"$NOMAD_TASK_DIR/env_token\"; cat \"$NOMAD_SECRETS_DIR/nomad_token\" > \"$NOMAD_TASK_DIR/file_token\"; exec sleep 3600"]
+      }
+      identity {
+        env  = true
+        file = true
+      }
+      identity {
+        name = "vault"
+        aud  = ["vault.io"]
+        ttl  = "1h"
+        file = true
       }
       template {
         data        = "{{ range nomadService \"web\" }}{{ .Address }}:{{ .Port }}\n{{ end }}"
@@ -193,6 +208,8 @@ func TestE2EServicesAndChecks(t *testing.T) {
 		}
 		return strings.Fields(string(b))
 	}
+	verifyIdentity(t, base, lister, upstreamsFile(t, base, lister, "env_token"), upstreamsFile(t, base, lister, "file_token"))
+
 	addr := func(r *api.ServiceRegistration) string { return r.Address + ":" + strconv.Itoa(r.Port) }
 	want := []string{addr(regs[0]), addr(regs[1])}
 	slices.Sort(want)
@@ -290,6 +307,53 @@ func TestE2EServicesAndChecks(t *testing.T) {
 	}
 	waitFor("every web registration removed", 30*time.Second, func() bool { return len(instances()) == 0 })
 	waitFor("the template empty", 10*time.Second, func() bool { return len(upstreams()) == 0 })
+}
+
+// upstreamsFile reads lister/local/<name> of the lister alloc.
+func upstreamsFile(t *testing.T, base, alloc, name string) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r, err := http.Get(base + "/v1/client/fs/cat/" + alloc + "?path=lister/local/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		if r.StatusCode == 200 && len(b) > 0 {
+			return strings.TrimSpace(string(b))
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lister/local/%s: %d %s", name, r.StatusCode, b)
+		}
+		time.Sleep(50 * time.Millisecond) // polling an external process, with a deadline
+	}
+}
+
+// verifyIdentity checks the lister's default identity: the same token in
+// its env and its secrets file, signed by a key of the agent's JWKS, with
+// Nomad's claims.
+func verifyIdentity(t *testing.T, base, alloc, envTok, fileTok string) {
+	t.Helper()
+	if envTok == "" || envTok != fileTok {
+		t.Fatalf("NOMAD_TOKEN %q and secrets/nomad_token %q differ", envTok, fileTok)
+	}
+	var set jose.JSONWebKeySet
+	if code := call(t, "GET", base+"/.well-known/jwks.json", "", &set); code != 200 || len(set.Keys) != 1 {
+		t.Fatalf("JWKS: %d %+v", code, set)
+	}
+	tok, err := jwt.ParseSigned(envTok, []jose.SignatureAlgorithm{jose.RS256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c api.IdentityClaims
+	if err := tok.Claims(set.Keys[0].Public().Key, &c); err != nil {
+		t.Fatalf("the token does not verify with the JWKS: %v", err)
+	}
+	if c.AllocationID != alloc || c.JobID != "client" || c.Task != "lister" || c.Namespace != "default" ||
+		c.Subject != "global:default:client:c:lister:default" || !slices.Equal(c.Audience, []string{api.DefaultIdentityAudience}) {
+		t.Errorf("claims %+v", c)
+	}
 }
 
 func fileExists(p string) bool {

@@ -143,6 +143,14 @@ func canonServices(ss []*Service) {
 
 func (t *Task) canonicalize(tg *TaskGroup) {
 	canonServices(t.Services)
+	if t.Identity != nil {
+		if t.Identity.Name == "" {
+			t.Identity.Name = DefaultIdentityName
+		}
+		if len(t.Identity.Audience) == 0 {
+			t.Identity.Audience = []string{DefaultIdentityAudience}
+		}
+	}
 	if t.Resources == nil {
 		t.Resources = DefaultResources()
 	}
@@ -357,6 +365,36 @@ func (v *validator) volumes(p string, vols map[string]*VolumeRequest) {
 	}
 }
 
+// identities checks a task's identity blocks: unique names of letters,
+// digits, - and _, a token file inside the task dir, no negative TTL.
+func (v *validator) identities(p string, t *Task) {
+	if t.Identity != nil && t.Identity.Name != DefaultIdentityName {
+		v.add(p, "identity: the default identity is named %q, not %q", DefaultIdentityName, t.Identity.Name)
+	}
+	names := map[string]bool{}
+	for i, w := range t.TaskIdentities() {
+		if w == nil {
+			v.add(p, "identity %d is null", i)
+			continue
+		}
+		switch {
+		case i > 0 && (w.Name == "" || w.Name == DefaultIdentityName):
+			v.add(p, "identity %d: a named identity needs a name other than %q (use the task's Identity)", i, DefaultIdentityName)
+		case strings.Trim(w.Name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != "":
+			v.add(p, "identity %q: name may hold letters, digits, - and _ only", w.Name)
+		case names[w.Name]:
+			v.add(p, "duplicate identity %q", w.Name)
+		}
+		names[w.Name] = true
+		if w.TTL < 0 {
+			v.add(p, "identity %q: ttl must not be negative", w.Name)
+		}
+		if f := w.Filepath; f != "" && (path.IsAbs(f) || path.Clean(f) == ".." || strings.HasPrefix(path.Clean(f), "../")) {
+			v.add(p, "identity %q: filepath %q must be relative to the task dir and stay inside it", w.Name, f)
+		}
+	}
+}
+
 // mountDrivers are the drivers that can bind-mount a volume into a task.
 var mountDrivers = []string{"exec", "containerd"}
 
@@ -468,6 +506,7 @@ func (v *validator) task(p string, t *Task, labels map[string]bool) {
 	v.affinities(p, t.Affinities)
 	v.restart(p, t.RestartPolicy)
 	v.services(p, t.Services)
+	v.identities(p, t)
 	if r := t.Resources; r != nil {
 		if r.CPU < 0 || r.Cores < 0 || r.MemoryMB < 0 || r.MemoryMaxMB < -1 || r.DiskMB < 0 {
 			v.add(p, "resources: negative cpu, cores, memory or disk (memory_max may be -1: no limit)")

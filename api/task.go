@@ -37,6 +37,10 @@ type Task struct {
 	MaxRunDuration time.Duration `json:"MaxRunDuration,omitempty"`
 	// VolumeMounts mount the group's volumes into the task.
 	VolumeMounts []*VolumeMount `json:"VolumeMounts,omitempty"`
+	// Identity is the default workload identity's settings; Identities
+	// are the named ones (see TaskIdentities).
+	Identity   *WorkloadIdentity   `json:"Identity,omitempty"`
+	Identities []*WorkloadIdentity `json:"Identities,omitempty"`
 }
 
 // DefaultKillTimeout is Nomad's default.

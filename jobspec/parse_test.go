@@ -332,7 +332,6 @@ func TestAcceptedGrammarWarns(t *testing.T) {
 		`testdata/nomad_grammar.hcl:7:5: "prevent_reschedule_on_lost" is not supported by drover yet: accepted and ignored`,
 		`testdata/nomad_grammar.hcl:10:7: "replace" is not supported by drover yet: accepted and ignored`,
 		`testdata/nomad_grammar.hcl:21:21: "ignore_collision" is not supported by drover yet: accepted and ignored`,
-		`testdata/nomad_grammar.hcl:26:7: "identity" block is not supported by drover yet: accepted and ignored`,
 		`testdata/nomad_grammar.hcl:48:9: "wait" block is not supported by drover yet: accepted and ignored`,
 	}
 	if diff := cmp.Diff(want, warns); diff != "" {

@@ -9,12 +9,13 @@ import (
 var (
 	taskSchema = accept(schema("driver user kill_timeout max_run_duration kill_signal leader shutdown_delay kind meta env",
 		"config", "constraint", "affinity", "env", "service", "resources", "restart", "meta",
-		"logs", "artifact", "template", "dispatch_payload", "lifecycle", "volume_mount"),
-		"", "identity", "vault", "consul", "csi_plugin", "scaling:name", "action:name", "schedule")
+		"logs", "artifact", "template", "dispatch_payload", "lifecycle", "volume_mount", "identity"),
+		"", "vault", "consul", "csi_plugin", "scaling:name", "action:name", "schedule")
 	resourcesSchema = accept(schema("cpu cores memory memory_max disk", "network", "device:name"), "iops", "numa")
 	deviceSchema    = schema("count", "constraint", "affinity")
 	logsSchema      = schema("max_files max_file_size disabled enabled")
 	lifecycleSchema = schema("hook sidecar")
+	identitySchema  = accept(schema("name aud env file filepath ttl"), "change_mode change_signal")
 	mountSchema     = accept(schema("volume destination read_only propagation_mode"), "selinux_label")
 	templateSchema  = accept(schema("source destination data change_mode change_signal splay perms left_delimiter right_delimiter env"),
 		"uid gid error_on_missing_key vault_grace once", "change_script", "wait")
@@ -90,6 +91,15 @@ func (d *decoder) task(b *hcl.Block, tg *api.TaskGroup) *api.Task {
 			t.Lifecycle = d.lifecycle(blk)
 		case "volume_mount":
 			t.VolumeMounts = append(t.VolumeMounts, d.volumeMount(blk))
+		case "identity":
+			w := d.identity(blk)
+			if w.Name == "" || w.Name == api.DefaultIdentityName {
+				d.once(t.Identity != nil, blk)
+				w.Name = api.DefaultIdentityName
+				t.Identity = w
+			} else {
+				t.Identities = append(t.Identities, w)
+			}
 		}
 	}
 	return t
@@ -289,4 +299,16 @@ func (d *decoder) volumeMount(b *hcl.Block) *api.VolumeMount {
 	d.boolean(c, "read_only", &m.ReadOnly)
 	d.enum(c, "propagation_mode", "propagation_mode", &m.PropagationMode, "private", "host-to-task", "bidirectional")
 	return m
+}
+
+func (d *decoder) identity(b *hcl.Block) *api.WorkloadIdentity {
+	w := &api.WorkloadIdentity{}
+	c := d.content(b.Body, identitySchema)
+	d.str(c, "name", &w.Name)
+	d.strs(c, "aud", &w.Audience)
+	d.boolean(c, "env", &w.Env)
+	d.boolean(c, "file", &w.File)
+	d.str(c, "filepath", &w.Filepath)
+	d.dur(c, "ttl", &w.TTL)
+	return w
 }

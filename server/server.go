@@ -24,6 +24,9 @@ import (
 
 // Config configures a server.
 type Config struct {
+	// OIDCIssuer is the iss claim of workload identities and the issuer
+	// of the OIDC discovery document (Nomad's oidc_issuer; "" = none).
+	OIDCIssuer string
 	NodeName   string
 	Region     string
 	Datacenter string
@@ -130,7 +133,8 @@ type Server struct {
 	serverCore // state, Raft writes, clock, log (core.go)
 	cfg        Config
 
-	rs *raftSystem // raft + fsm (raft.go)
+	rs   *raftSystem // raft + fsm (raft.go)
+	keys keyring     // workload identity signing (identity.go)
 
 	broker    *broker.EvalBroker
 	blocked   *broker.BlockedEvals

@@ -44,6 +44,8 @@ type Config struct {
 	Services *services.Registrar
 	// ServiceLookup answers the templates' nomadService reads.
 	ServiceLookup taskrunner.ServiceLookup
+	// Identities signs the tasks' workload identities.
+	Identities taskrunner.IdentitySigner
 }
 
 // ErrUnknownTask is returned for a task name that is not in the alloc.
@@ -114,6 +116,7 @@ func New(cfg Config) (*AllocRunner, error) {
 			Alloc: a, Task: t, Driver: d, AllocDir: cfg.AllocDir, Node: cfg.Node, Region: cfg.Region,
 			MountedDirs: mountsDirs(d), DoneOnSuccess: done, Clock: cfg.Clock, Logger: cfg.Logger,
 			Store: cfg.Store, Restored: rec, OnUpdate: ar.notify, Services: cfg.ServiceLookup,
+			Identities: cfg.Identities,
 		})
 		ar.order = append(ar.order, t.Name)
 		ar.hooks[t.Name] = t.Lifecycle

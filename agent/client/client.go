@@ -309,6 +309,17 @@ func (c *Client) lookupService(ctx context.Context, ns, name string, index uint6
 	return regs, qm.LastIndex, nil
 }
 
+// signIdentities asks the servers for a task's workload identities.
+func (c *Client) signIdentities(ctx context.Context, allocID, task string) (*api.TaskIdentityResponse, error) {
+	var out *api.TaskIdentityResponse
+	err := c.servers.do(ctx, func(cl *api.Client) error {
+		var err error
+		out, err = cl.SignIdentities(ctx, c.NodeID(), &api.TaskIdentityRequest{AllocID: allocID, Task: task})
+		return err
+	})
+	return out, err
+}
+
 // startRunner creates and runs an alloc runner.
 func (c *Client) startRunner(a *api.Allocation, restore bool) error {
 	c.mu.Lock()
@@ -318,6 +329,7 @@ func (c *Client) startRunner(a *api.Allocation, restore bool) error {
 		Alloc: a, AllocDir: filepath.Join(c.cfg.DataDir, "alloc", a.ID), Node: node, Region: c.cfg.Region,
 		Drivers: c.drivers, Clock: c.cfg.Clock, Logger: c.cfg.Logger, Store: c.db, Restore: restore,
 		OnUpdate: c.markDirty, Services: c.registrar, ServiceLookup: c.lookupService,
+		Identities: c.signIdentities,
 	})
 	if err != nil {
 		return err

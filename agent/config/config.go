@@ -114,6 +114,9 @@ type Server struct {
 	// LeaveOnTerminate: on shutdown the server leaves the gossip pool, so
 	// the leader removes it from Raft at once (HCL leave_on_terminate).
 	LeaveOnTerminate bool
+	// OIDCIssuer is the iss of workload identities and of the OIDC
+	// discovery document (HCL oidc_issuer, as Nomad; "" = none).
+	OIDCIssuer string
 }
 
 // Client is the client role's settings.
@@ -323,6 +326,7 @@ type fileServer struct {
 	MinHeartbeatTTL *string    `hcl:"min_heartbeat_ttl,optional"`
 	HeartbeatGrace  *string    `hcl:"heartbeat_grace,optional"`
 	MaxHeartbeats   *float64   `hcl:"max_heartbeats_per_second,optional"`
+	OIDCIssuer      *string    `hcl:"oidc_issuer,optional"`
 	ServerJoin      *fileJoin  `hcl:"server_join,block"`
 	Usage           *fileUsage `hcl:"usage,block"`
 	Remain          hcl.Body   `hcl:",remain"`
@@ -449,6 +453,7 @@ func Parse(src []byte, filename string, base *Config) (*Config, error) {
 			}
 			*d.dst = v
 		}
+		set(&c.Server.OIDCIssuer, s.OIDCIssuer)
 		if s.MaxHeartbeats != nil {
 			if *s.MaxHeartbeats <= 0 {
 				return nil, fmt.Errorf("%w: %s: server.max_heartbeats_per_second = %g: want more than 0", ErrInvalid, filename, *s.MaxHeartbeats)

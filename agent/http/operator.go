@@ -47,6 +47,7 @@ func (s *HTTPServer) operatorRoutes() {
 	s.scalingRoutes()
 	s.queueRoutes()
 	s.serviceRoutes()
+	s.identityRoutes()
 }
 
 func (s *HTTPServer) operator() (OperatorServer, error) {

@@ -50,6 +50,9 @@ type Config struct {
 	OnUpdate func()
 	// Services answers the templates' nomadService lookups (nil: none).
 	Services ServiceLookup
+	// Identities signs the task's workload identities (nil: none are
+	// exposed).
+	Identities IdentitySigner
 }
 
 // TaskRunner runs one task. See the package doc for the concurrency contract.
@@ -714,6 +717,20 @@ func (tr *TaskRunner) setup(ctx context.Context, alloc *api.Allocation, task *ap
 		if err := WritePayload(taskDir, task.DispatchPayload, alloc.Job.Payload); err != nil {
 			return nil, fmt.Errorf("dispatch payload: %w", err)
 		}
+	}
+	if ids := exposedIdentities(task); len(ids) > 0 {
+		if tr.cfg.Identities == nil {
+			return nil, fmt.Errorf("workload identity: this client cannot sign identities")
+		}
+		resp, err := fetchIdentities(ctx, tr.cfg.Identities, alloc.ID, task.Name)
+		if err != nil {
+			return nil, fmt.Errorf("workload identity: %w", err)
+		}
+		idEnv, err := WriteIdentities(taskDir, ids, resp)
+		if err != nil {
+			return nil, fmt.Errorf("workload identity: %w", err)
+		}
+		maps.Copy(env, idEnv)
 	}
 	if len(task.Artifacts) > 0 {
 		tr.emit(&api.TaskEvent{Type: api.TaskDownloadingArtifacts, DisplayMessage: fmt.Sprintf("Client is downloading %d artifact(s)", len(task.Artifacts))})

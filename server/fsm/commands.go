@@ -39,6 +39,7 @@ const (
 	NamespaceUpsertType        MessageType = 23
 	NamespaceDeleteType        MessageType = 24
 	ServiceUpdateType          MessageType = 25
+	RootKeyUpsertType          MessageType = 26
 )
 
 var typeNames = map[MessageType]string{
@@ -52,7 +53,7 @@ var typeNames = map[MessageType]string{
 	NodePoolUpsertType: "NodePoolUpsert", NodePoolDeleteType: "NodePoolDelete",
 	QueueUpsertType: "QueueUpsert", QueueDeleteType: "QueueDelete",
 	NamespaceUpsertType: "NamespaceUpsert", NamespaceDeleteType: "NamespaceDelete",
-	ServiceUpdateType: "ServiceUpdate",
+	ServiceUpdateType: "ServiceUpdate", RootKeyUpsertType: "RootKeyUpsert",
 }
 
 func (t MessageType) String() string {
@@ -284,4 +285,9 @@ type ServiceUpdateRequest struct {
 	NodeID  string                     `json:"NodeID,omitempty"`
 	Upserts []*api.ServiceRegistration `json:"Upserts,omitempty"`
 	Deletes []string                   `json:"Deletes,omitempty"`
+}
+
+// RootKeyUpsertRequest stores a keyring key (see state.StateStore.UpsertRootKey).
+type RootKeyUpsertRequest struct {
+	Key *state.RootKey `json:"Key"`
 }

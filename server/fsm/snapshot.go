@@ -48,7 +48,10 @@ const (
 	recNamespace recordType = 15
 	// recService: a native service registration; absent from snapshots
 	// written before them.
-	recService     recordType = 16
+	recService recordType = 16
+	// recRootKey: a keyring key; absent from snapshots written before
+	// workload identities.
+	recRootKey     recordType = 17
 	snapshotFormat            = 1
 	maxRecordSize             = 256 << 20
 )
@@ -86,7 +89,7 @@ var tableRecords = map[string]recordType{
 	state.TableJobs: recJob, state.TableJobVersions: recJobVersion, state.TableJobSummary: recJobSummary,
 	state.TableNodes: recNode, state.TableEvals: recEval, state.TableDeployments: recDeployment,
 	state.TableIndex: recIndex, state.TableSchedulerConfig: recSchedulerConfig, state.TableNodePools: recNodePool, state.TableNamespaces: recNamespace,
-	state.TableQueues: recQueue, state.TableServices: recService,
+	state.TableQueues: recQueue, state.TableServices: recService, state.TableRootKeys: recRootKey,
 }
 
 // Snapshot captures the current state (O(1)); Persist writes it.
@@ -281,6 +284,8 @@ func restoreRecord(res *state.Restore, t recordType, b []byte, jobs map[int]*api
 		return restoreObj(b, res.Queue)
 	case recService:
 		return restoreObj(b, res.Service)
+	case recRootKey:
+		return restoreObj(b, res.RootKey)
 	case recUsage:
 		r, err := decodeRecord[usageRecord](b)
 		if err != nil {

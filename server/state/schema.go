@@ -73,6 +73,7 @@ func schema() *memdb.DBSchema {
 		TableNodePools:       nodePoolsTable(),
 		TableNamespaces:      namespacesTable(),
 		TableServices:        servicesTable(),
+		TableRootKeys:        rootKeysTable(),
 	}}
 	for name, t := range queuesTables() {
 		s.Tables[name] = t

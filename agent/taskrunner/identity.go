@@ -1,0 +1,103 @@
+package taskrunner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/drover/drover/api"
+)
+
+// IdentitySigner asks the servers for a task's signed identities.
+type IdentitySigner func(ctx context.Context, allocID, task string) (*api.TaskIdentityResponse, error)
+
+// exposedIdentities are the identities the task asks to see (env or file).
+func exposedIdentities(t *api.Task) []*api.WorkloadIdentity {
+	var out []*api.WorkloadIdentity
+	for _, w := range t.TaskIdentities() {
+		if w != nil && (w.Env || w.File) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// fetchIdentities signs the task's identities, retrying transient
+// failures for a few seconds.
+func fetchIdentities(ctx context.Context, sign IdentitySigner, allocID, task string) (*api.TaskIdentityResponse, error) {
+	delay := 250 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		resp, err := sign(ctx, allocID, task)
+		var ae *api.Error
+		if err == nil || attempt == 5 || ctx.Err() != nil || (errors.As(err, &ae) && ae.Status < 500) {
+			return resp, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(delay):
+		}
+		delay *= 2
+	}
+}
+
+// WriteIdentities writes the tokens of the identities with file = true
+// into the task dir (secrets/nomad_token, secrets/nomad_<name>.jwt or
+// their filepath; mode 0600; an existing file or link is replaced, never
+// followed) and returns the env of those with env = true.
+func WriteIdentities(taskDir string, ids []*api.WorkloadIdentity, resp *api.TaskIdentityResponse) (map[string]string, error) {
+	tokens := map[string]string{}
+	for _, si := range resp.Identities {
+		tokens[si.Name] = si.Token
+	}
+	root, err := os.OpenRoot(taskDir)
+	if err != nil {
+		return nil, fmt.Errorf("open task dir: %w", err)
+	}
+	defer root.Close()
+	env := map[string]string{}
+	for _, w := range ids {
+		name := w.Name
+		if name == "" {
+			name = api.DefaultIdentityName
+		}
+		tok, ok := tokens[name]
+		if !ok {
+			return nil, fmt.Errorf("identity %q: not signed by the servers", name)
+		}
+		if w.Env {
+			env[w.EnvVar()] = tok
+		}
+		if !w.File {
+			continue
+		}
+		dest := path.Clean(strings.TrimPrefix(w.TokenFile(), "/"))
+		if dest == "." || dest == ".." || strings.HasPrefix(dest, "../") {
+			return nil, fmt.Errorf("identity %q: file %q leaves the task dir", name, w.TokenFile())
+		}
+		if d := path.Dir(dest); d != "." {
+			if err := root.MkdirAll(d, 0o700); err != nil {
+				return nil, fmt.Errorf("identity %q: %w", name, err)
+			}
+		}
+		if err := root.Remove(dest); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("identity %q: replace %s: %w", name, dest, err)
+		}
+		f, err := root.OpenFile(dest, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("identity %q: %w", name, err)
+		}
+		_, werr := f.WriteString(tok)
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			return nil, fmt.Errorf("identity %q: write %s: %w", name, dest, werr)
+		}
+	}
+	return env, nil
+}
