@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -100,4 +101,37 @@ func WriteIdentities(taskDir string, ids []*api.WorkloadIdentity, resp *api.Task
 		}
 	}
 	return env, nil
+}
+
+// renewIdentities re-signs the task's file identities that have a TTL at
+// half their TTL and rewrites their files, until ctx ends (a restart
+// signs them anew in setup).
+func (tr *TaskRunner) renewIdentities(ctx context.Context) {
+	var ids []*api.WorkloadIdentity
+	ttl := time.Duration(0)
+	for _, w := range exposedIdentities(tr.cfg.Task) {
+		if w.File && w.TTL > 0 {
+			ids = append(ids, w)
+			if ttl == 0 || w.TTL < ttl {
+				ttl = w.TTL
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tr.clock.After(ttl / 2):
+		}
+		resp, err := fetchIdentities(ctx, tr.cfg.Identities, tr.cfg.Alloc.ID, tr.cfg.Task.Name)
+		if err == nil {
+			_, err = WriteIdentities(filepath.Join(tr.cfg.AllocDir, tr.cfg.Task.Name), ids, resp)
+		}
+		if err != nil && ctx.Err() == nil {
+			tr.log.Warn("renew workload identities", "error", err)
+		}
+	}
 }

@@ -394,6 +394,18 @@ func (tr *TaskRunner) killed() bool {
 // so a later agent can reattach.
 func (tr *TaskRunner) Run(ctx context.Context) {
 	defer close(tr.doneCh)
+	if tr.cfg.Identities != nil {
+		rctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			tr.renewIdentities(rctx)
+		}()
+		defer func() {
+			cancel()
+			<-done
+		}()
+	}
 	if tr.cfg.Services != nil && len(tr.cfg.Task.Templates) > 0 {
 		wctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})

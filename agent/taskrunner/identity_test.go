@@ -1,0 +1,88 @@
+package taskrunner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/drover/drover/agent/taskrunner/fakeclock"
+	"github.com/drover/drover/api"
+)
+
+// Identity files: the default one at secrets/nomad_token, a named one at
+// secrets/nomad_<name>.jwt, both 0600, a planted link replaced rather
+// than followed, env only for env = true; a TTL'd one is re-signed at
+// half its TTL.
+func TestWriteAndRenewIdentities(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "t", "secrets"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(dir, "outside")
+	if err := os.WriteFile(outside, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "t", "secrets", "nomad_token")); err != nil {
+		t.Fatal(err)
+	}
+	task := &api.Task{Name: "t", Identity: &api.WorkloadIdentity{Name: "default", Env: true, File: true},
+		Identities: []*api.WorkloadIdentity{{Name: "vault", File: true, TTL: time.Hour}}}
+	var n atomic.Int32
+	sign := func(_ context.Context, _, _ string) (*api.TaskIdentityResponse, error) {
+		i := n.Add(1)
+		return &api.TaskIdentityResponse{Identities: []*api.SignedIdentity{{Name: "default", Token: fmt.Sprint("d", i)}, {Name: "vault", Token: fmt.Sprint("v", i)}}}, nil
+	}
+	resp, _ := sign(context.Background(), "", "")
+	env, err := WriteIdentities(filepath.Join(dir, "t"), exposedIdentities(task), resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(env) != 1 || env["NOMAD_TOKEN"] != "d1" {
+		t.Errorf("env %v", env)
+	}
+	read := func(p string) string {
+		b, err := os.ReadFile(filepath.Join(dir, "t", p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if read("secrets/nomad_token") != "d1" || read("secrets/nomad_vault.jwt") != "v1" {
+		t.Errorf("files %q %q", read("secrets/nomad_token"), read("secrets/nomad_vault.jwt"))
+	}
+	if b, _ := os.ReadFile(outside); string(b) != "keep" {
+		t.Errorf("the planted link was followed: %q", b)
+	}
+	if fi, _ := os.Lstat(filepath.Join(dir, "t", "secrets", "nomad_vault.jwt")); fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v", fi.Mode())
+	}
+
+	clk := fakeclock.New(time.Unix(1000, 0))
+	tr := New(Config{Alloc: &api.Allocation{ID: "a"}, Task: task, AllocDir: dir, Identities: sign, Clock: clk})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { tr.renewIdentities(ctx); close(done) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for clk.Waiters() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("renewal never waited")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if d, _ := clk.NextIn(); d != 30*time.Minute {
+		t.Errorf("renewal due in %v, want half the TTL", d)
+	}
+	clk.Advance(30 * time.Minute)
+	for read("secrets/nomad_vault.jwt") != "v2" {
+		if time.Now().After(deadline) {
+			t.Fatalf("not renewed: %q", read("secrets/nomad_vault.jwt"))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	<-done
+}
