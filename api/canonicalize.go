@@ -484,6 +484,16 @@ func (v *validator) group(p string, j *Job, tg *TaskGroup) {
 		v.volumeMounts(tp, t, tg.Volumes)
 	}
 	v.volumes(p, tg.Volumes)
+	for _, n := range tg.Networks {
+		if n == nil || n.Mode != "bridge" {
+			continue
+		}
+		for _, t := range tg.Tasks {
+			if t != nil && !slices.Contains(mountDrivers, t.Driver) {
+				v.add(p, "task %q: driver %s cannot join a bridge network (exec and containerd can)", t.Name, t.Driver)
+			}
+		}
+	}
 	if leaders > 1 {
 		v.add(p, "only one task may be leader, found %d", leaders)
 	}

@@ -102,6 +102,10 @@ func TestValidate(t *testing.T) {
 			j.TaskGroups[0].Networks = []*NetworkResource{{ReservedPorts: []Port{{Label: "http", Value: 70000}}, DynamicPorts: []Port{{Label: "http"}}}}
 		}, []string{`port "http" out of range`, `duplicate port "http"`}},
 		{"periodic", func(j *Job) { j.Periodic = &PeriodicConfig{Enabled: true} }, []string{"missing cron spec"}},
+		{"bridge with raw_exec", func(j *Job) {
+			j.TaskGroups[0].Networks = []*NetworkResource{{Mode: "bridge"}}
+			j.TaskGroups[0].Tasks[0].Driver = "raw_exec"
+		}, []string{`driver raw_exec cannot join a bridge network`}},
 		{"volumes", func(j *Job) {
 			j.TaskGroups[0].Volumes = map[string]*VolumeRequest{"a": {Type: "csi", Source: "a"}, "b": {Type: "host"}}
 			j.TaskGroups[0].Tasks[0].Driver = "raw_exec"

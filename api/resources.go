@@ -30,6 +30,10 @@ type RequestedDevice struct {
 	Affinities  []*Affinity   `json:"Affinities,omitempty"`
 }
 
+// AttrBridgeNetwork is the node attribute of clients that can build
+// bridge networks (the CNI plugins are installed and the agent is root).
+const AttrBridgeNetwork = "plugins.cni.bridge"
+
 // NetworkResource is a network ask (in a job) or an assignment (in an alloc).
 type NetworkResource struct {
 	Mode          string     `json:"Mode,omitempty"` // host, bridge, none

@@ -112,6 +112,10 @@ type TaskConfig struct {
 	Mounts []*MountSpec
 	// Ports assigned to the group (label -> host port, To).
 	Ports []api.AllocatedPort
+	// NetNS is the path of the alloc's network namespace (bridge mode:
+	// ports are mapped from their host port to To by the client); ""
+	// keeps the driver's default network.
+	NetNS string
 
 	// AllocDir is the alloc directory: AllocDir/alloc is shared by the
 	// group's tasks (mounted at /alloc), TaskDir is AllocDir/<task> with

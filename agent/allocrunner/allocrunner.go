@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drover/drover/agent/clientstate"
+	"github.com/drover/drover/agent/network"
 	"github.com/drover/drover/agent/services"
 	"github.com/drover/drover/agent/taskrunner"
 	"github.com/drover/drover/api"
@@ -46,6 +47,8 @@ type Config struct {
 	ServiceLookup taskrunner.ServiceLookup
 	// Identities signs the tasks' workload identities.
 	Identities taskrunner.IdentitySigner
+	// Network builds bridge networks (nil: a bridge group fails to start).
+	Network *network.Manager
 }
 
 // ErrUnknownTask is returned for a task name that is not in the alloc.
@@ -68,6 +71,11 @@ type AllocRunner struct {
 	taskCh   chan struct{}
 	svc      *services.Alloc // nil when the alloc registers no service
 	svcCh    chan struct{}   // task states changed: services look again
+	// netOnce sets the bridge network up once for all tasks; netNS and
+	// netErr are its outcome.
+	netOnce sync.Once
+	netNS   string
+	netErr  error
 	doneCh   chan struct{}
 	wg       sync.WaitGroup
 }
@@ -116,7 +124,7 @@ func New(cfg Config) (*AllocRunner, error) {
 			Alloc: a, Task: t, Driver: d, AllocDir: cfg.AllocDir, Node: cfg.Node, Region: cfg.Region,
 			MountedDirs: mountsDirs(d), DoneOnSuccess: done, Clock: cfg.Clock, Logger: cfg.Logger,
 			Store: cfg.Store, Restored: rec, OnUpdate: ar.notify, Services: cfg.ServiceLookup,
-			Identities: cfg.Identities,
+			Identities: cfg.Identities, NetNS: ar.netNSFunc(tg),
 		})
 		ar.order = append(ar.order, t.Name)
 		ar.hooks[t.Name] = t.Lifecycle
@@ -134,6 +142,58 @@ func New(cfg Config) (*AllocRunner, error) {
 		}
 	}
 	return ar, nil
+}
+
+// bridge reports whether the group asks for a bridge network.
+func bridge(tg *api.TaskGroup) bool {
+	for _, n := range tg.Networks {
+		if n != nil && n.Mode == "bridge" {
+			return true
+		}
+	}
+	return false
+}
+
+// netNSFunc is the tasks' way to the alloc's bridge network (nil for
+// groups in the host network).
+func (ar *AllocRunner) netNSFunc(tg *api.TaskGroup) func(context.Context) (string, error) {
+	if !bridge(tg) {
+		return nil
+	}
+	return func(ctx context.Context) (string, error) {
+		ar.netOnce.Do(func() {
+			if ar.cfg.Network == nil {
+				ar.netErr = errors.New("this client has no bridge networking")
+				return
+			}
+			var ports []api.AllocatedPort
+			if r := ar.cfg.Alloc.AllocatedResources; r != nil {
+				ports = r.Shared.Ports
+			}
+			n, err := ar.cfg.Network.Setup(ctx, ar.cfg.Alloc.ID, ports)
+			if err != nil {
+				ar.netErr = err
+				return
+			}
+			ar.netNS = n.NetNS
+		})
+		return ar.netNS, ar.netErr
+	}
+}
+
+// teardownNetwork releases the alloc's bridge network once its tasks are done.
+func (ar *AllocRunner) teardownNetwork(ctx context.Context) {
+	tg := ar.cfg.Alloc.Job.LookupTaskGroup(ar.cfg.Alloc.TaskGroup)
+	if ar.cfg.Network == nil || tg == nil || !bridge(tg) {
+		return
+	}
+	var ports []api.AllocatedPort
+	if r := ar.cfg.Alloc.AllocatedResources; r != nil {
+		ports = r.Shared.Ports
+	}
+	if err := ar.cfg.Network.Teardown(ctx, ar.cfg.Alloc.ID, ports); err != nil {
+		ar.log.Warn("tear down the bridge network", "error", err)
+	}
 }
 
 // execTarget is where a script check of task runs.

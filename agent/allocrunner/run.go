@@ -202,6 +202,7 @@ func (ar *AllocRunner) Run(ctx context.Context) {
 	if ctx.Err() != nil {
 		return
 	}
+	ar.teardownNetwork(ctx)
 	ar.notify()
 }
 

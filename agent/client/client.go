@@ -17,6 +17,7 @@ import (
 
 	"github.com/drover/drover/agent/allocrunner"
 	"github.com/drover/drover/agent/clientstate"
+	"github.com/drover/drover/agent/network"
 	"github.com/drover/drover/agent/fingerprint"
 	"github.com/drover/drover/agent/services"
 	"github.com/drover/drover/api"
@@ -61,6 +62,8 @@ type Client struct {
 
 	// registrar keeps the servers' service registrations of this node.
 	registrar *services.Registrar
+	// network builds the allocs' bridge networks.
+	network *network.Manager
 
 	registerCh   chan struct{} // node changed: re-register
 	registeredCh chan struct{} // closed after the first registration
@@ -100,6 +103,7 @@ func New(cfg *Config) (*Client, error) {
 		db.Close()
 		return nil, err
 	}
+	c.network = network.New(filepath.Join(c.cfg.DataDir, "network"), nil)
 	c.servers = newServers(c.cfg.Servers)
 	c.registrar = services.NewRegistrar(func(ctx context.Context, req *api.NodeServicesRequest) error {
 		return c.servers.do(ctx, func(cl *api.Client) error {
@@ -184,6 +188,9 @@ func (c *Client) buildNode(ctx context.Context, id *clientstate.Identity) (*api.
 	attrs := host.Attributes
 	maps.Copy(attrs, dattrs)
 	attrs["unique.name"] = name
+	if os.Geteuid() == 0 && network.Available(nil) == nil {
+		attrs[api.AttrBridgeNetwork] = "true" // Nomad names it plugins.cni.version.bridge
+	}
 	if c.devices != nil {
 		host.Resources.Devices = c.devices.Devices()
 	}
@@ -329,7 +336,7 @@ func (c *Client) startRunner(a *api.Allocation, restore bool) error {
 		Alloc: a, AllocDir: filepath.Join(c.cfg.DataDir, "alloc", a.ID), Node: node, Region: c.cfg.Region,
 		Drivers: c.drivers, Clock: c.cfg.Clock, Logger: c.cfg.Logger, Store: c.db, Restore: restore,
 		OnUpdate: c.markDirty, Services: c.registrar, ServiceLookup: c.lookupService,
-		Identities: c.signIdentities,
+		Identities: c.signIdentities, Network: c.network,
 	})
 	if err != nil {
 		return err

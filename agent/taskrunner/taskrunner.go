@@ -53,6 +53,9 @@ type Config struct {
 	// Identities signs the task's workload identities (nil: none are
 	// exposed).
 	Identities IdentitySigner
+	// NetNS returns the alloc's network namespace, setting it up on first
+	// call (nil: the driver's default network).
+	NetNS func(ctx context.Context) (string, error)
 }
 
 // TaskRunner runs one task. See the package doc for the concurrency contract.
@@ -796,6 +799,11 @@ func (tr *TaskRunner) setup(ctx context.Context, alloc *api.Allocation, task *ap
 	}
 	if cfg.Mounts, err = VolumeMounts(alloc, task, tr.cfg.Node); err != nil {
 		return nil, err
+	}
+	if tr.cfg.NetNS != nil {
+		if cfg.NetNS, err = tr.cfg.NetNS(ctx); err != nil {
+			return nil, fmt.Errorf("bridge network: %w", err)
+		}
 	}
 	if res != nil {
 		cfg.MemoryMaxMB = res.Memory.MemoryMaxMB

@@ -176,6 +176,9 @@ func taskMounts(cfg *drivers.TaskConfig, tc *TaskConfig) ([]specs.Mount, error) 
 // checkPorts: without a bridge network a port can only be used on the
 // host port itself.
 func checkPorts(cfg *drivers.TaskConfig) error {
+	if cfg.NetNS != "" {
+		return nil // the client maps host ports to "to" in the alloc's namespace
+	}
 	for _, p := range cfg.Ports {
 		if p.To != 0 && p.To != p.Value {
 			return fmt.Errorf("%w: port %q maps %d to %d: the containerd driver runs tasks with ports in the host network and cannot remap; drop \"to\" or set it to the host port",
@@ -200,7 +203,7 @@ func (d *Driver) specOpts(cfg *drivers.TaskConfig, tc *TaskConfig, img container
 	if cfg.User != "" {
 		opts = append(opts, oci.WithUser(cfg.User))
 	}
-	hostNet := tc.HostNetwork || len(cfg.Ports) > 0
+	hostNet := cfg.NetNS == "" && (tc.HostNetwork || len(cfg.Ports) > 0)
 	if tc.Hostname != "" && !hostNet {
 		opts = append(opts, oci.WithHostname(tc.Hostname))
 	}
@@ -212,7 +215,10 @@ func (d *Driver) specOpts(cfg *drivers.TaskConfig, tc *TaskConfig, img container
 	if tc.ReadonlyRootfs {
 		opts = append(opts, oci.WithRootFSReadonly())
 	}
-	if hostNet {
+	switch {
+	case cfg.NetNS != "":
+		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: cfg.NetNS}), oci.WithHostResolvconf)
+	case hostNet:
 		opts = append(opts, oci.WithHostNamespace(specs.NetworkNamespace), oci.WithHostHostsFile, oci.WithHostResolvconf)
 	}
 	if tc.Privileged {

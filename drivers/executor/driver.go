@@ -214,7 +214,7 @@ func (d *Driver) executorConfig(cfg *drivers.TaskConfig, opts *TaskOptions) (*Co
 		}
 	}
 	ecfg.Isolation = &Isolation{AllocDir: cfg.AllocDir, TaskDir: cfg.TaskDir, Hostname: cfg.Name,
-		SharePID: opts.PIDMode == "host", ShareIPC: opts.IPCMode == "host"}
+		SharePID: opts.PIDMode == "host", ShareIPC: opts.IPCMode == "host", NetNS: cfg.NetNS}
 	for _, m := range cfg.Mounts {
 		ecfg.Isolation.Mounts = append(ecfg.Isolation.Mounts, Mount{HostPath: m.HostPath, TaskPath: m.TaskPath, Readonly: m.Readonly})
 	}

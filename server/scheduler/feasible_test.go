@@ -200,3 +200,33 @@ func TestHostVolumeFeasibility(t *testing.T) {
 		t.Fatalf("metric = %+v, want the node filtered for its missing host volume", m)
 	}
 }
+
+// A bridge group goes only to nodes that can build bridge networks.
+func TestBridgeNetworkFeasibility(t *testing.T) {
+	plain := testNode("plain", "dc1", 4000, 8192)
+	cni := testNode("cni", "dc1", 4000, 8192)
+	cni.Attributes[api.AttrBridgeNetwork] = "true"
+	st := newMemState()
+	st.addNode(plain)
+	st.addNode(cni)
+	job := testJob("j", api.JobTypeBatch, 3, 100, 64)
+	job.TaskGroups[0].Networks = []*api.NetworkResource{{Mode: "bridge", DynamicPorts: []api.Port{{Label: "http", To: 8080}}}}
+	st.upsertJob(job)
+	res, err := Schedule(st, testEval(job, 1), Options{Now: testNow, SampleLimit: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for node, as := range res.Plan.NodeAllocation {
+		if node != cni.ID {
+			t.Errorf("placed on %s, which has no bridge networking", node)
+		}
+		n += len(as)
+	}
+	if n != 3 {
+		t.Errorf("%d placed, want 3", n)
+	}
+	if m := res.Eval.FailedTGAllocs; len(m) != 0 {
+		t.Errorf("failed groups %+v", m)
+	}
+}

@@ -315,6 +315,11 @@ func (s *sched) classOK(tc *tgCtx, ns *nodeState) (bool, string) {
 			ok, why = false, "missing compatible host volumes"
 		}
 	}
+	for _, nw := range tc.tg.Networks {
+		if ok && nw != nil && nw.Mode == "bridge" && n.Attributes[api.AttrBridgeNetwork] != "true" {
+			ok, why = false, "missing network: bridge"
+		}
+	}
 	if ok {
 		for _, c := range tc.classCons {
 			if !s.constraintOK(c, n) {

@@ -45,6 +45,8 @@ type Isolation struct {
 	ShareIPC bool     `json:"share_ipc,omitempty"`
 	Mounts   []Mount  `json:"mounts,omitempty"`
 	Devices  []Device `json:"devices,omitempty"`
+	// NetNS is a network namespace (path) the task joins.
+	NetNS string `json:"netns,omitempty"`
 }
 
 // Mount is a bind mount into the chroot.
@@ -179,6 +181,7 @@ func decodeConfig(b []byte) (*Config, error) {
 		o.str("hostname", &iso.Hostname)
 		o.bool("share_pid", &iso.SharePID)
 		o.bool("share_ipc", &iso.ShareIPC)
+		o.str("netns", &iso.NetNS)
 		var mounts []Mount
 		if n, ok := o.objs("mounts", func(i int, mo jsonFields) {
 			mounts = append(mounts, Mount{})

@@ -93,6 +93,15 @@ func runInit(cfgPath string) int {
 			return fail(err)
 		}
 	}
+	var netns *os.File
+	if iso.NetNS != "" {
+		// Opened on the host, before the chroot; joined on the thread
+		// that forks the task.
+		if netns, err = os.Open(iso.NetNS); err != nil {
+			return fail(fmt.Errorf("network namespace: %w", err))
+		}
+		defer netns.Close()
+	}
 	root := filepath.Join(cfg.StateDir, "rootfs")
 	if err := buildRoot(root, cfg); err != nil {
 		return fail(fmt.Errorf("build chroot: %w", err))
@@ -115,6 +124,11 @@ func runInit(cfgPath string) int {
 	// inherits them from the thread that forks it: stay on this thread
 	// from here to cmd.Start.
 	runtime.LockOSThread()
+	if netns != nil {
+		if err := unix.Setns(int(netns.Fd()), unix.CLONE_NEWNET); err != nil {
+			return fail(fmt.Errorf("join network namespace: %w", err))
+		}
+	}
 	if err := dropBoundingCaps(DefaultCaps); err != nil {
 		return fail(err)
 	}

@@ -30,7 +30,7 @@ func TestConfigDecodeAgreesWithEncodingJSON(t *testing.T) {
 	r := rand.New(rand.NewSource(1))
 	full := Config{TaskName: "web", Command: "/bin/sh", Args: []string{"-c", "echo \"hi\"\n\t\\ \u00e9 \U0001F600"},
 		Env: []string{"A=1"}, Cwd: "/", User: "nobody",
-		Isolation: &Isolation{AllocDir: "/a", TaskDir: "/a/t", Hostname: "h", SharePID: true, ShareIPC: true,
+		Isolation: &Isolation{AllocDir: "/a", TaskDir: "/a/t", Hostname: "h", SharePID: true, ShareIPC: true, NetNS: "/run/ns",
 			Mounts:  []Mount{{HostPath: "/x", TaskPath: "/y", Readonly: true}},
 			Devices: []Device{{HostPath: "/dev/null", TaskPath: "/dev/n", Permissions: "r"}}},
 		Cgroup: &CgroupConfig{Name: "c", CPUShares: 100, ReservedCores: []uint16{0, 65535}, MemoryMB: 1 << 40, MemoryMaxMB: -1,
