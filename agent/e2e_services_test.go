@@ -50,6 +50,15 @@ const servicesWeb = `job "web" {
         interval = "200ms"
         timeout  = "1s"
       }
+      check {
+        name     = "alive"
+        type     = "script"
+        task     = "httpd"
+        command  = "/bin/busybox"
+        args     = ["pidof", "busybox"]
+        interval = "500ms"
+        timeout  = "2s"
+      }
     }
     task "httpd" {
       driver = "raw_exec"
@@ -246,11 +255,14 @@ func TestE2EServicesAndChecks(t *testing.T) {
 	}
 	var checks map[string]*api.CheckResult
 	call(t, "GET", base+"/v1/client/allocation/"+sick.AllocID+"/checks", "", &checks)
-	if len(checks) != 1 {
+	if len(checks) != 2 {
 		t.Fatalf("checks of the sick alloc: %+v", checks)
 	}
 	for _, c := range checks {
-		if c.Status != api.CheckFailure || c.StatusCode != 404 || c.Service != "web" {
+		switch {
+		case c.Check == "alive" && (c.Status != api.CheckSuccess || c.Task != "httpd"):
+			t.Errorf("script check %+v, want a success run in httpd", c)
+		case c.Check != "alive" && (c.Status != api.CheckFailure || c.StatusCode != 404 || c.Service != "web"):
 			t.Errorf("check result %+v, want a 404 failure", c)
 		}
 	}

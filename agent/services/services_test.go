@@ -11,6 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
 	"github.com/drover/drover/api"
 )
 
@@ -214,5 +218,37 @@ func TestAllocServicesChecks(t *testing.T) {
 	waitUntil(t, "deregistered with the task", func() bool { return len(rec.snapshot()) == 0 })
 	if restarts.Load() > n+1 {
 		t.Errorf("restarts went on after passing: %d -> %d", n, restarts.Load())
+	}
+}
+
+// gRPC checks ask the standard health service: SERVING passes, anything
+// else (or an unknown service) is critical; tcp checks pass on connect.
+func TestGRPCAndTCPChecks(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	hs := health.NewServer()
+	hs.SetServingStatus("model", healthpb.HealthCheckResponse_SERVING)
+	hs.SetServingStatus("draining", healthpb.HealthCheckResponse_NOT_SERVING)
+	healthpb.RegisterHealthServer(srv, hs)
+	go srv.Serve(ln)
+	t.Cleanup(srv.Stop)
+	addr := ln.Addr().String()
+	for svc, want := range map[string]string{"model": api.ServiceHealthPassing, "draining": api.ServiceHealthCritical, "unknown": api.ServiceHealthCritical} {
+		r := runCheck(context.Background(), &api.ServiceCheck{Type: "grpc", GRPCService: svc, Timeout: 5 * time.Second}, target{addr: addr})
+		if r.health != want {
+			t.Errorf("grpc %s: %+v, want %s", svc, r, want)
+		}
+	}
+	if r := runCheck(context.Background(), &api.ServiceCheck{Type: "tcp", Timeout: time.Second}, target{addr: addr}); r.health != api.ServiceHealthPassing {
+		t.Errorf("tcp: %+v", r)
+	}
+	ln2, _ := net.Listen("tcp", "127.0.0.1:0")
+	closed := ln2.Addr().String()
+	ln2.Close()
+	if r := runCheck(context.Background(), &api.ServiceCheck{Type: "tcp", Timeout: time.Second}, target{addr: closed}); r.health != api.ServiceHealthCritical {
+		t.Errorf("tcp to a closed port: %+v", r)
 	}
 }
