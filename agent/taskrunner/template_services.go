@@ -45,6 +45,8 @@ func (c *ServiceCache) get(ctx context.Context, name string) ([]*api.ServiceRegi
 	if e != nil {
 		return e.regs, nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
 	regs, idx, err := c.lookup(ctx, c.ns, name, 0, 0)
 	if err != nil {
 		return nil, err
@@ -132,13 +134,15 @@ func (c *ServiceCache) Watch(ctx context.Context) bool {
 			}
 		}()
 	}
-	defer wg.Wait()
+	var ok bool
 	select {
 	case <-changed:
-		return true
+		ok = true
 	case <-ctx.Done():
-		return false
 	}
+	cancel() // the other watches are still blocked in their queries
+	wg.Wait()
+	return ok
 }
 
 // watchTemplates re-renders the task's templates whenever a service they
