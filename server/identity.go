@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
@@ -177,7 +176,7 @@ func (s *Server) JWKS() (*jose.JSONWebKeySet, error) {
 		if err != nil {
 			return nil, err
 		}
-		set.Keys = append(set.Keys, jose.JSONWebKey{Key: p.Public().(crypto.PublicKey), KeyID: rk.KeyID, Algorithm: rk.Algorithm, Use: "sig"})
+		set.Keys = append(set.Keys, jose.JSONWebKey{Key: p.Public(), KeyID: rk.KeyID, Algorithm: rk.Algorithm, Use: "sig"})
 	}
 	return set, nil
 }

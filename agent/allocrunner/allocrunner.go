@@ -76,8 +76,8 @@ type AllocRunner struct {
 	netOnce sync.Once
 	netNS   string
 	netErr  error
-	doneCh   chan struct{}
-	wg       sync.WaitGroup
+	doneCh  chan struct{}
+	wg      sync.WaitGroup
 }
 
 // New builds the runner and its task runners; Run starts them.

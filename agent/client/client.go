@@ -17,8 +17,8 @@ import (
 
 	"github.com/drover/drover/agent/allocrunner"
 	"github.com/drover/drover/agent/clientstate"
-	"github.com/drover/drover/agent/network"
 	"github.com/drover/drover/agent/fingerprint"
+	"github.com/drover/drover/agent/network"
 	"github.com/drover/drover/agent/services"
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/drivers"

@@ -110,8 +110,10 @@ func (m *Manager) load() error {
 	return m.loadErr
 }
 
-func (m *Manager) nsPath(allocID string) string   { return filepath.Join(m.stateDir, "netns", allocID) }
-func (m *Manager) statePath(allocID string) string { return filepath.Join(m.stateDir, "allocs", allocID+".json") }
+func (m *Manager) nsPath(allocID string) string { return filepath.Join(m.stateDir, "netns", allocID) }
+func (m *Manager) statePath(allocID string) string {
+	return filepath.Join(m.stateDir, "allocs", allocID+".json")
+}
 
 func portMappings(ports []api.AllocatedPort) []gocni.PortMapping {
 	var out []gocni.PortMapping
