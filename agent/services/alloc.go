@@ -232,20 +232,7 @@ func (s *Alloc) Update(running map[string]time.Time) {
 // traffic must leave it before shutdown_delay and the kill) and stops the
 // checks. Update does nothing afterwards.
 func (s *Alloc) Deregister() {
-	s.mu.Lock()
-	if s.stopped {
-		s.mu.Unlock()
-		return
-	}
-	s.stopped = true
-	for _, inst := range s.instances {
-		if inst.active {
-			s.stopLocked(inst)
-		}
-	}
-	s.mu.Unlock()
-	s.cancel()
-	if len(s.instances) > 0 && s.cfg.Registrar != nil {
+	if s.stop() && len(s.instances) > 0 && s.cfg.Registrar != nil {
 		s.cfg.Registrar.RemoveAlloc(s.cfg.Alloc.ID)
 	}
 	s.wg.Wait()
@@ -254,16 +241,25 @@ func (s *Alloc) Deregister() {
 // Close stops the checks and leaves the registrations as they are (the
 // agent shuts down; its tasks keep running for a later agent).
 func (s *Alloc) Close() {
+	s.stop()
+	s.wg.Wait()
+}
+
+// stop ends Update's work and the checks; false when already stopped.
+func (s *Alloc) stop() bool {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return false
+	}
 	s.stopped = true
 	for _, inst := range s.instances {
 		if inst.active {
 			s.stopLocked(inst)
 		}
 	}
-	s.mu.Unlock()
 	s.cancel()
-	s.wg.Wait()
+	return true
 }
 
 // HasServices reports whether the alloc registers any service.

@@ -397,29 +397,13 @@ func (tr *TaskRunner) killed() bool {
 // so a later agent can reattach.
 func (tr *TaskRunner) Run(ctx context.Context) {
 	defer close(tr.doneCh)
+	// Helpers that live as long as the runner: identity renewal and
+	// template re-rendering.
 	if tr.cfg.Identities != nil {
-		rctx, cancel := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			tr.renewIdentities(rctx)
-		}()
-		defer func() {
-			cancel()
-			<-done
-		}()
+		defer tr.goWhile(ctx, tr.renewIdentities)()
 	}
 	if tr.cfg.Services != nil && len(tr.cfg.Task.Templates) > 0 {
-		wctx, cancel := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			tr.watchTemplates(wctx)
-		}()
-		defer func() {
-			cancel()
-			<-done
-		}()
+		defer tr.goWhile(ctx, tr.watchTemplates)()
 	}
 	tr.mu.Lock()
 	st := tr.state.State
@@ -526,6 +510,20 @@ func (tr *TaskRunner) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		}
+	}
+}
+
+// goWhile runs f in a goroutine; the returned func cancels it and waits.
+func (tr *TaskRunner) goWhile(ctx context.Context, f func(context.Context)) func() {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
 	}
 }
 

@@ -65,15 +65,7 @@ func passing(regs []*api.ServiceRegistration) []*api.ServiceRegistration {
 			out = append(out, r)
 		}
 	}
-	slices.SortFunc(out, func(a, b *api.ServiceRegistration) int {
-		if a.ID < b.ID {
-			return -1
-		}
-		if a.ID > b.ID {
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b *api.ServiceRegistration) int { return cmp.Compare(a.ID, b.ID) })
 	return out
 }
 
