@@ -108,7 +108,7 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 			NumSchedulers: cfg.Server.NumSchedulers, Logger: a.base,
 			DeadServerGrace: cfg.Server.DeadServerGrace, ServerStabilization: cfg.Server.ServerStabilization,
 			HeartbeatTTLMin: cfg.Server.MinHeartbeatTTL, HeartbeatGrace: cfg.Server.HeartbeatGrace,
-			MaxHeartbeatsPerSecond: cfg.Server.MaxHeartbeatsPerSecond, OIDCIssuer: cfg.Server.OIDCIssuer,
+			MaxHeartbeatsPerSecond: cfg.Server.MaxHeartbeatsPerSecond, OIDCIssuer: cfg.Server.OIDCIssuer, ACLEnabled: cfg.ACLEnabled,
 			Registry: a.registry, RaftListener: a.raftLn,
 		})
 		a.raftLn = nil // raft owns it now, even when New failed
@@ -123,6 +123,7 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 			hcfg.Keyring, hcfg.ForceLeave = a.KeyringOperation, a.ForceLeave
 		}
 		hcfg.Server = s
+		hcfg.ACL = s
 		hcfg.State, hcfg.Events = serverstate.New(s)
 	}
 	if !cfg.Server.Enabled {

@@ -8,6 +8,10 @@ import "time"
 // token. Secrets (a token's SecretID, an auth method's client secret) are
 // shown only to management tokens and to the token's own holder.
 
+// HeaderToken carries an ACL token's SecretID (X-Nomad-Token and
+// Authorization: Bearer are accepted too).
+const HeaderToken = "X-Drover-Token"
+
 // ACL token types.
 const (
 	ACLTokenManagement = "management"

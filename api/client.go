@@ -33,6 +33,9 @@ type Client struct {
 	// Namespace is sent with every request that names none in its
 	// options ("" = the server's default namespace).
 	Namespace string
+	// Token is the ACL token's SecretID sent with every request
+	// (the CLI: -token, DROVER_TOKEN or NOMAD_TOKEN).
+	Token string
 }
 
 // NewClient returns a client for address ("" = DROVER_ADDR or the default).
@@ -153,6 +156,9 @@ func (c *Client) Raw(ctx context.Context, method, path string, q url.Values, bod
 		for _, v := range vs {
 			req.Header.Add(k, v)
 		}
+	}
+	if c.Token != "" && req.Header.Get(HeaderToken) == "" {
+		req.Header.Set(HeaderToken, c.Token)
 	}
 	hc := c.HTTP
 	if hc == nil {

@@ -24,6 +24,8 @@ import (
 
 // Config configures a server.
 type Config struct {
+	// ACLEnabled turns ACL enforcement on (agent acl { enabled = true }).
+	ACLEnabled bool
 	// OIDCIssuer is the iss claim of workload identities and the issuer
 	// of the OIDC discovery document (Nomad's oidc_issuer; "" = none).
 	OIDCIssuer string
@@ -135,6 +137,8 @@ type Server struct {
 
 	rs   *raftSystem // raft + fsm (raft.go)
 	keys keyring     // workload identity signing (identity.go)
+	// aclPolicies caches parsed ACL policies (endpoints_acl.go).
+	aclPolicies aclCache
 
 	broker    *broker.EvalBroker
 	blocked   *broker.BlockedEvals

@@ -33,6 +33,7 @@ type agentFlags struct {
 	retryJoin                       []string
 	topology                        map[string]string
 	hostVolumes                     []string
+	aclEnabled                      bool
 }
 
 func newAgentCmd() *cobra.Command {
@@ -68,6 +69,7 @@ Settings come from -config FILE (HCL, Nomad's agent grammar), then flags.`,
 	fl.StringVar(&f.devGPUs, "dev-gpus", "", "simulate a DGX server's GPUs: dgxa100, dgxh100, dgxh200 or dgxb200 (add :mig for MIG mode); "+
 		"without -topology the node gets a simulated rack and block from the number in its name")
 	fl.StringToStringVar(&f.topology, "topology", nil, "the node's network topology domains by level (rack=r1,block=b0): node meta topology.<level>")
+	fl.BoolVar(&f.aclEnabled, "acl-enabled", false, "enforce ACLs (bootstrap a management token with drover acl bootstrap)")
 	fl.StringArrayVar(&f.hostVolumes, "host-volume", nil, "a host volume jobs may mount: name=/path or name=/path:ro (repeatable)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		cfg, err := f.build(cmd)
@@ -149,6 +151,9 @@ func (f *agentFlags) build(cmd *cobra.Command) (*config.Config, error) {
 	}
 	if set("topology") {
 		maps.Copy(cfg.Client.Topology, f.topology)
+	}
+	if set("acl-enabled") {
+		cfg.ACLEnabled = f.aclEnabled
 	}
 	for _, hv := range f.hostVolumes {
 		name, path, ro, err := config.ParseHostVolumeFlag(hv)

@@ -18,12 +18,18 @@ import (
 	"github.com/drover/drover/api"
 )
 
-// apiClient builds the REST client from -address / DROVER_ADDR and
-// -namespace / DROVER_NAMESPACE.
+// apiClient builds the REST client from -address / DROVER_ADDR,
+// -namespace / DROVER_NAMESPACE and -token / DROVER_TOKEN / NOMAD_TOKEN.
 func apiClient(cmd *cobra.Command) *api.Client {
 	addr, _ := cmd.Flags().GetString("address")
 	c := api.NewClient(addr)
 	c.Namespace = namespaceFlag(cmd)
+	c.Token, _ = cmd.Flags().GetString("token")
+	for _, env := range []string{"DROVER_TOKEN", "NOMAD_TOKEN"} {
+		if c.Token == "" {
+			c.Token = os.Getenv(env)
+		}
+	}
 	return c
 }
 

@@ -59,6 +59,7 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().String("address", "", "address of the drover agent (default $DROVER_ADDR or http://127.0.0.1:4646)")
+	root.PersistentFlags().String("token", "", "ACL token (SecretID; default $DROVER_TOKEN, then $NOMAD_TOKEN)")
 	root.PersistentFlags().String("namespace", "", `namespace to act in ("*" for all, on lists; default $DROVER_NAMESPACE or "default")`)
 	return root
 }

@@ -35,6 +35,9 @@ const (
 
 // Config is the agent's configuration.
 type Config struct {
+	// ACLEnabled enforces ACLs on the HTTP API (HCL acl { enabled = true },
+	// or -acl-enabled).
+	ACLEnabled bool
 	Name       string
 	Region     string
 	Datacenter string
@@ -299,6 +302,11 @@ type file struct {
 	Client        *fileClient   `hcl:"client,block"`
 	Plugins       []*filePlugin `hcl:"plugin,block"`
 	Limits        *fileLimits   `hcl:"limits,block"`
+	ACL           *fileACL      `hcl:"acl,block"`
+}
+
+type fileACL struct {
+	Enabled *bool `hcl:"enabled,optional"`
 }
 
 type fileLimits struct {
@@ -503,6 +511,9 @@ func Parse(src []byte, filename string, base *Config) (*Config, error) {
 		for _, hv := range cl.HostVolumes {
 			c.Client.AddHostVolume(hv.Name, hv.Path, hv.ReadOnly != nil && *hv.ReadOnly)
 		}
+	}
+	if a := fc.ACL; a != nil && a.Enabled != nil {
+		c.ACLEnabled = *a.Enabled
 	}
 	if l := fc.Limits; l != nil {
 		if err := l.apply(&c.Limits, filename); err != nil {

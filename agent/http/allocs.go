@@ -8,6 +8,7 @@ import (
 	memdb "github.com/hashicorp/go-memdb"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/acl"
 )
 
 func (s *HTTPServer) allocList(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
@@ -45,6 +46,10 @@ func (s *HTTPServer) lookupAlloc(ws memdb.WatchSet, r *nethttp.Request, id strin
 		return nil, err
 	}
 	if a != nil {
+		// An alloc is read in its own namespace, whatever the query says.
+		if err := allowObject(r, a.Namespace, acl.CapReadJob); err != nil {
+			return nil, err
+		}
 		return a, nil
 	}
 	if len(id) < uuidLen && id != "" {
@@ -58,6 +63,9 @@ func (s *HTTPServer) lookupAlloc(ws memdb.WatchSet, r *nethttp.Request, id strin
 		}
 		switch len(list) {
 		case 1:
+			if err := allowObject(r, list[0].Namespace, acl.CapReadJob); err != nil {
+				return nil, err
+			}
 			return list[0], nil
 		case 0:
 		default:
@@ -78,6 +86,9 @@ func (s *HTTPServer) allocStop(w nethttp.ResponseWriter, r *nethttp.Request) (an
 	id := r.PathValue("id")
 	a, err := s.lookupAlloc(nil, r, id)
 	if err != nil {
+		return nil, err
+	}
+	if err := allowObject(r, a.Namespace, acl.CapAllocLifecycle); err != nil {
 		return nil, err
 	}
 	resp, err := s.cfg.Server.StopAlloc(r.Context(), a.ID)

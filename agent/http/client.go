@@ -36,6 +36,19 @@ func (s *HTTPServer) clientRoute(w nethttp.ResponseWriter, r *nethttp.Request) {
 		return
 	}
 	allocID := clientAllocID(r.URL.Path)
+	if aclOf(r) != nil && allocID != "" && s.cfg.State != nil {
+		// The action's capability in the alloc's own namespace.
+		a, err := s.lookupAlloc(nil, r, allocID)
+		if err == nil {
+			if c := clientCap(r); c.kind == "namespace" {
+				err = allowObject(r, a.Namespace, c.cap)
+			}
+		}
+		if err != nil {
+			writeError(w, api.AsError(err))
+			return
+		}
+	}
 	local := s.cfg.Client
 	if local != nil && (allocID == "" || local.HasAlloc(allocID)) {
 		local.Handler().ServeHTTP(w, r)

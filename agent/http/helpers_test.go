@@ -27,8 +27,15 @@ type testAPI struct {
 
 func newTestAPI(t *testing.T, mod ...func(*agenthttp.Config)) *testAPI {
 	t.Helper()
+	return newTestAPIWith(t, server.Config{}, mod...)
+}
+
+// newTestAPIWith is newTestAPI with server settings (ACLEnabled ...).
+func newTestAPIWith(t *testing.T, sc server.Config, mod ...func(*agenthttp.Config)) *testAPI {
+	t.Helper()
 	log := slog.New(slog.DiscardHandler)
-	s, err := server.New(&server.Config{DevMode: true, BindAddr: "127.0.0.1", NumSchedulers: 1, Logger: log, NodeName: "test"})
+	sc.DevMode, sc.BindAddr, sc.NumSchedulers, sc.Logger, sc.NodeName = true, "127.0.0.1", 1, log, "test"
+	s, err := server.New(&sc)
 	if err != nil {
 		t.Fatalf("server.New: %v", err)
 	}
@@ -51,7 +58,7 @@ func newTestAPI(t *testing.T, mod ...func(*agenthttp.Config)) *testAPI {
 		}
 	}
 	st, ev := serverstate.New(s)
-	cfg := agenthttp.Config{Server: s, State: st, Events: ev, Logger: log, EventHeartbeat: 50 * time.Millisecond}
+	cfg := agenthttp.Config{Server: s, State: st, Events: ev, Logger: log, EventHeartbeat: 50 * time.Millisecond, ACL: s}
 	for _, m := range mod {
 		m(&cfg)
 	}

@@ -8,6 +8,7 @@ import (
 	memdb "github.com/hashicorp/go-memdb"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/acl"
 )
 
 func (s *HTTPServer) jobList(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
@@ -55,6 +56,9 @@ func (s *HTTPServer) register(r *nethttp.Request, req *api.JobRegisterRequest, w
 	}
 	if req.Job.Namespace == allNamespaces {
 		return nil, api.Errorf(api.ErrBadRequest, `namespace "*" is not valid for a write`)
+	}
+	if err := allowObject(r, req.Job.Namespace, acl.CapSubmitJob); err != nil {
+		return nil, err
 	}
 	resp, err := s.cfg.Server.RegisterJob(r.Context(), req)
 	if err != nil {

@@ -48,6 +48,7 @@ func (s *HTTPServer) operatorRoutes() {
 	s.queueRoutes()
 	s.serviceRoutes()
 	s.identityRoutes()
+	s.aclRoutes()
 }
 
 func (s *HTTPServer) operator() (OperatorServer, error) {

@@ -27,6 +27,8 @@ const (
 // Config wires the HTTP server to the roles this agent runs. Server and
 // State are nil on a client-only agent; Client is nil on a server-only one.
 type Config struct {
+	// ACL resolves tokens and says whether ACLs are enforced (nil: not).
+	ACL ACLResolver
 	// Addr is the configured address (host:port), reported by Addr
 	// until Start.
 	Addr string
@@ -84,7 +86,7 @@ type Config struct {
 type HTTPServer struct {
 	cfg     Config
 	log     *slog.Logger
-	mux     *nethttp.ServeMux
+	mux     *aclMux
 	handler nethttp.Handler
 	metrics *metrics
 
@@ -121,7 +123,8 @@ func New(cfg Config) (*HTTPServer, error) {
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
 	}
-	s := &HTTPServer{cfg: cfg, log: cfg.Logger.With("component", "http"), mux: nethttp.NewServeMux()}
+	s := &HTTPServer{cfg: cfg, log: cfg.Logger.With("component", "http")}
+	s.mux = &aclMux{ServeMux: nethttp.NewServeMux(), s: s}
 	m, err := newMetrics(cfg.Registry)
 	if err != nil {
 		return nil, fmt.Errorf("http metrics: %w", err)

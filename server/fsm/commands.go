@@ -40,6 +40,7 @@ const (
 	NamespaceDeleteType        MessageType = 24
 	ServiceUpdateType          MessageType = 25
 	RootKeyUpsertType          MessageType = 26
+	ACLWriteType               MessageType = 27
 )
 
 var typeNames = map[MessageType]string{
@@ -53,7 +54,7 @@ var typeNames = map[MessageType]string{
 	NodePoolUpsertType: "NodePoolUpsert", NodePoolDeleteType: "NodePoolDelete",
 	QueueUpsertType: "QueueUpsert", QueueDeleteType: "QueueDelete",
 	NamespaceUpsertType: "NamespaceUpsert", NamespaceDeleteType: "NamespaceDelete",
-	ServiceUpdateType: "ServiceUpdate", RootKeyUpsertType: "RootKeyUpsert",
+	ServiceUpdateType: "ServiceUpdate", RootKeyUpsertType: "RootKeyUpsert", ACLWriteType: "ACLWrite",
 }
 
 func (t MessageType) String() string {

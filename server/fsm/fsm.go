@@ -298,6 +298,12 @@ func (f *FSM) apply(t MessageType, index uint64, body json.RawMessage) error {
 			return err
 		}
 		return s.DeleteNamespaces(index, req.Names)
+	case ACLWriteType:
+		req, err := decodeBody[state.ACLWrite](body)
+		if err != nil {
+			return err
+		}
+		return s.ApplyACL(index, req)
 	case RootKeyUpsertType:
 		req, err := decodeBody[RootKeyUpsertRequest](body)
 		if err != nil {

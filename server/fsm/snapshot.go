@@ -51,7 +51,12 @@ const (
 	recService recordType = 16
 	// recRootKey: a keyring key; absent from snapshots written before
 	// workload identities.
-	recRootKey     recordType = 17
+	recRootKey recordType = 17
+	// recACLPolicy, recACLRole, recACLToken: ACL objects; absent from
+	// snapshots written before ACLs.
+	recACLPolicy   recordType = 18
+	recACLRole     recordType = 19
+	recACLToken    recordType = 20
 	snapshotFormat            = 1
 	maxRecordSize             = 256 << 20
 )
@@ -90,6 +95,7 @@ var tableRecords = map[string]recordType{
 	state.TableNodes: recNode, state.TableEvals: recEval, state.TableDeployments: recDeployment,
 	state.TableIndex: recIndex, state.TableSchedulerConfig: recSchedulerConfig, state.TableNodePools: recNodePool, state.TableNamespaces: recNamespace,
 	state.TableQueues: recQueue, state.TableServices: recService, state.TableRootKeys: recRootKey,
+	state.TableACLPolicies: recACLPolicy, state.TableACLRoles: recACLRole, state.TableACLTokens: recACLToken,
 }
 
 // Snapshot captures the current state (O(1)); Persist writes it.
@@ -286,6 +292,12 @@ func restoreRecord(res *state.Restore, t recordType, b []byte, jobs map[int]*api
 		return restoreObj(b, res.Service)
 	case recRootKey:
 		return restoreObj(b, res.RootKey)
+	case recACLPolicy:
+		return restoreObj(b, res.ACLPolicy)
+	case recACLRole:
+		return restoreObj(b, res.ACLRole)
+	case recACLToken:
+		return restoreObj(b, res.ACLToken)
 	case recUsage:
 		r, err := decodeRecord[usageRecord](b)
 		if err != nil {

@@ -75,6 +75,9 @@ func schema() *memdb.DBSchema {
 		TableServices:        servicesTable(),
 		TableRootKeys:        rootKeysTable(),
 	}}
+	for name, t := range aclTables() {
+		s.Tables[name] = t
+	}
 	for name, t := range queuesTables() {
 		s.Tables[name] = t
 	}

@@ -124,6 +124,34 @@ func (a serverState) ServicesByAlloc(ws memdb.WatchSet, allocID string) ([]*api.
 	return a.st(ws).ServicesByAlloc(ws, allocID)
 }
 
+func (a serverState) ACLPolicies(ws memdb.WatchSet) ([]*api.ACLPolicy, error) {
+	return a.st(ws).ACLPolicies(ws)
+}
+
+func (a serverState) ACLPolicyByName(ws memdb.WatchSet, name string) (*api.ACLPolicy, error) {
+	return a.st(ws).ACLPolicyByName(ws, name)
+}
+
+func (a serverState) ACLTokens(ws memdb.WatchSet) ([]*api.ACLToken, error) {
+	return a.st(ws).ACLTokens(ws)
+}
+
+func (a serverState) ACLTokenByAccessor(ws memdb.WatchSet, id string) (*api.ACLToken, error) {
+	return a.st(ws).ACLTokenByAccessor(ws, id)
+}
+
+func (a serverState) ACLTokenBySecret(ws memdb.WatchSet, secret string) (*api.ACLToken, error) {
+	return a.st(ws).ACLTokenBySecret(ws, secret)
+}
+
+func (a serverState) ACLRoles(ws memdb.WatchSet) ([]*api.ACLRole, error) {
+	return a.st(ws).ACLRoles(ws)
+}
+
+func (a serverState) ACLRoleByID(ws memdb.WatchSet, id string) (*api.ACLRole, error) {
+	return a.st(ws).ACLRoleByID(ws, id)
+}
+
 func (a serverState) NamespaceByName(ws memdb.WatchSet, name string) (*api.Namespace, error) {
 	return a.st(ws).NamespaceByName(ws, name)
 }
@@ -131,6 +159,7 @@ func (a serverState) NamespaceByName(ws memdb.WatchSet, name string) (*api.Names
 var (
 	_ http.NamespaceState = serverState{}
 	_ http.ServiceState   = serverState{}
+	_ http.ACLState       = serverState{}
 )
 
 func (a serverState) QueueStatuses(ws memdb.WatchSet, prefix string) ([]*api.QueueStatus, error) {

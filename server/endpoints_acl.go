@@ -1,0 +1,248 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/acl"
+	"github.com/drover/drover/server/fsm"
+	"github.com/drover/drover/server/state"
+)
+
+// AnonymousPolicy is the policy requests without a token get (none: they
+// may do nothing but the public routes), as Nomad's "anonymous".
+const AnonymousPolicy = "anonymous"
+
+// ACLEnabled reports whether this server enforces ACLs.
+func (s *Server) ACLEnabled() bool { return s.cfg.ACLEnabled }
+
+func (s *Server) applyACL(ctx context.Context, w *state.ACLWrite) (uint64, error) {
+	if !s.IsLeader() {
+		return 0, errNotLeader()
+	}
+	return s.apply(ctx, fsm.ACLWriteType, w)
+}
+
+// BootstrapACL creates the first management token; once any token exists
+// it answers api.ErrBadRequest.
+func (s *Server) BootstrapACL(ctx context.Context) (*api.ACLToken, error) {
+	now := s.clock.Now().UTC()
+	tok := &api.ACLToken{AccessorID: newID(), SecretID: newID(), Name: "Bootstrap Token", Type: api.ACLTokenManagement,
+		Global: true, CreateTime: now}
+	idx, err := s.applyACL(ctx, &state.ACLWrite{Tokens: []*api.ACLToken{tok}, Bootstrap: true})
+	if err != nil {
+		return nil, fmt.Errorf("acl bootstrap: %w", err)
+	}
+	tok.CreateIndex, tok.ModifyIndex = idx, idx
+	return tok, nil
+}
+
+// UpsertACLPolicy validates and stores a policy.
+func (s *Server) UpsertACLPolicy(ctx context.Context, p *api.ACLPolicy) (uint64, error) {
+	if p.Name == "" || strings.ContainsAny(p.Name, "/ \t\n") {
+		return 0, api.Errorf(api.ErrBadRequest, fmt.Sprintf("ACL policy name %q: want letters, digits, - and _", p.Name))
+	}
+	if _, err := acl.Parse(p.Rules); err != nil {
+		return 0, api.Errorf(api.ErrBadRequest, fmt.Sprintf("ACL policy %q: %v", p.Name, err))
+	}
+	return s.applyACL(ctx, &state.ACLWrite{Policies: []*api.ACLPolicy{p}})
+}
+
+// DeleteACLPolicy removes a policy (not one a role names).
+func (s *Server) DeleteACLPolicy(ctx context.Context, name string) (uint64, error) {
+	return s.applyACL(ctx, &state.ACLWrite{DeletePolicies: []string{name}})
+}
+
+// UpsertACLToken creates a token (AccessorID empty: new IDs, TTL turned
+// into an expiry) or updates one's name, policies and roles.
+func (s *Server) UpsertACLToken(ctx context.Context, t *api.ACLToken) (*api.ACLToken, error) {
+	c := *t
+	switch c.Type {
+	case "":
+		c.Type = api.ACLTokenClient
+	case api.ACLTokenClient, api.ACLTokenManagement:
+	default:
+		return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("ACL token type %q: want client or management", c.Type))
+	}
+	if c.Type == api.ACLTokenClient && len(c.Policies) == 0 && len(c.Roles) == 0 {
+		return nil, api.Errorf(api.ErrBadRequest, "a client token needs policies or roles")
+	}
+	if c.Type == api.ACLTokenManagement && (len(c.Policies) > 0 || len(c.Roles) > 0) {
+		return nil, api.Errorf(api.ErrBadRequest, "a management token takes no policies or roles")
+	}
+	for i, l := range c.Roles {
+		if l.ID == "" && l.Name != "" {
+			r, err := s.State().ACLRoleByName(nil, l.Name)
+			if err != nil {
+				return nil, err
+			}
+			if r == nil {
+				return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("ACL role %q does not exist", l.Name))
+			}
+			c.Roles[i] = &api.ACLTokenRoleLink{ID: r.ID, Name: r.Name}
+		}
+	}
+	now := s.clock.Now().UTC()
+	if c.AccessorID == "" {
+		c.AccessorID, c.SecretID, c.CreateTime = newID(), newID(), now
+		if c.ExpirationTTL < 0 {
+			return nil, api.Errorf(api.ErrBadRequest, "ExpirationTTL must not be negative")
+		}
+		if c.ExpirationTTL > 0 {
+			exp := now.Add(c.ExpirationTTL)
+			c.ExpirationTime = &exp
+		}
+	} else {
+		old, err := s.State().ACLTokenByAccessor(nil, c.AccessorID)
+		if err != nil {
+			return nil, err
+		}
+		if old == nil {
+			return nil, api.Errorf(api.ErrNotFound, fmt.Sprintf("ACL token %q not found", c.AccessorID))
+		}
+		c.SecretID, c.CreateTime, c.ExpirationTime, c.Type = old.SecretID, old.CreateTime, old.ExpirationTime, old.Type
+	}
+	idx, err := s.applyACL(ctx, &state.ACLWrite{Tokens: []*api.ACLToken{&c}})
+	if err != nil {
+		return nil, err
+	}
+	c.ModifyIndex = idx
+	if c.CreateIndex == 0 {
+		c.CreateIndex = idx
+	}
+	return &c, nil
+}
+
+// DeleteACLToken removes a token by accessor.
+func (s *Server) DeleteACLToken(ctx context.Context, accessor string) (uint64, error) {
+	return s.applyACL(ctx, &state.ACLWrite{DeleteTokens: []string{accessor}})
+}
+
+// UpsertACLRole creates (ID empty) or replaces a role.
+func (s *Server) UpsertACLRole(ctx context.Context, r *api.ACLRole) (*api.ACLRole, error) {
+	c := *r
+	if c.Name == "" || len(c.Policies) == 0 {
+		return nil, api.Errorf(api.ErrBadRequest, "an ACL role needs a name and policies")
+	}
+	if c.ID == "" {
+		c.ID = newID()
+	}
+	idx, err := s.applyACL(ctx, &state.ACLWrite{Roles: []*api.ACLRole{&c}})
+	if err != nil {
+		return nil, err
+	}
+	c.ModifyIndex = idx
+	return &c, nil
+}
+
+// DeleteACLRole removes a role by ID.
+func (s *Server) DeleteACLRole(ctx context.Context, id string) (uint64, error) {
+	return s.applyACL(ctx, &state.ACLWrite{DeleteRoles: []string{id}})
+}
+
+// aclCache keeps the parsed policies by name and ModifyIndex.
+type aclCache struct {
+	mu       sync.Mutex
+	policies map[string]*cachedPolicy
+}
+
+type cachedPolicy struct {
+	index uint64
+	p     *acl.Policy
+}
+
+func (c *aclCache) policy(p *api.ACLPolicy) (*acl.Policy, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.policies[p.Name]; e != nil && e.index == p.ModifyIndex {
+		return e.p, nil
+	}
+	parsed, err := acl.Parse(p.Rules)
+	if err != nil {
+		return nil, err
+	}
+	if c.policies == nil {
+		c.policies = map[string]*cachedPolicy{}
+	}
+	c.policies[p.Name] = &cachedPolicy{index: p.ModifyIndex, p: parsed}
+	return parsed, nil
+}
+
+// nodeACL is what a client agent's node secret may do: write its node,
+// read jobs, allocs and services in every namespace.
+var nodeACL = func() *acl.ACL {
+	p, _ := acl.Parse(`node { policy = "write" }
+namespace "*" { policy = "read" }`)
+	return acl.New(p)
+}()
+
+// ResolveToken returns the ACL of a secret: a token's (expired ones are
+// refused), a node secret's (clients), or the anonymous policy's for "".
+// It also returns the token (nil for anonymous and node secrets).
+func (s *Server) ResolveToken(secret string) (*acl.ACL, *api.ACLToken, error) {
+	st := s.State()
+	var names []string
+	var tok *api.ACLToken
+	if secret != "" {
+		t, err := st.ACLTokenBySecret(nil, secret)
+		if err != nil {
+			return nil, nil, err
+		}
+		if t == nil {
+			n, err := st.NodeBySecretID(nil, secret)
+			if err != nil {
+				return nil, nil, err
+			}
+			if n != nil {
+				return nodeACL, nil, nil
+			}
+			return nil, nil, api.Errorf(api.ErrPermissionDenied, "ACL token not found")
+		}
+		if expired(t, s.clock.Now()) {
+			return nil, nil, api.Errorf(api.ErrPermissionDenied, "ACL token expired")
+		}
+		if t.Type == api.ACLTokenManagement {
+			return acl.Management(), t, nil
+		}
+		tok = t
+		names = append(names, t.Policies...)
+		for _, l := range t.Roles {
+			r, err := st.ACLRoleByID(nil, l.ID)
+			if err != nil {
+				return nil, nil, err
+			}
+			if r != nil {
+				for _, p := range r.Policies {
+					names = append(names, p.Name)
+				}
+			}
+		}
+	} else {
+		names = []string{AnonymousPolicy}
+	}
+	var ps []*acl.Policy
+	for _, n := range names {
+		p, err := st.ACLPolicyByName(nil, n)
+		if err != nil {
+			return nil, nil, err
+		}
+		if p == nil {
+			continue // a deleted policy grants nothing
+		}
+		parsed, err := s.aclPolicies.policy(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		ps = append(ps, parsed)
+	}
+	return acl.New(ps...), tok, nil
+}
+
+// expired reports whether a token's expiry passed at now.
+func expired(t *api.ACLToken, now time.Time) bool {
+	return t.ExpirationTime != nil && !now.Before(*t.ExpirationTime)
+}
