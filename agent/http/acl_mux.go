@@ -114,7 +114,7 @@ func (c capability) allow(a *acl.ACL, r *nethttp.Request) bool {
 	case "management":
 		return a.IsManagement()
 	case "token":
-		return true // resolved: any valid token (its own details)
+		return tokenOf(r) != "" // a valid token (resolved already), not anonymous
 	case "client":
 		return clientCap(r).allow(a, r)
 	}

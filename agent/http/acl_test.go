@@ -99,6 +99,40 @@ func TestACLEnforcement(t *testing.T) {
 			t.Errorf("%s %s with the dev token = %d, want 403", c.method, c.path, code)
 		}
 	}
+	// The event stream shows the dev token default's events, not ml's
+	// (ml's job came first).
+	if code, b := a.doAs("PUT", "/v1/jobs", ml, mgmt); code != 200 {
+		t.Fatalf("submit in ml = %d %s", code, b)
+	}
+	dj := webJob(1)
+	dj["Job"].(map[string]any)["ID"] = "after"
+	if code, b := a.doAs("PUT", "/v1/jobs", dj, dev); code != 200 {
+		t.Fatalf("submit after = %d %s", code, b)
+	}
+	req, _ := nethttp.NewRequest("GET", a.ts.URL+"/v1/event/stream?topic=Job&index=1", nil)
+	req.Header.Set(api.HeaderToken, tok.SecretID)
+	resp, err := a.ts.Client().Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("event stream: %v %v", err, resp)
+	}
+	dec := json.NewDecoder(resp.Body)
+	for seen := false; !seen; {
+		var batch api.Events
+		if err := dec.Decode(&batch); err != nil {
+			t.Fatalf("event stream: %v", err)
+		}
+		for _, e := range batch.Events {
+			if e.Namespace == "ml" {
+				t.Fatalf("the dev token saw an ml event: %+v", e)
+			}
+			seen = seen || e.Key == "after"
+		}
+	}
+	resp.Body.Close()
+	if code, _ := a.doAs("GET", "/v1/namespaces", nil, nil); code != 403 {
+		t.Errorf("anonymous namespace list = %d, want 403", code)
+	}
+
 	var self api.ACLToken
 	if code, b := a.doAs("GET", "/v1/acl/token/self", nil, dev); code != 200 || json.Unmarshal(b, &self) != nil || self.AccessorID != tok.AccessorID {
 		t.Errorf("token self = %d %s", code, b)

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/acl"
 )
 
 // parseTopics reads ?topic=Job:web&topic=Allocation:* into topic -> keys.
@@ -98,6 +100,32 @@ func (s *HTTPServer) eventStream(w nethttp.ResponseWriter, r *nethttp.Request) {
 		<-readerDone
 	}()
 
+	// Events are filtered by ?namespace= (none or "*": all) and, with
+	// ACLs, by what the token may read: an event of a namespace needs
+	// read-job there, a node event node read.
+	nsFilter, a := q.Get("namespace"), aclOf(r)
+	keep := func(b api.Events) api.Events {
+		if (nsFilter == "" || nsFilter == allNamespaces) && a == nil {
+			return b
+		}
+		out := b
+		out.Events = nil
+		for _, e := range b.Events {
+			if nsFilter != "" && nsFilter != allNamespaces && e.Namespace != "" && e.Namespace != nsFilter {
+				continue
+			}
+			if a != nil && !a.IsManagement() {
+				switch {
+				case e.Topic == api.TopicNode && !a.AllowNode(false):
+					continue
+				case e.Topic != api.TopicNode && !a.AllowNamespace(cmp.Or(e.Namespace, api.DefaultNamespace), acl.CapReadJob):
+					continue
+				}
+			}
+			out.Events = append(out.Events, e)
+		}
+		return out
+	}
 	enc := json.NewEncoder(w)
 	tick := time.NewTicker(s.cfg.EventHeartbeat)
 	defer tick.Stop()
@@ -111,6 +139,9 @@ func (s *HTTPServer) eventStream(w nethttp.ResponseWriter, r *nethttp.Request) {
 			s.log.Debug("event stream ended", "err", err)
 			return
 		case b := <-batches:
+			if b = keep(b); len(b.Events) == 0 {
+				continue
+			}
 			v = b
 		case <-tick.C:
 			v = struct{}{}
