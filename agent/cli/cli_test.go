@@ -22,10 +22,13 @@ func startAPI(t *testing.T) string {
 
 // startAgent runs a real dev agent, with the client role when client is
 // set, on a free port and returns its address once a leader is known.
-func startAgent(t *testing.T, client bool) string {
+func startAgent(t *testing.T, client bool, mod ...func(*config.Config)) string {
 	t.Helper()
 	cfg := config.Dev()
 	cfg.Client.Enabled = client
+	for _, m := range mod {
+		m(cfg)
+	}
 	cfg.Ports.HTTP = 0
 	cfg.Name = "cli-test"
 	a, err := agent.New(cfg, slog.New(slog.DiscardHandler))

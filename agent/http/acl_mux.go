@@ -60,6 +60,13 @@ func (s *HTTPServer) enforce(c capability, h nethttp.Handler) nethttp.Handler {
 			return
 		}
 		a, _, err := res.ResolveToken(tokenOf(r))
+		if err != nil && c.kind == "register" && r.Header.Get(api.HeaderToken) == "" && r.Header.Get(api.NodeSecretHeader) != "" {
+			// A client registering its node for the first time: its secret
+			// is not known yet; the server refuses a secret that does not
+			// match an existing node.
+			h.ServeHTTP(w, r)
+			return
+		}
 		if err != nil {
 			writeError(w, api.AsError(err))
 			return
@@ -105,7 +112,7 @@ func (c capability) allow(a *acl.ACL, r *nethttp.Request) bool {
 	switch c.kind {
 	case "namespace":
 		return a.AllowNamespace(reqNamespace(r), c.cap)
-	case "node":
+	case "node", "register":
 		return a.AllowNode(c.write)
 	case "agent":
 		return a.AllowAgent(c.write)
@@ -161,6 +168,8 @@ var (
 	opWrite    = level("operator", true)
 	management = capability{kind: "management"}
 	anyToken   = capability{kind: "token"}
+	// nodeRegister is node write, or a client's first registration with its node secret.
+	nodeRegister = capability{kind: "register", write: true}
 )
 
 type aclKey struct{}

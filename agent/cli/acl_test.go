@@ -1,0 +1,117 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover/drover/agent/config"
+	"github.com/drover/drover/api"
+)
+
+// acl bootstrap | policy apply | token create | token self on a dev agent
+// with ACLs on: its client registers and reports a job's allocs with its
+// node secret;
+// a client token runs jobs in its namespace and is refused elsewhere;
+// without a token the CLI exits 1 with the permission error.
+func TestCLIACL(t *testing.T) {
+	addr := startAgent(t, true, func(c *config.Config) { c.ACLEnabled = true })
+	dir := t.TempDir()
+	cli := func(token string, args ...string) (int, string, string) {
+		t.Helper()
+		args = append(args, "-address", addr)
+		if token != "" {
+			args = append(args, "-token", token)
+		}
+		return runCLI(t, args...)
+	}
+	code, out, stderr := cli("", "acl", "bootstrap", "-json")
+	var boot api.ACLToken
+	if code != 0 || json.Unmarshal([]byte(out), &boot) != nil || boot.SecretID == "" {
+		t.Fatalf("acl bootstrap: %d %q %q", code, out, stderr)
+	}
+	if code, _, stderr := cli("", "acl", "bootstrap"); code != ExitError || !strings.Contains(stderr, "already done") {
+		t.Errorf("second bootstrap: %d %q", code, stderr)
+	}
+	mgmt := boot.SecretID
+	rules := writeFile(t, dir, "dev.hcl", "namespace \"default\" {\n  policy = \"write\"\n}\nnode {\n  policy = \"read\"\n}\n")
+	if code, out, stderr := cli(mgmt, "acl", "policy", "apply", "dev", rules); code != 0 || !strings.Contains(out, `"dev"`) {
+		t.Fatalf("policy apply: %d %q %q", code, out, stderr)
+	}
+	code, out, stderr = cli(mgmt, "acl", "token", "create", "-name", "ci", "-policy", "dev", "-json")
+	var tok api.ACLToken
+	if code != 0 || json.Unmarshal([]byte(out), &tok) != nil || tok.SecretID == "" {
+		t.Fatalf("token create: %d %q %q", code, out, stderr)
+	}
+	if code, out, _ := cli(tok.SecretID, "acl", "token", "self"); code != 0 || !strings.Contains(out, tok.AccessorID) || !strings.Contains(out, "dev") {
+		t.Errorf("token self: %d %q", code, out)
+	}
+	if code, _, stderr := cli("", "job", "status"); code != ExitError || !strings.Contains(stderr, "Permission denied") {
+		t.Errorf("job status without a token: %d %q", code, stderr)
+	}
+	job := writeFile(t, dir, "web.hcl", rootJobHCL)
+	if code, _, stderr := cli(tok.SecretID, "job", "run", "-detach", job); code != 0 {
+		t.Fatalf("job run with the client token: %d %q", code, stderr)
+	}
+	if code, _, stderr := cli(tok.SecretID, "namespace", "apply", "other"); code != ExitError || !strings.Contains(stderr, "Permission denied") {
+		t.Errorf("namespace apply with a client token: %d %q", code, stderr)
+	}
+	// The client registered with its node secret, fetched its allocs and
+	// reported them failed: exec refuses root before any executor starts
+	// (this in-process agent has no executor binary).
+	c := api.NewClient(addr)
+	c.Token = mgmt
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		allocs, _, err := c.JobAllocations(t.Context(), "web", nil)
+		reported := 0
+		for _, a := range allocs {
+			if ts := a.TaskStates["srv"]; a.ClientStatus == api.AllocClientStatusFailed && ts != nil && len(ts.Events) > 0 {
+				reported++
+			}
+		}
+		if err == nil && reported == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			b, _ := json.Marshal(allocs)
+			t.Fatalf("the client did not report web's allocs under ACLs: %v %s", err, b)
+		}
+		time.Sleep(20 * time.Millisecond) // polling the agent, with a deadline
+	}
+	if code, out, _ := cli(tok.SecretID, "node", "status"); code != 0 || !strings.Contains(out, "ready") {
+		t.Errorf("node status with node read: %d %q", code, out)
+	}
+	if code, out, _ := cli(mgmt, "acl", "token", "list"); code != 0 || !strings.Contains(out, "ci") || strings.Contains(out, tok.SecretID) {
+		t.Errorf("token list: %d %q", code, out)
+	}
+}
+
+// rootJobHCL fails on the client at once: exec denies root by default.
+const rootJobHCL = `job "web" {
+  group "web" {
+    count = 2
+    restart {
+      attempts = 0
+      mode     = "fail"
+    }
+    reschedule {
+      attempts  = 0
+      unlimited = false
+    }
+    task "srv" {
+      driver = "exec"
+      user   = "root"
+      config {
+        command = "/bin/sleep"
+        args    = ["300"]
+      }
+      resources {
+        cpu    = 100
+        memory = 64
+      }
+    }
+  }
+}
+`
