@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/drover/drover/server/glob"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -228,7 +229,7 @@ func (a *ACL) nsRule(ns string) map[string]bool {
 	var best map[string]bool
 	bestLen := -1
 	for pat, caps := range a.ns {
-		if strings.Contains(pat, "*") && globMatch(pat, ns) {
+		if strings.Contains(pat, "*") && glob.Match(pat, ns) {
 			if l := len(strings.ReplaceAll(pat, "*", "")); l > bestLen {
 				best, bestLen = caps, l
 			}
@@ -317,7 +318,7 @@ func (a *ACL) AllowQueue(name string, write bool) bool {
 	if !ok {
 		bestLen := -1
 		for pat, ql := range a.queues {
-			if strings.Contains(pat, "*") && globMatch(pat, name) {
+			if strings.Contains(pat, "*") && glob.Match(pat, name) {
 				if n := len(strings.ReplaceAll(pat, "*", "")); n > bestLen {
 					l, bestLen = ql, n
 				}
@@ -325,22 +326,4 @@ func (a *ACL) AllowQueue(name string, write bool) bool {
 		}
 	}
 	return allow(a, l, write)
-}
-
-// globMatch matches s against a pattern where * matches any run.
-func globMatch(p, s string) bool {
-	parts := strings.Split(p, "*")
-	if !strings.HasPrefix(s, parts[0]) {
-		return false
-	}
-	s = s[len(parts[0]):]
-	last := parts[len(parts)-1]
-	for _, mid := range parts[1 : len(parts)-1] {
-		i := strings.Index(s, mid)
-		if i < 0 {
-			return false
-		}
-		s = s[i+len(mid):]
-	}
-	return len(parts) == 1 && s == "" || len(parts) > 1 && strings.HasSuffix(s, last)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/server/capacity"
+	"github.com/drover/drover/server/glob"
 )
 
 // nodeState is one candidate node with its free resources, computed
@@ -179,32 +180,11 @@ func dcMatch(patterns []string, dc string) bool {
 		return true
 	}
 	for _, p := range patterns {
-		if globMatch(p, dc) {
+		if glob.Match(p, dc) {
 			return true
 		}
 	}
 	return false
-}
-
-// globMatch matches s against a pattern where * matches any run.
-func globMatch(p, s string) bool {
-	if !strings.Contains(p, "*") {
-		return p == s
-	}
-	parts := strings.Split(p, "*")
-	if !strings.HasPrefix(s, parts[0]) {
-		return false
-	}
-	s = s[len(parts[0]):]
-	last := parts[len(parts)-1]
-	for _, mid := range parts[1 : len(parts)-1] {
-		i := strings.Index(s, mid)
-		if i < 0 {
-			return false
-		}
-		s = s[i+len(mid):]
-	}
-	return strings.HasSuffix(s, last)
 }
 
 func poolMatch(jobPool, nodePool string) bool {
