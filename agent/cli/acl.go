@@ -64,7 +64,7 @@ func newACLPolicyApplyCmd() *cobra.Command {
 		var b []byte
 		var err error
 		if args[1] == "-" {
-			b, err = io.ReadAll(io.LimitReader(cmd.InOrStdin(), 1<<20))
+			b, err = io.ReadAll(io.LimitReader(cmd.InOrStdin(), maxSpecFile))
 		} else {
 			b, err = os.ReadFile(args[1])
 		}
