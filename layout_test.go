@@ -33,6 +33,8 @@ var rules = []rule{
 	{prefix: "server/capacity", stdOnly: true, allowed: func(i string) bool { return under(i, "api") }},
 	// fairshare is the pure fair-share calculator the scheduler and the server share.
 	{prefix: "server/fairshare", stdOnly: true, allowed: func(i string) bool { return under(i, "api") }},
+	// glob is the pure pattern matcher the scheduler and server/acl share.
+	{prefix: "server/glob", stdOnly: true, allowed: func(string) bool { return false }},
 	// ui's tests start the real binary through the shared test helpers.
 	{prefix: "ui", allowed: func(i string) bool { return under(i, "api") },
 		testAllowed: func(i string) bool { return i == "drivers/drivertest" }},

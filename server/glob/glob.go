@@ -1,5 +1,3 @@
-// Package glob matches names against the patterns of job datacenters and ACL
-// rules, where * matches any run of characters (an empty one included).
 package glob
 
 import "strings"
