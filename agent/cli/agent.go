@@ -33,7 +33,7 @@ type agentFlags struct {
 	retryJoin                       []string
 	topology                        map[string]string
 	hostVolumes                     []string
-	aclEnabled                      bool
+	aclEnabled, insecure            bool
 }
 
 func newAgentCmd() *cobra.Command {
@@ -52,7 +52,7 @@ Settings come from -config FILE (HCL, Nomad's agent grammar), then flags.`,
 	fl.BoolVar(&f.client, "client", false, "run the client role")
 	fl.StringVar(&f.config, "config", "", "HCL agent config file")
 	fl.StringVar(&f.dataDir, "data-dir", "", "directory for Raft and client state")
-	fl.StringVar(&f.bind, "bind", "", "address to bind (default 0.0.0.0, 127.0.0.1 with -dev)")
+	fl.StringVar(&f.bind, "bind", "", "address to bind (default 127.0.0.1; another needs -acl-enabled or -insecure)")
 	fl.IntVar(&f.httpPort, "http-port", config.DefaultHTTPPort, "HTTP API port (0: any free port)")
 	fl.IntVar(&f.raftPort, "raft-port", config.DefaultRaftPort, "Raft port")
 	fl.IntVar(&f.gossipPort, "gossip-port", config.DefaultGossipPort, "gossip port")
@@ -70,6 +70,7 @@ Settings come from -config FILE (HCL, Nomad's agent grammar), then flags.`,
 		"without -topology the node gets a simulated rack and block from the number in its name")
 	fl.StringToStringVar(&f.topology, "topology", nil, "the node's network topology domains by level (rack=r1,block=b0): node meta topology.<level>")
 	fl.BoolVar(&f.aclEnabled, "acl-enabled", false, "enforce ACLs (bootstrap a management token with drover acl bootstrap)")
+	fl.BoolVar(&f.insecure, "insecure", false, "allow a bind address other machines reach with ACLs off (no authentication at all)")
 	fl.StringArrayVar(&f.hostVolumes, "host-volume", nil, "a host volume jobs may mount: name=/path or name=/path:ro (repeatable)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		cfg, err := f.build(cmd)
@@ -154,6 +155,9 @@ func (f *agentFlags) build(cmd *cobra.Command) (*config.Config, error) {
 	}
 	if set("acl-enabled") {
 		cfg.ACLEnabled = f.aclEnabled
+	}
+	if set("insecure") {
+		cfg.Insecure = f.insecure
 	}
 	for _, hv := range f.hostVolumes {
 		name, path, ro, err := config.ParseHostVolumeFlag(hv)

@@ -73,3 +73,28 @@ func TestAgentTopologyFlag(t *testing.T) {
 		t.Errorf("node meta (-want +got):\n%s", diff)
 	}
 }
+
+// TestAgentInsecureFlag: -insecure (or acl_enabled) lets an agent bind every interface.
+func TestAgentInsecureFlag(t *testing.T) {
+	for _, args := range [][]string{
+		{"--server", "--data-dir", t.TempDir(), "--bind", "0.0.0.0", "--insecure"},
+		{"--server", "--data-dir", t.TempDir(), "--bind", "0.0.0.0", "--acl-enabled"},
+	} {
+		cmd := newAgentCmd()
+		if err := cmd.ParseFlags(args); err != nil {
+			t.Fatal(err)
+		}
+		var f agentFlags
+		f.server, f.bind = true, "0.0.0.0"
+		f.dataDir, _ = cmd.Flags().GetString("data-dir")
+		f.insecure, _ = cmd.Flags().GetBool("insecure")
+		f.aclEnabled, _ = cmd.Flags().GetBool("acl-enabled")
+		cfg, err := f.build(cmd)
+		if err != nil {
+			t.Fatalf("build %v: %v", args, err)
+		}
+		if cfg.BindAddr != "0.0.0.0" || cfg.Insecure != f.insecure {
+			t.Errorf("build %v: bind %q insecure %v", args, cfg.BindAddr, cfg.Insecure)
+		}
+	}
+}

@@ -114,6 +114,15 @@ func TestCLIUsageExitCodes(t *testing.T) {
 	}
 }
 
+// TestCLIAgentRefusesOpenBind: an agent other machines could reach with
+// ACLs off is refused unless -insecure says so.
+func TestCLIAgentRefusesOpenBind(t *testing.T) {
+	code, _, stderr := runCLI(t, "agent", "-server", "-data-dir", t.TempDir(), "-bind", "0.0.0.0")
+	if code != ExitUsage || !strings.Contains(stderr, "ACLs are off") || !strings.Contains(stderr, "-insecure") {
+		t.Errorf("agent -bind 0.0.0.0 without ACLs: exit %d stderr %q, want %d naming -insecure", code, stderr, ExitUsage)
+	}
+}
+
 func TestCLIAgentBadConfigFile(t *testing.T) {
 	p := writeFile(t, t.TempDir(), "agent.hcl", "server {\n  bootstrap_expekt = 1\n}\n")
 	code, _, stderr := runCLI(t, "agent", "-dev", "-config", p)

@@ -38,6 +38,10 @@ type Config struct {
 	// ACLEnabled enforces ACLs on the HTTP API (HCL acl { enabled = true },
 	// or -acl-enabled).
 	ACLEnabled bool
+	// Insecure allows a bind address other machines can reach with ACLs
+	// off (HCL insecure = true, or -insecure); without it such a config
+	// is refused.
+	Insecure   bool
 	Name       string
 	Region     string
 	Datacenter string
@@ -192,7 +196,7 @@ func (c *Client) HasTopology() bool {
 // Default returns the settings used when nothing else is given.
 func Default() *Config {
 	return &Config{
-		Region: "global", Datacenter: "dc1", BindAddr: "0.0.0.0", LogLevel: "info",
+		Region: "global", Datacenter: "dc1", BindAddr: "127.0.0.1", LogLevel: "info",
 		Ports:   Ports{HTTP: DefaultHTTPPort, Raft: DefaultRaftPort, Gossip: DefaultGossipPort},
 		Client:  Client{NodePool: "default", Meta: map[string]string{}, Options: map[string]string{}, Topology: map[string]string{}},
 		Plugins: map[string]map[string]any{},
@@ -243,6 +247,10 @@ func (c *Config) Validate() error {
 	if c.BindAddr != "" && net.ParseIP(c.BindAddr) == nil {
 		errs = append(errs, fmt.Sprintf("bind address %q is not an IP address", c.BindAddr))
 	}
+	if c.BindAddr != "" && !c.ACLEnabled && !c.Insecure && !loopback(c.BindAddr) {
+		errs = append(errs, fmt.Sprintf("bind address %s is reachable from other machines and ACLs are off: anyone who reaches it "+
+			"could run jobs and read task files; enable ACLs (-acl-enabled, acl { enabled = true }) or accept that with -insecure", c.BindAddr))
+	}
 	if c.Server.Encrypt != "" {
 		if k, err := base64.StdEncoding.DecodeString(c.Server.Encrypt); err != nil || (len(k) != 16 && len(k) != 24 && len(k) != 32) {
 			errs = append(errs, "encrypt must be a base64 key of 16, 24 or 32 bytes (drover operator gossip keyring generate)")
@@ -287,6 +295,13 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// loopback reports whether addr (an IP) is reachable from this machine
+// only; 0.0.0.0 and :: are every interface.
+func loopback(addr string) bool {
+	ip := net.ParseIP(addr)
+	return ip != nil && ip.IsLoopback()
+}
+
 // file mirrors the HCL grammar.
 type file struct {
 	Name          *string       `hcl:"name,optional"`
@@ -294,6 +309,7 @@ type file struct {
 	Datacenter    *string       `hcl:"datacenter,optional"`
 	DataDir       *string       `hcl:"data_dir,optional"`
 	BindAddr      *string       `hcl:"bind_addr,optional"`
+	Insecure      *bool         `hcl:"insecure,optional"`
 	LogLevel      *string       `hcl:"log_level,optional"`
 	AdvertiseHTTP *string       `hcl:"advertise_http,optional"`
 	LeaveOnTerm   *bool         `hcl:"leave_on_terminate,optional"`
@@ -417,6 +433,9 @@ func Parse(src []byte, filename string, base *Config) (*Config, error) {
 	set(&c.BindAddr, fc.BindAddr)
 	set(&c.LogLevel, fc.LogLevel)
 	set(&c.AdvertiseHTTP, fc.AdvertiseHTTP)
+	if fc.Insecure != nil {
+		c.Insecure = *fc.Insecure
+	}
 	if fc.LeaveOnTerm != nil {
 		c.Server.LeaveOnTerminate = *fc.LeaveOnTerm
 	}

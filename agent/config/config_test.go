@@ -16,7 +16,8 @@ name       = "n1"
 region     = "eu"
 datacenter = "dc2"
 data_dir   = "/var/lib/drover"
-bind_addr  = "127.0.0.1"
+bind_addr  = "10.0.0.2"
+insecure   = true
 ports {
   http = 5646
   rpc  = 5647
@@ -54,7 +55,8 @@ plugin "raw_exec" {
 		t.Fatalf("Parse: %v", err)
 	}
 	want := Default()
-	want.Name, want.Region, want.Datacenter, want.DataDir, want.BindAddr = "n1", "eu", "dc2", "/var/lib/drover", "127.0.0.1"
+	want.Name, want.Region, want.Datacenter, want.DataDir, want.BindAddr = "n1", "eu", "dc2", "/var/lib/drover", "10.0.0.2"
+	want.Insecure = true
 	want.Ports = Ports{HTTP: 5646, Raft: 5647, Gossip: 5648}
 	want.Server = Server{Enabled: true, BootstrapExpect: 3, NumSchedulers: 2}
 	want.Join = []string{"10.0.0.1:4648"}
@@ -143,6 +145,13 @@ func TestValidate(t *testing.T) {
 		{"client without servers", func(c *Config) { c.Client.Enabled = true }, "needs servers"},
 		{"bad port", func(c *Config) { *c = *Dev(); c.Ports.HTTP = 70000 }, "http port 70000"},
 		{"bad bind", func(c *Config) { *c = *Dev(); c.BindAddr = "localhost" }, "not an IP"},
+		{"default bind is loopback", func(c *Config) { c.Server.Enabled, c.DataDir = true, "/d" }, ""},
+		{"all interfaces, ACLs off", func(c *Config) { *c = *Dev(); c.BindAddr = "0.0.0.0" }, "ACLs are off"},
+		{"public IP, ACLs off", func(c *Config) { c.Server.Enabled, c.DataDir, c.BindAddr = true, "/d", "10.1.2.3" }, "-insecure"},
+		{"IPv6 any, ACLs off", func(c *Config) { *c = *Dev(); c.BindAddr = "::" }, "ACLs are off"},
+		{"all interfaces, ACLs on", func(c *Config) { *c = *Dev(); c.BindAddr, c.ACLEnabled = "0.0.0.0", true }, ""},
+		{"all interfaces, insecure", func(c *Config) { *c = *Dev(); c.BindAddr, c.Insecure = "0.0.0.0", true }, ""},
+		{"IPv6 loopback", func(c *Config) { *c = *Dev(); c.BindAddr = "::1" }, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Default()
@@ -163,6 +172,9 @@ func TestValidate(t *testing.T) {
 
 func TestAdvertisedHTTP(t *testing.T) {
 	c := Default()
+	if c.BindAddr != "127.0.0.1" {
+		t.Errorf("default bind = %q, want 127.0.0.1 (secure default)", c.BindAddr)
+	}
 	if got, want := c.AdvertisedHTTP(), "127.0.0.1:4646"; got != want {
 		t.Errorf("AdvertisedHTTP() = %q, want %q", got, want)
 	}

@@ -3,9 +3,11 @@
 // ports, server { ... }, client { ... } (with meta, options and a
 // topology { rack = "r1" } block of network topology levels, which become
 // node meta "topology.<level>"), plugin "name" { config { ... } },
-// limits { ... } of the HTTP API),
+// limits { ... } of the HTTP API, acl { enabled }, insecure),
 // defaults, dev-mode settings, merging of files and command-line flags, and
-// validation.
+// validation. Secure defaults: the agent binds 127.0.0.1, and a bind
+// address other machines can reach is refused while ACLs are off unless
+// insecure is set.
 //
 // It imports only the standard library, hcl/v2 and go-cty (no drover
 // package but api): the agent turns a Config into server.Config and
