@@ -128,6 +128,11 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 	}
 	if !cfg.Server.Enabled {
 		hcfg.Servers = cfg.Client.Servers
+		if cfg.ACLEnabled {
+			// A client-only agent serves /v1/client/* itself: it asks its
+			// servers what each token may do.
+			hcfg.ACL = &agenthttp.RemoteACL{Servers: cfg.Client.Servers}
+		}
 	}
 	if cfg.Client.Enabled {
 		c, cerr := a.newClient()

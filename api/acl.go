@@ -154,3 +154,14 @@ type ACLBindingRule struct {
 	CreateIndex uint64    `json:"CreateIndex"`
 	ModifyIndex uint64    `json:"ModifyIndex"`
 }
+
+// ACLResolution is what GET /v1/acl/resolve answers for the request's own
+// secret: whether it is a management token, else the rules of its
+// policies (roles expanded; a node secret's too). A client-only agent
+// compiles them to enforce ACLs on its own routes.
+type ACLResolution struct {
+	Management     bool       `json:"Management"`
+	Rules          []string   `json:"Rules,omitempty"`
+	AccessorID     string     `json:"AccessorID,omitempty"`
+	ExpirationTime *time.Time `json:"ExpirationTime,omitempty"`
+}

@@ -172,48 +172,58 @@ func (c *aclCache) policy(p *api.ACLPolicy) (*acl.Policy, error) {
 	return parsed, nil
 }
 
-// nodeACL is what a client agent's node secret may do: write its node,
+// nodeRules is what a client agent's node secret may do: write its node,
 // read jobs, allocs and services in every namespace.
+const nodeRules = `node { policy = "write" }
+namespace "*" { policy = "read" }`
+
 var nodeACL = func() *acl.ACL {
-	p, _ := acl.Parse(`node { policy = "write" }
-namespace "*" { policy = "read" }`)
+	p, _ := acl.Parse(nodeRules)
 	return acl.New(p)
 }()
 
-// ResolveToken returns the ACL of a secret: a token's (expired ones are
-// refused), a node secret's (clients), or the anonymous policy's for "".
-// It also returns the token (nil for anonymous and node secrets).
-func (s *Server) ResolveToken(secret string) (*acl.ACL, *api.ACLToken, error) {
+// resolved is what a secret stands for: a management token, a node
+// secret, or a token (nil for anonymous) with its policies.
+type resolved struct {
+	management, node bool
+	token            *api.ACLToken
+	policies         []*api.ACLPolicy
+}
+
+// resolve looks a secret up: a token (expired ones are refused, roles
+// expanded, deleted policies skipped), a node secret, or "" (anonymous).
+func (s *Server) resolve(secret string) (*resolved, error) {
 	st := s.State()
 	var names []string
-	var tok *api.ACLToken
+	res := &resolved{}
 	if secret != "" {
 		t, err := st.ACLTokenBySecret(nil, secret)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if t == nil {
 			n, err := st.NodeBySecretID(nil, secret)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			if n != nil {
-				return nodeACL, nil, nil
+				return &resolved{node: true}, nil
 			}
-			return nil, nil, api.Errorf(api.ErrPermissionDenied, "ACL token not found")
+			return nil, api.Errorf(api.ErrPermissionDenied, "ACL token not found")
 		}
 		if expired(t, s.clock.Now()) {
-			return nil, nil, api.Errorf(api.ErrPermissionDenied, "ACL token expired")
+			return nil, api.Errorf(api.ErrPermissionDenied, "ACL token expired")
 		}
+		res.token = t
 		if t.Type == api.ACLTokenManagement {
-			return acl.Management(), t, nil
+			res.management = true
+			return res, nil
 		}
-		tok = t
 		names = append(names, t.Policies...)
 		for _, l := range t.Roles {
 			r, err := st.ACLRoleByID(nil, l.ID)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			if r != nil {
 				for _, p := range r.Policies {
@@ -224,22 +234,61 @@ func (s *Server) ResolveToken(secret string) (*acl.ACL, *api.ACLToken, error) {
 	} else {
 		names = []string{AnonymousPolicy}
 	}
-	var ps []*acl.Policy
 	for _, n := range names {
 		p, err := st.ACLPolicyByName(nil, n)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		if p == nil {
-			continue // a deleted policy grants nothing
+		if p != nil { // a deleted policy grants nothing
+			res.policies = append(res.policies, p)
 		}
+	}
+	return res, nil
+}
+
+// ResolveToken returns the ACL of a secret: a token's (expired ones are
+// refused), a node secret's (clients), or the anonymous policy's for "".
+// It also returns the token (nil for anonymous and node secrets).
+func (s *Server) ResolveToken(secret string) (*acl.ACL, *api.ACLToken, error) {
+	res, err := s.resolve(secret)
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case res.node:
+		return nodeACL, nil, nil
+	case res.management:
+		return acl.Management(), res.token, nil
+	}
+	ps := make([]*acl.Policy, 0, len(res.policies))
+	for _, p := range res.policies {
 		parsed, err := s.aclPolicies.policy(p)
 		if err != nil {
 			return nil, nil, err
 		}
 		ps = append(ps, parsed)
 	}
-	return acl.New(ps...), tok, nil
+	return acl.New(ps...), res.token, nil
+}
+
+// ResolveRules is ResolveToken for a client-only agent that enforces ACLs
+// on its own routes (GET /v1/acl/resolve): the caller's own token's
+// rules, which the agent compiles and caches.
+func (s *Server) ResolveRules(secret string) (*api.ACLResolution, error) {
+	res, err := s.resolve(secret)
+	if err != nil {
+		return nil, err
+	}
+	out := &api.ACLResolution{Management: res.management}
+	if res.node {
+		out.Rules = []string{nodeRules}
+	}
+	for _, p := range res.policies {
+		out.Rules = append(out.Rules, p.Rules)
+	}
+	if t := res.token; t != nil {
+		out.AccessorID, out.ExpirationTime = t.AccessorID, t.ExpirationTime
+	}
+	return out, nil
 }
 
 // expired reports whether a token's expiry passed at now.

@@ -51,6 +51,7 @@ func (s *HTTPServer) aclRoutes() {
 	h("DELETE /v1/acl/policy/{name}", s.aclPolicyDelete)
 	h("GET /v1/acl/tokens", s.aclTokenList)
 	h("GET /v1/acl/token/self", s.aclTokenSelf)
+	h("GET /v1/acl/resolve", s.aclResolve)
 	h("GET /v1/acl/token/{id}", s.aclTokenGet)
 	h("DELETE /v1/acl/token/{id}", s.aclTokenDelete)
 	h("GET /v1/acl/roles", s.aclRoleList)
@@ -205,6 +206,25 @@ func (s *HTTPServer) aclTokenSelf(w nethttp.ResponseWriter, r *nethttp.Request) 
 		err = api.Errorf(api.ErrNotFound, "no ACL token in the request")
 	}
 	return t, err
+}
+
+// ACLRulesResolver is the optional side of ACLResolver that answers
+// client-only agents (server.ResolveRules).
+type ACLRulesResolver interface {
+	ResolveRules(secret string) (*api.ACLResolution, error)
+}
+
+// aclResolve answers what the request's own secret may do, for client-only
+// agents that enforce ACLs on their routes (RemoteACL).
+func (s *HTTPServer) aclResolve(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if _, _, err := s.aclSides(); err != nil {
+		return nil, err
+	}
+	rr, ok := s.cfg.ACL.(ACLRulesResolver)
+	if !ok {
+		return nil, api.Errorf(api.ErrUnavailable, "ACL resolution is not available on this agent")
+	}
+	return rr.ResolveRules(tokenOf(r))
 }
 
 func (s *HTTPServer) aclTokenGet(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {

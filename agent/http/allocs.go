@@ -39,15 +39,22 @@ func (s *HTTPServer) allocGet(w nethttp.ResponseWriter, r *nethttp.Request) (any
 	})
 }
 
-// lookupAlloc finds an alloc by ID or unambiguous prefix.
+// lookupAlloc finds an alloc by ID or unambiguous prefix (read-job in
+// its namespace).
 func (s *HTTPServer) lookupAlloc(ws memdb.WatchSet, r *nethttp.Request, id string) (*api.Allocation, error) {
+	return s.lookupAllocFor(ws, r, id, acl.CapReadJob)
+}
+
+// lookupAllocFor is lookupAlloc for an action that needs capability c in
+// the alloc's namespace (read-logs for its logs, ...).
+func (s *HTTPServer) lookupAllocFor(ws memdb.WatchSet, r *nethttp.Request, id, c string) (*api.Allocation, error) {
 	a, err := s.cfg.State.AllocByID(ws, id)
 	if err != nil {
 		return nil, err
 	}
 	if a != nil {
 		// An alloc is read in its own namespace, whatever the query says.
-		if err := allowObject(r, a.Namespace, acl.CapReadJob); err != nil {
+		if err := allowObject(r, a.Namespace, c); err != nil {
 			return nil, err
 		}
 		return a, nil
@@ -63,7 +70,7 @@ func (s *HTTPServer) lookupAlloc(ws memdb.WatchSet, r *nethttp.Request, id strin
 		}
 		switch len(list) {
 		case 1:
-			if err := allowObject(r, list[0].Namespace, acl.CapReadJob); err != nil {
+			if err := allowObject(r, list[0].Namespace, c); err != nil {
 				return nil, err
 			}
 			return list[0], nil

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/acl"
 )
 
 // headerForwarded marks a request forwarded once, so agents never loop.
@@ -36,15 +37,13 @@ func (s *HTTPServer) clientRoute(w nethttp.ResponseWriter, r *nethttp.Request) {
 		return
 	}
 	allocID := clientAllocID(r.URL.Path)
+	// The action's capability in the alloc's own namespace.
+	need := acl.CapReadJob
+	if c := clientCap(r); c.kind == "namespace" {
+		need = c.cap
+	}
 	if aclOf(r) != nil && allocID != "" && s.cfg.State != nil {
-		// The action's capability in the alloc's own namespace.
-		a, err := s.lookupAlloc(nil, r, allocID)
-		if err == nil {
-			if c := clientCap(r); c.kind == "namespace" {
-				err = allowObject(r, a.Namespace, c.cap)
-			}
-		}
-		if err != nil {
+		if _, err := s.lookupAllocFor(nil, r, allocID, need); err != nil {
 			writeError(w, api.AsError(err))
 			return
 		}
@@ -62,7 +61,7 @@ func (s *HTTPServer) clientRoute(w nethttp.ResponseWriter, r *nethttp.Request) {
 		writeError(w, api.AsError(notFound(api.ErrAllocNotFound, "allocation", allocID)))
 		return
 	}
-	a, err := s.lookupAlloc(nil, r, allocID)
+	a, err := s.lookupAllocFor(nil, r, allocID, need)
 	if err != nil {
 		writeError(w, api.AsError(err))
 		return
