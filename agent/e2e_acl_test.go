@@ -27,7 +27,7 @@ func TestE2EClientAgentACL(t *testing.T) {
 	srvHTTP, srvRaft, cliHTTP := freePort(t), freePort(t), freePort(t)
 	srvBase := fmt.Sprintf("http://127.0.0.1:%d", srvHTTP)
 	cliBase := fmt.Sprintf("http://127.0.0.1:%d", cliHTTP)
-	srv := startAgent(t, "-server", "-bootstrap-expect", "1", "-data-dir", t.TempDir(), "-bind", "127.0.0.1",
+	srv := startAgent(t, "-server", "-encrypt", testGossipKey, "-bootstrap-expect", "1", "-data-dir", t.TempDir(), "-bind", "127.0.0.1",
 		"-http-port", strconv.Itoa(srvHTTP), "-raft-port", strconv.Itoa(srvRaft), "-acl-enabled")
 	waitLeader(t, srv, srvBase)
 	ctx := context.Background()

@@ -50,7 +50,7 @@ func startClusterServer(t *testing.T, name, dataDir string, ports config.Ports, 
 	cfg := config.Default()
 	cfg.Name, cfg.BindAddr, cfg.DataDir, cfg.LogLevel = name, "127.0.0.1", dataDir, "debug"
 	cfg.Ports = ports
-	cfg.Server.Enabled, cfg.Server.BootstrapExpect, cfg.Server.NumSchedulers = true, 3, 1
+	cfg.Server.Enabled, cfg.Server.BootstrapExpect, cfg.Server.NumSchedulers, cfg.Server.Encrypt = true, 3, 1, testGossipKey
 	cfg.Server.DeadServerGrace, cfg.Server.ServerStabilization = time.Second, 200*time.Millisecond
 	cfg.Join = join
 	if mod != nil {

@@ -35,7 +35,7 @@ func (s *procServer) raftAddr() string { return fmt.Sprintf("127.0.0.1:%d", s.ra
 
 func (s *procServer) start(t *testing.T) {
 	t.Helper()
-	args := []string{"-server", "-bootstrap-expect", "3", "-node", s.name, "-data-dir", s.dataDir, "-bind", "127.0.0.1",
+	args := []string{"-server", "-encrypt", testGossipKey, "-bootstrap-expect", "3", "-node", s.name, "-data-dir", s.dataDir, "-bind", "127.0.0.1",
 		"-http-port", strconv.Itoa(s.http), "-raft-port", strconv.Itoa(s.raft), "-gossip-port", strconv.Itoa(s.gossip)}
 	for _, j := range s.join {
 		args = append(args, "-join", j)

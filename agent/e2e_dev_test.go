@@ -638,7 +638,7 @@ func TestE2EJobFileCLI(t *testing.T) {
 func TestE2EServerBlockingQuery(t *testing.T) {
 	httpPort := freePort(t)
 	base := fmt.Sprintf("http://127.0.0.1:%d", httpPort)
-	p := startAgent(t, "-server", "-bootstrap-expect", "1", "-data-dir", t.TempDir(), "-bind", "127.0.0.1",
+	p := startAgent(t, "-server", "-encrypt", testGossipKey, "-bootstrap-expect", "1", "-data-dir", t.TempDir(), "-bind", "127.0.0.1",
 		"-http-port", strconv.Itoa(httpPort), "-raft-port", strconv.Itoa(freePort(t)), "-gossip-port", strconv.Itoa(freePort(t)))
 	waitLeader(t, p, base)
 

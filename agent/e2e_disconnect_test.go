@@ -105,7 +105,7 @@ func startDisconnectCluster(t *testing.T) *disconnectCluster {
 	bin := droverBin(t)
 	cfg := config.Default()
 	cfg.Name, cfg.BindAddr, cfg.DataDir = "srv", "127.0.0.1", t.TempDir()
-	cfg.Server.Enabled, cfg.Server.BootstrapExpect, cfg.Server.NumSchedulers = true, 1, 2
+	cfg.Server.Enabled, cfg.Server.BootstrapExpect, cfg.Server.NumSchedulers, cfg.Server.Encrypt = true, 1, 2, testGossipKey
 	cfg.Server.MinHeartbeatTTL, cfg.Server.HeartbeatGrace = time.Second, time.Second
 	a, err := agent.New(cfg, clusterLogger().With("agent", "srv"))
 	if err != nil {

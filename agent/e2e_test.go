@@ -47,6 +47,10 @@ func (s *syncBuf) Write(p []byte) (int, error) {
 	return s.b.Write(p)
 }
 
+// testGossipKey is the gossip key of servers the tests start outside dev
+// mode (which needs one).
+const testGossipKey = "KYED7/CBebtGgPJzlH4od8NnEqi7sp1yHIgRgYtuAOo="
+
 func startAgent(t *testing.T, args ...string) *agentProc {
 	t.Helper()
 	cmd := exec.Command(droverBin(t), append([]string{"agent"}, args...)...)
@@ -153,7 +157,7 @@ const e2eJob = `{"Job":{"ID":"web","TaskGroups":[{"Name":"web","Count":3,"Tasks"
 func TestE2EServerJobLifecycle(t *testing.T) {
 	dataDir := t.TempDir()
 	httpPort, raftPort := freePort(t), freePort(t)
-	args := []string{"-server", "-bootstrap-expect", "1", "-data-dir", dataDir, "-bind", "127.0.0.1",
+	args := []string{"-server", "-encrypt", testGossipKey, "-bootstrap-expect", "1", "-data-dir", dataDir, "-bind", "127.0.0.1",
 		"-http-port", strconv.Itoa(httpPort), "-raft-port", strconv.Itoa(raftPort)}
 	base := fmt.Sprintf("http://127.0.0.1:%d", httpPort)
 
@@ -264,7 +268,7 @@ func TestE2EClientForwarding(t *testing.T) {
 	srvHTTP, srvRaft, cliHTTP := freePort(t), freePort(t), freePort(t)
 	srvBase := fmt.Sprintf("http://127.0.0.1:%d", srvHTTP)
 	cliBase := fmt.Sprintf("http://127.0.0.1:%d", cliHTTP)
-	srv := startAgent(t, "-server", "-bootstrap-expect", "1", "-data-dir", t.TempDir(), "-bind", "127.0.0.1",
+	srv := startAgent(t, "-server", "-encrypt", testGossipKey, "-bootstrap-expect", "1", "-data-dir", t.TempDir(), "-bind", "127.0.0.1",
 		"-http-port", strconv.Itoa(srvHTTP), "-raft-port", strconv.Itoa(srvRaft))
 	waitLeader(t, srv, srvBase)
 

@@ -52,7 +52,7 @@ func TestAgentHTTPPortInUse(t *testing.T) {
 	cfg := config.Default()
 	cfg.Name, cfg.BindAddr, cfg.DataDir = "busy", "127.0.0.1", t.TempDir()
 	cfg.Ports.HTTP = busy.Addr().(*net.TCPAddr).Port
-	cfg.Server.Enabled, cfg.Server.BootstrapExpect = true, 1
+	cfg.Server.Enabled, cfg.Server.BootstrapExpect, cfg.Server.Encrypt = true, 1, testGossipKey
 	a, err := agent.New(cfg, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -74,11 +74,13 @@ func TestAgentTopologyFlag(t *testing.T) {
 	}
 }
 
+const gossipKey = "KYED7/CBebtGgPJzlH4od8NnEqi7sp1yHIgRgYtuAOo="
+
 // TestAgentInsecureFlag: -insecure (or acl_enabled) lets an agent bind every interface.
 func TestAgentInsecureFlag(t *testing.T) {
 	for _, args := range [][]string{
-		{"--server", "--data-dir", t.TempDir(), "--bind", "0.0.0.0", "--insecure"},
-		{"--server", "--data-dir", t.TempDir(), "--bind", "0.0.0.0", "--acl-enabled"},
+		{"--server", "--data-dir", t.TempDir(), "--bind", "0.0.0.0", "--insecure", "--encrypt", gossipKey},
+		{"--server", "--data-dir", t.TempDir(), "--bind", "0.0.0.0", "--acl-enabled", "--encrypt", gossipKey},
 	} {
 		cmd := newAgentCmd()
 		if err := cmd.ParseFlags(args); err != nil {
@@ -87,6 +89,7 @@ func TestAgentInsecureFlag(t *testing.T) {
 		var f agentFlags
 		f.server, f.bind = true, "0.0.0.0"
 		f.dataDir, _ = cmd.Flags().GetString("data-dir")
+		f.encrypt, _ = cmd.Flags().GetString("encrypt")
 		f.insecure, _ = cmd.Flags().GetBool("insecure")
 		f.aclEnabled, _ = cmd.Flags().GetBool("acl-enabled")
 		cfg, err := f.build(cmd)

@@ -117,9 +117,18 @@ func TestCLIUsageExitCodes(t *testing.T) {
 // TestCLIAgentRefusesOpenBind: an agent other machines could reach with
 // ACLs off is refused unless -insecure says so.
 func TestCLIAgentRefusesOpenBind(t *testing.T) {
-	code, _, stderr := runCLI(t, "agent", "-server", "-data-dir", t.TempDir(), "-bind", "0.0.0.0")
+	code, _, stderr := runCLI(t, "agent", "-server", "-data-dir", t.TempDir(), "-bind", "0.0.0.0", "-encrypt", gossipKey)
 	if code != ExitUsage || !strings.Contains(stderr, "ACLs are off") || !strings.Contains(stderr, "-insecure") {
 		t.Errorf("agent -bind 0.0.0.0 without ACLs: exit %d stderr %q, want %d naming -insecure", code, stderr, ExitUsage)
+	}
+}
+
+// TestCLIAgentNeedsGossipKey: a server outside dev mode gossips only
+// encrypted, so that a process without the key cannot join as a server.
+func TestCLIAgentNeedsGossipKey(t *testing.T) {
+	code, _, stderr := runCLI(t, "agent", "-server", "-data-dir", t.TempDir())
+	if code != ExitUsage || !strings.Contains(stderr, "gossip encryption key") {
+		t.Errorf("agent -server without -encrypt: exit %d stderr %q, want %d naming the gossip key", code, stderr, ExitUsage)
 	}
 }
 

@@ -251,6 +251,10 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Sprintf("bind address %s is reachable from other machines and ACLs are off: anyone who reaches it "+
 			"could run jobs and read task files; enable ACLs (-acl-enabled, acl { enabled = true }) or accept that with -insecure", c.BindAddr))
 	}
+	if c.Server.Enabled && !c.DevMode && c.Server.Encrypt == "" {
+		errs = append(errs, "a server outside dev mode needs a gossip encryption key, so that only servers holding it can join "+
+			"(-encrypt KEY or server { encrypt = KEY }; drover operator gossip keyring generate makes one)")
+	}
 	if c.Server.Encrypt != "" {
 		if k, err := base64.StdEncoding.DecodeString(c.Server.Encrypt); err != nil || (len(k) != 16 && len(k) != 24 && len(k) != 32) {
 			errs = append(errs, "encrypt must be a base64 key of 16, 24 or 32 bytes (drover operator gossip keyring generate)")

@@ -27,6 +27,7 @@ server {
   enabled          = true
   bootstrap_expect = 3
   num_schedulers   = 2
+  encrypt          = "KYED7/CBebtGgPJzlH4od8NnEqi7sp1yHIgRgYtuAOo="
   server_join {
     retry_join = ["10.0.0.1:4648"]
   }
@@ -58,7 +59,7 @@ plugin "raw_exec" {
 	want.Name, want.Region, want.Datacenter, want.DataDir, want.BindAddr = "n1", "eu", "dc2", "/var/lib/drover", "10.0.0.2"
 	want.Insecure = true
 	want.Ports = Ports{HTTP: 5646, Raft: 5647, Gossip: 5648}
-	want.Server = Server{Enabled: true, BootstrapExpect: 3, NumSchedulers: 2}
+	want.Server = Server{Enabled: true, BootstrapExpect: 3, NumSchedulers: 2, Encrypt: testKey}
 	want.Join = []string{"10.0.0.1:4648"}
 	want.Client = Client{Enabled: true, Servers: []string{"10.0.0.1:4646"}, NodeClass: "gpu", NodePool: "batch",
 		Meta: map[string]string{"rack": "r1"}, Options: map[string]string{"driver.allowlist": "exec"}, Topology: map[string]string{}}
@@ -133,6 +134,9 @@ func TestLoadFileKeepsBase(t *testing.T) {
 	}
 }
 
+// testKey is a gossip key for configs of servers outside dev mode.
+const testKey = "KYED7/CBebtGgPJzlH4od8NnEqi7sp1yHIgRgYtuAOo="
+
 func TestValidate(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -145,7 +149,8 @@ func TestValidate(t *testing.T) {
 		{"client without servers", func(c *Config) { c.Client.Enabled = true }, "needs servers"},
 		{"bad port", func(c *Config) { *c = *Dev(); c.Ports.HTTP = 70000 }, "http port 70000"},
 		{"bad bind", func(c *Config) { *c = *Dev(); c.BindAddr = "localhost" }, "not an IP"},
-		{"default bind is loopback", func(c *Config) { c.Server.Enabled, c.DataDir = true, "/d" }, ""},
+		{"default bind is loopback", func(c *Config) { c.Server.Enabled, c.DataDir, c.Server.Encrypt = true, "/d", testKey }, ""},
+		{"server without a gossip key", func(c *Config) { c.Server.Enabled, c.DataDir = true, "/d" }, "gossip encryption key"},
 		{"all interfaces, ACLs off", func(c *Config) { *c = *Dev(); c.BindAddr = "0.0.0.0" }, "ACLs are off"},
 		{"public IP, ACLs off", func(c *Config) { c.Server.Enabled, c.DataDir, c.BindAddr = true, "/d", "10.1.2.3" }, "-insecure"},
 		{"IPv6 any, ACLs off", func(c *Config) { *c = *Dev(); c.BindAddr = "::" }, "ACLs are off"},

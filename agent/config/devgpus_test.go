@@ -14,7 +14,7 @@ func TestDevGPUs(t *testing.T) {
 		t.Errorf("DevGPUs = %q, want dgxh100", c.Client.DevGPUs)
 	}
 	s := Default()
-	s.Server.Enabled, s.DataDir, s.Client.DevGPUs = true, "/d", "dgxh100"
+	s.Server.Enabled, s.DataDir, s.Client.DevGPUs, s.Server.Encrypt = true, "/d", "dgxh100", testKey
 	if err := s.Validate(); !errors.Is(err, ErrInvalid) {
 		t.Errorf("dev_gpus without the client role: %v, want ErrInvalid", err)
 	}

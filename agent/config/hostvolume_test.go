@@ -30,7 +30,7 @@ func TestHostVolumes(t *testing.T) {
 	if diff := cmp.Diff(want, c.Client.HostVolumes); diff != "" {
 		t.Errorf("host volumes (-want +got):\n%s", diff)
 	}
-	c.Server.Enabled, c.DataDir = true, dir
+	c.Server.Enabled, c.DataDir, c.Server.Encrypt = true, dir, testKey
 	if err := c.Validate(); err != nil {
 		t.Errorf("Validate: %v", err)
 	}

@@ -56,7 +56,7 @@ func startServers(b testing.TB, n int, configFile string) []*benchServer {
 	for i := range n {
 		s := &benchServer{name: fmt.Sprintf("s%d", i+1), httpPort: drivertest.FreePort(b), raftPort: drivertest.FreePort(b),
 			gossPort: drivertest.FreePort(b)}
-		args := []string{"agent", "-server", "-bootstrap-expect", strconv.Itoa(n), "-data-dir", b.TempDir(),
+		args := []string{"agent", "-server", "-encrypt", "KYED7/CBebtGgPJzlH4od8NnEqi7sp1yHIgRgYtuAOo=", "-bootstrap-expect", strconv.Itoa(n), "-data-dir", b.TempDir(),
 			"-bind", "127.0.0.1", "-node", s.name, "-http-port", strconv.Itoa(s.httpPort), "-raft-port", strconv.Itoa(s.raftPort),
 			"-gossip-port", strconv.Itoa(s.gossPort), "-log-level", "warn"}
 		if configFile != "" {
