@@ -85,6 +85,7 @@ type capability struct {
 	kind   string // namespace, node, agent, operator, management, token, client
 	cap    string // namespace capability, or "" for level kinds
 	write  bool
+	list   bool // a list: namespace=* filtered per item (visible)
 }
 
 func (c capability) String() string {
@@ -106,11 +107,15 @@ func (c capability) String() string {
 }
 
 // allow checks a; namespace capabilities are checked in the request's
-// namespace ("*" needs the capability in a "*" rule: lists never leak
-// across namespaces).
+// namespace ("*" needs the capability in a "*" rule, except on lists,
+// which need it somewhere and show only the items of namespaces that have
+// it: lists never leak across namespaces).
 func (c capability) allow(a *acl.ACL, r *nethttp.Request) bool {
 	switch c.kind {
 	case "namespace":
+		if c.list && reqNamespace(r) == allNamespaces {
+			return a.AllowAnyNamespace(c.cap)
+		}
 		return a.AllowNamespace(reqNamespace(r), c.cap)
 	case "node", "register":
 		return a.AllowNode(c.write)
@@ -156,6 +161,7 @@ func reqNamespace(r *nethttp.Request) string {
 }
 
 func ns(c string) capability                   { return capability{kind: "namespace", cap: c} }
+func nsList(c string) capability               { return capability{kind: "namespace", cap: c, list: true} }
 func level(kind string, write bool) capability { return capability{kind: kind, write: write} }
 
 var (
@@ -183,6 +189,25 @@ func aclOf(r *nethttp.Request) *acl.ACL {
 	a, _ := r.Context().Value(aclKey{}).(*acl.ACL)
 	return a
 }
+
+// visible keeps the items of namespaces in which the request's ACL holds
+// c (all of them when ACLs are off): a list with namespace=* shows a token
+// only what it may see.
+func visible[T any](r *nethttp.Request, items []T, nsOf func(T) string, c string) []T {
+	a := aclOf(r)
+	if a == nil || a.IsManagement() {
+		return items
+	}
+	out := make([]T, 0, len(items))
+	for _, it := range items {
+		if a.AllowNamespace(nsOf(it), c) {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+func jobNamespace(j *api.Job) string { return j.Namespace }
 
 // allowObject checks a namespace capability on an object's own namespace
 // (a job body's, an alloc's): nothing to check when ACLs are off.

@@ -6,6 +6,9 @@ import "github.com/drover/drover/server/acl"
 // (see aclMux). Namespace capabilities are checked in the request's
 // namespace (?namespace=, default "default"); handlers of objects that
 // carry their own namespace (a job body, an alloc) check it again there.
+// List routes (nsList) also take namespace=*: they answer a token that
+// holds the capability in some namespace, with the items of those
+// namespaces only (visible).
 // Routes a client agent calls with its node secret need node write, which
 // a node secret holds (server.ResolveToken).
 var routeCaps = map[string]capability{
@@ -20,7 +23,7 @@ var routeCaps = map[string]capability{
 	"GET /v1/agent/health":                  public,
 	"GET /v1/metrics":                       agentRead,
 
-	"GET /v1/jobs":                     ns(acl.CapListJobs),
+	"GET /v1/jobs":                     nsList(acl.CapListJobs),
 	"PUT /v1/jobs":                     ns(acl.CapSubmitJob),
 	"POST /v1/jobs":                    ns(acl.CapSubmitJob),
 	"POST /v1/jobs/parse":              ns(acl.CapParseJob),
@@ -47,21 +50,21 @@ var routeCaps = map[string]capability{
 	"PUT /v1/job/{id}/revert":          ns(acl.CapSubmitJob),
 	"POST /v1/job/{id}/scale":          ns(acl.CapScaleJob),
 	"PUT /v1/job/{id}/scale":           ns(acl.CapScaleJob),
-	"GET /v1/scaling/policies":         ns(acl.CapListScaling),
+	"GET /v1/scaling/policies":         nsList(acl.CapListScaling),
 	"GET /v1/scaling/policy/{id}":      ns(acl.CapReadScaling),
 	"POST /v1/system/gc":               opWrite,
 	"PUT /v1/system/gc":                opWrite,
 
-	"GET /v1/allocations":                 ns(acl.CapReadJob),
+	"GET /v1/allocations":                 nsList(acl.CapReadJob),
 	"GET /v1/allocation/{id}":             ns(acl.CapReadJob),
 	"GET /v1/allocation/{id}/services":    ns(acl.CapReadJob),
 	"POST /v1/allocation/{id}/stop":       ns(acl.CapAllocLifecycle),
 	"PUT /v1/allocation/{id}/stop":        ns(acl.CapAllocLifecycle),
-	"GET /v1/evaluations":                 ns(acl.CapReadJob),
+	"GET /v1/evaluations":                 nsList(acl.CapReadJob),
 	"DELETE /v1/evaluations":              management,
 	"GET /v1/evaluation/{id}":             ns(acl.CapReadJob),
 	"GET /v1/evaluation/{id}/allocations": ns(acl.CapReadJob),
-	"GET /v1/deployments":                 ns(acl.CapReadJob),
+	"GET /v1/deployments":                 nsList(acl.CapReadJob),
 	"GET /v1/deployment/{id}":             ns(acl.CapReadJob),
 	"GET /v1/deployment/allocations/{id}": ns(acl.CapReadJob),
 	"POST /v1/deployment/promote/{id}":    ns(acl.CapSubmitJob),
@@ -70,7 +73,7 @@ var routeCaps = map[string]capability{
 	"PUT /v1/deployment/fail/{id}":        ns(acl.CapSubmitJob),
 	"POST /v1/deployment/pause/{id}":      ns(acl.CapSubmitJob),
 	"PUT /v1/deployment/pause/{id}":       ns(acl.CapSubmitJob),
-	"GET /v1/services":                    ns(acl.CapReadJob),
+	"GET /v1/services":                    nsList(acl.CapReadJob),
 	"GET /v1/service/{name}":              ns(acl.CapReadJob),
 	"DELETE /v1/service/{name}/{id}":      ns(acl.CapSubmitJob),
 	"GET /v1/event/stream":                ns(acl.CapReadJob),
@@ -99,7 +102,7 @@ var routeCaps = map[string]capability{
 	"GET /v1/node/pool/{name}":              nodeRead,
 	"DELETE /v1/node/pool/{name}":           opWrite,
 	"GET /v1/node/pool/{name}/nodes":        nodeRead,
-	"GET /v1/node/pool/{name}/jobs":         ns(acl.CapListJobs),
+	"GET /v1/node/pool/{name}/jobs":         nsList(acl.CapListJobs),
 	"/v1/client/":                           {kind: "client"},
 
 	"GET /v1/agent/self":          agentRead,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	nethttp "net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -89,7 +90,6 @@ func TestACLEnforcement(t *testing.T) {
 	}{
 		{"PUT", "/v1/jobs", ml}, // the body's namespace counts
 		{"GET", "/v1/jobs?namespace=ml", nil},
-		{"GET", "/v1/jobs?namespace=*", nil},
 		{"GET", "/v1/nodes", nil},
 		{"GET", "/v1/acl/tokens", nil},
 		{"PUT", "/v1/acl/policy/x", api.ACLPolicy{Name: "x", Rules: `node { policy = "write" }`}},
@@ -103,6 +103,42 @@ func TestACLEnforcement(t *testing.T) {
 	// (ml's job came first).
 	if code, b := a.doAs("PUT", "/v1/jobs", ml, mgmt); code != 200 {
 		t.Fatalf("submit in ml = %d %s", code, b)
+	}
+	// A "*" list shows each token the namespaces it may list; the
+	// namespace list only those it may use.
+	for _, c := range []struct {
+		path  string
+		token map[string]string
+		want  string
+	}{
+		{"/v1/jobs?namespace=*", dev, "default"},
+		{"/v1/jobs?namespace=*", mgmt, "default,ml"},
+		{"/v1/allocations?namespace=*", dev, ""},
+		{"/v1/namespaces", dev, "default"},
+		{"/v1/namespaces", mgmt, "default,ml"},
+	} {
+		code, b := a.doAs("GET", c.path, nil, c.token)
+		var items []struct{ Namespace, Name string }
+		if code != 200 || json.Unmarshal(b, &items) != nil {
+			t.Errorf("GET %s = %d %s", c.path, code, b)
+			continue
+		}
+		seen := map[string]bool{}
+		var got []string
+		for _, it := range items {
+			n := it.Namespace
+			if strings.HasPrefix(c.path, "/v1/namespaces") {
+				n = it.Name
+			}
+			if !seen[n] {
+				seen[n] = true
+				got = append(got, n)
+			}
+		}
+		slices.Sort(got)
+		if strings.Join(got, ",") != c.want {
+			t.Errorf("GET %s shows namespaces %v, want %q", c.path, got, c.want)
+		}
 	}
 	dj := webJob(1)
 	dj["Job"].(map[string]any)["ID"] = "after"

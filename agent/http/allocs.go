@@ -19,6 +19,7 @@ func (s *HTTPServer) allocList(w nethttp.ResponseWriter, r *nethttp.Request) (an
 		if err != nil {
 			return nil, 0, err
 		}
+		allocs = visible(r, allocs, func(a *api.Allocation) string { return a.Namespace }, acl.CapReadJob)
 		out, err := listPage(w, r, stubs(allocs), func(a *api.AllocListStub) string { return a.ID })
 		return out, idx, err
 	})
@@ -116,6 +117,7 @@ func (s *HTTPServer) evalList(w nethttp.ResponseWriter, r *nethttp.Request) (any
 		if evals == nil {
 			evals = []*api.Evaluation{}
 		}
+		evals = visible(r, evals, func(e *api.Evaluation) string { return e.Namespace }, acl.CapReadJob)
 		evals, err = listPage(w, r, evals, func(e *api.Evaluation) string { return e.ID })
 		return evals, idx, err
 	})

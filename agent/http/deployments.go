@@ -8,6 +8,7 @@ import (
 	memdb "github.com/hashicorp/go-memdb"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/acl"
 )
 
 // DeploymentState is the optional deployment read side of State (found by
@@ -82,6 +83,7 @@ func (s *HTTPServer) deploymentList(w nethttp.ResponseWriter, r *nethttp.Request
 		if out == nil {
 			out = []*api.Deployment{}
 		}
+		out = visible(r, out, func(d *api.Deployment) string { return d.Namespace }, acl.CapReadJob)
 		out, err = listPage(w, r, out, func(d *api.Deployment) string { return d.ID })
 		return out, idx, err
 	})

@@ -20,6 +20,7 @@ func (s *HTTPServer) jobList(w nethttp.ResponseWriter, r *nethttp.Request) (any,
 		if err != nil {
 			return nil, 0, err
 		}
+		jobs = visible(r, jobs, jobNamespace, acl.CapListJobs)
 		out := make([]*api.JobListStub, 0, len(jobs))
 		for _, j := range jobs {
 			sum, err := s.cfg.State.JobSummaryByID(ws, j.Namespace, j.ID)

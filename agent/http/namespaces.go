@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	nethttp "net/http"
+	"slices"
 
 	memdb "github.com/hashicorp/go-memdb"
 
@@ -72,6 +73,9 @@ func (s *HTTPServer) namespaceList(w nethttp.ResponseWriter, r *nethttp.Request)
 		out, err := st.Namespaces(ws, prefix)
 		if err != nil {
 			return nil, 0, err
+		}
+		if a := aclOf(r); a != nil {
+			out = slices.DeleteFunc(out, func(n *api.Namespace) bool { return !a.NamespaceVisible(n.Name) })
 		}
 		out, err = listPage(w, r, out, func(n *api.Namespace) string { return n.Name })
 		return out, idx, err

@@ -8,6 +8,7 @@ import (
 	memdb "github.com/hashicorp/go-memdb"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/acl"
 )
 
 // NodePoolState is the optional node-pool read side of State (found by
@@ -176,6 +177,7 @@ func (s *HTTPServer) nodePoolJobs(w nethttp.ResponseWriter, r *nethttp.Request) 
 		if err != nil {
 			return nil, 0, err
 		}
+		jobs = visible(r, jobs, jobNamespace, acl.CapListJobs)
 		out := []*api.JobListStub{}
 		for _, j := range jobs {
 			if name != api.NodePoolAll && j.NodePool != name {

@@ -8,6 +8,7 @@ import (
 	memdb "github.com/hashicorp/go-memdb"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/acl"
 )
 
 // scalingRoutes are Nomad's scaling policy reads, for external
@@ -49,6 +50,7 @@ func (s *HTTPServer) scalingPolicyList(w nethttp.ResponseWriter, r *nethttp.Requ
 		if err != nil {
 			return nil, 0, err
 		}
+		ps = visible(r, ps, func(p *api.ScalingPolicy) string { return p.Namespace }, acl.CapListScaling)
 		out := make([]*api.ScalingPolicyListStub, 0, len(ps))
 		for _, p := range ps {
 			out = append(out, p.Stub())

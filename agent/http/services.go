@@ -8,6 +8,7 @@ import (
 	memdb "github.com/hashicorp/go-memdb"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/acl"
 )
 
 // ServiceState is the optional native service read side of State.
@@ -80,6 +81,7 @@ func (s *HTTPServer) serviceList(w nethttp.ResponseWriter, r *nethttp.Request) (
 		if err != nil {
 			return nil, 0, err
 		}
+		regs = visible(r, regs, func(s *api.ServiceRegistration) string { return s.Namespace }, acl.CapReadJob)
 		return groupServices(regs), idx, nil
 	})
 }

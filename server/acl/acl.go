@@ -250,6 +250,27 @@ func (a *ACL) AllowNamespace(ns, c string) bool {
 	return caps != nil && !caps[CapDeny] && caps[c]
 }
 
+// NamespaceVisible reports whether the ACL holds any capability in ns
+// (a namespace it may not use at all is not listed to it, as Nomad).
+func (a *ACL) NamespaceVisible(ns string) bool {
+	if a == nil {
+		return false
+	}
+	if a.management {
+		return true
+	}
+	caps := a.nsRule(ns)
+	if caps[CapDeny] {
+		return false
+	}
+	for _, held := range caps {
+		if held {
+			return true
+		}
+	}
+	return false
+}
+
 // AllowAnyNamespace reports whether c is held in some namespace (for list
 // reads across namespaces, which then filter item by item).
 func (a *ACL) AllowAnyNamespace(c string) bool {

@@ -51,6 +51,16 @@ operator { policy = "deny" }`),
 	if !a.AllowAnyNamespace(CapSubmitJob) || New().AllowAnyNamespace(CapReadJob) {
 		t.Error("AllowAnyNamespace")
 	}
+	only := New(mustParse(t, `namespace "ops" { capabilities = ["read-logs"] }
+namespace "x" { policy = "deny" }`))
+	for ns, want := range map[string]bool{"ops": true, "x": false, "default": false} {
+		if got := only.NamespaceVisible(ns); got != want {
+			t.Errorf("NamespaceVisible(%s) = %v, want %v", ns, got, want)
+		}
+	}
+	if !a.NamespaceVisible("anything") || a.NamespaceVisible("ml-secret") || !Management().NamespaceVisible("x") {
+		t.Error("NamespaceVisible with globs, deny and management")
+	}
 	if m := Management(); !m.AllowNamespace("x", CapAllocExec) || !m.AllowOperator(true) || !m.IsManagement() {
 		t.Error("management")
 	}
