@@ -35,6 +35,8 @@ var rules = []rule{
 	{prefix: "server/fairshare", stdOnly: true, allowed: func(i string) bool { return under(i, "api") }},
 	// glob is the pure pattern matcher the scheduler and server/acl share.
 	{prefix: "server/glob", stdOnly: true, allowed: func(string) bool { return false }},
+	// tlsutil is the CA, certificates and tls.Configs of agents and the CLI.
+	{prefix: "agent/tlsutil", stdOnly: true, allowed: func(string) bool { return false }},
 	// ui's tests start the real binary through the shared test helpers.
 	{prefix: "ui", allowed: func(i string) bool { return under(i, "api") },
 		testAllowed: func(i string) bool { return i == "drivers/drivertest" }},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"slices"
 	"sort"
@@ -23,6 +24,12 @@ import (
 func apiClient(cmd *cobra.Command) *api.Client {
 	addr, _ := cmd.Flags().GetString("address")
 	c := api.NewClient(addr)
+	switch t, err := cliTLS(cmd); {
+	case err != nil:
+		c.HTTP = &http.Client{Transport: failingTransport{err}}
+	case t != nil:
+		c.HTTP = &http.Client{Transport: &http.Transport{TLSClientConfig: t, Proxy: http.ProxyFromEnvironment}}
+	}
 	c.Namespace = namespaceFlag(cmd)
 	c.Token, _ = cmd.Flags().GetString("token")
 	for _, env := range []string{"DROVER_TOKEN", "NOMAD_TOKEN"} {

@@ -59,6 +59,9 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().String("address", "", "address of the drover agent (default $DROVER_ADDR or http://127.0.0.1:4646)")
+	root.PersistentFlags().String("ca-cert", "", "CA certificate that signs the agent's (default $DROVER_CACERT)")
+	root.PersistentFlags().String("client-cert", "", "client certificate for mutual TLS (default $DROVER_CLIENT_CERT)")
+	root.PersistentFlags().String("client-key", "", "key of -client-cert (default $DROVER_CLIENT_KEY)")
 	root.PersistentFlags().String("token", "", "ACL token (SecretID; default $DROVER_TOKEN, then $NOMAD_TOKEN)")
 	root.PersistentFlags().String("namespace", "", `namespace to act in ("*" for all, on lists; default $DROVER_NAMESPACE or "default")`)
 	return root
