@@ -43,6 +43,8 @@ type Agent struct {
 	tmpDir string
 	// monitor fans log records out to `drover monitor`.
 	monitor *logmon.Hub
+	// tls is the mutual TLS of the API and of requests to other agents.
+	tls *peerTLS
 }
 
 // New validates cfg and prepares the agent; Start starts it.
@@ -87,6 +89,9 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 			return fmt.Errorf("raft %w", err)
 		}
 	}
+	if a.tls, err = newPeerTLS(a); err != nil {
+		return err
+	}
 	if err := a.registry.Register(collectors.NewGoCollector()); err != nil {
 		return fmt.Errorf("register go metrics: %w", err)
 	}
@@ -95,6 +100,7 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 		Self: a.self, Members: a.members, Monitor: a.monitor,
 		ReadTimeout: cfg.Limits.HTTPReadTimeout, MaxConnsPerClient: cfg.Limits.HTTPMaxConnsPerClient,
 		SnapshotRestoreMaxBytes: cfg.Limits.SnapshotRestoreMaxBytes, UsagePrices: cfg.Server.UsagePrices,
+		TLS: a.tls.serve, PeerTLS: a.tls.dial,
 	}
 	if cfg.Server.Enabled {
 		dataDir := cfg.DataDir
@@ -109,7 +115,7 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 			DeadServerGrace: cfg.Server.DeadServerGrace, ServerStabilization: cfg.Server.ServerStabilization,
 			HeartbeatTTLMin: cfg.Server.MinHeartbeatTTL, HeartbeatGrace: cfg.Server.HeartbeatGrace,
 			MaxHeartbeatsPerSecond: cfg.Server.MaxHeartbeatsPerSecond, OIDCIssuer: cfg.Server.OIDCIssuer, ACLEnabled: cfg.ACLEnabled,
-			Registry: a.registry, RaftListener: a.raftLn,
+			Registry: a.registry, RaftListener: a.raftLn, PeerClient: a.tls.apiClient,
 		})
 		a.raftLn = nil // raft owns it now, even when New failed
 		if serr != nil {
@@ -127,11 +133,11 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 		hcfg.State, hcfg.Events = serverstate.New(s)
 	}
 	if !cfg.Server.Enabled {
-		hcfg.Servers = cfg.Client.Servers
+		hcfg.Servers = a.tls.addrs(cfg.Client.Servers)
 		if cfg.ACLEnabled {
 			// A client-only agent serves /v1/client/* itself: it asks its
 			// servers what each token may do.
-			hcfg.ACL = &agenthttp.RemoteACL{Servers: cfg.Client.Servers}
+			hcfg.ACL = &agenthttp.RemoteACL{Servers: hcfg.Servers, HTTP: a.tls.client}
 		}
 	}
 	if cfg.Client.Enabled {

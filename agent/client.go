@@ -80,7 +80,7 @@ func (a *Agent) newClient() (clientRole, error) {
 		return nil, err
 	}
 	c, err := client.New(&client.Config{
-		DataDir: filepath.Join(dataDir, "client"), Servers: servers, NodeName: cfg.Name, Devices: devices,
+		DataDir: filepath.Join(dataDir, "client"), Servers: servers, HTTPClient: a.tls.client, ServerScheme: a.tls.scheme(), NodeName: cfg.Name, Devices: devices,
 		Datacenter: cfg.Datacenter, Region: cfg.Region, NodePool: cfg.Client.NodePool,
 		NodeClass: cfg.Client.NodeClass, Meta: nodeMeta(cfg), HTTPAddr: cfg.AdvertisedHTTP(),
 		BindAddr: cfg.BindAddr, Drivers: Drivers, PluginConfig: plugins, Options: options,

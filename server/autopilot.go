@@ -34,6 +34,7 @@ type autopilot struct {
 	grace         time.Duration // DeadServerGrace
 	stabilization time.Duration // ServerStabilization
 	maxTrailing   uint64        // MaxTrailingLogs
+	client        func(addr string) *api.Client
 	log           *slog.Logger
 
 	nonvoterSince map[raft.ServerID]time.Time
@@ -49,7 +50,7 @@ func (s *Server) newAutopilot() *autopilot {
 	}
 	a := &autopilot{raft: s.rs.raft, members: m, region: s.cfg.Region,
 		grace: defaultDeadServerGrace, stabilization: defaultServerStabilization, maxTrailing: defaultMaxTrailingLogs,
-		log:           s.log.With("component", "autopilot"),
+		log: s.log.With("component", "autopilot"), client: s.peerClient,
 		nonvoterSince: map[raft.ServerID]time.Time{}, failedSince: map[raft.ServerID]time.Time{}}
 	if s.cfg.DeadServerGrace > 0 {
 		a.grace = s.cfg.DeadServerGrace
@@ -221,7 +222,7 @@ func (a *autopilot) caughtUp(ctx context.Context, mb Member) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	self, err := api.NewClient(mb.HTTPAddr).AgentSelf(ctx)
+	self, err := a.client(mb.HTTPAddr).AgentSelf(ctx)
 	if err != nil {
 		return err
 	}

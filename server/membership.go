@@ -233,7 +233,7 @@ func (s *Server) tryBootstrap(ctx context.Context, m Membership) (bool, error) {
 		if p.ID == s.RaftID() {
 			continue
 		}
-		n, err := peerCount(ctx, p.HTTPAddr)
+		n, err := peerCount(ctx, s.peerClient, p.HTTPAddr)
 		if err != nil {
 			return false, fmt.Errorf("ask %s for its raft peers: %w", p.Name, err)
 		}
@@ -270,13 +270,13 @@ func bootstrapConfiguration(peers []Member) raft.Configuration {
 }
 
 // peerCount asks a server's HTTP API how many Raft peers it has.
-func peerCount(ctx context.Context, httpAddr string) (int, error) {
+func peerCount(ctx context.Context, client func(string) *api.Client, httpAddr string) (int, error) {
 	if httpAddr == "" {
 		return 0, errors.New("no HTTP address in its tags")
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	peers, err := api.NewClient(httpAddr).Peers(ctx)
+	peers, err := client(httpAddr).Peers(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -345,3 +345,6 @@ func (s *Server) TransferLeadership(ctx context.Context) error {
 		return fmt.Errorf("leadership transfer: %w", ctx.Err())
 	}
 }
+
+// peerClient is the API client of another server's HTTP address.
+func (s *Server) peerClient(addr string) *api.Client { return s.cfg.PeerClient(addr) }

@@ -84,6 +84,10 @@ type Config struct {
 	// Clock drives the broker, heartbeats and drains (default the wall
 	// clock); tests inject broker.NewFakeClock.
 	Clock broker.Clock
+	// PeerClient makes the API client of another server's HTTP address
+	// (host:port), for bootstrap and autopilot checks (nil: api.NewClient;
+	// the agent's adds https and its certificate under mutual TLS).
+	PeerClient func(addr string) *api.Client
 	// Registry receives the server's Prometheus metrics (nil: not exported).
 	Registry prometheus.Registerer
 }
@@ -124,6 +128,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.NodeName == "" {
 		c.NodeName = "server"
+	}
+	if c.PeerClient == nil {
+		c.PeerClient = api.NewClient
 	}
 	if c.BindAddr == "" {
 		c.BindAddr = "127.0.0.1"

@@ -202,6 +202,9 @@ func runAgent(cmd *cobra.Command, cfg *config.Config) error {
 		return cmdErr("start agent: %w", err)
 	}
 	addr := "http://" + a.HTTPAddr()
+	if cfg.TLS.HTTP {
+		addr = "https://" + a.HTTPAddr()
+	}
 	roles := []string{}
 	if cfg.Server.Enabled {
 		roles = append(roles, "server")

@@ -104,7 +104,7 @@ func New(cfg *Config) (*Client, error) {
 		return nil, err
 	}
 	c.network = network.New(filepath.Join(c.cfg.DataDir, "network"), nil)
-	c.servers = newServers(c.cfg.Servers)
+	c.servers = newServers(c.cfg.ServerScheme, c.cfg.Servers)
 	c.registrar = services.NewRegistrar(func(ctx context.Context, req *api.NodeServicesRequest) error {
 		return c.servers.do(ctx, func(cl *api.Client) error {
 			_, err := cl.UpdateNodeServices(ctx, id.NodeID, req)

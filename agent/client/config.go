@@ -55,6 +55,10 @@ type Config struct {
 	// HTTPClient, when set, carries every call to the servers (tests cut a
 	// client off from them with its transport); nil: a plain client.
 	HTTPClient *http.Client
+	// ServerScheme is the scheme of server addresses given without one,
+	// the heartbeat's server list included ("https" under mutual TLS;
+	// default http).
+	ServerScheme string
 	// Devices, when set, builds the node's device fingerprinter (GPUs)
 	// once the node ID is known (simulated GPUs derive UUIDs from it).
 	Devices func(nodeID string) (DeviceSource, error)

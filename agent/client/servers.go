@@ -13,7 +13,8 @@ import (
 // servers is the server list with failover: calls go to the current
 // server and rotate to the next one on transport errors or 5xx answers.
 type servers struct {
-	http *http.Client // nil: api.NewClient's
+	http   *http.Client // nil: api.NewClient's
+	scheme string       // of addresses given without one ("": http)
 
 	mu     sync.Mutex
 	list   []string
@@ -21,8 +22,8 @@ type servers struct {
 	secret string
 }
 
-func newServers(list []string) *servers {
-	s := &servers{}
+func newServers(scheme string, list []string) *servers {
+	s := &servers{scheme: scheme}
 	s.set(list)
 	return s
 }
@@ -32,6 +33,9 @@ func (s *servers) set(list []string) {
 	seen := map[string]bool{}
 	for _, a := range list {
 		a = strings.TrimRight(strings.TrimSpace(a), "/")
+		if a != "" && s.scheme != "" && !strings.Contains(a, "://") {
+			a = s.scheme + "://" + a
+		}
 		if a == "" || seen[a] {
 			continue
 		}

@@ -61,6 +61,23 @@ type Config struct {
 	Join []string
 	// Limits bound the HTTP API (HCL block limits, as Nomad's).
 	Limits Limits
+	// TLS is the agent's mutual TLS (HCL block tls, as Nomad's).
+	TLS TLS
+}
+
+// TLS settings of the agent: the HTTP API over TLS and the agent's own
+// requests to other agents (forwarding, client to server) with its
+// certificate (drover tls cert create).
+type TLS struct {
+	HTTP bool
+	// RPC asks for Raft over TLS, which drover does not have yet: the
+	// config is refused rather than run without it.
+	RPC                  bool
+	CAFile               string
+	CertFile             string
+	KeyFile              string
+	VerifyServerHostname bool
+	VerifyHTTPSClient    bool
 }
 
 // Limits of the agent's HTTP API.
@@ -255,6 +272,12 @@ func (c *Config) Validate() error {
 		errs = append(errs, "a server outside dev mode needs a gossip encryption key, so that only servers holding it can join "+
 			"(-encrypt KEY or server { encrypt = KEY }; drover operator gossip keyring generate makes one)")
 	}
+	if t := c.TLS; t.HTTP && (t.CAFile == "" || t.CertFile == "" || t.KeyFile == "") {
+		errs = append(errs, "tls http needs ca_file, cert_file and key_file (drover tls ca create, drover tls cert create)")
+	}
+	if c.TLS.RPC {
+		errs = append(errs, "tls rpc (Raft over TLS) is not implemented yet: keep the Raft port on a private network and leave rpc out")
+	}
 	if c.Server.Encrypt != "" {
 		if k, err := base64.StdEncoding.DecodeString(c.Server.Encrypt); err != nil || (len(k) != 16 && len(k) != 24 && len(k) != 32) {
 			errs = append(errs, "encrypt must be a base64 key of 16, 24 or 32 bytes (drover operator gossip keyring generate)")
@@ -323,6 +346,17 @@ type file struct {
 	Plugins       []*filePlugin `hcl:"plugin,block"`
 	Limits        *fileLimits   `hcl:"limits,block"`
 	ACL           *fileACL      `hcl:"acl,block"`
+	TLS           *fileTLS      `hcl:"tls,block"`
+}
+
+type fileTLS struct {
+	HTTP                 *bool   `hcl:"http,optional"`
+	RPC                  *bool   `hcl:"rpc,optional"`
+	CAFile               *string `hcl:"ca_file,optional"`
+	CertFile             *string `hcl:"cert_file,optional"`
+	KeyFile              *string `hcl:"key_file,optional"`
+	VerifyServerHostname *bool   `hcl:"verify_server_hostname,optional"`
+	VerifyHTTPSClient    *bool   `hcl:"verify_https_client,optional"`
 }
 
 type fileACL struct {
@@ -537,6 +571,20 @@ func Parse(src []byte, filename string, base *Config) (*Config, error) {
 	}
 	if a := fc.ACL; a != nil && a.Enabled != nil {
 		c.ACLEnabled = *a.Enabled
+	}
+	if t := fc.TLS; t != nil {
+		for _, b := range []struct {
+			dst *bool
+			v   *bool
+		}{{&c.TLS.HTTP, t.HTTP}, {&c.TLS.RPC, t.RPC}, {&c.TLS.VerifyServerHostname, t.VerifyServerHostname},
+			{&c.TLS.VerifyHTTPSClient, t.VerifyHTTPSClient}} {
+			if b.v != nil {
+				*b.dst = *b.v
+			}
+		}
+		set(&c.TLS.CAFile, t.CAFile)
+		set(&c.TLS.CertFile, t.CertFile)
+		set(&c.TLS.KeyFile, t.KeyFile)
 	}
 	if l := fc.Limits; l != nil {
 		if err := l.apply(&c.Limits, filename); err != nil {

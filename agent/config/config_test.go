@@ -50,6 +50,14 @@ plugin "raw_exec" {
     volumes = ["a", "b"]
   }
 }
+tls {
+  http                   = true
+  ca_file                = "/etc/drover/ca.pem"
+  cert_file              = "/etc/drover/server.pem"
+  key_file               = "/etc/drover/server-key.pem"
+  verify_server_hostname = true
+  verify_https_client    = true
+}
 `
 	got, err := Parse([]byte(src), "agent.hcl", nil)
 	if err != nil {
@@ -64,6 +72,8 @@ plugin "raw_exec" {
 	want.Client = Client{Enabled: true, Servers: []string{"10.0.0.1:4646"}, NodeClass: "gpu", NodePool: "batch",
 		Meta: map[string]string{"rack": "r1"}, Options: map[string]string{"driver.allowlist": "exec"}, Topology: map[string]string{}}
 	want.Plugins = map[string]map[string]any{"raw_exec": {"enabled": true, "volumes": []any{"a", "b"}}}
+	want.TLS = TLS{HTTP: true, CAFile: "/etc/drover/ca.pem", CertFile: "/etc/drover/server.pem", KeyFile: "/etc/drover/server-key.pem",
+		VerifyServerHostname: true, VerifyHTTPSClient: true}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Parse mismatch (-want +got):\n%s", diff)
 	}
@@ -157,6 +167,8 @@ func TestValidate(t *testing.T) {
 		{"all interfaces, ACLs on", func(c *Config) { *c = *Dev(); c.BindAddr, c.ACLEnabled = "0.0.0.0", true }, ""},
 		{"all interfaces, insecure", func(c *Config) { *c = *Dev(); c.BindAddr, c.Insecure = "0.0.0.0", true }, ""},
 		{"IPv6 loopback", func(c *Config) { *c = *Dev(); c.BindAddr = "::1" }, ""},
+		{"tls without files", func(c *Config) { *c = *Dev(); c.TLS.HTTP = true }, "ca_file, cert_file and key_file"},
+		{"tls rpc", func(c *Config) { *c = *Dev(); c.TLS.RPC = true }, "not implemented yet"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Default()

@@ -3,7 +3,9 @@
 // ports, server { ... }, client { ... } (with meta, options and a
 // topology { rack = "r1" } block of network topology levels, which become
 // node meta "topology.<level>"), plugin "name" { config { ... } },
-// limits { ... } of the HTTP API, acl { enabled }, insecure),
+// limits { ... } of the HTTP API, acl { enabled }, insecure,
+// tls { http, ca_file, cert_file, key_file, verify_server_hostname,
+// verify_https_client }),
 // defaults, dev-mode settings, merging of files and command-line flags, and
 // validation. Secure defaults: the agent binds 127.0.0.1, and a bind
 // address other machines can reach is refused while ACLs are off unless

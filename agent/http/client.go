@@ -87,22 +87,19 @@ func (s *HTTPServer) clientRoute(w nethttp.ResponseWriter, r *nethttp.Request) {
 	}
 	r.URL.Path = strings.Replace(r.URL.Path, "/"+allocID, "/"+a.ID, 1)
 	r.URL.RawPath = ""
-	proxyToNode(w, r, n)
+	s.proxyToNode(w, r, n)
 }
 
 // proxyToNode forwards r to the node's HTTP address (marked forwarded, so
 // the node answers it itself).
-func proxyToNode(w nethttp.ResponseWriter, r *nethttp.Request, n *api.Node) {
-	target := n.HTTPAddr
-	if !strings.Contains(target, "://") {
-		target = "http://" + target
-	}
-	u, err := url.Parse(target)
+func (s *HTTPServer) proxyToNode(w nethttp.ResponseWriter, r *nethttp.Request, n *api.Node) {
+	u, err := s.peerURL(n.HTTPAddr)
 	if err != nil {
 		writeError(w, api.Errorf(api.ErrInternal, fmt.Sprintf("node %q HTTP address %q: %v", n.ID, n.HTTPAddr, err)))
 		return
 	}
 	proxy := &httputil.ReverseProxy{
+		Transport: s.peerTr,
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(u)
 			pr.Out.Header.Set(headerForwarded, "1")
@@ -135,10 +132,7 @@ func serverRoute(path string) bool {
 func (s *HTTPServer) forwardToServers(next nethttp.Handler) nethttp.Handler {
 	targets := make([]*url.URL, 0, len(s.cfg.Servers))
 	for _, addr := range s.cfg.Servers {
-		if !strings.Contains(addr, "://") {
-			addr = "http://" + addr
-		}
-		if u, err := url.Parse(addr); err == nil {
+		if u, err := s.peerURL(addr); err == nil {
 			targets = append(targets, u)
 		}
 	}
@@ -152,6 +146,7 @@ func (s *HTTPServer) forwardToServers(next nethttp.Handler) nethttp.Handler {
 		for i, u := range targets {
 			failed := false
 			proxy := &httputil.ReverseProxy{
+				Transport: s.peerTr,
 				Rewrite: func(pr *httputil.ProxyRequest) {
 					pr.SetURL(u)
 					pr.Out.Header.Set(headerForwarded, "1")

@@ -9,7 +9,6 @@ import (
 	"net"
 	nethttp "net/http"
 	"net/http/httputil"
-	"net/url"
 	"strings"
 	"time"
 
@@ -194,18 +193,14 @@ func (s *HTTPServer) forwardWithHold(w nethttp.ResponseWriter, r *nethttp.Reques
 			lastErr = api.Errorf(api.ErrNoLeader, "no cluster leader known; retry")
 			continue
 		}
-		target := addr
-		if !strings.Contains(target, "://") {
-			target = "http://" + target
-		}
-		u, err := url.Parse(target)
+		u, err := s.peerURL(addr)
 		if err != nil {
 			writeError(w, api.Errorf(api.ErrInternal, fmt.Sprintf("leader HTTP address %q: %v", addr, err)))
 			return
 		}
 		retry := false
 		proxy := &httputil.ReverseProxy{
-			Transport: leaderTransport,
+			Transport: s.leaderTr,
 			Rewrite: func(pr *httputil.ProxyRequest) {
 				pr.SetURL(u)
 				pr.Out.Header.Set(headerLeaderForwarded, "1")

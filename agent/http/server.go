@@ -2,6 +2,7 @@ package http
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"github.com/drover/drover/agent/logmon"
@@ -80,6 +81,10 @@ type Config struct {
 	UsagePrices map[string]float64
 	// EventHeartbeat is the interval of {} lines on the event stream (default 10s).
 	EventHeartbeat time.Duration
+	// TLS, when set, serves the API over TLS (its ClientAuth says whether
+	// callers need a certificate); PeerTLS is the TLS of this agent's own
+	// requests to other agents (forwarding), which then use https.
+	TLS, PeerTLS *tls.Config
 }
 
 // HTTPServer is the agent's HTTP API server.
@@ -89,6 +94,8 @@ type HTTPServer struct {
 	mux     *aclMux
 	handler nethttp.Handler
 	metrics *metrics
+	// peerTr and leaderTr carry requests to other agents (peerTransports).
+	peerTr, leaderTr nethttp.RoundTripper
 
 	mu         sync.Mutex
 	baseCancel context.CancelFunc // ends in-flight blocking queries and streams
@@ -124,6 +131,7 @@ func New(cfg Config) (*HTTPServer, error) {
 		cfg.Registry = prometheus.NewRegistry()
 	}
 	s := &HTTPServer{cfg: cfg, log: cfg.Logger.With("component", "http")}
+	s.peerTr, s.leaderTr = peerTransports(cfg.PeerTLS)
 	s.mux = &aclMux{ServeMux: nethttp.NewServeMux(), s: s}
 	m, err := newMetrics(cfg.Registry)
 	if err != nil {
@@ -169,6 +177,7 @@ func (s *HTTPServer) Start(ctx context.Context) error {
 		// few connections. HTTP/1.1 clients see no difference.
 		Protocols: serverProtocols(),
 		HTTP2:     &nethttp.HTTP2Config{MaxConcurrentStreams: 1000},
+		TLSConfig: s.cfg.TLS,
 	}
 	s.mu.Lock()
 	s.srv, s.ln, s.done, s.baseCancel = srv, ln, make(chan struct{}), cancel
@@ -176,7 +185,11 @@ func (s *HTTPServer) Start(ctx context.Context) error {
 	s.mu.Unlock()
 	go func() {
 		defer close(done)
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, nethttp.ErrServerClosed) {
+		serve := srv.Serve
+		if srv.TLSConfig != nil {
+			serve = func(ln net.Listener) error { return srv.ServeTLS(ln, "", "") }
+		}
+		if err := serve(ln); err != nil && !errors.Is(err, nethttp.ErrServerClosed) {
 			s.log.Error("http serve failed", "err", err)
 		}
 	}()
@@ -220,6 +233,7 @@ func (s *HTTPServer) Shutdown(ctx context.Context) error {
 func serverProtocols() *nethttp.Protocols {
 	var p nethttp.Protocols
 	p.SetHTTP1(true)
+	p.SetHTTP2(true)
 	p.SetUnencryptedHTTP2(true)
 	return &p
 }

@@ -1,0 +1,137 @@
+package agent_test
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/drover/drover/agent"
+	"github.com/drover/drover/agent/config"
+	"github.com/drover/drover/agent/tlsutil"
+	"github.com/drover/drover/api"
+)
+
+// pkiFiles writes a CA and one certificate per role; it returns the CA
+// file and each role's cert and key files.
+func pkiFiles(t *testing.T) (ca string, certs map[string][2]string) {
+	t.Helper()
+	dir := t.TempDir()
+	caCert, caKey, err := tlsutil.CreateCA(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ca = write("ca.pem", caCert)
+	certs = map[string][2]string{}
+	for _, role := range []string{tlsutil.RoleServer, tlsutil.RoleClient, tlsutil.RoleCLI} {
+		c, k, err := tlsutil.CreateCert(caCert, caKey, tlsutil.CertRequest{Role: role, Days: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		certs[role] = [2]string{write(role+".pem", c), write(role+"-key.pem", k)}
+	}
+	return ca, certs
+}
+
+// tlsAPI is an API client presenting the given cert (none: "") and
+// trusting caFile.
+func tlsAPI(t *testing.T, base, caFile string, cert [2]string) *api.Client {
+	t.Helper()
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	tc := &tls.Config{RootCAs: pool}
+	if cert[0] != "" {
+		pair, err := tls.LoadX509KeyPair(cert[0], cert[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc.Certificates = []tls.Certificate{pair}
+	}
+	c := api.NewClient(base)
+	c.HTTP = &http.Client{Transport: &http.Transport{TLSClientConfig: tc}, Timeout: 10 * time.Second}
+	return c
+}
+
+// TestE2EMutualTLS: a server and a client-only agent with tls { http,
+// verify_server_hostname, verify_https_client }: the client registers
+// over mutual TLS, the client agent forwards server API calls over it,
+// and callers without a certificate, with another CA's, or over plain
+// HTTP get nothing.
+func TestE2EMutualTLS(t *testing.T) {
+	if os.Getuid() != 0 && os.Getenv("CI") != "true" {
+		t.Skip("the client role needs root outside CI")
+	}
+	ca, certs := pkiFiles(t)
+	_, otherCerts := pkiFiles(t)
+	tlsOf := func(role string) config.TLS {
+		return config.TLS{HTTP: true, CAFile: ca, CertFile: certs[role][0], KeyFile: certs[role][1],
+			VerifyServerHostname: true, VerifyHTTPSClient: true}
+	}
+	start := func(cfg *config.Config) *agent.Agent {
+		a, err := agent.New(cfg, clusterLogger().With("agent", cfg.Name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			_ = a.Shutdown(ctx)
+		})
+		return a
+	}
+	sc := config.Default()
+	sc.Name, sc.DataDir, sc.Ports = "tls-srv", t.TempDir(), config.Ports{}
+	sc.Server.Enabled, sc.Server.BootstrapExpect, sc.Server.NumSchedulers, sc.Server.Encrypt = true, 1, 1, testGossipKey
+	sc.TLS = tlsOf(tlsutil.RoleServer)
+	srv := start(sc)
+	srvBase := "https://" + srv.HTTPAddr()
+	cli := tlsAPI(t, srvBase, ca, certs[tlsutil.RoleCLI])
+	waitFor(t, 15*time.Second, "a leader over TLS", func() (bool, string) {
+		l, err := cli.Leader(context.Background())
+		return err == nil && l != "", ""
+	})
+
+	cc := config.Default()
+	cc.Name, cc.DataDir, cc.Ports = "tls-client", t.TempDir(), config.Ports{}
+	cc.Client.Enabled, cc.Client.Servers = true, []string{srv.HTTPAddr()}
+	cc.TLS = tlsOf(tlsutil.RoleClient)
+	client := start(cc)
+	waitFor(t, 15*time.Second, "the client registered over mutual TLS", func() (bool, string) {
+		nodes, _, err := cli.Nodes(context.Background(), nil)
+		return err == nil && len(nodes) == 1 && nodes[0].Status == api.NodeStatusReady, ""
+	})
+	// The client agent forwards server routes to its server over TLS.
+	viaClient := tlsAPI(t, "https://"+client.HTTPAddr(), ca, certs[tlsutil.RoleCLI])
+	if nodes, _, err := viaClient.Nodes(context.Background(), nil); err != nil || len(nodes) != 1 {
+		t.Errorf("nodes through the client agent: %v %v", nodes, err)
+	}
+
+	for name, c := range map[string]*api.Client{
+		"no certificate":        tlsAPI(t, srvBase, ca, [2]string{}),
+		"another CA's":          tlsAPI(t, srvBase, ca, otherCerts[tlsutil.RoleCLI]),
+		"plain http":            api.NewClient("http://" + srv.HTTPAddr()),
+		"client agent, no cert": tlsAPI(t, "https://"+client.HTTPAddr(), ca, [2]string{}),
+	} {
+		if _, _, err := c.Nodes(context.Background(), nil); err == nil {
+			t.Errorf("%s: the API answered", name)
+		}
+	}
+}
