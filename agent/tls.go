@@ -33,6 +33,7 @@ func newPeerTLS(a *Agent) (*peerTLS, error) {
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = p.dial
+	tr.ForceAttemptHTTP2 = false // as agenthttp's peer transports
 	p.client = &http.Client{Transport: tr}
 	return p, nil
 }

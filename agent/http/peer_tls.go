@@ -29,6 +29,9 @@ func peerTransports(t *tls.Config) (pooled, leader nethttp.RoundTripper) {
 	}
 	p := nethttp.DefaultTransport.(*nethttp.Transport).Clone()
 	p.TLSClientConfig = t.Clone()
+	// HTTP/1.1 as without TLS: forwarded exec sessions upgrade to a
+	// websocket, which HTTP/2 cannot carry.
+	p.ForceAttemptHTTP2 = false
 	l := leaderTransport.Clone()
 	l.TLSClientConfig = t.Clone()
 	return p, l
