@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -16,32 +17,27 @@ import (
 	"github.com/drover/drover/api"
 )
 
-// pkiFiles writes a CA and one certificate per role; it returns the CA
-// file and each role's cert and key files.
+// pkiFiles makes a CA and one certificate per role with the real
+// `drover tls` commands; it returns the CA file and each role's cert and
+// key files.
 func pkiFiles(t *testing.T) (ca string, certs map[string][2]string) {
 	t.Helper()
 	dir := t.TempDir()
-	caCert, caKey, err := tlsutil.CreateCA(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	write := func(name string, b []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, b, 0o600); err != nil {
-			t.Fatal(err)
+	run := func(args ...string) {
+		cmd := exec.Command(droverBin(t), args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("drover %v: %v %s", args, err, out)
 		}
-		return p
 	}
-	ca = write("ca.pem", caCert)
+	run("tls", "ca", "create", "-days", "1")
 	certs = map[string][2]string{}
 	for _, role := range []string{tlsutil.RoleServer, tlsutil.RoleClient, tlsutil.RoleCLI} {
-		c, k, err := tlsutil.CreateCert(caCert, caKey, tlsutil.CertRequest{Role: role, Days: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		certs[role] = [2]string{write(role+".pem", c), write(role+"-key.pem", k)}
+		run("tls", "cert", "create", "-"+role, "-days", "1")
+		base := filepath.Join(dir, "global-"+role+"-drover")
+		certs[role] = [2]string{base + ".pem", base + "-key.pem"}
 	}
-	return ca, certs
+	return filepath.Join(dir, "drover-agent-ca.pem"), certs
 }
 
 // tlsAPI is an API client presenting the given cert (none: "") and
