@@ -115,7 +115,7 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 			DeadServerGrace: cfg.Server.DeadServerGrace, ServerStabilization: cfg.Server.ServerStabilization,
 			HeartbeatTTLMin: cfg.Server.MinHeartbeatTTL, HeartbeatGrace: cfg.Server.HeartbeatGrace,
 			MaxHeartbeatsPerSecond: cfg.Server.MaxHeartbeatsPerSecond, OIDCIssuer: cfg.Server.OIDCIssuer, ACLEnabled: cfg.ACLEnabled,
-			Registry: a.registry, RaftListener: a.raftLn, PeerClient: a.tls.apiClient,
+			Registry: a.registry, RaftListener: a.raftLn, PeerClient: a.tls.apiClient, RaftTLS: a.tls.raft,
 		})
 		a.raftLn = nil // raft owns it now, even when New failed
 		if serr != nil {

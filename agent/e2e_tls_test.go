@@ -4,10 +4,13 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -129,5 +132,67 @@ func TestE2EMutualTLS(t *testing.T) {
 		if _, _, err := c.Nodes(context.Background(), nil); err == nil {
 			t.Errorf("%s: the API answered", name)
 		}
+	}
+}
+
+// TestClusterRaftTLS: three servers with tls { rpc = true } elect a leader
+// and replicate over mutual TLS. A rogue server that holds the gossip key
+// and a certificate of the CA, but a client one, joins gossip, yet is
+// never bootstrapped with, added to Raft nor promoted, and receives no
+// state: a legitimate fourth server that joins after it is added and
+// promoted by the same autopilot passes that leave the rogue out.
+func TestClusterRaftTLS(t *testing.T) {
+	ca, certs := pkiFiles(t)
+	raftTLS := func(role string) func(*config.Config) {
+		return func(c *config.Config) {
+			c.TLS = config.TLS{RPC: true, CAFile: ca, CertFile: certs[role][0], KeyFile: certs[role][1]}
+		}
+	}
+	servers := startCluster(t, raftTLS(tlsutil.RoleServer))
+	leader := waitOneLeader(t, 20*time.Second, servers)
+	if code := putJob(t, leader.base, "over-tls"); code != 200 {
+		t.Fatalf("put job = %d", code)
+	}
+	for _, s := range servers {
+		waitFor(t, 10*time.Second, s.name+" replicated the job", func() (bool, string) {
+			var jobs []*api.JobListStub
+			getJSON(s.base+"/v1/jobs?stale", &jobs)
+			return len(jobs) == 1, fmt.Sprint(len(jobs), " jobs")
+		})
+	}
+
+	join := []string{servers[0].gossipAddr()}
+	rogue := startClusterServer(t, "rogue", t.TempDir(), config.Ports{}, join, raftTLS(tlsutil.RoleClient))
+	waitFor(t, 10*time.Second, "the rogue alive in the leader's gossip", func() (bool, string) {
+		var m api.ServerMembers
+		getJSON(leader.base+"/v1/agent/members", &m)
+		for _, mb := range m.Members {
+			if mb.Name == "rogue.global" && mb.Status == "alive" {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprint(len(m.Members), " members")
+	})
+	fourth := startClusterServer(t, "s4", t.TempDir(), config.Ports{}, join, raftTLS(tlsutil.RoleServer))
+	waitFor(t, 20*time.Second, "s4 a voter", func() (bool, string) {
+		conf := raftPeers(t, leader.base)
+		if conf == nil {
+			return false, "no answer"
+		}
+		var got []string
+		for _, sv := range conf.Servers {
+			got = append(got, sv.Address+"/"+strconv.FormatBool(sv.Voter))
+		}
+		return slices.Contains(got, fourth.raftAddr()+"/true"), fmt.Sprint(got)
+	})
+	for _, sv := range raftPeers(t, leader.base).Servers {
+		if sv.Address == rogue.raftAddr() {
+			t.Errorf("the rogue is in the raft configuration: %+v", sv)
+		}
+	}
+	var jobs []*api.JobListStub
+	getJSON(rogue.base+"/v1/jobs?stale", &jobs)
+	if len(jobs) != 0 {
+		t.Errorf("the rogue received state: %d jobs", len(jobs))
 	}
 }

@@ -7,23 +7,33 @@ import (
 
 	"github.com/drover/drover/agent/tlsutil"
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/raftstore"
 )
 
 // peerTLS holds the agent's mutual TLS: serve is the HTTP API's, dial
-// that of its own requests to other agents (nil both without tls http).
+// that of its own requests to other agents (nil both without tls http),
+// raft that of Raft between servers (nil without tls rpc).
 type peerTLS struct {
 	serve, dial *tls.Config
 	client      *http.Client // carries dial; nil without TLS
+	raft        *raftstore.TLS
 }
 
 func newPeerTLS(a *Agent) (*peerTLS, error) {
 	t := a.cfg.TLS
 	p := &peerTLS{}
+	tc := &tlsutil.Config{HTTP: t.HTTP, CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile,
+		VerifyServerHostname: t.VerifyServerHostname, VerifyHTTPSClient: t.VerifyHTTPSClient, Region: a.cfg.Region}
+	if t.RPC && a.cfg.Server.Enabled && !a.cfg.DevMode {
+		serve, dial, err := tc.Raft()
+		if err != nil {
+			return nil, err
+		}
+		p.raft = &raftstore.TLS{Serve: serve, Dial: dial}
+	}
 	if !t.HTTP {
 		return p, nil
 	}
-	tc := &tlsutil.Config{HTTP: true, CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile,
-		VerifyServerHostname: t.VerifyServerHostname, VerifyHTTPSClient: t.VerifyHTTPSClient, Region: a.cfg.Region}
 	var err error
 	if p.serve, err = tc.Server(); err != nil {
 		return nil, err

@@ -35,7 +35,10 @@ type autopilot struct {
 	stabilization time.Duration // ServerStabilization
 	maxTrailing   uint64        // MaxTrailingLogs
 	client        func(addr string) *api.Client
-	log           *slog.Logger
+	// verify proves a server's Raft endpoint before it is added or
+	// promoted (Server.verifyRaftPeer).
+	verify func(ctx context.Context, raftAddr string) error
+	log    *slog.Logger
 
 	nonvoterSince map[raft.ServerID]time.Time
 	failedSince   map[raft.ServerID]time.Time
@@ -50,7 +53,7 @@ func (s *Server) newAutopilot() *autopilot {
 	}
 	a := &autopilot{raft: s.rs.raft, members: m, region: s.cfg.Region,
 		grace: defaultDeadServerGrace, stabilization: defaultServerStabilization, maxTrailing: defaultMaxTrailingLogs,
-		log: s.log.With("component", "autopilot"), client: s.peerClient,
+		log: s.log.With("component", "autopilot"), client: s.peerClient, verify: s.verifyRaftPeer,
 		nonvoterSince: map[raft.ServerID]time.Time{}, failedSince: map[raft.ServerID]time.Time{}}
 	if s.cfg.DeadServerGrace > 0 {
 		a.grace = s.cfg.DeadServerGrace
@@ -122,6 +125,10 @@ func (a *autopilot) reconcilePeers(ctx context.Context, m Membership, now time.T
 		if ok && string(sv.Address) == mb.RaftAddr {
 			continue
 		}
+		if err := a.verify(ctx, mb.RaftAddr); err != nil {
+			a.log.Warn("not adding server: its raft endpoint did not prove a server certificate", "server", mb.Name, "addr", mb.RaftAddr, "err", err)
+			continue
+		}
 		if ok && sv.Suffrage == raft.Voter {
 			// Same ID, new address: re-add as a voter at the new address.
 			if err := a.raft.AddVoter(id, raft.ServerAddress(mb.RaftAddr), 0, raftChangeTimeout).Error(); err != nil {
@@ -152,6 +159,10 @@ func (a *autopilot) reconcilePeers(ctx context.Context, m Membership, now time.T
 			since = now
 		}
 		if now.Sub(since) < a.stabilization {
+			continue
+		}
+		if err := a.verify(ctx, string(sv.Address)); err != nil {
+			a.log.Warn("not promoting server: its raft endpoint did not prove a server certificate", "server", mb.Name, "err", err)
 			continue
 		}
 		if err := a.caughtUp(ctx, mb); err != nil {

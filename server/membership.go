@@ -2,8 +2,10 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"sort"
 	"strings"
@@ -222,6 +224,13 @@ func (s *Server) tryBootstrap(ctx context.Context, m Membership) (bool, error) {
 		if p.BootstrapExpect != 0 && p.BootstrapExpect != expect {
 			return false, fmt.Errorf("server %s expects %d servers, this one %d: %w", p.Name, p.BootstrapExpect, expect, errBootstrapWait)
 		}
+		if p.ID != s.RaftID() {
+			if err := s.verifyRaftPeer(ctx, p.RaftAddr); err != nil {
+				s.log.Warn("leaving a server out of the bootstrap: its raft endpoint did not prove a server certificate",
+					"server", p.Name, "addr", p.RaftAddr, "err", err)
+				continue
+			}
+		}
 		peers = append(peers, p)
 	}
 	if len(peers) < expect {
@@ -348,3 +357,20 @@ func (s *Server) TransferLeadership(ctx context.Context) error {
 
 // peerClient is the API client of another server's HTTP address.
 func (s *Server) peerClient(addr string) *api.Client { return s.cfg.PeerClient(addr) }
+
+// verifyRaftPeer proves that the Raft endpoint at addr holds a server
+// certificate of the region (a TLS handshake with Raft's own dial
+// settings) when Raft runs over mutual TLS; without it there is nothing
+// to prove. A server that fails is neither bootstrapped with, added, nor
+// promoted.
+func (s *Server) verifyRaftPeer(ctx context.Context, addr string) error {
+	if s.cfg.RaftTLS == nil {
+		return nil
+	}
+	d := tls.Dialer{NetDialer: &net.Dialer{Timeout: 2 * time.Second}, Config: s.cfg.RaftTLS.Dial}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}

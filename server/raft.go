@@ -29,7 +29,7 @@ func newRaftSystem(cfg *Config, log *slog.Logger, reactor *commitReactor) (*raft
 	}
 	rc := raftstore.Config{
 		DataDir: cfg.DataDir, BindAddr: cfg.BindAddr, RaftPort: cfg.RaftPort, RaftAddr: cfg.RaftAddr,
-		Listener: cfg.RaftListener, BootstrapExpect: be, FSM: f, Logger: log,
+		Listener: cfg.RaftListener, BootstrapExpect: be, FSM: f, Logger: log, TLS: cfg.RaftTLS,
 	}
 	if cfg.DevMode && be == 1 {
 		// A dev agent is its own cluster (with or without -data-dir):

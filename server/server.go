@@ -19,6 +19,7 @@ import (
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/server/broker"
 	"github.com/drover/drover/server/fairshare"
+	"github.com/drover/drover/server/raftstore"
 	"github.com/drover/drover/server/state"
 )
 
@@ -84,6 +85,8 @@ type Config struct {
 	// Clock drives the broker, heartbeats and drains (default the wall
 	// clock); tests inject broker.NewFakeClock.
 	Clock broker.Clock
+	// RaftTLS carries Raft over mutual TLS between servers (nil: plain TCP).
+	RaftTLS *raftstore.TLS
 	// PeerClient makes the API client of another server's HTTP address
 	// (host:port), for bootstrap and autopilot checks (nil: api.NewClient;
 	// the agent's adds https and its certificate under mutual TLS).

@@ -70,8 +70,8 @@ type Config struct {
 // certificate (drover tls cert create).
 type TLS struct {
 	HTTP bool
-	// RPC asks for Raft over TLS, which drover does not have yet: the
-	// config is refused rather than run without it.
+	// RPC carries Raft between servers over mutual TLS: only peers with a
+	// server certificate of the region take part.
 	RPC                  bool
 	CAFile               string
 	CertFile             string
@@ -272,11 +272,8 @@ func (c *Config) Validate() error {
 		errs = append(errs, "a server outside dev mode needs a gossip encryption key, so that only servers holding it can join "+
 			"(-encrypt KEY or server { encrypt = KEY }; drover operator gossip keyring generate makes one)")
 	}
-	if t := c.TLS; t.HTTP && (t.CAFile == "" || t.CertFile == "" || t.KeyFile == "") {
-		errs = append(errs, "tls http needs ca_file, cert_file and key_file (drover tls ca create, drover tls cert create)")
-	}
-	if c.TLS.RPC {
-		errs = append(errs, "tls rpc (Raft over TLS) is not implemented yet: keep the Raft port on a private network and leave rpc out")
+	if t := c.TLS; (t.HTTP || t.RPC) && (t.CAFile == "" || t.CertFile == "" || t.KeyFile == "") {
+		errs = append(errs, "tls http and rpc need ca_file, cert_file and key_file (drover tls ca create, drover tls cert create)")
 	}
 	if c.Server.Encrypt != "" {
 		if k, err := base64.StdEncoding.DecodeString(c.Server.Encrypt); err != nil || (len(k) != 16 && len(k) != 24 && len(k) != 32) {

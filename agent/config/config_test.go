@@ -168,7 +168,7 @@ func TestValidate(t *testing.T) {
 		{"all interfaces, insecure", func(c *Config) { *c = *Dev(); c.BindAddr, c.Insecure = "0.0.0.0", true }, ""},
 		{"IPv6 loopback", func(c *Config) { *c = *Dev(); c.BindAddr = "::1" }, ""},
 		{"tls without files", func(c *Config) { *c = *Dev(); c.TLS.HTTP = true }, "ca_file, cert_file and key_file"},
-		{"tls rpc", func(c *Config) { *c = *Dev(); c.TLS.RPC = true }, "not implemented yet"},
+		{"tls rpc without files", func(c *Config) { *c = *Dev(); c.TLS.RPC = true }, "ca_file, cert_file and key_file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Default()

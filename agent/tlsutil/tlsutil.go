@@ -208,6 +208,27 @@ func (c *Config) Client() (*tls.Config, error) {
 	return t, nil
 }
 
+// Raft is the tls.Config pair of Raft between servers: both ends present
+// their certificate and accept only a peer holding server.<region>.drover
+// from the CA, so a process without a server certificate neither joins
+// nor receives a single entry.
+func (c *Config) Raft() (serve, dial *tls.Config, err error) {
+	pool, pair, err := c.load()
+	if err != nil {
+		return nil, nil, err
+	}
+	region := c.Region
+	if region == "" {
+		region = "global"
+	}
+	verify := func(cs tls.ConnectionState) error { return VerifyRole(cs, pool, region, RoleServer) }
+	serve = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair},
+		ClientAuth: tls.RequireAnyClientCert, VerifyConnection: verify}
+	dial = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair},
+		InsecureSkipVerify: true, VerifyConnection: verify} // VerifyConnection checks the chain and the role
+	return serve, dial, nil
+}
+
 // VerifyRole checks a peer's chain against pool and that its leaf holds
 // one of the roles' names in region.
 func VerifyRole(cs tls.ConnectionState, pool *x509.CertPool, region string, roles ...string) error {

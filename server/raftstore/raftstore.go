@@ -32,6 +32,10 @@ type Config struct {
 	// (BindAddr and RaftPort are then unused). New owns it from the call
 	// on: it is closed when New fails and on Shutdown.
 	Listener net.Listener
+	// TLS, when set, carries Raft over mutual TLS: Serve is the listener's
+	// (it must require and check the peer's certificate), Dial the
+	// outgoing connections' (tlsutil.Config.Raft).
+	TLS *TLS
 	// NodeID overrides the persisted server ID (tests).
 	NodeID string
 	// BootstrapExpect: with 1 (or 0 in the in-memory mode), a
@@ -221,13 +225,20 @@ func newTCPTransport(cfg Config, hl *HCLogger) (*raft.NetworkTransport, error) {
 		adv = a
 	}
 	if cfg.Listener != nil {
-		return newListenerTransport(cfg.Listener, adv, hl)
+		return newListenerTransport(cfg.Listener, adv, cfg.TLS, hl)
 	}
 	host := cfg.BindAddr
 	if host == "" {
 		host = "127.0.0.1"
 	}
 	bind := net.JoinHostPort(host, strconv.Itoa(cfg.RaftPort))
+	if cfg.TLS != nil {
+		ln, err := net.Listen("tcp", bind)
+		if err != nil {
+			return nil, fmt.Errorf("raftstore: listen on %s: %w", bind, err)
+		}
+		return newListenerTransport(ln, adv, cfg.TLS, hl)
+	}
 	trans, err := raft.NewTCPTransportWithLogger(bind, adv, 3, 10*time.Second, hl)
 	if err != nil {
 		return nil, fmt.Errorf("raftstore: listen on %s: %w", bind, err)
