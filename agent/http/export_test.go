@@ -4,9 +4,9 @@ import nethttp "net/http"
 
 // RouteCap is a route's capability as the authz matrix test sees it.
 type RouteCap struct {
-	Public            bool
-	Kind, Cap         string
-	Write, List       bool
+	Public      bool
+	Kind, Cap   string
+	Write, List bool
 }
 
 func exportCap(c capability) RouteCap {
