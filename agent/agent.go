@@ -100,7 +100,7 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 		Self: a.self, Members: a.members, Monitor: a.monitor,
 		ReadTimeout: cfg.Limits.HTTPReadTimeout, MaxConnsPerClient: cfg.Limits.HTTPMaxConnsPerClient,
 		SnapshotRestoreMaxBytes: cfg.Limits.SnapshotRestoreMaxBytes, UsagePrices: cfg.Server.UsagePrices,
-		TLS: a.tls.serve, PeerTLS: a.tls.dial,
+		TLS: a.tls.serve, PeerTLS: a.tls.dial, EnableDebug: cfg.EnableDebug,
 	}
 	if cfg.Server.Enabled {
 		dataDir := cfg.DataDir

@@ -63,6 +63,8 @@ type Config struct {
 	Limits Limits
 	// TLS is the agent's mutual TLS (HCL block tls, as Nomad's).
 	TLS TLS
+	// EnableDebug serves Go's profiles at /debug/pprof/ (HCL enable_debug).
+	EnableDebug bool
 }
 
 // TLS settings of the agent: the HTTP API over TLS and the agent's own
@@ -334,6 +336,7 @@ type file struct {
 	DataDir       *string       `hcl:"data_dir,optional"`
 	BindAddr      *string       `hcl:"bind_addr,optional"`
 	Insecure      *bool         `hcl:"insecure,optional"`
+	EnableDebug   *bool         `hcl:"enable_debug,optional"`
 	LogLevel      *string       `hcl:"log_level,optional"`
 	AdvertiseHTTP *string       `hcl:"advertise_http,optional"`
 	LeaveOnTerm   *bool         `hcl:"leave_on_terminate,optional"`
@@ -470,6 +473,9 @@ func Parse(src []byte, filename string, base *Config) (*Config, error) {
 	set(&c.AdvertiseHTTP, fc.AdvertiseHTTP)
 	if fc.Insecure != nil {
 		c.Insecure = *fc.Insecure
+	}
+	if fc.EnableDebug != nil {
+		c.EnableDebug = *fc.EnableDebug
 	}
 	if fc.LeaveOnTerm != nil {
 		c.Server.LeaveOnTerminate = *fc.LeaveOnTerm

@@ -18,6 +18,7 @@ datacenter = "dc2"
 data_dir   = "/var/lib/drover"
 bind_addr  = "10.0.0.2"
 insecure   = true
+enable_debug = true
 ports {
   http = 5646
   rpc  = 5647
@@ -65,7 +66,7 @@ tls {
 	}
 	want := Default()
 	want.Name, want.Region, want.Datacenter, want.DataDir, want.BindAddr = "n1", "eu", "dc2", "/var/lib/drover", "10.0.0.2"
-	want.Insecure = true
+	want.Insecure, want.EnableDebug = true, true
 	want.Ports = Ports{HTTP: 5646, Raft: 5647, Gossip: 5648}
 	want.Server = Server{Enabled: true, BootstrapExpect: 3, NumSchedulers: 2, Encrypt: testKey}
 	want.Join = []string{"10.0.0.1:4648"}

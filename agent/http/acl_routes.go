@@ -22,6 +22,11 @@ var routeCaps = map[string]capability{
 	"GET /v1/status/peers":                  public,
 	"GET /v1/agent/health":                  public,
 	"GET /v1/metrics":                       agentRead,
+	"GET /debug/pprof/":                     agentWrite,
+	"GET /debug/pprof/cmdline":              agentWrite,
+	"GET /debug/pprof/profile":              agentWrite,
+	"GET /debug/pprof/symbol":               agentWrite,
+	"GET /debug/pprof/trace":                agentWrite,
 
 	"GET /v1/jobs":                     nsList(acl.CapListJobs),
 	"PUT /v1/jobs":                     ns(acl.CapSubmitJob),

@@ -72,7 +72,7 @@ var pathVar = regexp.MustCompile(`\{[^}]*\}`)
 // routes): everything but the right token is 403 on a route that is not
 // public, and the right token is never 403.
 func TestAuthzMatrix(t *testing.T) {
-	a := newTestAPIWith(t, server.Config{ACLEnabled: true})
+	a := newTestAPIWith(t, server.Config{ACLEnabled: true}, func(c *agenthttp.Config) { c.EnableDebug = true })
 	var boot api.ACLToken
 	if code, b := a.doAs("POST", "/v1/acl/bootstrap", nil, nil); code != 200 || json.Unmarshal(b, &boot) != nil {
 		t.Fatalf("bootstrap = %d %s", code, b)

@@ -13,6 +13,7 @@ func (s *HTTPServer) routes() {
 	m := s.mux
 	h := func(pattern string, f apiFunc) { m.HandleFunc(pattern, s.wrap(f)) }
 
+	s.debugRoutes()
 	h("GET /v1/jobs", s.jobList)
 	h("PUT /v1/jobs", s.jobRegister)
 	h("POST /v1/jobs", s.jobRegister)

@@ -85,6 +85,8 @@ type Config struct {
 	// callers need a certificate); PeerTLS is the TLS of this agent's own
 	// requests to other agents (forwarding), which then use https.
 	TLS, PeerTLS *tls.Config
+	// EnableDebug serves /debug/pprof/ (agent enable_debug).
+	EnableDebug bool
 }
 
 // HTTPServer is the agent's HTTP API server.
