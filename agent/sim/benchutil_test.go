@@ -39,7 +39,7 @@ func writeServerConfig(b testing.TB, dir string, minTTL, grace time.Duration, ma
 	if len(maxHB) > 0 {
 		extra = fmt.Sprintf("  max_heartbeats_per_second = %d\n", maxHB[0])
 	}
-	hcl := fmt.Sprintf("server {\n  min_heartbeat_ttl = %q\n  heartbeat_grace = %q\n%s}\nlimits {\n  http_max_conns_per_client = 0\n}\n",
+	hcl := fmt.Sprintf("server {\n  min_heartbeat_ttl = %q\n  heartbeat_grace = %q\n%s}\nlimits {\n  http_max_conns_per_client = 0\n}\nenable_debug = true\n",
 		minTTL.String(), grace.String(), extra)
 	if err := os.WriteFile(p, []byte(hcl), 0o644); err != nil {
 		b.Fatal(err)
