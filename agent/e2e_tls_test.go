@@ -163,7 +163,7 @@ func TestClusterRaftTLS(t *testing.T) {
 
 	join := []string{servers[0].gossipAddr()}
 	rogue := startClusterServer(t, "rogue", t.TempDir(), config.Ports{}, join, raftTLS(tlsutil.RoleClient))
-	waitFor(t, 10*time.Second, "the rogue alive in the leader's gossip", func() (bool, string) {
+	waitFor(t, 30*time.Second, "the rogue alive in the leader's gossip", func() (bool, string) {
 		var m api.ServerMembers
 		getJSON(leader.base+"/v1/agent/members", &m)
 		for _, mb := range m.Members {
@@ -174,7 +174,7 @@ func TestClusterRaftTLS(t *testing.T) {
 		return false, fmt.Sprint(len(m.Members), " members")
 	})
 	fourth := startClusterServer(t, "s4", t.TempDir(), config.Ports{}, join, raftTLS(tlsutil.RoleServer))
-	waitFor(t, 20*time.Second, "s4 a voter", func() (bool, string) {
+	waitFor(t, 40*time.Second, "s4 a voter", func() (bool, string) {
 		conf := raftPeers(t, leader.base)
 		if conf == nil {
 			return false, "no answer"
