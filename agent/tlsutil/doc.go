@@ -6,7 +6,9 @@
 // certificate from the CA) and of its own outgoing requests (to servers,
 // to other nodes), which present the agent's certificate and, with
 // verify_server_hostname, accept only a peer whose certificate carries an
-// agent role name of the region, whatever address it was dialled at.
+// agent role name of the region, whatever address it was dialled at; and
+// the pair of Raft between servers (Config.Raft), which accepts only
+// server certificates on both ends.
 //
 // It imports only the standard library.
 //

@@ -33,18 +33,14 @@ func RoleName(role, region string) string { return role + "." + region + "." + D
 // CreateCA makes a self-signed ECDSA P-256 CA valid for days and returns
 // its certificate and key in PEM.
 func CreateCA(days int) (certPEM, keyPEM []byte, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	serial, err := serialNumber()
+	key, serial, err := newKeyAndSerial()
 	if err != nil {
 		return nil, nil, err
 	}
 	now := time.Now()
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: "drover agent CA " + serial.Text(16)[:8], Organization: []string{"drover"}},
+		Subject:               pkix.Name{CommonName: fmt.Sprintf("drover agent CA %08x", serial.Uint64()&0xffffffff), Organization: []string{"drover"}},
 		NotBefore:             now.Add(-time.Minute),
 		NotAfter:              now.Add(time.Duration(days) * 24 * time.Hour),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
@@ -90,11 +86,7 @@ func CreateCert(caCertPEM, caKeyPEM []byte, req CertRequest) (certPEM, keyPEM []
 	if !caCert.IsCA {
 		return nil, nil, errors.New("the CA certificate is not a CA")
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	serial, err := serialNumber()
+	key, serial, err := newKeyAndSerial()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -125,8 +117,17 @@ func CreateCert(caCertPEM, caKeyPEM []byte, req CertRequest) (certPEM, keyPEM []
 	return encode(der, key)
 }
 
-func serialNumber() (*big.Int, error) {
-	return rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+// newKeyAndSerial makes a certificate's ECDSA P-256 key and random serial.
+func newKeyAndSerial() (*ecdsa.PrivateKey, *big.Int, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return nil, nil, err
+	}
+	return key, serial, nil
 }
 
 func encode(der []byte, key *ecdsa.PrivateKey) ([]byte, []byte, error) {
