@@ -321,6 +321,13 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// set copies a value the file gave (non-nil) over the default.
+func set[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
 // loopback reports whether addr (an IP) is reachable from this machine
 // only; 0.0.0.0 and :: are every interface.
 func loopback(addr string) bool {
@@ -459,11 +466,6 @@ func Parse(src []byte, filename string, base *Config) (*Config, error) {
 	if diags := gohcl.DecodeBody(f.Body, nil, &fc); diags.HasErrors() {
 		return nil, diagErr(diags)
 	}
-	set := func(dst *string, v *string) {
-		if v != nil {
-			*dst = *v
-		}
-	}
 	set(&c.Name, fc.Name)
 	set(&c.Region, fc.Region)
 	set(&c.Datacenter, fc.Datacenter)
@@ -471,12 +473,8 @@ func Parse(src []byte, filename string, base *Config) (*Config, error) {
 	set(&c.BindAddr, fc.BindAddr)
 	set(&c.LogLevel, fc.LogLevel)
 	set(&c.AdvertiseHTTP, fc.AdvertiseHTTP)
-	if fc.Insecure != nil {
-		c.Insecure = *fc.Insecure
-	}
-	if fc.EnableDebug != nil {
-		c.EnableDebug = *fc.EnableDebug
-	}
+	set(&c.Insecure, fc.Insecure)
+	set(&c.EnableDebug, fc.EnableDebug)
 	if fc.LeaveOnTerm != nil {
 		c.Server.LeaveOnTerminate = *fc.LeaveOnTerm
 	}
@@ -576,15 +574,10 @@ func Parse(src []byte, filename string, base *Config) (*Config, error) {
 		c.ACLEnabled = *a.Enabled
 	}
 	if t := fc.TLS; t != nil {
-		for _, b := range []struct {
-			dst *bool
-			v   *bool
-		}{{&c.TLS.HTTP, t.HTTP}, {&c.TLS.RPC, t.RPC}, {&c.TLS.VerifyServerHostname, t.VerifyServerHostname},
-			{&c.TLS.VerifyHTTPSClient, t.VerifyHTTPSClient}} {
-			if b.v != nil {
-				*b.dst = *b.v
-			}
-		}
+		set(&c.TLS.HTTP, t.HTTP)
+		set(&c.TLS.RPC, t.RPC)
+		set(&c.TLS.VerifyServerHostname, t.VerifyServerHostname)
+		set(&c.TLS.VerifyHTTPSClient, t.VerifyHTTPSClient)
 		set(&c.TLS.CAFile, t.CAFile)
 		set(&c.TLS.CertFile, t.CertFile)
 		set(&c.TLS.KeyFile, t.KeyFile)
