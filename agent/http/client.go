@@ -42,8 +42,10 @@ func (s *HTTPServer) clientRoute(w nethttp.ResponseWriter, r *nethttp.Request) {
 	if c := clientCap(r); c.kind == "namespace" {
 		need = c.cap
 	}
+	var a *api.Allocation // looked up once, when ACLs or forwarding need it
 	if aclOf(r) != nil && allocID != "" && s.cfg.State != nil {
-		if _, err := s.lookupAllocFor(nil, r, allocID, need); err != nil {
+		var err error
+		if a, err = s.lookupAllocFor(nil, r, allocID, need); err != nil {
 			writeError(w, api.AsError(err))
 			return
 		}
@@ -61,10 +63,12 @@ func (s *HTTPServer) clientRoute(w nethttp.ResponseWriter, r *nethttp.Request) {
 		writeError(w, api.AsError(notFound(api.ErrAllocNotFound, "allocation", allocID)))
 		return
 	}
-	a, err := s.lookupAllocFor(nil, r, allocID, need)
-	if err != nil {
-		writeError(w, api.AsError(err))
-		return
+	if a == nil {
+		var err error
+		if a, err = s.lookupAllocFor(nil, r, allocID, need); err != nil {
+			writeError(w, api.AsError(err))
+			return
+		}
 	}
 	if local != nil && local.HasAlloc(a.ID) {
 		r.URL.Path = strings.Replace(r.URL.Path, "/"+allocID, "/"+a.ID, 1)
