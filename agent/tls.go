@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	agenthttp "github.com/drover/drover/agent/http"
 	"github.com/drover/drover/agent/tlsutil"
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/server/raftstore"
@@ -41,10 +42,7 @@ func newPeerTLS(a *Agent) (*peerTLS, error) {
 	if p.dial, err = tc.Client(); err != nil {
 		return nil, err
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = p.dial
-	tr.ForceAttemptHTTP2 = false // as agenthttp's peer transports
-	p.client = &http.Client{Transport: tr}
+	p.client = &http.Client{Transport: agenthttp.PeerTransport(p.dial)}
 	return p, nil
 }
 

@@ -27,12 +27,17 @@ func peerTransports(t *tls.Config) (pooled, leader nethttp.RoundTripper) {
 	if t == nil {
 		return nethttp.DefaultTransport, leaderTransport
 	}
-	p := nethttp.DefaultTransport.(*nethttp.Transport).Clone()
-	p.TLSClientConfig = t.Clone()
-	// HTTP/1.1 as without TLS: forwarded exec sessions upgrade to a
-	// websocket, which HTTP/2 cannot carry.
-	p.ForceAttemptHTTP2 = false
 	l := leaderTransport.Clone()
 	l.TLSClientConfig = t.Clone()
-	return p, l
+	return PeerTransport(t), l
+}
+
+// PeerTransport is the pooled transport of an agent's requests to other
+// agents under mutual TLS t: HTTP/1.1 as without TLS, since forwarded
+// exec sessions upgrade to a websocket, which HTTP/2 cannot carry.
+func PeerTransport(t *tls.Config) *nethttp.Transport {
+	p := nethttp.DefaultTransport.(*nethttp.Transport).Clone()
+	p.TLSClientConfig = t.Clone()
+	p.ForceAttemptHTTP2 = false
+	return p
 }
