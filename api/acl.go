@@ -165,3 +165,28 @@ type ACLResolution struct {
 	AccessorID     string     `json:"AccessorID,omitempty"`
 	ExpirationTime *time.Time `json:"ExpirationTime,omitempty"`
 }
+
+// ACLOIDCAuthURLRequest starts an OIDC login (POST /v1/acl/oidc/auth-url):
+// RedirectURI must be one of the method's AllowedRedirectURIs; the
+// ClientNonce, a secret of the caller's, must come back with the code.
+type ACLOIDCAuthURLRequest struct {
+	AuthMethodName string `json:"AuthMethodName"`
+	RedirectURI    string `json:"RedirectURI"`
+	ClientNonce    string `json:"ClientNonce"`
+}
+
+// ACLOIDCAuthURLResponse is the provider URL to send the user's browser to.
+type ACLOIDCAuthURLResponse struct {
+	AuthURL string `json:"AuthURL"`
+}
+
+// ACLOIDCCompleteAuthRequest ends an OIDC login (POST
+// /v1/acl/oidc/complete-auth) with the code and state the provider sent to
+// the redirect URI; the answer is an ACLToken.
+type ACLOIDCCompleteAuthRequest struct {
+	AuthMethodName string `json:"AuthMethodName"`
+	ClientNonce    string `json:"ClientNonce"`
+	State          string `json:"State"`
+	Code           string `json:"Code"`
+	RedirectURI    string `json:"RedirectURI"`
+}

@@ -149,6 +149,8 @@ type Server struct {
 	keys keyring     // workload identity signing (identity.go)
 	// aclPolicies caches parsed ACL policies (endpoints_acl.go).
 	aclPolicies aclCache
+	// oidc keeps OIDC providers and pending logins (sso.go).
+	oidc oidcFlows
 
 	broker    *broker.EvalBroker
 	blocked   *broker.BlockedEvals

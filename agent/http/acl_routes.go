@@ -166,4 +166,25 @@ var routeCaps = map[string]capability{
 	"PUT /v1/acl/role/{id}":     management,
 	"POST /v1/acl/role/{id}":    management,
 	"DELETE /v1/acl/role/{id}":  management,
+
+	// SSO: the method list and the two OIDC login steps are how a caller
+	// without a token gets one.
+	"GET /v1/acl/auth-methods":          public,
+	"GET /v1/acl/auth-method/{name}":    management,
+	"PUT /v1/acl/auth-method":           management,
+	"POST /v1/acl/auth-method":          management,
+	"PUT /v1/acl/auth-method/{name}":    management,
+	"POST /v1/acl/auth-method/{name}":   management,
+	"DELETE /v1/acl/auth-method/{name}": management,
+	"GET /v1/acl/binding-rules":         management,
+	"GET /v1/acl/binding-rule/{id}":     management,
+	"PUT /v1/acl/binding-rule":          management,
+	"POST /v1/acl/binding-rule":         management,
+	"PUT /v1/acl/binding-rule/{id}":     management,
+	"POST /v1/acl/binding-rule/{id}":    management,
+	"DELETE /v1/acl/binding-rule/{id}":  management,
+	"PUT /v1/acl/oidc/auth-url":         public,
+	"POST /v1/acl/oidc/auth-url":        public,
+	"PUT /v1/acl/oidc/complete-auth":    public,
+	"POST /v1/acl/oidc/complete-auth":   public,
 }

@@ -49,6 +49,7 @@ func (s *HTTPServer) operatorRoutes() {
 	s.serviceRoutes()
 	s.identityRoutes()
 	s.aclRoutes()
+	s.ssoRoutes()
 }
 
 func (s *HTTPServer) operator() (OperatorServer, error) {

@@ -89,6 +89,7 @@ type Process struct {
 	Env  []string // added to the environment (nil: the test's environment)
 
 	bin  string
+	name string // what() names it by ("": drover and its subcommand)
 	cmd  *exec.Cmd
 	done chan struct{}
 	err  error // Wait's result, set before done closes
@@ -104,7 +105,12 @@ func StartProcess(t testing.TB, args ...string) *Process {
 // StartProcessEnv is StartProcess with extra environment variables.
 func StartProcessEnv(t testing.TB, env []string, args ...string) *Process {
 	t.Helper()
-	p := &Process{Args: args, Env: env, bin: Binary(t), out: &syncBuf{}}
+	return startBinary(t, &Process{Args: args, Env: env, bin: Binary(t), out: &syncBuf{}})
+}
+
+// startBinary starts p and registers its cleanup.
+func startBinary(t testing.TB, p *Process) *Process {
+	t.Helper()
 	p.start(t)
 	t.Cleanup(func() {
 		p.terminate(30 * time.Second)
@@ -116,6 +122,9 @@ func StartProcessEnv(t testing.TB, env []string, args ...string) *Process {
 }
 
 func (p *Process) what() string {
+	if p.name != "" {
+		return p.name
+	}
 	if len(p.Args) > 0 {
 		return "drover " + p.Args[0]
 	}

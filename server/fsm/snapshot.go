@@ -54,11 +54,15 @@ const (
 	recRootKey recordType = 17
 	// recACLPolicy, recACLRole, recACLToken: ACL objects; absent from
 	// snapshots written before ACLs.
-	recACLPolicy   recordType = 18
-	recACLRole     recordType = 19
-	recACLToken    recordType = 20
-	snapshotFormat            = 1
-	maxRecordSize             = 256 << 20
+	recACLPolicy recordType = 18
+	recACLRole   recordType = 19
+	recACLToken  recordType = 20
+	// recACLAuthMethod, recACLBindingRule: SSO objects; absent from
+	// snapshots written before auth methods.
+	recACLAuthMethod  recordType = 21
+	recACLBindingRule recordType = 22
+	snapshotFormat               = 1
+	maxRecordSize                = 256 << 20
 )
 
 // ErrUnknownRecord: a snapshot holds a record type this FSM does not know.
@@ -96,6 +100,7 @@ var tableRecords = map[string]recordType{
 	state.TableIndex: recIndex, state.TableSchedulerConfig: recSchedulerConfig, state.TableNodePools: recNodePool, state.TableNamespaces: recNamespace,
 	state.TableQueues: recQueue, state.TableServices: recService, state.TableRootKeys: recRootKey,
 	state.TableACLPolicies: recACLPolicy, state.TableACLRoles: recACLRole, state.TableACLTokens: recACLToken,
+	state.TableACLAuthMethods: recACLAuthMethod, state.TableACLBindingRules: recACLBindingRule,
 }
 
 // Snapshot captures the current state (O(1)); Persist writes it.
@@ -298,6 +303,10 @@ func restoreRecord(res *state.Restore, t recordType, b []byte, jobs map[int]*api
 		return restoreObj(b, res.ACLRole)
 	case recACLToken:
 		return restoreObj(b, res.ACLToken)
+	case recACLAuthMethod:
+		return restoreObj(b, res.ACLAuthMethod)
+	case recACLBindingRule:
+		return restoreObj(b, res.ACLBindingRule)
 	case recUsage:
 		r, err := decodeRecord[usageRecord](b)
 		if err != nil {

@@ -47,6 +47,14 @@ func populated(t *testing.T) *FSM {
 		TaskStates:   map[string]*api.TaskState{"t": {State: api.TaskStateRunning, StartedAt: time.Unix(200, 0).UTC()}}}}})
 	a.mustApply(AllocDesiredTransitionType, AllocDesiredTransitionRequest{
 		Transitions: map[string]*api.DesiredTransition{"a2": {Migrate: &yes}}})
+	a.mustApply(ACLWriteType, state.ACLWrite{
+		Policies: []*api.ACLPolicy{{Name: "ops", Rules: `node { policy = "read" }`}},
+		Roles:    []*api.ACLRole{{ID: "r1", Name: "ops", Policies: []*api.ACLRolePolicyLink{{Name: "ops"}}}},
+		Tokens:   []*api.ACLToken{{AccessorID: "t1", SecretID: "s1", Type: api.ACLTokenClient, Policies: []string{"ops"}}},
+		AuthMethods: []*api.ACLAuthMethod{{Name: "sso", Type: api.ACLAuthMethodTypeOIDC, Default: true,
+			Config: &api.ACLAuthMethodConfig{OIDCDiscoveryURL: "https://idp.example", OIDCClientID: "drover"}}},
+		BindingRules: []*api.ACLBindingRule{{ID: "b1", AuthMethod: "sso", Selector: `"eng" in list.groups`,
+			BindType: api.ACLBindTypeRole, BindName: "ops"}}})
 	return f
 }
 

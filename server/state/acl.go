@@ -14,6 +14,10 @@ const (
 	TableACLPolicies = "acl_policies"
 	TableACLTokens   = "acl_tokens"
 	TableACLRoles    = "acl_roles"
+	// TableACLAuthMethods holds auth methods by name, TableACLBindingRules
+	// binding rules by ID (and auth method).
+	TableACLAuthMethods  = "acl_auth_methods"
+	TableACLBindingRules = "acl_binding_rules"
 )
 
 func aclTables() map[string]*memdb.TableSchema {
@@ -28,6 +32,13 @@ func aclTables() map[string]*memdb.TableSchema {
 		TableACLRoles: {Name: TableACLRoles, Indexes: map[string]*memdb.IndexSchema{
 			"id":   {Name: "id", Unique: true, Indexer: str("ID")},
 			"name": {Name: "name", Unique: true, Indexer: str("Name")},
+		}},
+		TableACLAuthMethods: {Name: TableACLAuthMethods, Indexes: map[string]*memdb.IndexSchema{
+			"id": {Name: "id", Unique: true, Indexer: str("Name")},
+		}},
+		TableACLBindingRules: {Name: TableACLBindingRules, Indexes: map[string]*memdb.IndexSchema{
+			"id":          {Name: "id", Unique: true, Indexer: str("ID")},
+			"auth_method": {Name: "auth_method", Indexer: str("AuthMethod")},
 		}},
 	}
 }
@@ -80,6 +91,37 @@ func (r *reads) ACLRoleByName(ws memdb.WatchSet, name string) (*api.ACLRole, err
 	return first[api.ACLRole](r, ws, TableACLRoles, "name", name)
 }
 
+// ACLAuthMethods returns the auth methods, sorted by name.
+func (r *reads) ACLAuthMethods(ws memdb.WatchSet) ([]*api.ACLAuthMethod, error) {
+	out, err := list[api.ACLAuthMethod](r, ws, nil, TableACLAuthMethods, "id")
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, err
+}
+
+// ACLAuthMethodByName returns an auth method or nil.
+func (r *reads) ACLAuthMethodByName(ws memdb.WatchSet, name string) (*api.ACLAuthMethod, error) {
+	return first[api.ACLAuthMethod](r, ws, TableACLAuthMethods, "id", name)
+}
+
+// ACLBindingRules returns the binding rules (of one auth method, or all
+// for ""), oldest first.
+func (r *reads) ACLBindingRules(ws memdb.WatchSet, method string) ([]*api.ACLBindingRule, error) {
+	var out []*api.ACLBindingRule
+	var err error
+	if method == "" {
+		out, err = list[api.ACLBindingRule](r, ws, nil, TableACLBindingRules, "id")
+	} else {
+		out, err = list[api.ACLBindingRule](r, ws, nil, TableACLBindingRules, "auth_method", method)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CreateIndex < out[j].CreateIndex })
+	return out, err
+}
+
+// ACLBindingRuleByID returns a binding rule or nil.
+func (r *reads) ACLBindingRuleByID(ws memdb.WatchSet, id string) (*api.ACLBindingRule, error) {
+	return first[api.ACLBindingRule](r, ws, TableACLBindingRules, "id", id)
+}
+
 // ACLWrite is one ACL change applied through Raft (all or none).
 type ACLWrite struct {
 	Policies       []*api.ACLPolicy `json:"Policies,omitempty"`
@@ -88,6 +130,12 @@ type ACLWrite struct {
 	DeleteTokens   []string         `json:"DeleteTokens,omitempty"` // accessor IDs
 	Roles          []*api.ACLRole   `json:"Roles,omitempty"`
 	DeleteRoles    []string         `json:"DeleteRoles,omitempty"` // IDs
+	// AuthMethods and BindingRules are upserted; deleting an auth method
+	// deletes its binding rules too.
+	AuthMethods        []*api.ACLAuthMethod  `json:"AuthMethods,omitempty"`
+	DeleteAuthMethods  []string              `json:"DeleteAuthMethods,omitempty"` // names
+	BindingRules       []*api.ACLBindingRule `json:"BindingRules,omitempty"`
+	DeleteBindingRules []string              `json:"DeleteBindingRules,omitempty"` // IDs
 	// Bootstrap: the tokens are written only while no token exists
 	// (acl bootstrap runs once); else api.ErrBadRequest.
 	Bootstrap bool `json:"Bootstrap,omitempty"`
@@ -219,6 +267,9 @@ func (t *Txn) ApplyACL(w *ACLWrite) error {
 			return err
 		}
 	}
+	if err := t.applyAuthMethods(w); err != nil {
+		return err
+	}
 	// Roles must not name a deleted policy.
 	if len(w.DeletePolicies) > 0 {
 		roles, err := txnList[api.ACLRole](t, TableACLRoles, "id")
@@ -238,7 +289,99 @@ func (t *Txn) ApplyACL(w *ACLWrite) error {
 	return nil
 }
 
-// ACLPolicy, ACLToken and ACLRole restore stored objects.
+// applyAuthMethods writes the auth method and binding rule changes of w:
+// a binding rule needs its auth method; at most one method is the default.
+func (t *Txn) applyAuthMethods(w *ACLWrite) error {
+	for _, name := range w.DeleteAuthMethods {
+		m, err := txnFirst[api.ACLAuthMethod](t, TableACLAuthMethods, "id", name)
+		if err != nil {
+			return err
+		}
+		if m == nil {
+			return api.Errorf(api.ErrNotFound, fmt.Sprintf("ACL auth method %q not found", name))
+		}
+		if err := t.delete(TableACLAuthMethods, m); err != nil {
+			return err
+		}
+		rules, err := txnList[api.ACLBindingRule](t, TableACLBindingRules, "auth_method", name)
+		if err != nil {
+			return err
+		}
+		for _, r := range rules {
+			if err := t.delete(TableACLBindingRules, r); err != nil {
+				return err
+			}
+		}
+	}
+	for _, m := range w.AuthMethods {
+		c := *m
+		old, err := txnFirst[api.ACLAuthMethod](t, TableACLAuthMethods, "id", m.Name)
+		if err != nil {
+			return err
+		}
+		c.CreateIndex, c.ModifyIndex = t.index, t.index
+		if old != nil {
+			c.CreateIndex, c.CreateTime = old.CreateIndex, old.CreateTime
+		}
+		if c.Default {
+			all, err := txnList[api.ACLAuthMethod](t, TableACLAuthMethods, "id")
+			if err != nil {
+				return err
+			}
+			for _, o := range all {
+				if o.Default && o.Name != c.Name {
+					return api.Errorf(api.ErrBadRequest, fmt.Sprintf("ACL auth method %q is already the default", o.Name))
+				}
+			}
+		}
+		if err := t.insert(TableACLAuthMethods, &c); err != nil {
+			return err
+		}
+	}
+	for _, id := range w.DeleteBindingRules {
+		r, err := txnFirst[api.ACLBindingRule](t, TableACLBindingRules, "id", id)
+		if err != nil {
+			return err
+		}
+		if r == nil {
+			return api.Errorf(api.ErrNotFound, fmt.Sprintf("ACL binding rule %q not found", id))
+		}
+		if err := t.delete(TableACLBindingRules, r); err != nil {
+			return err
+		}
+	}
+	for _, r := range w.BindingRules {
+		m, err := txnFirst[api.ACLAuthMethod](t, TableACLAuthMethods, "id", r.AuthMethod)
+		if err != nil {
+			return err
+		}
+		if m == nil {
+			return api.Errorf(api.ErrBadRequest, fmt.Sprintf("ACL auth method %q does not exist", r.AuthMethod))
+		}
+		c := *r
+		old, err := txnFirst[api.ACLBindingRule](t, TableACLBindingRules, "id", r.ID)
+		if err != nil {
+			return err
+		}
+		c.CreateIndex, c.ModifyIndex = t.index, t.index
+		if old != nil {
+			c.CreateIndex, c.CreateTime = old.CreateIndex, old.CreateTime
+		}
+		if err := t.insert(TableACLBindingRules, &c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ACLPolicy, ACLToken, ACLRole, ACLAuthMethod and ACLBindingRule restore
+// stored objects.
 func (r *Restore) ACLPolicy(p *api.ACLPolicy) error { return r.put(TableACLPolicies, p) }
 func (r *Restore) ACLToken(t *api.ACLToken) error   { return r.put(TableACLTokens, t) }
 func (r *Restore) ACLRole(x *api.ACLRole) error     { return r.put(TableACLRoles, x) }
+func (r *Restore) ACLAuthMethod(m *api.ACLAuthMethod) error {
+	return r.put(TableACLAuthMethods, m)
+}
+func (r *Restore) ACLBindingRule(b *api.ACLBindingRule) error {
+	return r.put(TableACLBindingRules, b)
+}

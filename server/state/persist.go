@@ -10,13 +10,13 @@ import (
 // Persist walks every stored object of the snapshot, table by table in a
 // fixed order (jobs, versions, summaries, node pools, queues, nodes, evals,
 // deployments, allocs, service registrations, root keys, ACL policies,
-// roles and tokens, scheduler configuration,
+// roles, tokens, auth methods and binding rules, scheduler configuration,
 // usage ledger, indexes), for
 // writing a Raft snapshot. fn's error stops the walk.
 func (s *Snapshot) Persist(fn func(table string, obj any) error) error {
 	txn := s.db.Txn(false)
 	for _, table := range []string{TableJobs, TableJobVersions, TableJobSummary, TableNodePools, TableQueues, TableNamespaces, TableNodes, TableEvals,
-		TableDeployments, TableAllocs, TableServices, TableRootKeys, TableACLPolicies, TableACLRoles, TableACLTokens, TableSchedulerConfig, TableUsage, TableUsageOpen, TableUsageTotals, TableIndex} {
+		TableDeployments, TableAllocs, TableServices, TableRootKeys, TableACLPolicies, TableACLRoles, TableACLTokens, TableACLAuthMethods, TableACLBindingRules, TableSchedulerConfig, TableUsage, TableUsageOpen, TableUsageTotals, TableIndex} {
 		it, err := txn.Get(table, "id")
 		if err != nil {
 			return fmt.Errorf("persist %s: %w", table, err)

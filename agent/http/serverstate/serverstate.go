@@ -152,6 +152,22 @@ func (a serverState) ACLRoleByID(ws memdb.WatchSet, id string) (*api.ACLRole, er
 	return a.st(ws).ACLRoleByID(ws, id)
 }
 
+func (a serverState) ACLAuthMethods(ws memdb.WatchSet) ([]*api.ACLAuthMethod, error) {
+	return a.st(ws).ACLAuthMethods(ws)
+}
+
+func (a serverState) ACLAuthMethodByName(ws memdb.WatchSet, name string) (*api.ACLAuthMethod, error) {
+	return a.st(ws).ACLAuthMethodByName(ws, name)
+}
+
+func (a serverState) ACLBindingRules(ws memdb.WatchSet, method string) ([]*api.ACLBindingRule, error) {
+	return a.st(ws).ACLBindingRules(ws, method)
+}
+
+func (a serverState) ACLBindingRuleByID(ws memdb.WatchSet, id string) (*api.ACLBindingRule, error) {
+	return a.st(ws).ACLBindingRuleByID(ws, id)
+}
+
 func (a serverState) NamespaceByName(ws memdb.WatchSet, name string) (*api.Namespace, error) {
 	return a.st(ws).NamespaceByName(ws, name)
 }
@@ -160,6 +176,8 @@ var (
 	_ http.NamespaceState = serverState{}
 	_ http.ServiceState   = serverState{}
 	_ http.ACLState       = serverState{}
+	_ http.SSOState       = serverState{}
+	_ http.SSOServer      = (*server.Server)(nil)
 )
 
 func (a serverState) QueueStatuses(ws memdb.WatchSet, prefix string) ([]*api.QueueStatus, error) {
