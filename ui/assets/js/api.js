@@ -56,9 +56,28 @@ async function errorFrom(res, path) {
   return new ApiError(res.status, code, message, path);
 }
 
+// The ACL token the UI sends (X-Drover-Token), kept in this browser's
+// localStorage: set by the login page (a pasted secret or an SSO login).
+const TOKEN_KEY = 'drover.token';
+
+/** auth reads, sets and clears the ACL token the UI sends. */
+export const auth = {
+  get token() {
+    try {
+      return localStorage.getItem(TOKEN_KEY) || '';
+    } catch {
+      return '';
+    }
+  },
+  set(secret) { localStorage.setItem(TOKEN_KEY, secret); },
+  clear() { localStorage.removeItem(TOKEN_KEY); },
+};
+
 /** raw performs a request and returns the Response once it is 2xx; it throws ApiError otherwise. */
 export async function raw(method, path, body, { signal } = {}) {
   const init = { method, signal, headers: {} };
+  const token = auth.token;
+  if (token) init.headers['X-Drover-Token'] = token;
   if (body !== undefined) {
     init.body = JSON.stringify(body);
     init.headers['Content-Type'] = 'application/json';

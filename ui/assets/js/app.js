@@ -1,7 +1,7 @@
 // app.js: the entry module. Registers the pages, starts the router, the
 // shared event stream and the connection indicator.
 import { route, start } from './router.js';
-import { onConnection, runEventStream, probe, delay } from './api.js';
+import { onConnection, runEventStream, probe, delay, auth, get } from './api.js';
 
 route('/ui/jobs', () => import('./pages/jobs.js'), 'jobs');
 route('/ui/jobs/:id', () => import('./pages/job.js'), 'jobs');
@@ -16,6 +16,8 @@ route('/ui/usage', () => import('./pages/usage.js'), 'usage');
 route('/ui/servers', () => import('./pages/servers.js'), 'servers');
 route('/ui/evaluations', () => import('./pages/evals.js'), 'evaluations');
 route('/ui/run', () => import('./pages/run.js'), 'run');
+route('/ui/login', () => import('./pages/login.js'), 'login');
+route('/ui/oidc/callback', () => import('./pages/login.js'), 'login');
 
 function highlight(nav) {
   for (const a of document.querySelectorAll('#nav a')) a.classList.toggle('active', a.dataset.nav === nav);
@@ -74,6 +76,16 @@ async function probeUntilBack() {
   } finally {
     probingNow = false;
   }
+}
+
+// The top bar names the signed-in token (or offers to sign in).
+const login = document.getElementById('login');
+if (auth.token) {
+  get('/v1/acl/token/self').then((t) => {
+    login.textContent = t?.Name || 'Signed in';
+    login.title = `Signed in (${t?.Type || 'token'}); manage on the sign-in page`;
+    login.classList.add('signed-in');
+  }).catch(() => { login.textContent = 'Sign in'; });
 }
 
 start(highlight);

@@ -78,7 +78,8 @@ export function bar(used, total, kind, label) {
 export function errorBox(err, what) {
   const code = err && err.code ? err.code : 'error';
   const msg = err && err.message ? err.message : String(err);
-  return h('div', { class: 'error', role: 'alert' }, h('b', null, what ? `${what}: ${code}` : code), h('pre', null, msg));
+  const hint = err && err.status === 403 ? h('p', null, 'This needs an ACL token: ', h('a', { href: '/ui/login' }, 'sign in'), '.') : null;
+  return h('div', { class: 'error', role: 'alert' }, h('b', null, what ? `${what}: ${code}` : code), h('pre', null, msg), hint);
 }
 
 export const loading = (what = 'Loading…') => h('div', { class: 'loading' }, what);
