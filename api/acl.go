@@ -12,6 +12,14 @@ import "time"
 // Authorization: Bearer are accepted too).
 const HeaderToken = "X-Drover-Token"
 
+// WebSocketTokenProtocol prefixes the token a browser offers as a
+// websocket subprotocol ("drover.token.SECRET", next to
+// WebSocketExecProtocol), since it cannot set headers on a websocket.
+const (
+	WebSocketTokenProtocol = "drover.token."
+	WebSocketExecProtocol  = "drover.exec"
+)
+
 // ACL token types.
 const (
 	ACLTokenManagement = "management"

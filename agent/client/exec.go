@@ -61,7 +61,9 @@ func (c *Client) handleExec(w http.ResponseWriter, r *http.Request, ar *allocrun
 		writeError(w, err)
 		return
 	}
-	conn, err := websocket.Accept(w, r, nil)
+	// A browser that offered its token as a subprotocol needs one of its
+	// protocols chosen back (drover.exec); the token is never echoed.
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{api.WebSocketExecProtocol}})
 	if err != nil {
 		return // Accept has written the HTTP error
 	}

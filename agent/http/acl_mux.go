@@ -48,7 +48,19 @@ func tokenOf(r *nethttp.Request) string {
 	if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
 		return strings.TrimSpace(v)
 	}
-	return r.Header.Get(api.NodeSecretHeader)
+	if v := r.Header.Get(api.NodeSecretHeader); v != "" {
+		return v
+	}
+	// A browser cannot set headers on a websocket: the UI offers the
+	// token as a subprotocol (as Kubernetes' bearer subprotocol).
+	for _, list := range r.Header.Values("Sec-WebSocket-Protocol") {
+		for _, p := range strings.Split(list, ",") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(p), api.WebSocketTokenProtocol); ok {
+				return v
+			}
+		}
+	}
+	return ""
 }
 
 // enforce checks c before h when ACLs are on.

@@ -37,7 +37,8 @@ func (a *testAPI) doAs(method, path string, body any, hdr map[string]string) (in
 
 // ACLs as Nomad's: without a token only public routes answer; bootstrap
 // works once; a client token holds its policies' capabilities in their
-// namespaces (X-Drover-Token, X-Nomad-Token and Authorization: Bearer),
+// namespaces (X-Drover-Token, X-Nomad-Token, Authorization: Bearer and
+// the websocket token subprotocol),
 // never across namespaces; the anonymous policy applies to requests
 // without a token; an expired token is refused; a node secret acts for
 // its client.
@@ -73,7 +74,9 @@ func TestACLEnforcement(t *testing.T) {
 	if code != 200 || json.Unmarshal(b, &tok) != nil || tok.SecretID == "" || tok.Type != api.ACLTokenClient {
 		t.Fatalf("token = %d %s", code, b)
 	}
-	for _, hdr := range []map[string]string{{api.HeaderToken: tok.SecretID}, {"X-Nomad-Token": tok.SecretID}, {"Authorization": "Bearer " + tok.SecretID}} {
+	for _, hdr := range []map[string]string{{api.HeaderToken: tok.SecretID}, {"X-Nomad-Token": tok.SecretID}, {"Authorization": "Bearer " + tok.SecretID},
+		// a browser's websocket offers the token as a subprotocol
+		{"Sec-WebSocket-Protocol": api.WebSocketExecProtocol + ", " + api.WebSocketTokenProtocol + tok.SecretID}} {
 		if code, b := a.doAs("GET", "/v1/jobs", nil, hdr); code != 200 {
 			t.Errorf("GET /v1/jobs with %v = %d %s", hdr, code, b)
 		}

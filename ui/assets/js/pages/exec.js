@@ -3,6 +3,7 @@
 // (/v1/client/allocation/{id}/exec, the protocol of `drover alloc exec`:
 // JSON frames, base64 data) without a TTY: line input, stdout and stderr
 // shown as text, the exit code at the end. Leaving the page closes it.
+import { auth } from '../api.js';
 import { h, replace } from '../dom.js';
 
 const enc = new TextEncoder();
@@ -68,7 +69,9 @@ export function execTerminal(el, id, signal) {
     replace(out);
     const q = new URLSearchParams({ task: task.value, command: JSON.stringify(argv), tty: 'false' });
     const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
-    const sock = new WebSocket(`${proto}//${location.host}/v1/client/allocation/${encodeURIComponent(id)}/exec?${q}`);
+    // The ACL token rides as a subprotocol: a browser cannot set headers on a websocket.
+    const protocols = auth.token ? ['drover.exec', `drover.token.${auth.token}`] : [];
+    const sock = new WebSocket(`${proto}//${location.host}/v1/client/allocation/${encodeURIComponent(id)}/exec?${q}`, protocols);
     ws = sock;
     const outDec = new TextDecoder();
     const errDec = new TextDecoder();
