@@ -351,6 +351,20 @@ func (c *Client) NodeAllocations(ctx context.Context, id string, o *QueryOptions
 	return out, m, err
 }
 
+// NodeClientAllocs long-polls the IDs and AllocModifyIndexes of a node's
+// allocs (what clients watch); NodeFetchAllocs gets some of them in full.
+func (c *Client) NodeClientAllocs(ctx context.Context, id string, o *QueryOptions) (*NodeClientAllocsResponse, *QueryMeta, error) {
+	var out NodeClientAllocsResponse
+	m, err := c.Query(ctx, "/v1/node/"+esc(id)+"/client-allocs", &out, o)
+	return &out, m, err
+}
+
+func (c *Client) NodeFetchAllocs(ctx context.Context, id string, allocIDs []string) ([]*Allocation, error) {
+	var out NodeAllocFetchResponse
+	err := c.Write(ctx, http.MethodPost, "/v1/node/"+esc(id)+"/allocations/fetch", &NodeAllocFetchRequest{AllocIDs: allocIDs}, &out, nil)
+	return out.Allocs, err
+}
+
 // UpdateNodeDrain enables (spec != nil) or disables a drain.
 func (c *Client) UpdateNodeDrain(ctx context.Context, id string, spec *DrainSpec, markEligible bool) (*NodeUpdateResponse, error) {
 	var out NodeUpdateResponse

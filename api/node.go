@@ -292,6 +292,33 @@ type NodeAllocUpdateRequest struct {
 	Allocs []*Allocation `json:"Allocs"`
 }
 
+// NodeClientAllocsResponse is GET /v1/node/{id}/client-allocs, what
+// clients long-poll (as Nomad's Node.GetClientAllocs): each alloc on the
+// node by ID with its AllocModifyIndex, which moves only when the server
+// changes the alloc. A client fetches the allocs whose index moved
+// (POST /v1/node/{id}/allocations/fetch), so a status it reported itself
+// costs it no transfer.
+type NodeClientAllocsResponse struct {
+	Allocs map[string]uint64 `json:"Allocs"`
+	Index  uint64            `json:"Index"`
+}
+
+// NodeAllocFetchRequest is the body of POST /v1/node/{id}/allocations/fetch:
+// the allocs of that node to send in full (others, and unknown IDs, are
+// left out).
+type NodeAllocFetchRequest struct {
+	AllocIDs []string `json:"AllocIDs"`
+}
+
+// NodeAllocFetchResponse carries the fetched allocs.
+type NodeAllocFetchResponse struct {
+	Allocs []*Allocation `json:"Allocs"`
+	Index  uint64        `json:"Index"`
+}
+
+// MaxAllocFetch caps the IDs of one NodeAllocFetchRequest.
+const MaxAllocFetch = 10000
+
 // Header carrying a node's SecretID on client->server node endpoints.
 const NodeSecretHeader = "X-Drover-Node-Secret"
 

@@ -236,7 +236,9 @@ func TestDiffAllocs(t *testing.T) {
 	done.DesiredStatus = api.AllocDesiredStatusStop
 	done.ClientStatus = api.AllocClientStatusComplete
 	have := map[string]uint64{"a": 3, "b": 3, "gone": 1}
-	d := diffAllocs(have, []*api.Allocation{run("a", 3), run("b", 4), run("new", 9), stopped, done})
+	// a is unchanged, so not fetched, but still on the server.
+	d := diffAllocs(have, []*api.Allocation{run("b", 4), run("new", 9), stopped, done},
+		map[string]uint64{"a": 3, "b": 4, "new": 9, "s": 5, "done": 6})
 	if len(d.added) != 1 || d.added[0].ID != "new" {
 		t.Errorf("added = %v, want [new] (terminal allocs never started)", d.added)
 	}

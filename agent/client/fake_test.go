@@ -1,7 +1,7 @@
 package client
 
 // Test doubles: a fake task driver (until drivers/mock exists) and a fake
-// server speaking the four client->server node endpoints over real HTTP.
+// server speaking the client->server node endpoints over real HTTP.
 
 import (
 	"context"
@@ -151,7 +151,8 @@ func newFakeServer(t *testing.T) *fakeServer {
 	m := http.NewServeMux()
 	m.HandleFunc("PUT /v1/node/register", f.register)
 	m.HandleFunc("PUT /v1/node/{id}/heartbeat", f.heartbeat)
-	m.HandleFunc("GET /v1/node/{id}/allocations", f.nodeAllocs)
+	m.HandleFunc("GET /v1/node/{id}/client-allocs", f.clientAllocs)
+	m.HandleFunc("POST /v1/node/{id}/allocations/fetch", f.fetch)
 	m.HandleFunc("PUT /v1/node/{id}/allocations/update", f.update)
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if f.fail.Load() {
@@ -201,16 +202,16 @@ func (f *fakeServer) heartbeat(w http.ResponseWriter, r *http.Request) {
 	json.NewEncoder(w).Encode(api.NodeRegisterResponse{HeartbeatTTL: f.ttl})
 }
 
-func (f *fakeServer) nodeAllocs(w http.ResponseWriter, r *http.Request) {
+func (f *fakeServer) clientAllocs(w http.ResponseWriter, r *http.Request) {
 	var want uint64
 	fmt.Sscan(r.URL.Query().Get("index"), &want)
 	for {
 		f.mu.Lock()
 		idx, ch := f.index, f.changed
 		if idx > want {
-			var out []*api.Allocation
+			out := api.NodeClientAllocsResponse{Allocs: map[string]uint64{}, Index: idx}
 			for _, a := range f.allocs {
-				out = append(out, a)
+				out.Allocs[a.ID] = a.AllocModifyIndex
 			}
 			f.mu.Unlock()
 			w.Header().Set(api.HeaderIndex, fmt.Sprint(idx))
@@ -224,6 +225,23 @@ func (f *fakeServer) nodeAllocs(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+func (f *fakeServer) fetch(w http.ResponseWriter, r *http.Request) {
+	var req api.NodeAllocFetchRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		http.Error(w, err.Error(), 400)
+		return
+	}
+	f.mu.Lock()
+	out := api.NodeAllocFetchResponse{Index: f.index}
+	for _, id := range req.AllocIDs {
+		if a := f.allocs[id]; a != nil {
+			out.Allocs = append(out.Allocs, a)
+		}
+	}
+	f.mu.Unlock()
+	json.NewEncoder(w).Encode(out)
 }
 
 func (f *fakeServer) update(w http.ResponseWriter, r *http.Request) {

@@ -103,7 +103,10 @@ func node(c *Client) *api.Node {
 	return c.node
 }
 
-// watchLoop long-polls this node's allocations and applies them.
+// watchLoop long-polls this node's alloc IDs and AllocModifyIndexes
+// (client-allocs, as Nomad's clients do), fetches the allocs the server
+// changed since this loop last fetched them, and applies them. A status
+// this client reported moves no AllocModifyIndex and costs no fetch.
 func (c *Client) watchLoop(ctx context.Context) {
 	select {
 	case <-c.registeredCh:
@@ -112,32 +115,57 @@ func (c *Client) watchLoop(ctx context.Context) {
 	}
 	var index uint64
 	attempt := 0
+	fetched := map[string]uint64{} // alloc ID -> AllocModifyIndex last fetched
+	fail := func(what string, err error) bool {
+		if ctx.Err() != nil {
+			return false
+		}
+		if errors.Is(err, api.ErrNodeNotFound) {
+			c.reregister()
+		}
+		d := backoff(attempt, 250*time.Millisecond, 15*time.Second)
+		attempt++
+		c.log.Warn(what+" failed", "error", err, "retry_in", d)
+		return c.sleep(ctx, d)
+	}
 	for ctx.Err() == nil {
-		var allocs []*api.Allocation
+		var stubs *api.NodeClientAllocsResponse
 		var meta *api.QueryMeta
 		err := c.servers.do(ctx, func(cl *api.Client) error {
 			qctx, cancel := context.WithTimeout(ctx, c.cfg.AllocWaitTime+30*time.Second)
 			defer cancel()
 			var err error
-			allocs, meta, err = cl.NodeAllocations(qctx, node(c).ID, &api.QueryOptions{WaitIndex: index, WaitTime: c.cfg.AllocWaitTime})
+			stubs, meta, err = cl.NodeClientAllocs(qctx, node(c).ID, &api.QueryOptions{WaitIndex: index, WaitTime: c.cfg.AllocWaitTime})
 			return err
 		})
 		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			if errors.Is(err, api.ErrNodeNotFound) {
-				c.reregister()
-			}
-			d := backoff(attempt, 250*time.Millisecond, 15*time.Second)
-			attempt++
-			c.log.Warn("watch allocations failed", "error", err, "retry_in", d)
-			if !c.sleep(ctx, d) {
+			if !fail("watch allocations", err) {
 				return
 			}
 			continue
 		}
+		var want []string
+		for id, idx := range stubs.Allocs {
+			if f, ok := fetched[id]; !ok || idx > f {
+				want = append(want, id)
+			}
+		}
+		changed, err := c.fetchAllocs(ctx, want)
+		if err != nil {
+			if !fail("fetch allocations", err) {
+				return
+			}
+			continue // index unchanged: the next poll answers at once
+		}
 		attempt = 0
+		for id := range fetched {
+			if _, ok := stubs.Allocs[id]; !ok {
+				delete(fetched, id)
+			}
+		}
+		for _, a := range changed {
+			fetched[a.ID] = a.AllocModifyIndex
+		}
 		if meta.LastIndex == 0 {
 			// A server that sets no index cannot block: do not spin on it.
 			c.log.Warn("allocations response without an index")
@@ -150,8 +178,26 @@ func (c *Client) watchLoop(ctx context.Context) {
 		} else {
 			index = meta.LastIndex
 		}
-		c.applyAllocs(allocs)
+		c.applyAllocs(changed, stubs.Allocs)
 	}
+}
+
+// fetchAllocs gets the named allocs of this node in full, in batches.
+func (c *Client) fetchAllocs(ctx context.Context, ids []string) ([]*api.Allocation, error) {
+	var out []*api.Allocation
+	for len(ids) > 0 {
+		n := min(len(ids), api.MaxAllocFetch)
+		err := c.servers.do(ctx, func(cl *api.Client) error {
+			got, err := cl.NodeFetchAllocs(ctx, node(c).ID, ids[:n])
+			out = append(out, got...)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		ids = ids[n:]
+	}
+	return out, nil
 }
 
 func (c *Client) reregister() {
@@ -173,13 +219,13 @@ type allocDiff struct {
 }
 
 // diffAllocs compares the server's allocs with the runners (id -> last
-// applied AllocModifyIndex). Terminal allocs the client never ran are not
-// started; those the server still sees as pending go to neverRun.
-func diffAllocs(have map[string]uint64, server []*api.Allocation) allocDiff {
+// applied AllocModifyIndex): changed are the allocs fetched in full,
+// onServer every alloc the server holds for this node (what is not there
+// is removed). Terminal allocs the client never ran are not started;
+// those the server still sees as pending go to neverRun.
+func diffAllocs(have map[string]uint64, changed []*api.Allocation, onServer map[string]uint64) allocDiff {
 	var d allocDiff
-	seen := make(map[string]bool, len(server))
-	for _, a := range server {
-		seen[a.ID] = true
+	for _, a := range changed {
 		idx, ok := have[a.ID]
 		switch {
 		case !ok:
@@ -193,7 +239,7 @@ func diffAllocs(have map[string]uint64, server []*api.Allocation) allocDiff {
 		}
 	}
 	for id := range have {
-		if !seen[id] {
+		if _, ok := onServer[id]; !ok {
 			d.removed = append(d.removed, id)
 		}
 	}
@@ -201,14 +247,14 @@ func diffAllocs(have map[string]uint64, server []*api.Allocation) allocDiff {
 	return d
 }
 
-func (c *Client) applyAllocs(server []*api.Allocation) {
+func (c *Client) applyAllocs(changed []*api.Allocation, onServer map[string]uint64) {
 	c.mu.Lock()
 	have := make(map[string]uint64, len(c.seenIndex))
 	for k, v := range c.seenIndex {
 		have[k] = v
 	}
 	c.mu.Unlock()
-	d := diffAllocs(have, server)
+	d := diffAllocs(have, changed, onServer)
 	for _, a := range d.neverRun {
 		c.report(a, api.AllocClientStatusComplete, "stopped before it started")
 	}

@@ -95,6 +95,7 @@ var routeCaps = map[string]capability{
 	"POST /v1/node/register":                nodeRegister,
 	"PUT /v1/node/{id}/heartbeat":           nodeWrite,
 	"POST /v1/node/{id}/heartbeat":          nodeWrite,
+	"POST /v1/node/{id}/allocations/fetch":  nodeWrite,
 	"PUT /v1/node/{id}/allocations/update":  nodeWrite,
 	"POST /v1/node/{id}/allocations/update": nodeWrite,
 	"PUT /v1/node/{id}/services":            nodeWrite,

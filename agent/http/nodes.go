@@ -57,12 +57,69 @@ func (s *HTTPServer) nodeGet(w nethttp.ResponseWriter, r *nethttp.Request) (any,
 	})
 }
 
-// nodeSub serves GET /v1/node/{id}/allocations.
+// nodeSub serves GET /v1/node/{id}/allocations and client-allocs.
 func (s *HTTPServer) nodeSub(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	if r.PathValue("sub") != "allocations" {
-		return nil, api.Errorf(api.ErrNotFound, "no endpoint GET "+r.URL.Path)
+	switch r.PathValue("sub") {
+	case "allocations":
+		return s.nodeAllocs(w, r)
+	case "client-allocs":
+		return s.nodeClientAllocs(w, r)
 	}
-	return s.nodeAllocs(w, r)
+	return nil, api.Errorf(api.ErrNotFound, "no endpoint GET "+r.URL.Path)
+}
+
+// nodeClientAllocs answers a node's alloc IDs with their AllocModifyIndex
+// (api.NodeClientAllocsResponse), blocking until one of them changes.
+func (s *HTTPServer) nodeClientAllocs(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	id := r.PathValue("id")
+	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
+		idx := s.maxIndex("nodes", "allocs")
+		n, err := s.cfg.State.NodeByID(ws, id)
+		if err != nil {
+			return nil, 0, err
+		}
+		if n == nil {
+			return nil, 0, notFound(api.ErrNodeNotFound, "node", id)
+		}
+		allocs, err := s.cfg.State.AllocsByNode(ws, id)
+		if err != nil {
+			return nil, 0, err
+		}
+		out := &api.NodeClientAllocsResponse{Allocs: make(map[string]uint64, len(allocs)), Index: idx}
+		for _, a := range allocs {
+			out.Allocs[a.ID] = a.AllocModifyIndex
+		}
+		return out, idx, nil
+	})
+}
+
+// nodeAllocsFetch serves POST /v1/node/{id}/allocations/fetch: the named
+// allocs of that node, in full.
+func (s *HTTPServer) nodeAllocsFetch(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := s.needServer(); err != nil {
+		return nil, err
+	}
+	var req api.NodeAllocFetchRequest
+	if err := decodeBody(r, &req); err != nil {
+		return nil, err
+	}
+	if len(req.AllocIDs) > api.MaxAllocFetch {
+		return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("at most %d AllocIDs per fetch", api.MaxAllocFetch))
+	}
+	id := r.PathValue("id")
+	idx := s.maxIndex("nodes", "allocs")
+	out := &api.NodeAllocFetchResponse{Allocs: make([]*api.Allocation, 0, len(req.AllocIDs)), Index: idx}
+	for _, aid := range req.AllocIDs {
+		a, err := s.cfg.State.AllocByID(nil, aid)
+		if err != nil {
+			return nil, err
+		}
+		if a != nil && a.NodeID == id { // another node's allocs are not this node's to read
+			out.Allocs = append(out.Allocs, a)
+		}
+	}
+	s.setMeta(w, idx)
+	return out, nil
 }
 
 func (s *HTTPServer) nodeAllocs(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {

@@ -160,6 +160,25 @@ func TestAllocAndEvalRoutes(t *testing.T) {
 	if len(full) != 2 || full[0].Job == nil {
 		t.Errorf("node allocations = %d (with Job: %v), want 2 full allocs", len(full), len(full) > 0 && full[0].Job != nil)
 	}
+	// What clients poll: IDs with AllocModifyIndex, then a fetch of those
+	// that moved (another node's allocs and unknown IDs are left out).
+	var ids api.NodeClientAllocsResponse
+	a.ok("GET", "/v1/node/"+nodeID+"/client-allocs", nil, &ids)
+	if len(ids.Allocs) != 2 || ids.Allocs[full[0].ID] != full[0].AllocModifyIndex || ids.Index == 0 {
+		t.Errorf("client-allocs = %+v, want both allocs with their AllocModifyIndex", ids)
+	}
+	var fetched api.NodeAllocFetchResponse
+	a.ok("POST", "/v1/node/"+nodeID+"/allocations/fetch", api.NodeAllocFetchRequest{AllocIDs: []string{full[1].ID, "no-such-alloc"}}, &fetched)
+	if len(fetched.Allocs) != 1 || fetched.Allocs[0].ID != full[1].ID || fetched.Allocs[0].Job == nil {
+		t.Errorf("fetch = %+v, want %s in full", fetched, full[1].ID)
+	}
+	a.ok("POST", "/v1/node/other-node/allocations/fetch", api.NodeAllocFetchRequest{AllocIDs: []string{full[1].ID}}, &fetched)
+	if len(fetched.Allocs) != 0 {
+		t.Errorf("another node fetched %s", full[1].ID)
+	}
+	if r := a.do("POST", "/v1/node/"+nodeID+"/allocations/fetch", api.NodeAllocFetchRequest{AllocIDs: make([]string, api.MaxAllocFetch+1)}); r.status != 400 {
+		t.Errorf("fetch of %d IDs = %d, want 400", api.MaxAllocFetch+1, r.status)
+	}
 
 	// The client reports one running.
 	upd := &api.Allocation{ID: id, ClientStatus: api.AllocClientStatusRunning,

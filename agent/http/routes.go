@@ -44,6 +44,7 @@ func (s *HTTPServer) routes() {
 	h("POST /v1/node/register", s.nodeRegister)
 	h("PUT /v1/node/{id}/heartbeat", s.nodeHeartbeat)
 	h("POST /v1/node/{id}/heartbeat", s.nodeHeartbeat)
+	h("POST /v1/node/{id}/allocations/fetch", s.nodeAllocsFetch)
 	h("PUT /v1/node/{id}/allocations/update", s.nodeAllocsUpdate)
 	h("POST /v1/node/{id}/allocations/update", s.nodeAllocsUpdate)
 

@@ -2,9 +2,10 @@
 // in one process that talk to drover servers over the same HTTP protocol
 // the real client (agent/client) uses — register (PUT /v1/node/register),
 // heartbeat within the TTL the server hands out (PUT
-// /v1/node/{id}/heartbeat), blocking alloc reads (GET
-// /v1/node/{id}/allocations?index=) and batched status updates (PUT
-// /v1/node/{id}/allocations/update).
+// /v1/node/{id}/heartbeat), blocking reads of the node's alloc IDs and
+// AllocModifyIndexes (GET /v1/node/{id}/client-allocs?index=) with a fetch
+// of the changed allocs (POST /v1/node/{id}/allocations/fetch), and
+// batched status updates (PUT /v1/node/{id}/allocations/update).
 //
 // A simulated node runs nothing: an alloc it is given reads "running"
 // after Config.RunDelay and, when Config.CompleteAfter is set, "complete"

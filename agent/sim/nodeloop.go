@@ -173,18 +173,36 @@ func (n *simNode) watchLoop() {
 	}
 	var index uint64
 	attempt := 0
-	path := "/v1/node/" + n.node.ID + "/allocations"
+	path := "/v1/node/" + n.node.ID + "/client-allocs"
+	fetched := map[string]uint64{} // alloc ID -> AllocModifyIndex last fetched
+	var fetch struct {
+		Allocs []allocStub `json:"Allocs"`
+	}
 	for n.ctx.Err() == nil {
-		var stubs []allocStub
+		var ids api.NodeClientAllocsResponse
 		var meta *api.QueryMeta
 		err := n.s.do(n.ctx, n.node.SecretID, func(c *api.Client) error {
 			qctx, cancel := context.WithTimeout(n.ctx, n.s.cfg.AllocWait+30*time.Second)
 			defer cancel()
-			stubs = stubs[:0]
 			var err error
-			meta, err = c.Query(qctx, path, &stubs, &api.QueryOptions{WaitIndex: index, WaitTime: n.s.cfg.AllocWait})
+			meta, err = c.Query(qctx, path, &ids, &api.QueryOptions{WaitIndex: index, WaitTime: n.s.cfg.AllocWait})
 			return err
 		})
+		var want []string
+		if err == nil {
+			for id, idx := range ids.Allocs {
+				if f, ok := fetched[id]; !ok || idx > f {
+					want = append(want, id)
+				}
+			}
+			fetch.Allocs = nil
+			// One fetch: a simulated node holds far fewer than MaxAllocFetch.
+			if len(want) > 0 {
+				err = n.s.do(n.ctx, n.node.SecretID, func(c *api.Client) error {
+					return c.Write(n.ctx, "POST", "/v1/node/"+n.node.ID+"/allocations/fetch", &api.NodeAllocFetchRequest{AllocIDs: want}, &fetch, nil)
+				})
+			}
+		}
 		if err != nil {
 			if n.ctx.Err() != nil {
 				return
@@ -203,6 +221,14 @@ func (n *simNode) watchLoop() {
 		}
 		attempt = 0
 		n.s.allocReads.Add(1)
+		for id := range fetched {
+			if _, ok := ids.Allocs[id]; !ok {
+				delete(fetched, id)
+			}
+		}
+		for _, a := range fetch.Allocs {
+			fetched[a.ID] = a.AllocModifyIndex
+		}
 		switch {
 		case meta.LastIndex == 0:
 			select { // a server that sets no index cannot block: do not spin
@@ -215,19 +241,18 @@ func (n *simNode) watchLoop() {
 		default:
 			index = meta.LastIndex
 		}
-		n.apply(stubs)
+		n.apply(fetch.Allocs, ids.Allocs)
 	}
 }
 
-// apply compares the server's allocs with the node's.
-func (n *simNode) apply(stubs []allocStub) {
+// apply compares the server's allocs with the node's: stubs are those
+// fetched (changed), onServer all the server holds for the node.
+func (n *simNode) apply(stubs []allocStub, onServer map[string]uint64) {
 	now := time.Now()
 	var starts []timer
 	n.mu.Lock()
-	seen := make(map[string]struct{}, len(stubs))
 	for i := range stubs {
 		a := &stubs[i]
-		seen[a.ID] = struct{}{}
 		st, ok := n.allocs[a.ID]
 		if !ok {
 			if a.desiredStop() || clientTerminal(a.ClientStatus) {
@@ -261,7 +286,7 @@ func (n *simNode) apply(stubs []allocStub) {
 		}
 	}
 	for id, st := range n.allocs {
-		if _, ok := seen[id]; !ok {
+		if _, ok := onServer[id]; !ok {
 			// Garbage-collected on the server.
 			if st.status == api.AllocClientStatusRunning {
 				n.s.running.Add(-1)
