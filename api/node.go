@@ -303,6 +303,24 @@ type NodeClientAllocsResponse struct {
 	Index  uint64            `json:"Index"`
 }
 
+// Changed returns the allocs whose AllocModifyIndex moved past the one in
+// fetched (alloc ID -> AllocModifyIndex last fetched), or that fetched
+// lacks, and drops from fetched the allocs the server no longer holds.
+func (r *NodeClientAllocsResponse) Changed(fetched map[string]uint64) []string {
+	var want []string
+	for id, idx := range r.Allocs {
+		if f, ok := fetched[id]; !ok || idx > f {
+			want = append(want, id)
+		}
+	}
+	for id := range fetched {
+		if _, ok := r.Allocs[id]; !ok {
+			delete(fetched, id)
+		}
+	}
+	return want
+}
+
 // NodeAllocFetchRequest is the body of POST /v1/node/{id}/allocations/fetch:
 // the allocs of that node to send in full (others, and unknown IDs, are
 // left out).

@@ -144,13 +144,7 @@ func (c *Client) watchLoop(ctx context.Context) {
 			}
 			continue
 		}
-		var want []string
-		for id, idx := range stubs.Allocs {
-			if f, ok := fetched[id]; !ok || idx > f {
-				want = append(want, id)
-			}
-		}
-		changed, err := c.fetchAllocs(ctx, want)
+		changed, err := c.fetchAllocs(ctx, stubs.Changed(fetched))
 		if err != nil {
 			if !fail("fetch allocations", err) {
 				return
@@ -158,11 +152,6 @@ func (c *Client) watchLoop(ctx context.Context) {
 			continue // index unchanged: the next poll answers at once
 		}
 		attempt = 0
-		for id := range fetched {
-			if _, ok := stubs.Allocs[id]; !ok {
-				delete(fetched, id)
-			}
-		}
 		for _, a := range changed {
 			fetched[a.ID] = a.AllocModifyIndex
 		}

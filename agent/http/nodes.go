@@ -68,20 +68,27 @@ func (s *HTTPServer) nodeSub(w nethttp.ResponseWriter, r *nethttp.Request) (any,
 	return nil, api.Errorf(api.ErrNotFound, "no endpoint GET "+r.URL.Path)
 }
 
+// allocsOfNode is the allocs of a node that exists (ErrNodeNotFound
+// otherwise) with the index of the nodes and allocs tables, watched in ws.
+func (s *HTTPServer) allocsOfNode(ws memdb.WatchSet, id string) ([]*api.Allocation, uint64, error) {
+	idx := s.maxIndex("nodes", "allocs")
+	n, err := s.cfg.State.NodeByID(ws, id)
+	if err != nil {
+		return nil, 0, err
+	}
+	if n == nil {
+		return nil, 0, notFound(api.ErrNodeNotFound, "node", id)
+	}
+	allocs, err := s.cfg.State.AllocsByNode(ws, id)
+	return allocs, idx, err
+}
+
 // nodeClientAllocs answers a node's alloc IDs with their AllocModifyIndex
 // (api.NodeClientAllocsResponse), blocking until one of them changes.
 func (s *HTTPServer) nodeClientAllocs(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
 	id := r.PathValue("id")
 	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
-		idx := s.maxIndex("nodes", "allocs")
-		n, err := s.cfg.State.NodeByID(ws, id)
-		if err != nil {
-			return nil, 0, err
-		}
-		if n == nil {
-			return nil, 0, notFound(api.ErrNodeNotFound, "node", id)
-		}
-		allocs, err := s.cfg.State.AllocsByNode(ws, id)
+		allocs, idx, err := s.allocsOfNode(ws, id)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -125,15 +132,7 @@ func (s *HTTPServer) nodeAllocsFetch(w nethttp.ResponseWriter, r *nethttp.Reques
 func (s *HTTPServer) nodeAllocs(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
 	id := r.PathValue("id")
 	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
-		idx := s.maxIndex("nodes", "allocs")
-		n, err := s.cfg.State.NodeByID(ws, id)
-		if err != nil {
-			return nil, 0, err
-		}
-		if n == nil {
-			return nil, 0, notFound(api.ErrNodeNotFound, "node", id)
-		}
-		allocs, err := s.cfg.State.AllocsByNode(ws, id)
+		allocs, idx, err := s.allocsOfNode(ws, id)
 		if err != nil {
 			return nil, 0, err
 		}

@@ -188,13 +188,8 @@ func (n *simNode) watchLoop() {
 			meta, err = c.Query(qctx, path, &ids, &api.QueryOptions{WaitIndex: index, WaitTime: n.s.cfg.AllocWait})
 			return err
 		})
-		var want []string
 		if err == nil {
-			for id, idx := range ids.Allocs {
-				if f, ok := fetched[id]; !ok || idx > f {
-					want = append(want, id)
-				}
-			}
+			want := ids.Changed(fetched)
 			fetch.Allocs = nil
 			// One fetch: a simulated node holds far fewer than MaxAllocFetch.
 			if len(want) > 0 {
@@ -221,11 +216,6 @@ func (n *simNode) watchLoop() {
 		}
 		attempt = 0
 		n.s.allocReads.Add(1)
-		for id := range fetched {
-			if _, ok := ids.Allocs[id]; !ok {
-				delete(fetched, id)
-			}
-		}
 		for _, a := range fetch.Allocs {
 			fetched[a.ID] = a.AllocModifyIndex
 		}
