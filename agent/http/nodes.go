@@ -72,30 +72,51 @@ func (s *HTTPServer) nodeSub(w nethttp.ResponseWriter, r *nethttp.Request) (any,
 // otherwise) with the index of the nodes and allocs tables, watched in ws.
 func (s *HTTPServer) allocsOfNode(ws memdb.WatchSet, id string) ([]*api.Allocation, uint64, error) {
 	idx := s.maxIndex("nodes", "allocs")
+	_, allocs, err := s.nodeAndAllocs(ws, id)
+	return allocs, idx, err
+}
+
+// nodeAndAllocs is the node (ErrNodeNotFound when it does not exist) and
+// its allocs, watched in ws.
+func (s *HTTPServer) nodeAndAllocs(ws memdb.WatchSet, id string) (*api.Node, []*api.Allocation, error) {
 	n, err := s.cfg.State.NodeByID(ws, id)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
 	if n == nil {
-		return nil, 0, notFound(api.ErrNodeNotFound, "node", id)
+		return nil, nil, notFound(api.ErrNodeNotFound, "node", id)
 	}
 	allocs, err := s.cfg.State.AllocsByNode(ws, id)
-	return allocs, idx, err
+	return n, allocs, err
 }
 
 // nodeClientAllocs answers a node's alloc IDs with their AllocModifyIndex
 // (api.NodeClientAllocsResponse), blocking until one of them changes.
+//
+// Its index is the node's own: the largest AllocModifyIndex of its allocs
+// (the node's ModifyIndex while it has none). A status the client
+// reported, or a write to another node's allocs, moves no
+// AllocModifyIndex, so it does not end the client's long poll: with the
+// tables' index, each of those answered every node at once with nothing
+// new. A garbage-collected alloc (always a finished one) drops off the
+// list at the next answer, as in Nomad.
 func (s *HTTPServer) nodeClientAllocs(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
 	id := r.PathValue("id")
 	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
-		allocs, idx, err := s.allocsOfNode(ws, id)
+		n, allocs, err := s.nodeAndAllocs(ws, id)
 		if err != nil {
 			return nil, 0, err
 		}
-		out := &api.NodeClientAllocsResponse{Allocs: make(map[string]uint64, len(allocs)), Index: idx}
+		var idx uint64
+		out := &api.NodeClientAllocsResponse{Allocs: make(map[string]uint64, len(allocs))}
 		for _, a := range allocs {
 			out.Allocs[a.ID] = a.AllocModifyIndex
+			idx = max(idx, a.AllocModifyIndex)
 		}
+		if idx == 0 {
+			idx = n.ModifyIndex
+		}
+		out.Index = idx
 		return out, idx, nil
 	})
 }

@@ -1,6 +1,7 @@
 package http_test
 
 import (
+	"fmt"
 	nethttp "net/http"
 	"strings"
 	"testing"
@@ -198,6 +199,15 @@ func TestAllocAndEvalRoutes(t *testing.T) {
 	if al.ClientStatus != api.AllocClientStatusRunning {
 		t.Errorf("after client update, ClientStatus = %q, want running", al.ClientStatus)
 	}
+	// That report moves no AllocModifyIndex: a long poll from before it
+	// runs to its wait and answers the same index (an earlier answer
+	// would carry a larger one).
+	var polled api.NodeClientAllocsResponse
+	poll := fmt.Sprintf("/v1/node/%s/client-allocs?index=%d&wait=200ms", nodeID, ids.Index)
+	a.ok("GET", poll, nil, &polled)
+	if polled.Index != ids.Index || polled.Allocs[id] != ids.Allocs[id] {
+		t.Errorf("client-allocs after the client's own update = %+v, want index %d unchanged", polled, ids.Index)
+	}
 
 	var sr api.AllocStopResponse
 	a.ok("POST", "/v1/allocation/"+id+"/stop", `{}`, &sr)
@@ -209,5 +219,10 @@ func TestAllocAndEvalRoutes(t *testing.T) {
 		if al.DesiredStatus != api.AllocDesiredStatusStop {
 			t.Errorf("after stop: desired %q transition %+v, want a stop or migrate", al.DesiredStatus, al.DesiredTransition)
 		}
+	}
+	// The stop is the server's change: the same long poll answers it.
+	a.ok("GET", strings.Replace(poll, "200ms", "10s", 1), nil, &polled)
+	if polled.Index <= ids.Index || polled.Allocs[id] <= ids.Allocs[id] {
+		t.Errorf("client-allocs after the stop = %+v, want %s past index %d", polled, id, ids.Index)
 	}
 }
