@@ -177,7 +177,7 @@ func (s *Server) UpdateAllocsFromClient(ctx context.Context, nodeID, secret stri
 			evals = append(evals, e)
 		}
 	}
-	idx, err := s.applyAllocClientUpdate(ctx, updates, evals)
+	idx, err := s.allocUpdates.submit(ctx, updates, evals)
 	if err != nil {
 		return 0, fmt.Errorf("alloc updates of node %s: %w", nodeID, err)
 	}

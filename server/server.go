@@ -145,8 +145,10 @@ type Server struct {
 	serverCore // state, Raft writes, clock, log (core.go)
 	cfg        Config
 
-	rs   *raftSystem // raft + fsm (raft.go)
-	keys keyring     // workload identity signing (identity.go)
+	rs *raftSystem // raft + fsm (raft.go)
+	// allocUpdates group-commits clients' alloc updates (allocbatch.go).
+	allocUpdates allocUpdateBatcher
+	keys         keyring // workload identity signing (identity.go)
 	// aclPolicies caches parsed ACL policies (endpoints_acl.go).
 	aclPolicies aclCache
 	// oidc keeps OIDC providers and pending logins (sso.go).
@@ -195,6 +197,7 @@ func New(cfg *Config) (*Server, error) {
 		state:  func() *state.StateStore { return s.rs.state() },
 		commit: s.raftApply, clock: c.Clock, log: c.Logger.With("component", "server"), timeout: c.RaftApplyTimeout,
 	}
+	s.allocUpdates.apply = s.applyAllocClientUpdate
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.reap.notify = make(chan struct{}, 1)
 	s.cluster.init()
