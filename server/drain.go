@@ -74,16 +74,15 @@ type tgKey struct{ ns, job, tg string }
 // drainPass does one pass and returns the earliest future force deadline.
 func (d *drainer) drainPass(ctx context.Context, ws memdb.WatchSet) (time.Time, error) {
 	st := d.State()
-	nodes, err := st.Nodes(ws, "")
+	// The draining nodes only: listing every node (and waking on every
+	// node write) cost the leader ~4% of its CPU at 10,000 nodes.
+	nodes, err := st.DrainingNodes(ws)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("list nodes: %w", err)
+		return time.Time{}, fmt.Errorf("list draining nodes: %w", err)
 	}
 	var next time.Time
 	var firstErr error
 	for _, node := range nodes {
-		if node.DrainStrategy == nil {
-			continue
-		}
 		deadline, err := d.drainNode(ctx, ws, node)
 		if err != nil && firstErr == nil {
 			firstErr = fmt.Errorf("drain node %s: %w", node.ID, err)

@@ -144,3 +144,34 @@ func TestNodeLookups(t *testing.T) {
 		t.Errorf("nodes index: got %d, want 4", g)
 	}
 }
+
+// TestDrainingNodes: the draining index holds exactly the nodes with a
+// drain strategy, through a drain's start, a re-register and its end.
+func TestDrainingNodes(t *testing.T) {
+	s := NewStateStore()
+	for _, id := range []string{"n1", "n2", "n3"} {
+		must(t, s.UpsertNode(1, testNode(id)))
+	}
+	ids := func() []string {
+		ns, err := s.DrainingNodes(nil)
+		must(t, err)
+		var out []string
+		for _, n := range ns {
+			out = append(out, n.ID)
+		}
+		return out
+	}
+	if got := ids(); len(got) != 0 {
+		t.Fatalf("draining before any drain = %v", got)
+	}
+	drain := &api.DrainStrategy{DrainSpec: api.DrainSpec{Deadline: time.Hour}}
+	must(t, s.UpdateNodeDrain(2, "n2", drain, false, nil))
+	must(t, s.UpsertNode(3, testNode("n2"))) // re-register keeps the drain
+	if got := ids(); len(got) != 1 || got[0] != "n2" {
+		t.Fatalf("draining = %v, want [n2]", got)
+	}
+	must(t, s.UpdateNodeDrain(4, "n2", nil, true, nil))
+	if got := ids(); len(got) != 0 {
+		t.Fatalf("draining after the drain ended = %v", got)
+	}
+}

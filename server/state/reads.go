@@ -117,6 +117,17 @@ func (r *reads) Nodes(ws memdb.WatchSet, prefix string) ([]*api.Node, error) {
 	return list[api.Node](r, ws, nil, TableNodes, "id_prefix", prefix)
 }
 
+// DrainingNodes lists the nodes with a drain strategy (an index lookup).
+func (r *reads) DrainingNodes(ws memdb.WatchSet) ([]*api.Node, error) {
+	return list[api.Node](r, ws, nil, TableNodes, "draining", true)
+}
+
+// nodeDraining indexes the nodes that drain (the "draining" index).
+func nodeDraining(raw any) (bool, error) {
+	n, ok := raw.(*api.Node)
+	return ok && n.DrainStrategy != nil, nil
+}
+
 // AllocByID returns the allocation or nil.
 func (r *reads) AllocByID(ws memdb.WatchSet, id string) (*api.Allocation, error) {
 	return first[api.Allocation](r, ws, TableAllocs, "id", id)

@@ -48,6 +48,9 @@ func schema() *memdb.DBSchema {
 		TableNodes: {Name: TableNodes, Indexes: map[string]*memdb.IndexSchema{
 			"id":        {Name: "id", Unique: true, Indexer: str("ID")},
 			"secret_id": {Name: "secret_id", Unique: true, AllowMissing: true, Indexer: str("SecretID")},
+			// draining: nodes with a drain strategy (true), what the
+			// drainer walks instead of every node.
+			"draining": {Name: "draining", Indexer: &memdb.ConditionalIndex{Conditional: nodeDraining}},
 		}},
 		TableAllocs: {Name: TableAllocs, Indexes: map[string]*memdb.IndexSchema{
 			"id":         {Name: "id", Unique: true, Indexer: str("ID")},
