@@ -297,7 +297,9 @@ type NodeAllocUpdateRequest struct {
 // node by ID with its AllocModifyIndex, which moves only when the server
 // changes the alloc. A client fetches the allocs whose index moved
 // (POST /v1/node/{id}/allocations/fetch), so a status it reported itself
-// costs it no transfer.
+// costs it no transfer. Index is the node's own: the largest
+// AllocModifyIndex of its allocs (the node's ModifyIndex while it has
+// none), so only a server change to this node's allocs ends a long poll.
 type NodeClientAllocsResponse struct {
 	Allocs map[string]uint64 `json:"Allocs"`
 	Index  uint64            `json:"Index"`
