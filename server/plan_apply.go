@@ -11,6 +11,7 @@ import (
 
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/server/broker"
+	"github.com/drover/drover/server/fsm"
 	"github.com/drover/drover/server/state"
 )
 
@@ -31,11 +32,11 @@ type tokenChecker interface {
 // the nodes that would raise a queue above its limit, dropOverQuota) and
 // commits the rest through Raft.
 //
-// Verification of plan N+1 overlaps the Raft commit of plan N: N+1 is
-// checked against a snapshot plus N's changes (an overlay, deduplicated by
-// alloc ID, so it is right whether or not the snapshot already holds N),
-// and its own commit is issued only after N's returned, keeping the log
-// in plan order. If N fails, N+1 was checked conservatively (N's
+// Verification and encoding of plan N+1 overlap the Raft commit of plan
+// N: N+1 is checked against a snapshot plus N's changes (an overlay,
+// deduplicated by alloc ID, so it is right whether or not the snapshot
+// already holds N), and its own commit is issued only after N's returned,
+// keeping the log in plan order. If N fails, N+1 was checked conservatively (N's
 // placements counted), which can only reject more, never overcommit.
 type planApplier struct {
 	serverCore
@@ -72,6 +73,12 @@ func (ap *planApplier) Run(ctx context.Context) {
 		}
 		start := ap.clock.Now()
 		snap, res, req, err := ap.verifyPlan(p.Plan, overlay)
+		var entry []byte
+		if err == nil && !req.Empty() {
+			// Encoded while the previous plan is still in Raft (a 10,000-
+			// alloc entry takes ~100 ms to encode).
+			entry, err = ap.planEntry(snap, res, req)
+		}
 		if prev != nil {
 			<-prev.done
 			if res != nil && res.RefreshIndex != 0 && prev.index > res.RefreshIndex {
@@ -84,8 +91,7 @@ func (ap *planApplier) Run(ctx context.Context) {
 			p.Respond(nil, err)
 			continue
 		}
-		if len(req.AllocsPlaced)+len(req.AllocsStopped)+len(req.AllocsPreempted) == 0 &&
-			req.Deployment == nil && len(req.DeploymentUpdates) == 0 {
+		if req.Empty() {
 			p.Respond(res, nil)
 			continue
 		}
@@ -93,7 +99,7 @@ func (ap *planApplier) Run(ctx context.Context) {
 		prev = c
 		go func() {
 			defer close(c.done)
-			c.index = ap.commitPlan(ctx, p, snap, res, req, start)
+			c.index = ap.commitPlan(ctx, p, res, req, entry, start)
 		}()
 	}
 }
@@ -140,10 +146,10 @@ func (ap *planApplier) verifyPlan(plan *api.Plan, overlay *planCommit) (*state.S
 	return snap, res, req, nil
 }
 
-// commitPlan writes a verified plan through Raft, answers the submitter
-// and returns the commit index (0 on failure).
-func (ap *planApplier) commitPlan(ctx context.Context, p *broker.PendingPlan, snap *state.Snapshot, res *api.PlanResult,
-	req *state.ApplyPlanResultsRequest, start time.Time) uint64 {
+// planEntry stamps a verified plan's allocs with the time, adds the evals
+// of the jobs it preempts (in the same entry, so their work is placed
+// again) and encodes the Raft entry.
+func (ap *planApplier) planEntry(snap *state.Snapshot, res *api.PlanResult, req *state.ApplyPlanResultsRequest) ([]byte, error) {
 	now := ap.clock.Now().UnixNano()
 	for _, a := range req.AllocsPlaced {
 		if a.CreateTime == 0 {
@@ -157,12 +163,21 @@ func (ap *planApplier) commitPlan(ctx context.Context, p *broker.PendingPlan, sn
 	for _, a := range req.AllocsPreempted {
 		a.ModifyTime = now
 	}
-	// Preempted jobs get evals in the same entry, so their work is placed again.
-	preempted := preemptionEvals(snap, res.NodePreemptions, now)
-	req.Evals = append(req.Evals, preempted...)
-	idx, err := ap.applyPlanResults(ctx, req)
+	req.Evals = append(req.Evals, preemptionEvals(snap, res.NodePreemptions, now)...)
+	buf, err := fsm.Encode(fsm.ApplyPlanResultsType, req)
 	if err != nil {
-		err = fmt.Errorf("commit plan of eval %s: %w", p.Plan.EvalID, err)
+		return nil, fmt.Errorf("plan of eval %s: %w", req.EvalID, err)
+	}
+	return buf, nil
+}
+
+// commitPlan writes a verified plan's entry (planEntry) through Raft,
+// answers the submitter and returns the commit index (0 on failure).
+func (ap *planApplier) commitPlan(ctx context.Context, p *broker.PendingPlan, res *api.PlanResult,
+	req *state.ApplyPlanResultsRequest, entry []byte, start time.Time) uint64 {
+	idx, _, err := ap.commit(ctx, entry)
+	if err != nil {
+		err = fmt.Errorf("commit plan of eval %s: %v: %w", p.Plan.EvalID, fsm.ApplyPlanResultsType, err)
 		ap.log.Warn("plan commit failed", "eval", p.Plan.EvalID, "err", err)
 		p.Respond(nil, err)
 		return 0

@@ -29,6 +29,13 @@ type ApplyPlanResultsRequest struct {
 	EvalID string `json:"EvalID,omitempty"`
 }
 
+// Empty reports whether the request changes no alloc and no deployment
+// (a plan the applier answers without a Raft entry).
+func (r *ApplyPlanResultsRequest) Empty() bool {
+	return len(r.AllocsPlaced)+len(r.AllocsStopped)+len(r.AllocsPreempted) == 0 &&
+		r.Deployment == nil && len(r.DeploymentUpdates) == 0
+}
+
 // UpsertPlanResults commits a plan result atomically.
 func (s *StateStore) UpsertPlanResults(index uint64, res *ApplyPlanResultsRequest) error {
 	return s.Write(index, func(t *Txn) error { return t.UpsertPlanResults(res) })
