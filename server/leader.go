@@ -83,7 +83,7 @@ func (s *Server) leaderDuties(since time.Time) []leaderDuty {
 	duties := []leaderDuty{
 		s.hb,
 		&planApplier{serverCore: s.named("planapplier"), plans: s.planQueue, tokens: s.broker, hook: &s.planHook,
-			applied: s.metrics.planApply, placed: s.metrics.placements},
+			predecode: s.rs.fsm.Predecode, applied: s.metrics.planApply, placed: s.metrics.placements},
 		&drainer{serverCore: s.named("drainer")},
 		&evalReaper{serverCore: s.named("evalreaper"), queue: &s.reap},
 		&evalGC{serverCore: s.named("evalgc"), interval: s.cfg.EvalGCInterval, threshold: s.cfg.EvalGCThreshold},

@@ -44,6 +44,9 @@ type planApplier struct {
 	tokens tokenChecker
 	// hook, when set (tests only), sees each plan before it is verified.
 	hook *atomic.Pointer[func(*api.Plan)]
+	// predecode, when set (the FSM's Predecode), decodes an entry for the
+	// leader's FSM while Raft appends it.
+	predecode func(entry []byte) (release func())
 	// applied and placed record a commit's duration and placements.
 	applied prometheus.Observer
 	placed  prometheus.Counter
@@ -175,6 +178,9 @@ func (ap *planApplier) planEntry(snap *state.Snapshot, res *api.PlanResult, req 
 // answers the submitter and returns the commit index (0 on failure).
 func (ap *planApplier) commitPlan(ctx context.Context, p *broker.PendingPlan, res *api.PlanResult,
 	req *state.ApplyPlanResultsRequest, entry []byte, start time.Time) uint64 {
+	if ap.predecode != nil {
+		defer ap.predecode(entry)()
+	}
 	idx, _, err := ap.commit(ctx, entry)
 	if err != nil {
 		err = fmt.Errorf("commit plan of eval %s: %v: %w", p.Plan.EvalID, fsm.ApplyPlanResultsType, err)

@@ -69,6 +69,7 @@ type FSM struct {
 	mu    sync.RWMutex
 	state *state.StateStore
 	hooks Hooks
+	pre   predecodes // the leader's plans decoded off this goroutine (predecode.go)
 }
 
 var _ raft.FSM = (*FSM)(nil)
@@ -110,9 +111,17 @@ func (f *FSM) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
-	t, body, err := Decode(l.Data)
-	if err == nil {
-		err = f.apply(t, l.Index, body)
+	var t MessageType
+	var err error
+	if req, ok := f.takePredecoded(l.Data); ok {
+		t = ApplyPlanResultsType
+		err = f.applyPlanResults(f.State(), l.Index, req)
+	} else {
+		var body json.RawMessage
+		t, body, err = Decode(l.Data)
+		if err == nil {
+			err = f.apply(t, l.Index, body)
+		}
 	}
 	if err != nil {
 		// The entry is applied (as a no-op) all the same: waiters on
@@ -124,6 +133,18 @@ func (f *FSM) Apply(l *raft.Log) any {
 		return fmt.Errorf("apply %v at %d: %w", t, l.Index, err)
 	}
 	return l.Index
+}
+
+// applyPlanResults applies a decoded ApplyPlanResults command.
+func (f *FSM) applyPlanResults(s *state.StateStore, index uint64, req *ApplyPlanResultsRequest) error {
+	ids := allocIDs(req.AllocsPlaced)
+	ids = append(ids, allocIDs(req.AllocsStopped)...)
+	ids = append(ids, allocIDs(req.AllocsPreempted)...)
+	evals := req.Evals // upserted by allocWrite, after the plan
+	req.Evals = nil
+	return f.allocWrite(s, index, ids, evals, func(tx *state.Txn) error {
+		return tx.UpsertPlanResults(req)
+	})
 }
 
 func decodeBody[T any](body json.RawMessage) (*T, error) {
@@ -241,14 +262,7 @@ func (f *FSM) apply(t MessageType, index uint64, body json.RawMessage) error {
 		if err != nil {
 			return err
 		}
-		ids := allocIDs(req.AllocsPlaced)
-		ids = append(ids, allocIDs(req.AllocsStopped)...)
-		ids = append(ids, allocIDs(req.AllocsPreempted)...)
-		evals := req.Evals // upserted by allocWrite, after the plan
-		req.Evals = nil
-		return f.allocWrite(s, index, ids, evals, func(tx *state.Txn) error {
-			return tx.UpsertPlanResults(req)
-		})
+		return f.applyPlanResults(s, index, req)
 	case DeploymentUpsertType:
 		req, err := decodeBody[DeploymentUpsertRequest](body)
 		if err != nil {
