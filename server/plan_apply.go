@@ -36,8 +36,9 @@ type tokenChecker interface {
 // N: N+1 is checked against a snapshot plus N's changes (an overlay,
 // deduplicated by alloc ID, so it is right whether or not the snapshot
 // already holds N), and its own commit is issued only after N's returned,
-// keeping the log in plan order. If N fails, N+1 was checked conservatively (N's
-// placements counted), which can only reject more, never overcommit.
+// keeping the log in plan order. If N fails, N+1 was checked
+// conservatively (N's placements counted), which can only reject more,
+// never overcommit.
 type planApplier struct {
 	serverCore
 	plans  planSource

@@ -42,10 +42,7 @@ func (f *FSM) Predecode(entry []byte) (release func()) {
 	f.pre.mu.Unlock()
 	go func() {
 		defer close(p.done)
-		t, body, err := Decode(entry)
-		if err == nil && t != ApplyPlanResultsType {
-			err = ErrUnknownType
-		}
+		_, body, err := Decode(entry) // an ApplyPlanResults entry (checked above)
 		if err == nil {
 			p.req, err = decodeBody[ApplyPlanResultsRequest](body)
 		}
@@ -61,8 +58,8 @@ func (f *FSM) Predecode(entry []byte) (release func()) {
 // takePredecoded returns the decoded plan of data, when Predecode has it,
 // waiting for its decoding; it is taken once.
 func (f *FSM) takePredecoded(data []byte) (*ApplyPlanResultsRequest, bool) {
-	if len(data) == 0 {
-		return nil, false
+	if len(data) == 0 || MessageType(data[0]) != ApplyPlanResultsType {
+		return nil, false // only plans are predecoded: no lock for the rest
 	}
 	f.pre.mu.Lock()
 	p := f.pre.m[&data[0]]
