@@ -80,6 +80,8 @@ func runPlacements(b *testing.B, nservers, nodes, jobs, count int) {
 			b.ReportMetric(r.heapPer100kAllocs, "heap-MB/100k-allocs")
 			b.ReportMetric(r.rssMB, "server-RSS-MB")
 			b.ReportMetric(r.hbCPU, "hb-CPU-%")
+			b.ReportMetric(r.serverCPUPerKAllocs, "server-CPU-ms/1k-allocs")
+			b.ReportMetric(r.simCPUPerKAllocs, "sim-CPU-ms/1k-allocs")
 			b.ReportMetric(r.hbPerS, "heartbeats/s")
 			b.ReportMetric(float64(r.missed), "missed-heartbeats")
 		}
@@ -91,7 +93,10 @@ type placeResult struct {
 	rssPerKNodes, heapPerKNodes         float64
 	rssPer100kAllocs, heapPer100kAllocs float64
 	rssMB, hbCPU, hbPerS                float64
-	missed                              int64
+	// CPU time per 1,000 allocs from submit to all running: the leader
+	// process's, and this process's (the simulator, mostly).
+	serverCPUPerKAllocs, simCPUPerKAllocs float64
+	missed                                int64
 }
 
 func placeOnce(b *testing.B, nservers, nodes, jobs, count int) placeResult {
@@ -124,8 +129,11 @@ func placeOnce(b *testing.B, nservers, nodes, jobs, count int) placeResult {
 
 	c := leader.api
 	ids := make([]string, jobs)
+	stopProfile := profileLeader(b, leader)
+	defer stopProfile()
 	b.StartTimer()
 	t1 := time.Now()
+	srvCPU0, simCPU0 := cpuSeconds(b, pid), cpuSeconds(b, os.Getpid())
 	var wg sync.WaitGroup
 	errc := make(chan error, jobs)
 	for j := range jobs {
@@ -164,6 +172,9 @@ func placeOnce(b *testing.B, nservers, nodes, jobs, count int) placeResult {
 	}
 	dt := time.Since(t1)
 	b.StopTimer()
+	r.serverCPUPerKAllocs = (cpuSeconds(b, pid) - srvCPU0) * 1e6 / float64(total)
+	r.simCPUPerKAllocs = (cpuSeconds(b, os.Getpid()) - simCPU0) * 1e6 / float64(total)
+	stopProfile()
 	r.rate = float64(total) / dt.Seconds()
 	rss2, heap2 := rssMB(b, pid), heapMB(leader)
 	r.rssMB = rss2
@@ -171,8 +182,8 @@ func placeOnce(b *testing.B, nservers, nodes, jobs, count int) placeResult {
 	r.heapPer100kAllocs = (heap2 - heap1) / float64(total) * 100000
 	st := s.Stats()
 	r.missed = st.MissedHeartbeats
-	b.Logf("%d servers, %d nodes: %d allocs placed in %v, running in %v (%.0f/s); register %.1fs; server RSS %.0f -> %.0f -> %.0f MB, heap %.0f -> %.0f -> %.0f MB; sim %+v",
-		nservers, nodes, total, placedAt.Round(time.Millisecond), dt.Round(time.Millisecond), r.rate, r.registerS, rss0, rss1, rss2, heap0, heap1, heap2, st)
+	b.Logf("%d servers, %d nodes: %d allocs placed in %v, running in %v (%.0f/s); CPU per 1,000 allocs: server %.0f ms, simulator %.0f ms; register %.1fs; server RSS %.0f -> %.0f -> %.0f MB, heap %.0f -> %.0f -> %.0f MB; sim %+v",
+		nservers, nodes, total, placedAt.Round(time.Millisecond), dt.Round(time.Millisecond), r.rate, r.serverCPUPerKAllocs, r.simCPUPerKAllocs, r.registerS, rss0, rss1, rss2, heap0, heap1, heap2, st)
 	return r
 }
 

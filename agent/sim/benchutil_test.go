@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -224,4 +226,49 @@ func envInt(name string, def int) int {
 		return v
 	}
 	return def
+}
+
+// profileLeader, when $DROVER_BENCH_PPROF names a file, records the
+// server's CPU profile (its /debug/pprof) for the next
+// $DROVER_BENCH_PPROF_SECONDS (default 15) into that file, and its
+// allocation profile now and when the returned wait is called (FILE.allocs0
+// and FILE.allocs1: `go tool pprof -base` shows what was allocated in
+// between), for finding what a run spends its time on. The returned wait
+// blocks until the profiles are written; calling it again returns at once.
+func profileLeader(b testing.TB, s *benchServer) (wait func()) {
+	b.Helper()
+	out := os.Getenv("DROVER_BENCH_PPROF")
+	if out == "" {
+		return func() {}
+	}
+	save := func(path, file string) {
+		resp, err := http.Get(s.base + path)
+		if err != nil {
+			b.Errorf("profile: %v", err)
+			return
+		}
+		defer resp.Body.Close()
+		f, err := os.Create(file)
+		if err != nil {
+			b.Errorf("profile: %v", err)
+			return
+		}
+		defer f.Close()
+		if _, err := io.Copy(f, resp.Body); err != nil {
+			b.Errorf("profile: %v", err)
+		}
+	}
+	save("/debug/pprof/allocs", out+".allocs0")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		save(fmt.Sprintf("/debug/pprof/profile?seconds=%d", envInt("DROVER_BENCH_PPROF_SECONDS", 15)), out)
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			save("/debug/pprof/allocs", out+".allocs1")
+			<-done
+		})
+	}
 }

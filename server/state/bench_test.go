@@ -2,6 +2,9 @@ package state
 
 import (
 	"fmt"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/drover/drover/api"
@@ -66,4 +69,65 @@ func BenchmarkSnapshotAllocsByNode(b *testing.B) {
 			b.Fatalf("got %d allocs, %v", len(as), err)
 		}
 	}
+}
+
+// benchUUID is a random-looking alloc or node ID (UUID form) for i, so the
+// radix trees have the shape real IDs give them.
+func benchUUID(kind, i int) string {
+	h := uint64(i)*0x9e3779b97f4a7c15 + uint64(kind)*0xbf58476d1ce4e5b9
+	h ^= h >> 31
+	return fmt.Sprintf("%08x-%04x-4%03x-8%03x-%012x", uint32(h), uint16(h>>32), uint16(h>>48)&0xfff, i&0xfff, h&0xffffffffffff^uint64(i))
+}
+
+// benchClusterStore is a store of 100,000 allocs of 10 jobs on 1,000
+// nodes (the whole-path benchmark's shape), built once per process, with
+// the next free index and every alloc, ordered by node.
+var benchClusterStore = sync.OnceValues(func() (*StateStore, []*api.Allocation) {
+	s := NewStateStore()
+	idx := uint64(1)
+	var all []*api.Allocation
+	for j := range 10 {
+		job := testJob(fmt.Sprintf("bench-%d", j))
+		if err := s.UpsertJob(idx, job); err != nil {
+			panic(err)
+		}
+		idx++
+		var allocs []*api.Allocation
+		for i := range 10000 {
+			a := testAlloc(benchUUID(1, j*10000+i), job.ID, benchUUID(2, i%1000))
+			a.EvalID = benchUUID(3, j)
+			a.Job = job
+			allocs = append(allocs, a)
+		}
+		if err := s.UpsertAllocs(idx, allocs); err != nil {
+			panic(err)
+		}
+		idx++
+		all = append(all, allocs...)
+	}
+	slices.SortStableFunc(all, func(a, b *api.Allocation) int { return strings.Compare(a.NodeID, b.NodeID) })
+	return s, all
+})
+
+// BenchmarkClientUpdates1024: one Raft entry's worth of client status
+// updates (1,024 allocs of ~10 nodes, as the server group-commits them)
+// into benchClusterStore.
+func BenchmarkClientUpdates1024(b *testing.B) {
+	s, all := benchClusterStore()
+	var updates []*api.Allocation
+	for _, a := range all {
+		updates = append(updates, &api.Allocation{ID: a.ID, NodeID: a.NodeID, ClientStatus: api.AllocClientStatusRunning,
+			ClientDescription: "running", ModifyTime: 1})
+	}
+	idx := s.LatestIndex() + 1
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		off := (i * 1024) % (len(updates) - 1024)
+		if err := s.UpdateAllocsFromClient(idx, updates[off:off+1024]); err != nil {
+			b.Fatal(err)
+		}
+		idx++
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1024, "ns/alloc")
 }
