@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/codec"
 	"github.com/drover/drover/server/state"
 	"github.com/hashicorp/raft"
 )
@@ -149,7 +150,7 @@ func (f *FSM) applyPlanResults(s *state.StateStore, index uint64, req *ApplyPlan
 
 func decodeBody[T any](body json.RawMessage) (*T, error) {
 	v := new(T)
-	if err := json.Unmarshal(body, v); err != nil {
+	if err := codec.Unmarshal(body, v); err != nil {
 		return nil, fmt.Errorf("%w: %w", api.ErrBadRequest, err)
 	}
 	return v, nil

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"testing"
 
@@ -23,6 +24,16 @@ func FuzzApply(f *testing.F) {
 		AllocsStopped: nil, DeploymentUpdates: nil})
 	f.Add(seed)
 	f.Add([]byte(nil))
+	// Compressed entries: a plan past compressAbove, a block claiming a
+	// huge length, and a truncated block.
+	big := ApplyPlanResultsRequest{Job: job("web")}
+	for k := range 300 {
+		big.AllocsPlaced = append(big.AllocsPlaced, alloc(fmt.Sprintf("alloc-%04d", k), "web", fmt.Sprintf("node-%d", k%7)))
+	}
+	seed, _ = Encode(ApplyPlanResultsType, big)
+	f.Add(seed)
+	f.Add(seed[:len(seed)/2])
+	f.Add([]byte{byte(ApplyPlanResultsType), compressedMark, 0xff, 0xff, 0xff, 0xff, 0x0f, 0})
 	f.Add(append([]byte{byte(ApplyPlanResultsType)}, `{"Version":1,"Body":{"AllocsPlaced":[null],"DeploymentUpdates":[null],"Job":{"ID":"x","TaskGroups":[null]}}}`...))
 	f.Add(append([]byte{byte(NodeRegisterType)}, `{"Version":1,"Body":{"Node":{"ID":"n","Events":[null]}}}`...))
 	f.Add(append([]byte{byte(QueueUpsertType)}, `{"Version":1,"Body":{"Queues":[null,{"Name":"a/b","Limit":{"GPUsByModel":{"":1}}}]}}`...))
