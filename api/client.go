@@ -359,10 +359,15 @@ func (c *Client) NodeClientAllocs(ctx context.Context, id string, o *QueryOption
 	return &out, m, err
 }
 
+// NodeFetchAllocs gets the named allocs of the node in full, as a client
+// runs them: a Compact fetch, expanded (placement Metrics are not sent).
 func (c *Client) NodeFetchAllocs(ctx context.Context, id string, allocIDs []string) ([]*Allocation, error) {
 	var out NodeAllocFetchResponse
-	err := c.Write(ctx, http.MethodPost, "/v1/node/"+esc(id)+"/allocations/fetch", &NodeAllocFetchRequest{AllocIDs: allocIDs}, &out, nil)
-	return out.Allocs, err
+	if err := c.Write(ctx, http.MethodPost, "/v1/node/"+esc(id)+"/allocations/fetch",
+		&NodeAllocFetchRequest{AllocIDs: allocIDs, Compact: true}, &out, nil); err != nil {
+		return nil, err
+	}
+	return out.Allocs, out.Expand()
 }
 
 // UpdateNodeDrain enables (spec != nil) or disables a drain.

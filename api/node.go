@@ -1,6 +1,9 @@
 package api
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Node statuses.
 const (
@@ -287,7 +290,7 @@ type NodeRegisterResponse struct {
 // NodeAllocUpdateRequest is the body of PUT /v1/node/{id}/allocations/update:
 // a client's batch of alloc status changes. Only client-owned fields of each
 // Allocation are read (ID, ClientStatus, ClientDescription, TaskStates,
-// DeploymentStatus, NetworkStatus).
+// DeploymentStatus).
 type NodeAllocUpdateRequest struct {
 	Allocs []*Allocation `json:"Allocs"`
 }
@@ -328,12 +331,44 @@ func (r *NodeClientAllocsResponse) Changed(fetched map[string]uint64) []string {
 // left out).
 type NodeAllocFetchRequest struct {
 	AllocIDs []string `json:"AllocIDs"`
+	// Compact asks for the allocs as a client runs them: each distinct
+	// job once, in the response's Jobs (the allocs' Job left nil,
+	// JobIndexes saying whose it is), and no placement Metrics, which
+	// only operators read. A node given many allocs of one job so reads
+	// that job once, not once per alloc (drover addition).
+	Compact bool `json:"Compact,omitempty"`
 }
 
 // NodeAllocFetchResponse carries the fetched allocs.
 type NodeAllocFetchResponse struct {
 	Allocs []*Allocation `json:"Allocs"`
-	Index  uint64        `json:"Index"`
+	// Jobs and JobIndexes answer a Compact request: Allocs[i]'s job is
+	// Jobs[JobIndexes[i]] (none when that is -1). Expand puts them back.
+	Jobs       []*Job `json:"Jobs,omitempty"`
+	JobIndexes []int  `json:"JobIndexes,omitempty"`
+	Index      uint64 `json:"Index"`
+}
+
+// Expand sets each alloc's Job from Jobs and JobIndexes (a Compact
+// answer); allocs of one job share it, as in the server's state. An
+// answer without JobIndexes is left as it is.
+func (r *NodeAllocFetchResponse) Expand() error {
+	if r.JobIndexes == nil {
+		return nil
+	}
+	if len(r.JobIndexes) != len(r.Allocs) {
+		return fmt.Errorf("alloc fetch: %d job indexes for %d allocs", len(r.JobIndexes), len(r.Allocs))
+	}
+	for i, j := range r.JobIndexes {
+		switch {
+		case j == -1:
+		case j < 0 || j >= len(r.Jobs):
+			return fmt.Errorf("alloc fetch: job index %d of %d jobs", j, len(r.Jobs))
+		case r.Allocs[i] != nil:
+			r.Allocs[i].Job = r.Jobs[j]
+		}
+	}
+	return nil
 }
 
 // MaxAllocFetch caps the IDs of one NodeAllocFetchRequest.

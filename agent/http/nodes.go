@@ -122,7 +122,8 @@ func (s *HTTPServer) nodeClientAllocs(w nethttp.ResponseWriter, r *nethttp.Reque
 }
 
 // nodeAllocsFetch serves POST /v1/node/{id}/allocations/fetch: the named
-// allocs of that node, in full.
+// allocs of that node, in full or, asked Compact, each job once and no
+// placement metrics.
 func (s *HTTPServer) nodeAllocsFetch(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
 	if err := s.needServer(); err != nil {
 		return nil, err
@@ -137,14 +138,40 @@ func (s *HTTPServer) nodeAllocsFetch(w nethttp.ResponseWriter, r *nethttp.Reques
 	id := r.PathValue("id")
 	idx := s.maxIndex("nodes", "allocs")
 	out := &api.NodeAllocFetchResponse{Allocs: make([]*api.Allocation, 0, len(req.AllocIDs)), Index: idx}
+	type jobKey struct {
+		ns, id string
+		index  uint64
+	}
+	var jobs map[jobKey]int
+	if req.Compact {
+		jobs = map[jobKey]int{}
+		out.JobIndexes = make([]int, 0, len(req.AllocIDs))
+	}
 	for _, aid := range req.AllocIDs {
 		a, err := s.cfg.State.AllocByID(nil, aid)
 		if err != nil {
 			return nil, err
 		}
-		if a != nil && a.NodeID == id { // another node's allocs are not this node's to read
-			out.Allocs = append(out.Allocs, a)
+		if a == nil || a.NodeID != id { // another node's allocs are not this node's to read
+			continue
 		}
+		if req.Compact {
+			c := *a // the stored alloc is shared: never modified
+			c.Job, c.Metrics = nil, nil
+			j := -1
+			if a.Job != nil {
+				k := jobKey{a.Job.Namespace, a.Job.ID, a.Job.JobModifyIndex}
+				var seen bool
+				if j, seen = jobs[k]; !seen {
+					j = len(out.Jobs)
+					jobs[k] = j
+					out.Jobs = append(out.Jobs, a.Job)
+				}
+			}
+			out.JobIndexes = append(out.JobIndexes, j)
+			a = &c
+		}
+		out.Allocs = append(out.Allocs, a)
 	}
 	s.setMeta(w, idx)
 	return out, nil

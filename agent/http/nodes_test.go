@@ -3,6 +3,7 @@ package http_test
 import (
 	"fmt"
 	nethttp "net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -172,6 +173,21 @@ func TestAllocAndEvalRoutes(t *testing.T) {
 	a.ok("POST", "/v1/node/"+nodeID+"/allocations/fetch", api.NodeAllocFetchRequest{AllocIDs: []string{full[1].ID, "no-such-alloc"}}, &fetched)
 	if len(fetched.Allocs) != 1 || fetched.Allocs[0].ID != full[1].ID || fetched.Allocs[0].Job == nil {
 		t.Errorf("fetch = %+v, want %s in full", fetched, full[1].ID)
+	}
+	// Compact, as clients ask: the job once, no placement metrics.
+	if full[0].Metrics == nil {
+		t.Fatal("stored alloc without Metrics: the compact check below would prove nothing")
+	}
+	var compact api.NodeAllocFetchResponse
+	a.ok("POST", "/v1/node/"+nodeID+"/allocations/fetch", api.NodeAllocFetchRequest{AllocIDs: []string{full[0].ID, full[1].ID}, Compact: true}, &compact)
+	if len(compact.Allocs) != 2 || len(compact.Jobs) != 1 || !slices.Equal(compact.JobIndexes, []int{0, 0}) ||
+		compact.Allocs[0].Job != nil || compact.Allocs[0].Metrics != nil || compact.Allocs[1].Metrics != nil {
+		t.Errorf("compact fetch = %d allocs (Job %v, Metrics %v), %d jobs, indexes %v; want 2 allocs without Job and Metrics, 1 job, [0 0]",
+			len(compact.Allocs), compact.Allocs[0].Job != nil, compact.Allocs[0].Metrics != nil, len(compact.Jobs), compact.JobIndexes)
+	}
+	if err := compact.Expand(); err != nil || compact.Allocs[0].Job == nil || compact.Allocs[0].Job != compact.Allocs[1].Job ||
+		compact.Allocs[1].Job.ID != "web" || compact.Allocs[1].Job.Version != full[1].Job.Version {
+		t.Errorf("expanded compact fetch: %v; want both allocs with job web", err)
 	}
 	a.ok("POST", "/v1/node/other-node/allocations/fetch", api.NodeAllocFetchRequest{AllocIDs: []string{full[1].ID}}, &fetched)
 	if len(fetched.Allocs) != 0 {

@@ -194,7 +194,7 @@ func (n *simNode) watchLoop() {
 			// One fetch: a simulated node holds far fewer than MaxAllocFetch.
 			if len(want) > 0 {
 				err = n.s.do(n.ctx, n.node.SecretID, func(c *api.Client) error {
-					return c.Write(n.ctx, "POST", "/v1/node/"+n.node.ID+"/allocations/fetch", &api.NodeAllocFetchRequest{AllocIDs: want}, &fetch, nil)
+					return c.Write(n.ctx, "POST", "/v1/node/"+n.node.ID+"/allocations/fetch", &api.NodeAllocFetchRequest{AllocIDs: want, Compact: true}, &fetch, nil)
 				})
 			}
 		}
