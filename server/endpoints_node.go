@@ -120,7 +120,10 @@ func (s *Server) HeartbeatNode(ctx context.Context, id, secret string, req *api.
 // UpdateAllocsFromClient applies a client's batch of alloc status
 // changes. Failed allocs get an eval (the scheduler reschedules them);
 // allocs that became terminal free capacity, which wakes blocked evals
-// (commitReactor).
+// (commitReactor). Only the client-owned fields of allocs are taken
+// (ClientStatus, ClientDescription, TaskStates, DeploymentStatus), and
+// kept without a copy: the caller hands over allocs (a decoded request)
+// and must not modify them afterwards.
 func (s *Server) UpdateAllocsFromClient(ctx context.Context, nodeID, secret string, allocs []*api.Allocation) (uint64, error) {
 	if !s.IsLeader() {
 		return 0, errNotLeader()
@@ -151,10 +154,9 @@ func (s *Server) UpdateAllocsFromClient(ctx context.Context, nodeID, secret stri
 		if cur.NodeID != nodeID {
 			return 0, fmt.Errorf("alloc %s belongs to another node: %w", a.ID, api.ErrPermissionDenied)
 		}
-		u := a.Copy()
-		u.Job = nil
-		u.NodeID, u.Namespace, u.JobID, u.TaskGroup = cur.NodeID, cur.Namespace, cur.JobID, cur.TaskGroup
-		u.ModifyTime = now.UnixNano()
+		u := &api.Allocation{ID: a.ID, NodeID: cur.NodeID, Namespace: cur.Namespace, JobID: cur.JobID, TaskGroup: cur.TaskGroup,
+			ClientStatus: a.ClientStatus, ClientDescription: a.ClientDescription, TaskStates: a.TaskStates,
+			DeploymentStatus: a.DeploymentStatus, ModifyTime: now.UnixNano()}
 		updates = append(updates, u)
 		failed := u.ClientStatus == api.AllocClientStatusFailed && cur.ClientStatus != api.AllocClientStatusFailed &&
 			cur.DesiredStatus == api.AllocDesiredStatusRun
