@@ -48,6 +48,25 @@ func (g *evalGC) collect(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("list evals: %w", err)
 	}
 	cutoff := g.clock.Now().Add(-g.threshold).UnixNano()
+	// Each job's allocs by eval, read once for all of the job's evals
+	// (allocs have no eval index).
+	byEval := map[api.NamespacedID]map[string][]*api.Allocation{}
+	allocsOf := func(e *api.Evaluation) ([]*api.Allocation, error) {
+		k := api.NamespacedID{Namespace: e.Namespace, ID: e.JobID}
+		m, ok := byEval[k]
+		if !ok {
+			all, err := st.AllocsByJob(nil, e.Namespace, e.JobID, true)
+			if err != nil {
+				return nil, err
+			}
+			m = map[string][]*api.Allocation{}
+			for _, a := range all {
+				m[a.EvalID] = append(m[a.EvalID], a)
+			}
+			byEval[k] = m
+		}
+		return m[e.ID], nil
+	}
 	var evalIDs, allocIDs []string
 	for _, e := range evals {
 		if !e.TerminalStatus() || e.ModifyTime > cutoff {
@@ -58,9 +77,11 @@ func (g *evalGC) collect(ctx context.Context) (int, error) {
 				continue
 			}
 		}
-		allocs, err := st.AllocsByEval(nil, e.ID)
-		if err != nil {
-			return 0, fmt.Errorf("allocs of eval %s: %w", e.ID, err)
+		var allocs []*api.Allocation
+		if e.JobID != "" {
+			if allocs, err = allocsOf(e); err != nil {
+				return 0, fmt.Errorf("allocs of eval %s: %w", e.ID, err)
+			}
 		}
 		done := true
 		for _, a := range allocs {

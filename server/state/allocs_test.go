@@ -24,6 +24,7 @@ func TestUpsertAllocsAndLookups(t *testing.T) {
 	a3.EvalID = "eval-2"
 	a2.DeploymentID = "d1"
 	must(t, s.UpsertAllocs(2, []*api.Allocation{a1, a2, a3}))
+	must(t, s.UpsertEvals(3, []*api.Evaluation{testEval("eval-1", "web")}))
 
 	got := mustGet[api.Allocation](t)(s.AllocByID(nil, "a1"))
 	if got.CreateIndex != 2 || got.ModifyIndex != 2 || got.AllocModifyIndex != 2 || got.Job != job {
@@ -38,6 +39,7 @@ func TestUpsertAllocsAndLookups(t *testing.T) {
 		{"by job", func() ([]*api.Allocation, error) { return s.AllocsByJob(nil, "default", "web", false) }, []string{"a1", "a2"}},
 		{"by node", func() ([]*api.Allocation, error) { return s.AllocsByNode(nil, "n1") }, []string{"a1", "b1"}},
 		{"by eval", func() ([]*api.Allocation, error) { return s.AllocsByEval(nil, "eval-1") }, []string{"a1", "a2"}},
+		{"by an eval not stored", func() ([]*api.Allocation, error) { return s.AllocsByEval(nil, "eval-2") }, []string{}},
 		{"by deployment", func() ([]*api.Allocation, error) { return s.AllocsByDeployment(nil, "d1") }, []string{"a2"}},
 		{"by prefix", func() ([]*api.Allocation, error) { return s.AllocsByIDPrefix(nil, "default", "a") }, []string{"a1", "a2"}},
 		{"all", func() ([]*api.Allocation, error) { return s.Allocs(nil, "*", "") }, []string{"a1", "a2", "b1"}},

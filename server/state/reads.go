@@ -170,9 +170,16 @@ func (r *reads) AllocsByNode(ws memdb.WatchSet, nodeID string) ([]*api.Allocatio
 	return list[api.Allocation](r, ws, nil, TableAllocs, "node", nodeID)
 }
 
-// AllocsByEval returns the allocations an evaluation created or updated.
+// AllocsByEval returns the allocations an evaluation created or updated:
+// those of its job that carry its ID. Allocs have no eval index (an index
+// costs every alloc write, on a path that writes each alloc at least
+// twice, and this read is rare); an eval that no longer exists has none.
 func (r *reads) AllocsByEval(ws memdb.WatchSet, evalID string) ([]*api.Allocation, error) {
-	return list[api.Allocation](r, ws, nil, TableAllocs, "eval", evalID)
+	e, err := r.EvalByID(ws, evalID)
+	if err != nil || e == nil || e.JobID == "" {
+		return nil, err
+	}
+	return list(r, ws, func(a *api.Allocation) bool { return a.EvalID == evalID }, TableAllocs, "job", normNS(e.Namespace), e.JobID)
 }
 
 // AllocsByDeployment returns the allocations of a deployment.

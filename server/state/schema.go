@@ -56,7 +56,6 @@ func schema() *memdb.DBSchema {
 			"id":         {Name: "id", Unique: true, Indexer: str("ID")},
 			"job":        {Name: "job", Indexer: nsKey("JobID")},
 			"node":       {Name: "node", AllowMissing: true, Indexer: str("NodeID")},
-			"eval":       {Name: "eval", AllowMissing: true, Indexer: str("EvalID")},
 			"deployment": {Name: "deployment", AllowMissing: true, Indexer: str("DeploymentID")},
 		}},
 		TableEvals: {Name: TableEvals, Indexes: map[string]*memdb.IndexSchema{
