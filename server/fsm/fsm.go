@@ -29,20 +29,7 @@ type Hooks interface {
 
 // AllocChange is one alloc a command touched: Before is the stored version
 // before the command (nil for a new alloc), After the one after it.
-type AllocChange struct {
-	Before, After *api.Allocation
-}
-
-// Freed reports whether the change released the alloc's resources on its
-// node: it became terminal (desired stop or evict) or the client finished
-// it.
-func (c AllocChange) Freed() bool {
-	if c.Before == nil || c.After == nil {
-		return false
-	}
-	return (!c.Before.TerminalStatus() && c.After.TerminalStatus()) ||
-		(!c.Before.ClientTerminalStatus() && c.After.ClientTerminalStatus())
-}
+type AllocChange = state.AllocChange
 
 // RestoreHook is an optional Hooks ability: called after Restore swapped
 // in a new store.
@@ -138,12 +125,9 @@ func (f *FSM) Apply(l *raft.Log) any {
 
 // applyPlanResults applies a decoded ApplyPlanResults command.
 func (f *FSM) applyPlanResults(s *state.StateStore, index uint64, req *ApplyPlanResultsRequest) error {
-	ids := allocIDs(req.AllocsPlaced)
-	ids = append(ids, allocIDs(req.AllocsStopped)...)
-	ids = append(ids, allocIDs(req.AllocsPreempted)...)
 	evals := req.Evals // upserted by allocWrite, after the plan
 	req.Evals = nil
-	return f.allocWrite(s, index, ids, evals, func(tx *state.Txn) error {
+	return f.allocWrite(s, index, evals, func(tx *state.Txn) error {
 		return tx.UpsertPlanResults(req)
 	})
 }
@@ -235,7 +219,7 @@ func (f *FSM) apply(t MessageType, index uint64, body json.RawMessage) error {
 		if err != nil {
 			return err
 		}
-		return f.allocWrite(s, index, allocIDs(req.Allocs), req.Evals, func(tx *state.Txn) error {
+		return f.allocWrite(s, index, req.Evals, func(tx *state.Txn) error {
 			return tx.UpdateAllocsFromClient(req.Allocs)
 		})
 	case AllocDesiredTransitionType:
@@ -243,11 +227,7 @@ func (f *FSM) apply(t MessageType, index uint64, body json.RawMessage) error {
 		if err != nil {
 			return err
 		}
-		ids := make([]string, 0, len(req.Transitions))
-		for id := range req.Transitions {
-			ids = append(ids, id)
-		}
-		return f.allocWrite(s, index, ids, req.Evals, func(tx *state.Txn) error {
+		return f.allocWrite(s, index, req.Evals, func(tx *state.Txn) error {
 			return tx.UpdateAllocsDesiredTransitions(req.Transitions)
 		})
 	case AllocUpsertType:
@@ -255,7 +235,7 @@ func (f *FSM) apply(t MessageType, index uint64, body json.RawMessage) error {
 		if err != nil {
 			return err
 		}
-		return f.allocWrite(s, index, allocIDs(req.Allocs), req.Evals, func(tx *state.Txn) error {
+		return f.allocWrite(s, index, req.Evals, func(tx *state.Txn) error {
 			return tx.UpsertAllocs(req.Allocs)
 		})
 	case ApplyPlanResultsType:
@@ -275,10 +255,9 @@ func (f *FSM) apply(t MessageType, index uint64, body json.RawMessage) error {
 		if err != nil {
 			return err
 		}
-		ids := append(append([]string(nil), req.HealthyAllocs...), req.UnhealthyAllocs...)
 		evals := req.Evals // upserted by allocWrite, after the update
 		req.Evals = nil
-		return f.allocWrite(s, index, ids, evals, func(tx *state.Txn) error {
+		return f.allocWrite(s, index, evals, func(tx *state.Txn) error {
 			return tx.UpdateDeployment(req)
 		})
 	case JobStabilityType:
@@ -366,16 +345,6 @@ func nonNil(e *api.Evaluation) []*api.Evaluation {
 	return []*api.Evaluation{e}
 }
 
-func allocIDs(allocs []*api.Allocation) []string {
-	ids := make([]string, 0, len(allocs))
-	for _, a := range allocs {
-		if a != nil {
-			ids = append(ids, a.ID)
-		}
-	}
-	return ids
-}
-
 // write runs fn (optional) and upserts evals in one transaction, then
 // hands the evals to the hooks (the broker and blocked tracker).
 func (f *FSM) write(s *state.StateStore, index uint64, evals []*api.Evaluation, fn func(*state.Txn) error) error {
@@ -410,33 +379,18 @@ func (f *FSM) nodeWrite(s *state.StateStore, index uint64, nodeID string, evals 
 }
 
 // allocWrite runs fn and the evals in one transaction, then reports the
-// touched allocs (stored versions before and after) to the hooks.
-func (f *FSM) allocWrite(s *state.StateStore, index uint64, ids []string, evals []*api.Evaluation, fn func(*state.Txn) error) error {
-	h := f.getHooks()
-	var before map[string]*api.Allocation
-	if h != nil && len(ids) > 0 {
-		// Stored objects are immutable: the old pointers stay valid.
-		before = make(map[string]*api.Allocation, len(ids))
-		for _, id := range ids {
-			if a, err := s.AllocByID(nil, id); err == nil && a != nil {
-				before[id] = a
-			}
-		}
-	}
-	if err := f.write(s, index, evals, fn); err != nil {
+// allocs it wrote (stored versions before and after) to the hooks.
+func (f *FSM) allocWrite(s *state.StateStore, index uint64, evals []*api.Evaluation, fn func(*state.Txn) error) error {
+	var changes []AllocChange
+	if err := f.write(s, index, evals, func(tx *state.Txn) error {
+		err := fn(tx)
+		changes = tx.AllocChanges()
+		return err
+	}); err != nil {
 		return err
 	}
-	if h == nil || len(ids) == 0 {
-		return nil
-	}
-	out := make([]AllocChange, 0, len(ids))
-	for _, id := range ids {
-		if a, err := s.AllocByID(nil, id); err == nil && a != nil {
-			out = append(out, AllocChange{Before: before[id], After: a})
-		}
-	}
-	if len(out) > 0 {
-		h.AllocsUpdated(index, out)
+	if h := f.getHooks(); h != nil && len(changes) > 0 {
+		h.AllocsUpdated(index, changes)
 	}
 	return nil
 }

@@ -23,6 +23,46 @@ type Txn struct {
 	jobs      map[api.NamespacedID]*jobTouch       // jobs whose status to recompute
 	// queueDelta is the change of each queue's usage (TableQueueUsage).
 	queueDelta map[string]*queueDelta
+	// allocChanges are the allocs written, one entry per alloc
+	// (allocChangeAt: its position).
+	allocChanges  []AllocChange
+	allocChangeAt map[string]int
+}
+
+// AllocChange is an alloc a transaction wrote: Before is the stored
+// version before the transaction (nil for a new alloc), After the last
+// version it wrote.
+type AllocChange struct {
+	Before, After *api.Allocation
+}
+
+// Freed reports whether the change released the alloc's resources on its
+// node: it became terminal (desired stop or evict) or the client finished
+// it.
+func (c AllocChange) Freed() bool {
+	if c.Before == nil || c.After == nil {
+		return false
+	}
+	return (!c.Before.TerminalStatus() && c.After.TerminalStatus()) ||
+		(!c.Before.ClientTerminalStatus() && c.After.ClientTerminalStatus())
+}
+
+// AllocChanges returns the allocs the transaction wrote so far, each once
+// (as the FSM reports them to its hooks, without looking each one up
+// before and after).
+func (t *Txn) AllocChanges() []AllocChange { return t.allocChanges }
+
+// recordAlloc notes that a replaced old (nil: none) in this transaction.
+func (t *Txn) recordAlloc(old, a *api.Allocation) {
+	if i, ok := t.allocChangeAt[a.ID]; ok {
+		t.allocChanges[i].After = a // written before in this transaction: keep the first Before
+		return
+	}
+	if t.allocChangeAt == nil {
+		t.allocChangeAt = map[string]int{}
+	}
+	t.allocChangeAt[a.ID] = len(t.allocChanges)
+	t.allocChanges = append(t.allocChanges, AllocChange{Before: old, After: a})
 }
 
 type jobTouch struct {

@@ -95,6 +95,7 @@ func (t *Txn) putAlloc(old, a *api.Allocation, eventType string) error {
 	if err := t.insert(TableAllocs, a); err != nil {
 		return err
 	}
+	t.recordAlloc(old, a)
 	if err := t.allocSummary(old, a); err != nil {
 		return err
 	}
