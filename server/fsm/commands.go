@@ -125,12 +125,18 @@ func Encode(t MessageType, body any) ([]byte, error) {
 	// The envelope by hand around the body, the same bytes as envelope's
 	// encoding: encoding the envelope would copy and re-scan the body.
 	w.WriteString(envelopeHead)
-	if err := codec.Encode(w, body); err != nil {
+	var err error
+	if t == ApplyPlanResultsType { // entries of up to ~11 MB: a field and an alloc at a time
+		err = codec.EncodeFields(w, body)
+	} else if err = codec.Encode(w, body); err == nil {
+		w.Truncate(w.Len() - 1) // Encode's newline
+	}
+	if err != nil {
 		return nil, fmt.Errorf("encode %v: %w", t, err)
 	}
+	w.WriteByte('}')
 	entry := w.Bytes()
 	*jp = entry
-	entry[len(entry)-1] = '}' // over the newline the encoder ends with
 	n := len(entry) - 1
 	if n <= compressAbove {
 		return bytes.Clone(entry), nil
