@@ -195,15 +195,11 @@ func (w *worker) processEval(ctx context.Context, e *api.Evaluation, token strin
 		}
 		plan.EvalID, plan.EvalToken, plan.Priority = e.ID, token, e.Priority
 		plan.SnapshotIndex = snap.LatestIndex()
-		pending, err := w.plans.Enqueue(plan)
+		rejected, refresh, err := w.submitPlan(ctx, plan)
 		if err != nil {
-			return fmt.Errorf("submit plan: %w", err)
+			return err
 		}
-		pr, err := pending.Wait(ctx)
-		if err != nil {
-			return fmt.Errorf("plan: %w", err)
-		}
-		if len(pr.RejectedNodes) == 0 {
+		if len(rejected) == 0 {
 			break
 		}
 		if attempt >= maxPlanAttempts {
@@ -211,10 +207,10 @@ func (w *worker) processEval(ctx context.Context, e *api.Evaluation, token strin
 			break
 		}
 		wctx, cancel := context.WithTimeout(ctx, snapshotWait)
-		snap, err = st.SnapshotMinIndex(wctx, pr.RefreshIndex)
+		snap, err = st.SnapshotMinIndex(wctx, refresh)
 		cancel()
 		if err != nil {
-			return fmt.Errorf("refresh snapshot at %d: %w", pr.RefreshIndex, err)
+			return fmt.Errorf("refresh snapshot at %d: %w", refresh, err)
 		}
 	}
 	return w.commitEvalResult(ctx, e, res, snap.LatestIndex(), exhausted)

@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -130,4 +131,49 @@ func BenchmarkClientUpdates1024(b *testing.B) {
 		idx++
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1024, "ns/alloc")
+}
+
+// BenchmarkPlanTxn: placing 10,000 new allocs into benchClusterStore in
+// one transaction, or in several (ns/alloc either way); they are deleted
+// again, untimed, after each round.
+func BenchmarkPlanTxn(b *testing.B) {
+	for _, per := range []int{10000, 2500, 1000} {
+		b.Run(fmt.Sprintf("per=%d", per), func(b *testing.B) {
+			s, _ := benchClusterStore()
+			job, err := s.JobByID(nil, "default", "bench-0")
+			if err != nil || job == nil {
+				b.Fatal(err)
+			}
+			idx := s.LatestIndex() + 1
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				allocs := make([]*api.Allocation, 10000)
+				for k := range allocs {
+					a := testAlloc(benchUUID(7+i*3+per, k), job.ID, benchUUID(2, k%1000))
+					a.EvalID = benchUUID(3, i)
+					allocs[k] = a
+				}
+				b.StartTimer()
+				for off := 0; off < len(allocs); off += per {
+					if err := s.UpsertAllocs(idx, allocs[off:off+per]); err != nil {
+						b.Fatal(err)
+					}
+					idx++
+				}
+				b.StopTimer()
+				ids := make([]string, len(allocs))
+				for k, a := range allocs {
+					ids[k] = a.ID
+				}
+				if err := s.DeleteEvals(idx, nil, ids); err != nil {
+					b.Fatal(err)
+				}
+				idx++
+				runtime.GC()
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/10000, "ns/alloc")
+		})
+	}
 }
