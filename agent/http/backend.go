@@ -25,6 +25,10 @@ type State interface {
 	Allocs(ws memdb.WatchSet, ns, prefix string) ([]*api.Allocation, error)
 	AllocsByJob(ws memdb.WatchSet, ns, jobID string, all bool) ([]*api.Allocation, error)
 	AllocsByNode(ws memdb.WatchSet, nodeID string) ([]*api.Allocation, error)
+	// NodeAllocIndex is the last index at which the servers changed an
+	// alloc of the node (0: never); a client's own status reports do not
+	// move it.
+	NodeAllocIndex(ws memdb.WatchSet, nodeID string) (uint64, error)
 	AllocsByEval(ws memdb.WatchSet, evalID string) ([]*api.Allocation, error)
 	EvalByID(ws memdb.WatchSet, id string) (*api.Evaluation, error)
 	EvalsByIDPrefix(ws memdb.WatchSet, ns, prefix string) ([]*api.Evaluation, error)

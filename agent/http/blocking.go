@@ -51,7 +51,8 @@ func (s *HTTPServer) parseQuery(r *nethttp.Request) (*queryParams, error) {
 }
 
 // readFunc performs one read, registering what it read in ws, and returns
-// the value and the index of the data (the index of the tables read).
+// the value (or a lazyAnswer that builds it) and the index of the data
+// (the index of the tables read).
 type readFunc func(ws memdb.WatchSet) (any, uint64, error)
 
 // blocking answers a read, as a blocking query when ?index= is given: it
@@ -79,6 +80,9 @@ func (s *HTTPServer) blocking(w nethttp.ResponseWriter, r *nethttp.Request, read
 			return nil, err
 		}
 		if p.index == 0 || idx > p.index {
+			if out, err = answer(out); err != nil {
+				return nil, err
+			}
 			s.setMeta(w, idx)
 			return out, nil
 		}
@@ -88,6 +92,9 @@ func (s *HTTPServer) blocking(w nethttp.ResponseWriter, r *nethttp.Request, read
 			}
 			// The wait elapsed: answer with the current data.
 			out, idx, err := read(nil)
+			if err == nil {
+				out, err = answer(out)
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -95,6 +102,18 @@ func (s *HTTPServer) blocking(w nethttp.ResponseWriter, r *nethttp.Request, read
 			return out, nil
 		}
 	}
+}
+
+// lazyAnswer is a blocking read's answer built only when it is sent: a
+// read whose index has not moved past the client's builds nothing.
+type lazyAnswer func() (any, error)
+
+// answer is out, built when it is a lazyAnswer.
+func answer(out any) (any, error) {
+	if f, ok := out.(lazyAnswer); ok {
+		return f()
+	}
+	return out, nil
 }
 
 func (s *HTTPServer) setMeta(w nethttp.ResponseWriter, idx uint64) {

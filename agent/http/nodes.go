@@ -72,52 +72,59 @@ func (s *HTTPServer) nodeSub(w nethttp.ResponseWriter, r *nethttp.Request) (any,
 // otherwise) with the index of the nodes and allocs tables, watched in ws.
 func (s *HTTPServer) allocsOfNode(ws memdb.WatchSet, id string) ([]*api.Allocation, uint64, error) {
 	idx := s.maxIndex("nodes", "allocs")
-	_, allocs, err := s.nodeAndAllocs(ws, id)
+	if _, err := s.existingNode(ws, id); err != nil {
+		return nil, 0, err
+	}
+	allocs, err := s.cfg.State.AllocsByNode(ws, id)
 	return allocs, idx, err
 }
 
-// nodeAndAllocs is the node (ErrNodeNotFound when it does not exist) and
-// its allocs, watched in ws.
-func (s *HTTPServer) nodeAndAllocs(ws memdb.WatchSet, id string) (*api.Node, []*api.Allocation, error) {
+// existingNode is the node, or ErrNodeNotFound, watched in ws.
+func (s *HTTPServer) existingNode(ws memdb.WatchSet, id string) (*api.Node, error) {
 	n, err := s.cfg.State.NodeByID(ws, id)
-	if err != nil {
-		return nil, nil, err
+	if err == nil && n == nil {
+		err = notFound(api.ErrNodeNotFound, "node", id)
 	}
-	if n == nil {
-		return nil, nil, notFound(api.ErrNodeNotFound, "node", id)
-	}
-	allocs, err := s.cfg.State.AllocsByNode(ws, id)
-	return n, allocs, err
+	return n, err
 }
 
 // nodeClientAllocs answers a node's alloc IDs with their AllocModifyIndex
-// (api.NodeClientAllocsResponse), blocking until one of them changes.
+// (api.NodeClientAllocsResponse), blocking until the servers change one.
 //
-// Its index is the node's own: the largest AllocModifyIndex of its allocs
-// (the node's ModifyIndex while it has none). A status the client
-// reported, or a write to another node's allocs, moves no
-// AllocModifyIndex, so it does not end the client's long poll: with the
-// tables' index, each of those answered every node at once with nothing
-// new. A garbage-collected alloc (always a finished one) drops off the
-// list at the next answer, as in Nomad.
+// Its index is the node's own: the last index at which the servers
+// changed one of its allocs (state.TableNodeAllocIndex, which moves with
+// every AllocModifyIndex; the node's ModifyIndex while none ever had
+// one), and the poll watches only that and the node. A status the client
+// reported, or a write to another node's allocs, so neither ends nor
+// wakes the client's long poll. A garbage-collected alloc (always a
+// finished one) drops off the list at the next answer, as in Nomad.
 func (s *HTTPServer) nodeClientAllocs(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
 	id := r.PathValue("id")
 	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
-		n, allocs, err := s.nodeAndAllocs(ws, id)
+		n, err := s.existingNode(ws, id)
 		if err != nil {
 			return nil, 0, err
 		}
-		var idx uint64
-		out := &api.NodeClientAllocsResponse{Allocs: make(map[string]uint64, len(allocs))}
-		for _, a := range allocs {
-			out.Allocs[a.ID] = a.AllocModifyIndex
-			idx = max(idx, a.AllocModifyIndex)
+		idx, err := s.cfg.State.NodeAllocIndex(ws, id)
+		if err != nil {
+			return nil, 0, err
 		}
 		if idx == 0 {
 			idx = n.ModifyIndex
 		}
-		out.Index = idx
-		return out, idx, nil
+		// Read only when answering: a wake-up that answers nothing (the
+		// node changed, not its allocs) lists nothing.
+		return lazyAnswer(func() (any, error) {
+			allocs, err := s.cfg.State.AllocsByNode(nil, id)
+			if err != nil {
+				return nil, err
+			}
+			out := &api.NodeClientAllocsResponse{Allocs: make(map[string]uint64, len(allocs)), Index: idx}
+			for _, a := range allocs {
+				out.Allocs[a.ID] = a.AllocModifyIndex
+			}
+			return out, nil
+		}), idx, nil
 	})
 }
 

@@ -64,9 +64,13 @@ func (r *Restore) Node(n *api.Node) error {
 	return r.put(TableNodes, n)
 }
 
-// Alloc restores an allocation (counting it in its queue's usage).
+// Alloc restores an allocation (counting it in its queue's usage and its
+// node's TableNodeAllocIndex row).
 func (r *Restore) Alloc(a *api.Allocation) error {
 	if err := r.countQueue(a); err != nil {
+		return err
+	}
+	if err := r.nodeAllocIndexOnRestore(a); err != nil {
 		return err
 	}
 	return r.put(TableAllocs, a)

@@ -76,6 +76,7 @@ func schema() *memdb.DBSchema {
 		TableNamespaces:      namespacesTable(),
 		TableServices:        servicesTable(),
 		TableRootKeys:        rootKeysTable(),
+		TableNodeAllocIndex:  nodeAllocIndexTable(),
 	}}
 	for name, t := range aclTables() {
 		s.Tables[name] = t

@@ -27,6 +27,8 @@ type Txn struct {
 	// (allocChangeAt: its position).
 	allocChanges  []AllocChange
 	allocChangeAt map[string]int
+	// nodeAllocs are the nodes whose TableNodeAllocIndex row moves.
+	nodeAllocs map[string]struct{}
 }
 
 // AllocChange is an alloc a transaction wrote: Before is the stored
@@ -161,6 +163,9 @@ func (t *Txn) finish() error {
 		}
 	}
 	if err := t.writeQueueUsage(); err != nil {
+		return err
+	}
+	if err := t.writeNodeAllocIndexes(); err != nil {
 		return err
 	}
 	for table := range t.tables {

@@ -96,6 +96,7 @@ func (t *Txn) putAlloc(old, a *api.Allocation, eventType string) error {
 		return err
 	}
 	t.recordAlloc(old, a)
+	t.touchNodeAllocs(old, a)
 	if err := t.allocSummary(old, a); err != nil {
 		return err
 	}

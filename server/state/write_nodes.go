@@ -102,6 +102,9 @@ func (t *Txn) DeleteNode(ids []string) error {
 		if err := t.delete(TableNodes, n); err != nil {
 			return err
 		}
+		if _, err := t.txn.DeleteAll(TableNodeAllocIndex, "id", id); err != nil {
+			return fmt.Errorf("delete %s of node %q: %w", TableNodeAllocIndex, id, err)
+		}
 		t.emit(nodeEvent(n, "NodeDeregistration"))
 	}
 	return nil

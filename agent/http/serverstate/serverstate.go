@@ -57,6 +57,9 @@ func (a serverState) Allocs(ws memdb.WatchSet, ns, prefix string) ([]*api.Alloca
 func (a serverState) AllocsByJob(ws memdb.WatchSet, ns, jobID string, all bool) ([]*api.Allocation, error) {
 	return a.st(ws).AllocsByJob(ws, ns, jobID, all)
 }
+func (a serverState) NodeAllocIndex(ws memdb.WatchSet, nodeID string) (uint64, error) {
+	return a.st(ws).NodeAllocIndex(ws, nodeID)
+}
 func (a serverState) AllocsByNode(ws memdb.WatchSet, nodeID string) ([]*api.Allocation, error) {
 	return a.st(ws).AllocsByNode(ws, nodeID)
 }
