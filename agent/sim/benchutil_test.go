@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,7 +51,8 @@ func writeServerConfig(b testing.TB, dir string, minTTL, grace time.Duration, ma
 }
 
 // startServers starts n servers (-bootstrap-expect n, all joining the
-// first) and waits until they agree on a leader.
+// first), with $DROVER_BENCH_SERVER_ENV added to their environment, and
+// waits until they agree on a leader.
 func startServers(b testing.TB, n int, configFile string) []*benchServer {
 	b.Helper()
 	var out []*benchServer
@@ -67,7 +69,10 @@ func startServers(b testing.TB, n int, configFile string) []*benchServer {
 		if join != "" {
 			args = append(args, "-join", join)
 		}
-		s.Process = drivertest.StartProcess(b, args...)
+		// DROVER_BENCH_SERVER_ENV: extra environment of the server
+		// processes alone ("GOGC=200 GOMEMLIMIT=16GiB"), not of the
+		// simulator.
+		s.Process = drivertest.StartProcessEnv(b, strings.Fields(os.Getenv("DROVER_BENCH_SERVER_ENV")), args...)
 		s.base = fmt.Sprintf("http://127.0.0.1:%d", s.httpPort)
 		s.api = api.NewClient(s.base)
 		if i == 0 {
@@ -233,7 +238,8 @@ func envInt(name string, def int) int {
 // $DROVER_BENCH_PPROF_SECONDS (default 15) into that file, and its
 // allocation profile now and when the returned wait is called (FILE.allocs0
 // and FILE.allocs1: `go tool pprof -base` shows what was allocated in
-// between), for finding what a run spends its time on. The returned wait
+// between), and this process's (the simulator's) CPU profile over the
+// same window into FILE.sim, for finding what a run spends its time on. The returned wait
 // blocks until the profiles are written; calling it again returns at once.
 func profileLeader(b testing.TB, s *benchServer) (wait func()) {
 	b.Helper()
@@ -259,16 +265,29 @@ func profileLeader(b testing.TB, s *benchServer) (wait func()) {
 		}
 	}
 	save("/debug/pprof/allocs", out+".allocs0")
+	secs := envInt("DROVER_BENCH_PPROF_SECONDS", 15)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		save(fmt.Sprintf("/debug/pprof/profile?seconds=%d", envInt("DROVER_BENCH_PPROF_SECONDS", 15)), out)
+		save(fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), out)
 	}()
+	// This process's (the simulator's) CPU profile over the same window.
+	simOut, err := os.Create(out + ".sim")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(simOut); err != nil {
+		b.Fatal(err)
+	}
+	simTimer := time.AfterFunc(time.Duration(secs)*time.Second, pprof.StopCPUProfile)
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			save("/debug/pprof/allocs", out+".allocs1")
 			<-done
+			simTimer.Stop()
+			pprof.StopCPUProfile()
+			simOut.Close()
 		})
 	}
 }
