@@ -2,6 +2,8 @@ package codec
 
 import (
 	"bytes"
+	"encoding"
+	"encoding/json"
 	"io"
 	"reflect"
 	"strings"
@@ -54,7 +56,7 @@ func EncodeFields(buf *bytes.Buffer, v any) error {
 		}
 		first = false
 		buf.WriteString(f.key)
-		if fv.Kind() != reflect.Slice || fv.IsNil() || fv.Type().Elem().Kind() == reflect.Uint8 {
+		if fv.Kind() != reflect.Slice || fv.IsNil() || fv.Type().Elem().Kind() == reflect.Uint8 || marshals(fv.Type()) {
 			if err := encodeTrimmed(enc, buf, addrOf(fv)); err != nil {
 				return err
 			}
@@ -104,13 +106,28 @@ type field struct {
 
 var fieldCache sync.Map // reflect.Type -> []field (nil: encode whole)
 
-// fieldsOf returns t's encoded fields in order, or nil when t has a field
-// EncodeFields does not write itself.
+// marshals reports whether t or *t encodes itself (json.Marshaler or
+// encoding.TextMarshaler).
+func marshals(t reflect.Type) bool {
+	for _, x := range []reflect.Type{t, reflect.PointerTo(t)} {
+		if x.Implements(reflect.TypeFor[json.Marshaler]()) || x.Implements(reflect.TypeFor[encoding.TextMarshaler]()) {
+			return true
+		}
+	}
+	return false
+}
+
+// fieldsOf returns t's encoded fields in order, or nil when t encodes
+// itself or has a field EncodeFields does not write itself.
 func fieldsOf(t reflect.Type) []field {
 	if c, ok := fieldCache.Load(t); ok {
 		return c.([]field)
 	}
 	var out []field
+	if marshals(t) {
+		fieldCache.Store(t, out)
+		return nil
+	}
 	for i := range t.NumField() {
 		sf := t.Field(i)
 		if sf.Anonymous {

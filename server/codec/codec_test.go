@@ -16,10 +16,20 @@ func (p *ptrMarshaler) MarshalJSON() ([]byte, error) { return []byte(`"custom"`)
 
 type embedded struct{ E string }
 
+type selfMarshaling struct {
+	A []int
+}
+
+func (s selfMarshaling) MarshalJSON() ([]byte, error) { return []byte(`"self"`), nil }
+
+type marshalingSlice []int
+
+func (marshalingSlice) MarshalJSON() ([]byte, error) { return []byte(`"slice"`), nil }
+
 // TestEncodeFields: EncodeFields writes what encoding/json writes, for
 // empty, nil and filled slices, omitempty, a pointer receiver's
-// MarshalJSON, skipped and renamed fields, and structs it encodes whole
-// (embedded fields, tag options).
+// MarshalJSON, skipped and renamed fields, and what it encodes whole
+// (embedded fields, tag options, types with their own MarshalJSON).
 func TestEncodeFields(t *testing.T) {
 	type plain struct {
 		Allocs  []*api.Allocation `json:"Allocs,omitempty"`
@@ -40,11 +50,15 @@ func TestEncodeFields(t *testing.T) {
 	type withOption struct {
 		N int `json:"N,string"`
 	}
+	type withMarshalingSlice struct {
+		S marshalingSlice
+	}
 	filled := codectest.Filled[plain](1)
 	filled.hidden = 1
 	cases := []any{
 		&plain{}, plain{Empty: []int{}}, filled, codectest.Filled[api.Job](2),
 		&withEmbedded{embedded{"e"}, []int{1}}, &withOption{N: 3}, 42, nil, (*plain)(nil),
+		&selfMarshaling{A: []int{1}}, &withMarshalingSlice{S: marshalingSlice{1}},
 	}
 	for _, v := range cases {
 		want, err := json.Marshal(v)
