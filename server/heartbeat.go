@@ -57,28 +57,32 @@ func (h *heartbeats) Run(ctx context.Context) {
 // node count so the cluster stays under MaxHeartbeatsPerSecond, plus up to
 // 50% random stagger so clients spread out.
 func (h *heartbeats) ttl() time.Duration {
-	h.mu.Lock()
-	n := len(h.timers)
-	h.mu.Unlock()
-	base := h.ttlMin
-	if scaled := time.Duration(float64(n) / h.maxPerSecond * float64(time.Second)); scaled > base {
-		base = scaled
-	}
+	base := h.baseTTL(h.count())
 	return base + time.Duration(rand.Int64N(int64(base)/2+1))
 }
 
-// enable arms a timer for every node that is not down, with the grace
-// period on top (clients need time to find the new leader); a
-// disconnected node keeps what is left of its disconnect window.
+// baseTTL is the TTL before stagger for n nodes.
+func (h *heartbeats) baseTTL(n int) time.Duration {
+	return max(h.ttlMin, time.Duration(float64(n)/h.maxPerSecond*float64(time.Second)))
+}
+
+// enable arms a timer for every node that is not down: the longest TTL
+// an earlier leader may have handed out for this many nodes (base plus
+// full stagger) and the grace period on top (clients need time to find
+// the new leader); a disconnected node keeps what is left of its
+// disconnect window. At 10,000 nodes and 50 heartbeats/s a client may
+// hold a 300 s TTL: a shorter window would mark it down unheard.
 func (h *heartbeats) enable(ctx context.Context, nodes []*api.Node) {
 	h.mu.Lock()
 	h.enabled, h.ctx = true, ctx
 	h.mu.Unlock()
+	base := h.baseTTL(len(nodes))
+	window := base + base/2 + h.grace
 	for _, n := range nodes {
 		if n.Status == api.NodeStatusDown {
 			continue
 		}
-		d := h.ttlMin + h.grace
+		d := window
 		if n.Status == api.NodeStatusDisconnected {
 			d = max(h.windowLeft(n), h.grace)
 		}

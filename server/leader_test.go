@@ -2,10 +2,14 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-memdb"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/server/broker"
@@ -68,6 +72,49 @@ func TestHeartbeatTTLGrowsWithNodes(t *testing.T) {
 	ttl = s.hb.ttl()
 	if base := 1001 * time.Second / 50; ttl < base || ttl > base+base/2 {
 		t.Fatalf("ttl with 1001 nodes = %v, want %v plus up to 50%% stagger", ttl, base)
+	}
+}
+
+// TestHeartbeatFailoverWindow: a new leader gives every live node the
+// longest TTL the old one may have handed out for that many nodes (base
+// plus 50% stagger) and the grace on top, not the minimum TTL: at 2,000
+// nodes and 50 heartbeats/s, 40 s + 20 s + 10 s; down nodes get no timer.
+func TestHeartbeatFailoverWindow(t *testing.T) {
+	clk := broker.NewFakeClock(testT0)
+	var mu sync.Mutex
+	expired := map[string]bool{}
+	h := &heartbeats{ttlMin: 10 * time.Second, grace: 10 * time.Second, maxPerSecond: 50, clock: clk,
+		log: slog.New(slog.DiscardHandler), missed: prometheus.NewCounter(prometheus.CounterOpts{Name: "missed"}),
+		expired: func(_ context.Context, id string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			expired[id] = true
+			return nil
+		},
+		timers: map[string]broker.Timer{}, gens: map[string]uint64{}}
+	var nodes []*api.Node
+	for i := range 2000 {
+		n := &api.Node{ID: fmt.Sprintf("n%d", i), Status: api.NodeStatusReady}
+		if i == 0 {
+			n.Status = api.NodeStatusDown
+		}
+		nodes = append(nodes, n)
+	}
+	h.enable(context.Background(), nodes)
+	if got := h.count(); got != 1999 {
+		t.Fatalf("%d timers armed, want 1,999 (the down node gets none)", got)
+	}
+	clk.Advance(70*time.Second - time.Millisecond)
+	h.wg.Wait()
+	mu.Lock()
+	if len(expired) != 0 {
+		t.Fatalf("%d nodes expired within the window", len(expired))
+	}
+	mu.Unlock()
+	clk.Advance(time.Millisecond)
+	h.disable()
+	if len(expired) != 1999 || expired["n0"] {
+		t.Fatalf("%d nodes expired after the window (n0: %v), want the 1,999 live ones", len(expired), expired["n0"])
 	}
 }
 

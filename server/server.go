@@ -54,7 +54,8 @@ type Config struct {
 	NumSchedulers int
 	// HeartbeatTTLMin is the smallest node heartbeat TTL (default 10 s);
 	// HeartbeatGrace is added to the TTL on the server side, and after a
-	// leader election (default 10 s).
+	// leader election to the longest TTL handed out for the node count
+	// (default 10 s).
 	HeartbeatTTLMin time.Duration
 	HeartbeatGrace  time.Duration
 	// MaxHeartbeatsPerSecond caps the heartbeat rate across nodes: the TTL
