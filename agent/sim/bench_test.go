@@ -250,17 +250,20 @@ func benchApply(b *testing.B, leader *benchServer, conc int) {
 // is SIGKILLed, then restarted, DROVER_BENCH_FAILOVERS times (default 3).
 // Reports the median and worst time from the kill until the two others
 // agree on a new leader (target <= 1.5 s on loopback), and writes lost:
-// acknowledged probe registrations missing afterwards (target 0). Nomad
+// acknowledged probe registrations missing afterwards (target 0), and the
+// simulated nodes held down 30 s after the last failover (target 0;
+// DROVER_BENCH_FAILOVER_NODES sets their number, default 1,000). Nomad
 // documents no figure; its Raft defaults (1 s heartbeat and election
 // timeouts) give ~1.5-3 s.
 func BenchmarkLeaderFailover(b *testing.B) {
 	rounds := envInt("DROVER_BENCH_FAILOVERS", 3)
 	var times []float64
-	var lost int
+	var lost, down int
 	for range b.N {
-		t, l := failoverOnce(b, rounds, envInt("DROVER_BENCH_FAILOVER_NODES", 1000))
+		t, l, d := failoverOnce(b, rounds, envInt("DROVER_BENCH_FAILOVER_NODES", 1000))
 		times = append(times, t...)
 		lost += l
+		down += d
 	}
 	b.ReportMetric(median(times), "leader-ms")
 	worst := 0.0
@@ -269,9 +272,13 @@ func BenchmarkLeaderFailover(b *testing.B) {
 	}
 	b.ReportMetric(worst, "worst-leader-ms")
 	b.ReportMetric(float64(lost), "writes-lost")
+	b.ReportMetric(float64(down), "live-nodes-down")
 }
 
-func failoverOnce(b *testing.B, rounds, nodes int) ([]float64, int) {
+// failoverOnce returns the failover times, the writes lost and the
+// simulated nodes (all heartbeating) the servers hold down 30 s after the
+// last failover.
+func failoverOnce(b *testing.B, rounds, nodes int) ([]float64, int, int) {
 	b.StopTimer()
 	servers := startServers(b, 3, writeServerConfig(b, b.TempDir(), 10*time.Second, 10*time.Second))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -313,6 +320,7 @@ func failoverOnce(b *testing.B, rounds, nodes int) ([]float64, int) {
 	ackedN := func() int { mu.Lock(); defer mu.Unlock(); return len(acked) }
 
 	var times []float64
+	var lastKill time.Time
 	for range rounds {
 		l := waitLeader(b, servers, 60*time.Second)
 		before := ackedN()
@@ -321,6 +329,7 @@ func failoverOnce(b *testing.B, rounds, nodes int) ([]float64, int) {
 		}
 		b.StartTimer()
 		t0 := time.Now()
+		lastKill = t0
 		servers[l].Kill()
 		for {
 			if nl := leaderOf(servers); nl >= 0 && nl != l {
@@ -343,6 +352,10 @@ func failoverOnce(b *testing.B, rounds, nodes int) ([]float64, int) {
 	}
 	cancel()
 	wg.Wait()
+	// A live node marked down by a new leader's too short timers (min
+	// TTL + grace, 20 s here) stays down until its next heartbeat: look
+	// 30 s after the last failover.
+	time.Sleep(time.Until(lastKill.Add(30 * time.Second))) // observation window, not synchronization
 	l := servers[waitLeader(b, servers, 60*time.Second)]
 	list, _, err := l.api.Nodes(context.Background(), nil)
 	if err != nil {
@@ -358,8 +371,19 @@ func failoverOnce(b *testing.B, rounds, nodes int) ([]float64, int) {
 			lost++
 		}
 	}
-	b.Logf("failovers %v ms; %d acknowledged writes, %d lost; sim %+v", times, len(acked), lost, s.Stats())
-	return times, lost
+	simNodes := map[string]bool{}
+	for _, id := range s.NodeIDs() {
+		simNodes[id] = true
+	}
+	down := 0
+	for _, n := range list {
+		if simNodes[n.ID] && n.Status == api.NodeStatusDown {
+			down++
+		}
+	}
+	b.Logf("failovers %v ms; %d acknowledged writes, %d lost; %d of %d simulated nodes down; sim %+v",
+		times, len(acked), lost, down, len(simNodes), s.Stats())
+	return times, lost, down
 }
 
 // BenchmarkNodeLossStorm: 10% of the simulated nodes (every tenth) stop
