@@ -101,6 +101,31 @@ func TestRegisterHeartbeatAndRunAlloc(t *testing.T) {
 	eventually(t, "alloc forgotten", func() bool { return !c.HasAlloc(a.ID) })
 }
 
+// TestLaggingServerListNotApplied: client-allocs is read stale (any
+// server); an answer from a server behind what the client already saw
+// (no allocs, a lower index) does not stop the client's alloc, and the
+// next read goes to the leader.
+func TestLaggingServerListNotApplied(t *testing.T) {
+	srv := newFakeServer(t)
+	c := startClient(t, testConfig(t.TempDir(), srv.addr()))
+	eventually(t, "registered", func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.node != nil })
+	a := testAlloc(c.NodeID(), "aaaaaaaa-0000-4000-8000-000000000011", nil)
+	srv.putAlloc(a)
+	eventually(t, "alloc running", func() bool { return srv.lastStatus(a.ID) == api.AllocClientStatusRunning })
+	if srv.staleReads.Load() == 0 {
+		t.Fatal("client-allocs never read stale")
+	}
+	srv.lagStale.Store(true)
+	leader := srv.leaderReads.Load()
+	srv.mu.Lock()
+	srv.bump() // ends the client's poll; its next stale read lags
+	srv.mu.Unlock()
+	eventually(t, "read from the leader after the lagging answer", func() bool { return srv.leaderReads.Load() > leader })
+	if !c.HasAlloc(a.ID) || srv.lastStatus(a.ID) != api.AllocClientStatusRunning {
+		t.Fatalf("alloc after a lagging server's answer: on client %v, status %s", c.HasAlloc(a.ID), srv.lastStatus(a.ID))
+	}
+}
+
 // TestStoppedBeforeStartReportedComplete: an alloc the server stopped
 // before this client ran it is reported complete (never started), so the
 // server stops counting it as starting.

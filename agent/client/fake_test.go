@@ -129,11 +129,16 @@ func (d *fakeDriver) SignalTask(ctx context.Context, id, sig string) error {
 // fakeServer implements register, heartbeat, blocking allocations and
 // the alloc update endpoint.
 type fakeServer struct {
-	t      *testing.T
-	srv    *httptest.Server
-	fail   atomic.Bool // answer 500 to everything
-	ttl    time.Duration
-	others []string
+	t    *testing.T
+	srv  *httptest.Server
+	fail atomic.Bool // answer 500 to everything
+	// lagStale: stale client-allocs reads answer at once as a follower
+	// far behind would (index 1, no allocs); staleReads and leaderReads
+	// count the client-allocs reads with and without ?stale.
+	lagStale                atomic.Bool
+	staleReads, leaderReads atomic.Int64
+	ttl                     time.Duration
+	others                  []string
 
 	mu         sync.Mutex
 	changed    chan struct{}
@@ -205,6 +210,13 @@ func (f *fakeServer) heartbeat(w http.ResponseWriter, r *http.Request) {
 func (f *fakeServer) clientAllocs(w http.ResponseWriter, r *http.Request) {
 	var want uint64
 	fmt.Sscan(r.URL.Query().Get("index"), &want)
+	if !r.URL.Query().Has("stale") {
+		f.leaderReads.Add(1)
+	} else if f.staleReads.Add(1); f.lagStale.Load() {
+		w.Header().Set(api.HeaderIndex, "1")
+		json.NewEncoder(w).Encode(api.NodeClientAllocsResponse{Allocs: map[string]uint64{}, Index: 1})
+		return
+	}
 	for {
 		f.mu.Lock()
 		idx, ch := f.index, f.changed

@@ -116,6 +116,7 @@ func (c *Client) watchLoop(ctx context.Context) {
 	var index uint64
 	attempt := 0
 	fetched := map[string]uint64{} // alloc ID -> AllocModifyIndex last fetched
+	stale := true                  // any server answers; the leader after a server behind us did
 	fail := func(what string, err error) bool {
 		if ctx.Err() != nil {
 			return false
@@ -135,7 +136,11 @@ func (c *Client) watchLoop(ctx context.Context) {
 			qctx, cancel := context.WithTimeout(ctx, c.cfg.AllocWaitTime+30*time.Second)
 			defer cancel()
 			var err error
-			stubs, meta, err = cl.NodeClientAllocs(qctx, node(c).ID, &api.QueryOptions{WaitIndex: index, WaitTime: c.cfg.AllocWaitTime})
+			// Stale, as Nomad's clients ask: any server answers from its
+			// own state, so the long polls of thousands of nodes neither
+			// all go to the leader nor need one during an election; the
+			// fetch that follows goes to the leader.
+			stubs, meta, err = cl.NodeClientAllocs(qctx, node(c).ID, &api.QueryOptions{WaitIndex: index, WaitTime: c.cfg.AllocWaitTime, AllowStale: stale})
 			return err
 		})
 		if err != nil {
@@ -144,6 +149,14 @@ func (c *Client) watchLoop(ctx context.Context) {
 			}
 			continue
 		}
+		if stale && meta.LastIndex < index {
+			// A server behind what this client already saw (a lagging
+			// follower after a failover): its list may lack allocs this
+			// client runs. Not applied; the leader answers next.
+			stale = false
+			continue
+		}
+		stale = true
 		changed, err := c.fetchAllocs(ctx, stubs.Changed(fetched))
 		if err != nil {
 			if !fail("fetch allocations", err) {
@@ -163,7 +176,7 @@ func (c *Client) watchLoop(ctx context.Context) {
 			}
 		}
 		if meta.LastIndex < index {
-			index = 0 // the server's index went backwards (new cluster): start over
+			index = 0 // the leader's index went backwards (new cluster): start over
 		} else {
 			index = meta.LastIndex
 		}

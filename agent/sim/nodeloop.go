@@ -178,6 +178,7 @@ func (n *simNode) watchLoop() {
 	var fetch struct {
 		Allocs []allocStub `json:"Allocs"`
 	}
+	stale := true // as agent/client: any server, the leader after one behind us
 	for n.ctx.Err() == nil {
 		var ids api.NodeClientAllocsResponse
 		var meta *api.QueryMeta
@@ -185,9 +186,14 @@ func (n *simNode) watchLoop() {
 			qctx, cancel := context.WithTimeout(n.ctx, n.s.cfg.AllocWait+30*time.Second)
 			defer cancel()
 			var err error
-			meta, err = c.Query(qctx, path, &ids, &api.QueryOptions{WaitIndex: index, WaitTime: n.s.cfg.AllocWait})
+			meta, err = c.Query(qctx, path, &ids, &api.QueryOptions{WaitIndex: index, WaitTime: n.s.cfg.AllocWait, AllowStale: stale})
 			return err
 		})
+		if err == nil && stale && meta.LastIndex < index {
+			stale = false // a lagging server's list is not applied
+			continue
+		}
+		stale = true
 		if err == nil {
 			want := ids.Changed(fetched)
 			fetch.Allocs = nil
