@@ -247,7 +247,8 @@ func benchApply(b *testing.B, leader *benchServer, conc int) {
 
 // BenchmarkLeaderFailover: 3 server processes under load (simulated
 // nodes heartbeating and 4 writers registering probe nodes); the leader
-// is SIGKILLed, then restarted, DROVER_BENCH_FAILOVERS times (default 3).
+// is SIGKILLed, then restarted, DROVER_BENCH_FAILOVERS times (default 3),
+// each round once the one restarted before has caught up.
 // Reports the median and worst time from the kill until the two others
 // agree on a new leader (target <= 1.5 s on loopback), and writes lost:
 // acknowledged probe registrations missing afterwards (target 0), and the
@@ -348,7 +349,10 @@ func failoverOnce(b *testing.B, rounds, nodes int) ([]float64, int, int) {
 			time.Sleep(5 * time.Millisecond) // polling interval
 		}
 		servers[l].Restart(b)
-		waitLeader(b, servers, 60*time.Second)
+		// The next round fails a healthy cluster over: the restarted
+		// server has rejoined and caught up (else the election waits on
+		// a server still restoring, a double failure).
+		waitCaughtUp(b, servers, l, waitLeader(b, servers, 60*time.Second), 2*time.Minute)
 	}
 	cancel()
 	wg.Wait()

@@ -121,6 +121,43 @@ func waitLeader(b testing.TB, servers []*benchServer, d time.Duration) int {
 	}
 }
 
+// raftIndex is one of a server's Raft stats ("last_log_index",
+// "applied_index").
+func raftIndex(s *benchServer, key string) (uint64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	self, err := s.api.AgentSelf(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseUint(self.Stats["raft"][key], 10, 64)
+}
+
+// waitCaughtUp waits until server i has applied what the leader had
+// logged when the wait began (a restarted server restores its snapshot
+// and replays the log first).
+func waitCaughtUp(b testing.TB, servers []*benchServer, i, leader int, d time.Duration) {
+	b.Helper()
+	deadline := time.Now().Add(d)
+	var target uint64
+	for {
+		var err error
+		if target == 0 {
+			target, err = raftIndex(servers[leader], "last_log_index")
+		}
+		if err == nil {
+			var applied uint64
+			if applied, err = raftIndex(servers[i], "applied_index"); err == nil && applied >= target {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%s not caught up with the leader within %v (target index %d): %v", servers[i].name, d, target, err)
+		}
+		time.Sleep(10 * time.Millisecond) // polling interval
+	}
+}
+
 func addrs(servers []*benchServer) []string {
 	var out []string
 	for _, s := range servers {
