@@ -126,6 +126,42 @@ func TestLaggingServerListNotApplied(t *testing.T) {
 	}
 }
 
+// TestStaleNodeNotFoundAsksLeader: a stale read that does not know the
+// node yet sends the next read to the leader rather than registering the
+// node again.
+func TestStaleNodeNotFoundAsksLeader(t *testing.T) {
+	srv := newFakeServer(t)
+	srv.staleNotFound.Store(true)
+	c := startClient(t, testConfig(t.TempDir(), srv.addr()))
+	eventually(t, "a stale read, then one from the leader", func() bool {
+		return srv.staleReads.Load() > 0 && srv.leaderReads.Load() > 0
+	})
+	a := testAlloc(c.NodeID(), "aaaaaaaa-0000-4000-8000-000000000013", nil)
+	srv.putAlloc(a)
+	eventually(t, "alloc running", func() bool { return srv.lastStatus(a.ID) == api.AllocClientStatusRunning })
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if srv.registers != 1 {
+		t.Fatalf("registered %d times, want once", srv.registers)
+	}
+}
+
+// TestFetchBehindListRetried: a fetch that answers fewer allocs than the
+// list named (the list came from a follower ahead of the leader) is
+// asked again; the alloc runs without any further change on the server.
+func TestFetchBehindListRetried(t *testing.T) {
+	srv := newFakeServer(t)
+	c := startClient(t, testConfig(t.TempDir(), srv.addr()))
+	eventually(t, "registered", func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.node != nil })
+	srv.emptyFetches.Store(1)
+	a := testAlloc(c.NodeID(), "aaaaaaaa-0000-4000-8000-000000000012", nil)
+	srv.putAlloc(a)
+	eventually(t, "alloc running", func() bool { return srv.lastStatus(a.ID) == api.AllocClientStatusRunning })
+	if n := srv.emptyFetches.Load(); n >= 0 {
+		t.Fatalf("the empty fetch was never asked (left %d)", n)
+	}
+}
+
 // TestStoppedBeforeStartReportedComplete: an alloc the server stopped
 // before this client ran it is reported complete (never started), so the
 // server stops counting it as starting.

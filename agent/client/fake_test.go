@@ -133,12 +133,16 @@ type fakeServer struct {
 	srv  *httptest.Server
 	fail atomic.Bool // answer 500 to everything
 	// lagStale: stale client-allocs reads answer at once as a follower
-	// far behind would (index 1, no allocs); staleReads and leaderReads
-	// count the client-allocs reads with and without ?stale.
-	lagStale                atomic.Bool
+	// far behind would (index 1, no allocs); staleNotFound: they answer
+	// node not found (a follower before the registration); staleReads
+	// and leaderReads count the reads with and without ?stale.
+	lagStale, staleNotFound atomic.Bool
 	staleReads, leaderReads atomic.Int64
-	ttl                     time.Duration
-	others                  []string
+	// emptyFetches: this many next fetches answer no allocs, as a
+	// leader behind the server that listed them would.
+	emptyFetches atomic.Int32
+	ttl          time.Duration
+	others       []string
 
 	mu         sync.Mutex
 	changed    chan struct{}
@@ -212,7 +216,11 @@ func (f *fakeServer) clientAllocs(w http.ResponseWriter, r *http.Request) {
 	fmt.Sscan(r.URL.Query().Get("index"), &want)
 	if !r.URL.Query().Has("stale") {
 		f.leaderReads.Add(1)
-	} else if f.staleReads.Add(1); f.lagStale.Load() {
+	} else if f.staleReads.Add(1); f.staleNotFound.Load() {
+		w.WriteHeader(404)
+		json.NewEncoder(w).Encode(api.ErrorBody{Error: api.ErrNodeNotFound})
+		return
+	} else if f.lagStale.Load() {
 		w.Header().Set(api.HeaderIndex, "1")
 		json.NewEncoder(w).Encode(api.NodeClientAllocsResponse{Allocs: map[string]uint64{}, Index: 1})
 		return
@@ -247,6 +255,9 @@ func (f *fakeServer) fetch(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Lock()
 	out := api.NodeAllocFetchResponse{Index: f.index}
+	if f.emptyFetches.Add(-1) >= 0 {
+		req.AllocIDs = nil
+	}
 	for _, id := range req.AllocIDs {
 		if a := f.allocs[id]; a != nil {
 			out.Allocs = append(out.Allocs, a)

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sort"
 	"time"
@@ -143,6 +144,12 @@ func (c *Client) watchLoop(ctx context.Context) {
 			stubs, meta, err = cl.NodeClientAllocs(qctx, node(c).ID, &api.QueryOptions{WaitIndex: index, WaitTime: c.cfg.AllocWaitTime, AllowStale: stale})
 			return err
 		})
+		if err != nil && stale && errors.Is(err, api.ErrNodeNotFound) {
+			// A server that has not applied this node's registration
+			// yet: the leader says whether it must register again.
+			stale = false
+			continue
+		}
 		if err != nil {
 			if !fail("watch allocations", err) {
 				return
@@ -157,7 +164,15 @@ func (c *Client) watchLoop(ctx context.Context) {
 			continue
 		}
 		stale = true
-		changed, err := c.fetchAllocs(ctx, stubs.Changed(fetched))
+		want := stubs.Changed(fetched)
+		changed, err := c.fetchAllocs(ctx, want)
+		if err == nil && len(changed) < len(want) {
+			// The list came from a server ahead of the leader that
+			// answered the fetch (a follower's FSM may apply an entry
+			// before the leader's does), or an alloc went away in
+			// between: the index stays, so the next poll lists again.
+			err = fmt.Errorf("got %d of the %d allocations asked for", len(changed), len(want))
+		}
 		if err != nil {
 			if !fail("fetch allocations", err) {
 				return

@@ -189,8 +189,8 @@ func (n *simNode) watchLoop() {
 			meta, err = c.Query(qctx, path, &ids, &api.QueryOptions{WaitIndex: index, WaitTime: n.s.cfg.AllocWait, AllowStale: stale})
 			return err
 		})
-		if err == nil && stale && meta.LastIndex < index {
-			stale = false // a lagging server's list is not applied
+		if stale && ((err == nil && meta.LastIndex < index) || errors.Is(err, api.ErrNodeNotFound)) {
+			stale = false // a lagging server's answer is not used: ask the leader
 			continue
 		}
 		stale = true
@@ -202,6 +202,11 @@ func (n *simNode) watchLoop() {
 				err = n.s.do(n.ctx, n.node.SecretID, func(c *api.Client) error {
 					return c.Write(n.ctx, "POST", "/v1/node/"+n.node.ID+"/allocations/fetch", &api.NodeAllocFetchRequest{AllocIDs: want, Compact: true}, &fetch, nil)
 				})
+				if err == nil && len(fetch.Allocs) < len(want) {
+					// As agent/client: the list was ahead of the leader
+					// that answered the fetch; list again.
+					err = fmt.Errorf("got %d of the %d allocations asked for", len(fetch.Allocs), len(want))
+				}
 			}
 		}
 		if err != nil {
