@@ -56,7 +56,7 @@ func EncodeFields(buf *bytes.Buffer, v any) error {
 		}
 		first = false
 		buf.WriteString(f.key)
-		if fv.Kind() != reflect.Slice || fv.IsNil() || fv.Type().Elem().Kind() == reflect.Uint8 || marshals(fv.Type()) {
+		if !f.perElement || fv.IsNil() {
 			if err := encodeTrimmed(enc, buf, addrOf(fv)); err != nil {
 				return err
 			}
@@ -97,11 +97,14 @@ func encodeTrimmed(enc *gojson.Encoder, buf *bytes.Buffer, v any) error {
 	return nil
 }
 
-// field is how EncodeFields writes one struct field: key is `"Name":`.
+// field is how EncodeFields writes one struct field: key is `"Name":`;
+// perElement: a slice written an element at a time (not []byte, not a
+// type that encodes itself).
 type field struct {
-	index     int
-	key       string
-	omitEmpty bool
+	index      int
+	key        string
+	omitEmpty  bool
+	perElement bool
 }
 
 var fieldCache sync.Map // reflect.Type -> []field (nil: encode whole)
@@ -154,7 +157,8 @@ func fieldsOf(t reflect.Type) []field {
 			out = nil
 			break
 		}
-		out = append(out, field{index: i, key: string(key) + ":", omitEmpty: opts == "omitempty"})
+		perElement := sf.Type.Kind() == reflect.Slice && sf.Type.Elem().Kind() != reflect.Uint8 && !marshals(sf.Type)
+		out = append(out, field{index: i, key: string(key) + ":", omitEmpty: opts == "omitempty", perElement: perElement})
 	}
 	if out == nil {
 		out = []field(nil)
