@@ -49,7 +49,7 @@ BENCH_SUMMARY = BEGIN { \
 	t["FairShare share-error-%"] = "<= 5"; t["FairShare late-queue-rounds"] = "<= 1"; \
 	t["Placements10x10000 placements/s"] = ">= 3750"; t["Placements10x10000 missed-heartbeats"] = "<= 0"; \
 	t["C1M placements/s"] = ">= 10000"; t["C1M missed-heartbeats"] = "<= 0"; \
-	t["LeaderFailover leader-ms"] = "<= 1500"; t["LeaderFailover writes-lost"] = "<= 0" } \
+	t["LeaderFailover leader-ms"] = "<= 1500"; t["LeaderFailover writes-lost"] = "<= 0"; t["LeaderFailover live-nodes-down"] = "<= 0" } \
 	/^Benchmark/ { name = $$1; sub(/-[0-9]+$$/, "", name); sub(/^Benchmark/, "", name); nodes = ""; \
 	for (i = 3; i < NF; i += 2) if ($$(i+1) == "nodes") nodes = sprintf("(%d nodes used)", $$i); \
 	for (i = 3; i < NF; i += 2) { u = $$(i+1); v = $$i; \
