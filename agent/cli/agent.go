@@ -14,6 +14,7 @@ import (
 
 	"github.com/drover/drover/agent"
 	"github.com/drover/drover/agent/config"
+	"github.com/drover/drover/agent/hugepages"
 )
 
 func init() {
@@ -190,6 +191,7 @@ func runAgent(cmd *cobra.Command, cfg *config.Config) error {
 	level, _ := parseLevel(cfg.LogLevel)
 	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 	agent.Version = Version
+	defer hugepages.Start(logger).Stop() // a server's heap grows to gigabytes
 	ctx := cmd.Context()
 	if ctx == nil {
 		ctx = context.Background()

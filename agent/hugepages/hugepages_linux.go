@@ -1,0 +1,224 @@
+//go:build linux
+
+package hugepages
+
+import (
+	"log/slog"
+	"math"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+const (
+	// MinGoal is the heap goal below which nothing is advised: a small
+	// heap gains little and a huge page would round its resident size up.
+	MinGoal = 64 << 20
+	// chunk is the runtime's heap mapping step (pallocChunkBytes).
+	chunk = 4 << 20
+	// hugePage is the x86-64 and arm64 (4 KiB granule) THP size.
+	hugePage = 2 << 20
+)
+
+// Advisor keeps the Go heap's growth advised for huge pages; see the
+// package comment. It runs in the runtime's cleanup goroutine after each
+// garbage collection; Stop ends it.
+type Advisor struct {
+	logger  *slog.Logger
+	minGoal uint64
+	limit   uint64 // largest ballast
+	stopped atomic.Bool
+
+	mu     sync.Mutex
+	ranges []Range
+}
+
+// Range is a heap address range advised MADV_HUGEPAGE, [Start, End).
+type Range struct{ Start, End uintptr }
+
+// Start begins advising when the kernel, the runtime settings and the
+// memory in the machine allow it (see the package comment), and returns
+// nil (a no-op Advisor) when they do not.
+func Start(logger *slog.Logger) *Advisor {
+	mode, _ := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
+	overcommit, _ := os.ReadFile("/proc/sys/vm/overcommit_memory")
+	why := offReason(string(mode), string(overcommit), os.Getenv("GODEBUG"), debug.SetMemoryLimit(-1))
+	var si unix.Sysinfo_t
+	if why == "" {
+		if err := unix.Sysinfo(&si); err != nil {
+			why = "sysinfo: " + err.Error()
+		}
+	}
+	if why != "" {
+		logger.Debug("heap huge pages off", "reason", why)
+		return nil
+	}
+	a := newAdvisor(logger, MinGoal, uint64(si.Totalram)*uint64(si.Unit)/2)
+	a.arm()
+	return a
+}
+
+func newAdvisor(logger *slog.Logger, minGoal, limit uint64) *Advisor {
+	return &Advisor{logger: logger, minGoal: minGoal, limit: limit}
+}
+
+// offReason says why advising would be wrong or useless here ("" when it
+// is neither), from the kernel's THP mode, vm.overcommit_memory, $GODEBUG
+// and the runtime's memory limit.
+func offReason(mode, overcommit, godebug string, memLimit int64) string {
+	switch {
+	case !strings.Contains(mode, "[madvise]"):
+		return "transparent_hugepage/enabled is not madvise: " + strings.TrimSpace(mode)
+	case strings.TrimSpace(overcommit) == "2":
+		return "strict overcommit (vm.overcommit_memory=2)"
+	case godebugSet(godebug, "disablethp", "1"):
+		return "GODEBUG=disablethp=1"
+	case memLimit != math.MaxInt64:
+		return "GOMEMLIMIT is set"
+	}
+	return ""
+}
+
+// godebugSet reports whether $GODEBUG's last setting of key is value.
+func godebugSet(godebug, key, value string) bool {
+	on := false
+	for kv := range strings.SplitSeq(godebug, ",") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(kv), "="); ok && k == key {
+			on = v == value
+		}
+	}
+	return on
+}
+
+// Stop ends the advising; what is advised stays so. Nil-safe.
+func (a *Advisor) Stop() {
+	if a != nil {
+		a.stopped.Store(true)
+	}
+}
+
+// Ranges returns the heap ranges advised so far.
+func (a *Advisor) Ranges() []Range {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]Range(nil), a.ranges...)
+}
+
+// sentinel is the object whose collection marks the end of a GC cycle:
+// pointer-free and over 16 bytes, so never in a shared tiny block.
+type sentinel struct{ _ [32]byte }
+
+// arm schedules afterGC for the next garbage collection.
+func (a *Advisor) arm() {
+	runtime.AddCleanup(new(sentinel), (*Advisor).afterGC, a)
+}
+
+func (a *Advisor) afterGC() {
+	if a.stopped.Load() {
+		return
+	}
+	goal, mapped := heapNow()
+	if n := ballastSize(goal, mapped, a.minGoal, a.limit); n > 0 {
+		a.grow(n)
+	}
+	a.arm()
+}
+
+var heapSamples = [...]string{
+	"/gc/heap/goal:bytes",
+	"/memory/classes/heap/free:bytes",
+	"/memory/classes/heap/objects:bytes",
+	"/memory/classes/heap/released:bytes",
+	"/memory/classes/heap/stacks:bytes",
+	"/memory/classes/heap/unused:bytes",
+}
+
+// heapNow is the heap goal and the heap's mapped size (the runtime's
+// HeapSys, read without stopping the world).
+func heapNow() (goal, mapped uint64) {
+	s := make([]metrics.Sample, len(heapSamples))
+	for i, name := range heapSamples {
+		s[i].Name = name
+	}
+	metrics.Read(s)
+	for i := range s {
+		if s[i].Value.Kind() != metrics.KindUint64 {
+			continue
+		}
+		if i == 0 {
+			goal = s[i].Value.Uint64()
+		} else {
+			mapped += s[i].Value.Uint64()
+		}
+	}
+	return goal, mapped
+}
+
+// ballastSize is how much fresh heap to map and advise now: none while
+// the goal is under minGoal or the heap maps at least 1.5 times the goal;
+// otherwise enough to reach that and at least the heap's mapped size (so
+// no free run of the heap can hold it and it is mapped fresh), in whole
+// runtime chunks — or none when that exceeds limit.
+func ballastSize(goal, mapped, minGoal, limit uint64) uint64 {
+	want := goal / 2 * 3
+	if goal < minGoal || mapped >= want {
+		return 0
+	}
+	n := max(mapped, want-mapped)
+	n = (n + chunk - 1) &^ (chunk - 1)
+	if n > limit {
+		return 0
+	}
+	return n
+}
+
+// grow maps n bytes of fresh heap as a ballast, advises the huge pages
+// inside it and drops it; the next collection frees it for the heap.
+//
+// The collector is off while the ballast is allocated and referenced: a
+// collection started by its allocation could find it on this goroutine's
+// stack, count it live and double the next heap goal around it (the heap
+// would then grow past the advised range for a whole cycle). That is a
+// few microseconds; SetGCPercent(-1) also waits out a running mark. The
+// advice comes after, by address: the memory stays mapped whatever the
+// heap does with it meanwhile, and MADV_HUGEPAGE leaves contents alone.
+func (a *Advisor) grow(n uint64) {
+	gogc := debug.SetGCPercent(-1)
+	lo, hi := ballast(n)
+	debug.SetGCPercent(gogc)
+	if lo >= hi {
+		return
+	}
+	if _, _, errno := unix.Syscall(unix.SYS_MADVISE, lo, hi-lo, unix.MADV_HUGEPAGE); errno != 0 {
+		a.logger.Warn("heap huge pages: madvise failed; stopping", "mib", (hi-lo)>>20, "error", errno)
+		a.stopped.Store(true)
+		return
+	}
+	a.mu.Lock()
+	a.ranges = append(a.ranges, Range{lo, hi})
+	a.mu.Unlock()
+	a.logger.Debug("heap range advised for huge pages", "mib", (hi-lo)>>20)
+}
+
+// ballast allocates n bytes and returns the whole 2 MiB pages inside
+// them; nothing refers to the bytes once it returns.
+//
+// They come from strings.Builder.Grow, which does not zero them:
+// make([]byte, n) clears all of a span that starts in memory the heap used
+// before (as a ballast does when the free run at the top of the heap is
+// the start of its fit), touching every page of it in 4 KiB pages before
+// the advice. One byte is written, to learn the address.
+func ballast(n uint64) (lo, hi uintptr) {
+	var sb strings.Builder
+	sb.Grow(int(n))
+	sb.WriteByte(0)
+	start := uintptr(unsafe.Pointer(unsafe.StringData(sb.String())))
+	return (start + hugePage - 1) &^ (hugePage - 1), (start + uintptr(n)) &^ (hugePage - 1)
+}

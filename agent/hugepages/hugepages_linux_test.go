@@ -1,0 +1,165 @@
+//go:build linux
+
+package hugepages
+
+import (
+	"bufio"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+func TestOffReason(t *testing.T) {
+	const madvise = "always [madvise] never\n"
+	for _, tc := range []struct {
+		name, mode, overcommit, godebug string
+		limit                           int64
+		off                             bool
+	}{
+		{"madvise", madvise, "0\n", "", math.MaxInt64, false},
+		{"heuristic overcommit off", madvise, "1", "madvdontneed=1", math.MaxInt64, false},
+		{"always", "[always] madvise never", "0", "", math.MaxInt64, true},
+		{"never", "always madvise [never]", "0", "", math.MaxInt64, true},
+		{"no THP in the kernel", "", "0", "", math.MaxInt64, true},
+		{"strict overcommit", madvise, "2\n", "", math.MaxInt64, true},
+		{"disablethp", madvise, "0", "gctrace=1,disablethp=1", math.MaxInt64, true},
+		{"disablethp set back", madvise, "0", "disablethp=1,disablethp=0", math.MaxInt64, false},
+		{"GOMEMLIMIT", madvise, "0", "", 4 << 30, true},
+	} {
+		got := offReason(tc.mode, tc.overcommit, tc.godebug, tc.limit)
+		if (got != "") != tc.off {
+			t.Errorf("%s: offReason = %q, want off=%v", tc.name, got, tc.off)
+		}
+	}
+}
+
+func TestBallastSize(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		name                       string
+		goal, mapped, minGoal, lim uint64
+		want                       uint64
+	}{
+		{"small heap", 32 * mib, 8 * mib, 64 * mib, 1 << 40, 0},
+		{"room enough", 100 * mib, 150 * mib, 64 * mib, 1 << 40, 0},
+		{"doubles the heap", 100 * mib, 120 * mib, 64 * mib, 1 << 40, 120 * mib},
+		{"reaches 1.5x goal", 400 * mib, 100 * mib, 64 * mib, 1 << 40, 500 * mib},
+		{"whole chunks", 100 * mib, 121 * mib, 64 * mib, 1 << 40, 124 * mib},
+		{"over the limit", 100 * mib, 120 * mib, 64 * mib, 100 * mib, 0},
+	} {
+		if got := ballastSize(tc.goal, tc.mapped, tc.minGoal, tc.lim); got != tc.want {
+			t.Errorf("%s: ballastSize = %d MiB, want %d MiB", tc.name, got/mib, tc.want/mib)
+		}
+	}
+}
+
+// TestGrowAdvisesFreshHeap: after a ballast is advised and collected, a
+// large allocation that only the freed ballast can hold lands in memory
+// the kernel sees advised (VmFlags "hg").
+func TestGrowAdvisesFreshHeap(t *testing.T) {
+	runtime.GC()
+	_, mapped := heapNow()
+	free := freeHeap()
+	n := (mapped + 2*chunk) &^ (chunk - 1)
+	a := newAdvisor(slog.New(slog.NewTextHandler(io.Discard, nil)), 0, 1<<40)
+	a.grow(n)
+	r := a.Ranges()
+	if len(r) != 1 || r[0].End-r[0].Start < uintptr(n)-2*hugePage {
+		t.Fatalf("advised %+v, want one range of about %d bytes", r, n)
+	}
+	if !vmaAdvised(t, r[0].Start) {
+		t.Fatalf("ballast range %#x not advised in smaps", r[0].Start)
+	}
+	runtime.GC()                  // frees the ballast
+	x := make([]byte, free+chunk) // more than any free run outside the ballast
+
+	mid := uintptr(unsafe.Pointer(&x[len(x)/2]))
+	if mid < r[0].Start || mid >= r[0].End {
+		t.Errorf("allocation of %d bytes at %#x, outside the freed ballast %#x-%#x", len(x), mid, r[0].Start, r[0].End)
+	}
+	if !vmaAdvised(t, mid) {
+		t.Errorf("heap page %#x not advised after the ballast", mid)
+	}
+	runtime.KeepAlive(x)
+}
+
+// TestAdvisorFollowsGC: once live data pushes the heap goal past 2/3 of
+// the mapped heap, the GC hook advises fresh heap.
+func TestAdvisorFollowsGC(t *testing.T) {
+	runtime.GC()
+	_, mapped := heapNow()
+	live := make([]byte, mapped)
+	defer runtime.KeepAlive(live)
+	a := newAdvisor(slog.New(slog.NewTextHandler(io.Discard, nil)), 0, 1<<40)
+	a.arm()
+	defer a.Stop()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(a.Ranges()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no heap range advised after 10s of collections")
+		}
+		runtime.GC()
+		runtime.Gosched()
+	}
+	if r := a.Ranges()[0]; !vmaAdvised(t, r.Start) {
+		t.Errorf("range %+v not advised in smaps", r)
+	}
+}
+
+// freeHeap is the heap's free memory, released or not.
+func freeHeap() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64() + s[1].Value.Uint64()
+}
+
+// vmaAdvised reports whether the mapping holding addr carries VM_HUGEPAGE
+// ("hg" in /proc/self/smaps VmFlags).
+func vmaAdvised(t *testing.T, addr uintptr) bool {
+	t.Helper()
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	in := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if lo, hi, ok := vmaBounds(line); ok {
+			in = addr >= lo && addr < hi
+			continue
+		}
+		if flags, ok := strings.CutPrefix(line, "VmFlags:"); ok && in {
+			return strings.Contains(" "+flags+" ", " hg ")
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Fatalf("no mapping holds %#x", addr)
+	return false
+}
+
+// vmaBounds parses the "lo-hi perms ..." header line of an smaps entry.
+func vmaBounds(line string) (lo, hi uintptr, ok bool) {
+	rng, _, found := strings.Cut(line, " ")
+	a, b, dash := strings.Cut(rng, "-")
+	if !found || !dash {
+		return 0, 0, false
+	}
+	l, err1 := strconv.ParseUint(a, 16, 64)
+	h, err2 := strconv.ParseUint(b, 16, 64)
+	if err1 != nil || err2 != nil {
+		return 0, 0, false
+	}
+	return uintptr(l), uintptr(h), true
+}
