@@ -43,10 +43,17 @@ type Advisor struct {
 // Range is a heap address range advised MADV_HUGEPAGE, [Start, End).
 type Range struct{ Start, End uintptr }
 
+// active holds whether an Advisor runs: one per process, as two would
+// each set and restore the GC percent and could leave the collector off.
+var active atomic.Bool
+
 // Start begins advising when the kernel, the runtime settings and the
 // memory in the machine allow it (see the package comment), and returns
-// nil (a no-op Advisor) when they do not.
+// nil (a no-op Advisor) when they do not or another Advisor runs.
 func Start(logger *slog.Logger) *Advisor {
+	if !active.CompareAndSwap(false, true) {
+		return nil
+	}
 	mode, _ := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
 	overcommit, _ := os.ReadFile("/proc/sys/vm/overcommit_memory")
 	why := offReason(string(mode), string(overcommit), os.Getenv("GODEBUG"), debug.SetMemoryLimit(-1))
@@ -57,6 +64,7 @@ func Start(logger *slog.Logger) *Advisor {
 		}
 	}
 	if why != "" {
+		active.Store(false)
 		logger.Debug("heap huge pages off", "reason", why)
 		return nil
 	}
@@ -97,10 +105,11 @@ func godebugSet(godebug, key, value string) bool {
 	return on
 }
 
-// Stop ends the advising; what is advised stays so. Nil-safe.
+// Stop ends the advising; what is advised stays so. A pending GC hook
+// sees it and does nothing; a new Advisor may start at once. Nil-safe.
 func (a *Advisor) Stop() {
-	if a != nil {
-		a.stopped.Store(true)
+	if a != nil && !a.stopped.Swap(true) {
+		active.Store(false)
 	}
 }
 
@@ -190,9 +199,11 @@ func ballastSize(goal, mapped, minGoal, limit uint64) uint64 {
 // advice comes after, by address: the memory stays mapped whatever the
 // heap does with it meanwhile, and MADV_HUGEPAGE leaves contents alone.
 func (a *Advisor) grow(n uint64) {
+	gcOff.Lock()
 	gogc := debug.SetGCPercent(-1)
 	lo, hi := ballast(n)
 	debug.SetGCPercent(gogc)
+	gcOff.Unlock()
 	if lo >= hi {
 		return
 	}
@@ -206,6 +217,10 @@ func (a *Advisor) grow(n uint64) {
 	a.mu.Unlock()
 	a.logger.Debug("heap range advised for huge pages", "mib", (hi-lo)>>20)
 }
+
+// gcOff serializes the windows in which grow turns the collector off, so
+// that none restores the percent another one saved.
+var gcOff sync.Mutex
 
 // ballast allocates n bytes and returns the whole 2 MiB pages inside
 // them; nothing refers to the bytes once it returns.

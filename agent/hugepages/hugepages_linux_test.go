@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
 	"strings"
@@ -119,6 +120,34 @@ func freeHeap() uint64 {
 	s := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
 	metrics.Read(s)
 	return s[0].Value.Uint64() + s[1].Value.Uint64()
+}
+
+// TestOneAdvisorAtATime: a second Start while one runs gets none; after
+// Stop one may start again.
+func TestOneAdvisorAtATime(t *testing.T) {
+	l := slog.New(slog.NewTextHandler(io.Discard, nil))
+	a := Start(l)
+	if a == nil {
+		if offReason(readFile("/sys/kernel/mm/transparent_hugepage/enabled"), readFile("/proc/sys/vm/overcommit_memory"), os.Getenv("GODEBUG"), debug.SetMemoryLimit(-1)) == "" {
+			t.Fatal("Start = nil on a machine that allows advising")
+		}
+		return
+	}
+	if b := Start(l); b != nil {
+		b.Stop()
+		t.Fatal("a second Advisor started while one runs")
+	}
+	a.Stop()
+	b := Start(l)
+	if b == nil {
+		t.Fatal("no Advisor after the first stopped")
+	}
+	b.Stop()
+}
+
+func readFile(name string) string {
+	b, _ := os.ReadFile(name)
+	return string(b)
 }
 
 // vmaAdvised reports whether the mapping holding addr carries VM_HUGEPAGE
