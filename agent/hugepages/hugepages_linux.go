@@ -173,7 +173,8 @@ func heapNow() (goal, mapped uint64) {
 // ballastSize is how much fresh heap to map and advise now: none while
 // the goal is under minGoal or the heap maps at least 1.5 times the goal;
 // otherwise enough to reach that and at least the heap's mapped size (so
-// no free run of the heap can hold it and it is mapped fresh), in whole
+// no free run of the heap can hold it: the runtime maps fresh memory for
+// all of it but the free run at the top it may start in), in whole
 // runtime chunks — or none when that exceeds limit.
 func ballastSize(goal, mapped, minGoal, limit uint64) uint64 {
 	want := goal / 2 * 3
@@ -209,7 +210,7 @@ func (a *Advisor) grow(n uint64) {
 	}
 	if _, _, errno := unix.Syscall(unix.SYS_MADVISE, lo, hi-lo, unix.MADV_HUGEPAGE); errno != 0 {
 		a.logger.Warn("heap huge pages: madvise failed; stopping", "mib", (hi-lo)>>20, "error", errno)
-		a.stopped.Store(true)
+		a.stopped.Store(true) // and no other Advisor starts in this process (active stays set)
 		return
 	}
 	a.mu.Lock()
