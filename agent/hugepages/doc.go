@@ -27,9 +27,9 @@
 // "never", GODEBUG=disablethp=1 (Go's own switch), strict overcommit
 // (vm.overcommit_memory=2, where a large mapping could fail and the
 // runtime would abort), a GOMEMLIMIT (the freed ballast would count
-// against it until scavenged), and ballasts beyond half of physical
-// memory. A small heap (a dev agent) never reaches MinGoal, so its resident
-// size is unchanged.
+// against it until scavenged), 32-bit platforms, and ballasts beyond half
+// of physical memory. A small heap (a dev agent) never reaches MinGoal, so
+// its resident size is unchanged.
 //
 // Only the agent and the simulator start it (agent/cli); it imports only
 // the standard library and golang.org/x/sys.

@@ -57,6 +57,9 @@ func Start(logger *slog.Logger) *Advisor {
 	mode, _ := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
 	overcommit, _ := os.ReadFile("/proc/sys/vm/overcommit_memory")
 	why := offReason(string(mode), string(overcommit), os.Getenv("GODEBUG"), debug.SetMemoryLimit(-1))
+	if why == "" && unsafe.Sizeof(uintptr(0)) < 8 {
+		why = "32-bit address space" // too small for ballasts the size of the heap
+	}
 	var si unix.Sysinfo_t
 	if why == "" {
 		if err := unix.Sysinfo(&si); err != nil {
