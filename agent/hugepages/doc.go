@@ -31,6 +31,12 @@
 // of physical memory. A small heap (a dev agent) never reaches MinGoal, so
 // its resident size is unchanged.
 //
+// The cost: 2 MiB pages round a heap of a few hundred MB up (the
+// 3-server benchmark's servers held ~20% more), and where the kernel's
+// THP defrag setting is "madvise" (the default) a fault in an advised
+// range on a machine with no free huge page compacts memory first, a
+// stall of its own. GODEBUG=disablethp=1 turns it off.
+//
 // Only the agent and the simulator start it (agent/cli); it imports only
 // the standard library and golang.org/x/sys.
 package hugepages
