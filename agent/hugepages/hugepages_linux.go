@@ -54,9 +54,7 @@ func Start(logger *slog.Logger) *Advisor {
 	if !active.CompareAndSwap(false, true) {
 		return nil
 	}
-	mode, _ := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
-	overcommit, _ := os.ReadFile("/proc/sys/vm/overcommit_memory")
-	why := offReason(string(mode), string(overcommit), os.Getenv("GODEBUG"), debug.SetMemoryLimit(-1))
+	why := systemOffReason()
 	if why == "" && unsafe.Sizeof(uintptr(0)) < 8 {
 		why = "32-bit address space" // too small for ballasts the size of the heap
 	}
@@ -78,6 +76,13 @@ func Start(logger *slog.Logger) *Advisor {
 
 func newAdvisor(logger *slog.Logger, minGoal, limit uint64) *Advisor {
 	return &Advisor{logger: logger, minGoal: minGoal, limit: limit}
+}
+
+// systemOffReason is offReason for this process on this machine.
+func systemOffReason() string {
+	mode, _ := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
+	overcommit, _ := os.ReadFile("/proc/sys/vm/overcommit_memory")
+	return offReason(string(mode), string(overcommit), os.Getenv("GODEBUG"), debug.SetMemoryLimit(-1))
 }
 
 // offReason says why advising would be wrong or useless here ("" when it
@@ -143,8 +148,9 @@ func (a *Advisor) afterGC() {
 	a.arm()
 }
 
-var heapSamples = [...]string{
-	"/gc/heap/goal:bytes",
+// heapClasses are the runtime/metrics memory classes that make up the
+// mapped heap.
+var heapClasses = []string{
 	"/memory/classes/heap/free:bytes",
 	"/memory/classes/heap/objects:bytes",
 	"/memory/classes/heap/released:bytes",
@@ -155,22 +161,24 @@ var heapSamples = [...]string{
 // heapNow is the heap goal and the heap's mapped size (the runtime's
 // HeapSys, read without stopping the world).
 func heapNow() (goal, mapped uint64) {
-	s := make([]metrics.Sample, len(heapSamples))
-	for i, name := range heapSamples {
+	return sumMetrics("/gc/heap/goal:bytes"), sumMetrics(heapClasses...)
+}
+
+// sumMetrics reads the named uint64 runtime metrics and adds them up
+// (one not supported counts 0).
+func sumMetrics(names ...string) uint64 {
+	s := make([]metrics.Sample, len(names))
+	for i, name := range names {
 		s[i].Name = name
 	}
 	metrics.Read(s)
+	var sum uint64
 	for i := range s {
-		if s[i].Value.Kind() != metrics.KindUint64 {
-			continue
-		}
-		if i == 0 {
-			goal = s[i].Value.Uint64()
-		} else {
-			mapped += s[i].Value.Uint64()
+		if s[i].Value.Kind() == metrics.KindUint64 {
+			sum += s[i].Value.Uint64()
 		}
 	}
-	return goal, mapped
+	return sum
 }
 
 // ballastSize is how much fresh heap to map and advise now: none while
