@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/go-memdb"
+
+	"github.com/drover/drover/api"
 )
 
 // Table names. The ones Index accepts are TableJobs, TableNodes,
@@ -53,10 +55,11 @@ func schema() *memdb.DBSchema {
 			"draining": {Name: "draining", Indexer: &memdb.ConditionalIndex{Conditional: nodeDraining}},
 		}},
 		TableAllocs: {Name: TableAllocs, Indexes: map[string]*memdb.IndexSchema{
-			"id":         {Name: "id", Unique: true, Indexer: str("ID")},
-			"job":        {Name: "job", Indexer: nsKey("JobID")},
-			"node":       {Name: "node", AllowMissing: true, Indexer: str("NodeID")},
-			"deployment": {Name: "deployment", AllowMissing: true, Indexer: str("DeploymentID")},
+			// Typed (keys.go): the hottest table's writes.
+			"id":         {Name: "id", Unique: true, Indexer: allocString{get: func(a *api.Allocation) string { return a.ID }}},
+			"job":        {Name: "job", Indexer: allocJob{}},
+			"node":       {Name: "node", AllowMissing: true, Indexer: allocString{get: func(a *api.Allocation) string { return a.NodeID }, room: idRoom}},
+			"deployment": {Name: "deployment", AllowMissing: true, Indexer: allocString{get: func(a *api.Allocation) string { return a.DeploymentID }, room: idRoom}},
 		}},
 		TableEvals: {Name: TableEvals, Indexes: map[string]*memdb.IndexSchema{
 			"id":  {Name: "id", Unique: true, Indexer: str("ID")},
