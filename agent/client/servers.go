@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/codec"
 )
 
 // servers is the server list with failover: calls go to the current
@@ -103,6 +104,7 @@ func (s *servers) do(ctx context.Context, fn func(*api.Client) error) error {
 	for i := range list {
 		addr := list[(cur+i)%len(list)]
 		c := api.NewClient(addr)
+		c.JSON = codec.API
 		if s.http != nil {
 			c.HTTP = s.http
 		}

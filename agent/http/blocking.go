@@ -86,7 +86,7 @@ func (s *HTTPServer) blocking(w nethttp.ResponseWriter, r *nethttp.Request, read
 			s.setMeta(w, idx)
 			return out, nil
 		}
-		if err := ws.WatchCtx(ctx); err != nil {
+		if err := watch(ctx, ws); err != nil {
 			if r.Context().Err() != nil {
 				return nil, fmt.Errorf("blocking query: %w", api.Errorf(api.ErrTimeout, "client went away"))
 			}
@@ -102,6 +102,43 @@ func (s *HTTPServer) blocking(w nethttp.ResponseWriter, r *nethttp.Request, read
 			return out, nil
 		}
 	}
+}
+
+// watch waits until a channel of ws fires (nil) or ctx ends (its error).
+// memdb's WatchCtx selects over 32 cases whatever the set's size; a
+// node's alloc poll, the most common wait, watches two channels.
+func watch(ctx context.Context, ws memdb.WatchSet) error {
+	if ws == nil {
+		return nil // as WatchCtx
+	}
+	var chs [2]<-chan struct{}
+	n := 0
+	for ch := range ws {
+		if n == len(chs) {
+			return ws.WatchCtx(ctx)
+		}
+		chs[n] = ch
+		n++
+	}
+	switch n {
+	case 0:
+		<-ctx.Done()
+	case 1:
+		select {
+		case <-chs[0]:
+			return nil
+		case <-ctx.Done():
+		}
+	case 2:
+		select {
+		case <-chs[0]:
+			return nil
+		case <-chs[1]:
+			return nil
+		case <-ctx.Done():
+		}
+	}
+	return ctx.Err()
 }
 
 // lazyAnswer is a blocking read's answer built only when it is sent: a

@@ -2,10 +2,12 @@ package http
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	nethttp "net/http"
 	"net/http/httptest"
+	"reflect"
 	"testing"
 
 	"github.com/drover/drover/api"
@@ -57,6 +59,42 @@ func FuzzDecodeSchedulerConfig(f *testing.F) {
 		var e *api.Error
 		if !errors.As(err, &e) || (e.Status != 400 && e.Status != 413) {
 			t.Fatalf("decodeSchedulerConfig(%q) = %v, want a 400/413 api error", body, err)
+		}
+	})
+}
+
+// FuzzDecodeClientBody: the client protocol's decoder accepts what
+// encoding/json accepts (unknown fields included) with the same result,
+// and fails with a 400/413 api error otherwise.
+func FuzzDecodeClientBody(f *testing.F) {
+	for _, s := range []string{`{"Allocs":[{"ID":"a","ClientStatus":"running","TaskStates":{"t":{"State":"running"}}}]}`,
+		`{"Allocs":[{"ID":"a","Bogus":1}]}`, `{"Allocs":`, ``, `null`, `{"Allocs":[{"ID":1}]}`, `{} {}`, `[1,2]`,
+		`{"Allocs":[{"ID":"\u00e9\ud800"}]}`, `{"allocs":[{"id":"a"}]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest("POST", "/v1/node/n1/allocations", nil)
+		r.Body = nethttp.MaxBytesReader(w, io.NopCloser(bytes.NewReader(body)), 1<<10)
+		var got api.NodeAllocUpdateRequest
+		err := decodeClientBody(r, &got)
+		var want api.NodeAllocUpdateRequest
+		wantErr := decodeOne(json.NewDecoder(bytes.NewReader(body)), &want)
+		if len(body) > 1<<10 {
+			wantErr = errors.New("too large")
+		}
+		if (err == nil) != (wantErr == nil) {
+			t.Fatalf("decodeClientBody(%q) = %v, encoding/json: %v", body, err, wantErr)
+		}
+		if err == nil {
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("decodeClientBody(%q) = %+v, encoding/json %+v", body, got, want)
+			}
+			return
+		}
+		var e *api.Error
+		if !errors.As(err, &e) || (e.Status != 400 && e.Status != 413) {
+			t.Fatalf("decodeClientBody(%q) = %v, want a 400/413 api error", body, err)
 		}
 	})
 }

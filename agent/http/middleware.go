@@ -1,14 +1,17 @@
 package http
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	nethttp "net/http"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -212,6 +215,41 @@ func decodeBody(r *nethttp.Request, v any) error {
 	dec.DisallowUnknownFields()
 	return decodeOne(dec, v)
 }
+
+// decodeClientBody reads the body of a client-protocol request (a node's
+// register, heartbeat, alloc fetch and alloc updates: at 10,000 nodes the
+// bulk of a server's requests) with the servers' codec, several times
+// faster than encoding/json. Unlike decodeBody it ignores fields it does
+// not know, as the servers' own Raft codec does, so that a client newer
+// than its servers keeps working during an upgrade. A body that does not
+// decode is decoded again by encoding/json, for decodeBody's errors.
+func decodeClientBody(r *nethttp.Request, v any) error {
+	if r.Body == nil {
+		return api.Errorf(api.ErrBadRequest, "request body required")
+	}
+	buf := clientBodies.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxPooledClientBody {
+			buf.Reset()
+			clientBodies.Put(buf)
+		}
+	}()
+	if _, err := buf.ReadFrom(r.Body); err != nil {
+		return bodyError(err)
+	}
+	if codec.Unmarshal(buf.Bytes(), v) == nil {
+		return nil
+	}
+	reflect.ValueOf(v).Elem().SetZero() // drop what the failed decode set
+	return decodeOne(json.NewDecoder(bytes.NewReader(buf.Bytes())), v)
+}
+
+// clientBodies are decodeClientBody's read buffers (the codec copies the
+// strings it decodes: nothing keeps a buffer after the call), kept up to
+// maxPooledClientBody; a larger one, a rare batch, goes to the collector.
+var clientBodies = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooledClientBody = 1 << 20
 
 // decodeOne decodes exactly one JSON value into v.
 func decodeOne(dec *json.Decoder, v any) error {

@@ -136,7 +136,7 @@ func (s *HTTPServer) nodeAllocsFetch(w nethttp.ResponseWriter, r *nethttp.Reques
 		return nil, err
 	}
 	var req api.NodeAllocFetchRequest
-	if err := decodeBody(r, &req); err != nil {
+	if err := decodeClientBody(r, &req); err != nil {
 		return nil, err
 	}
 	if len(req.AllocIDs) > api.MaxAllocFetch {
@@ -246,7 +246,7 @@ func (s *HTTPServer) nodeRegister(w nethttp.ResponseWriter, r *nethttp.Request) 
 		return nil, err
 	}
 	var req api.NodeRegisterRequest
-	if err := decodeBody(r, &req); err != nil {
+	if err := decodeClientBody(r, &req); err != nil {
 		return nil, err
 	}
 	if req.Node == nil {
@@ -268,7 +268,7 @@ func (s *HTTPServer) nodeHeartbeat(w nethttp.ResponseWriter, r *nethttp.Request)
 	}
 	var req api.NodeHeartbeatRequest
 	if r.ContentLength != 0 {
-		if err := decodeBody(r, &req); err != nil {
+		if err := decodeClientBody(r, &req); err != nil {
 			return nil, err
 		}
 	}
@@ -285,7 +285,7 @@ func (s *HTTPServer) nodeAllocsUpdate(w nethttp.ResponseWriter, r *nethttp.Reque
 		return nil, err
 	}
 	var req api.NodeAllocUpdateRequest
-	if err := decodeBody(r, &req); err != nil {
+	if err := decodeClientBody(r, &req); err != nil {
 		return nil, err
 	}
 	id := r.PathValue("id")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/codec"
 )
 
 // Config is one simulator run.
@@ -321,6 +322,7 @@ func (s *Sim) client(secret string) (*api.Client, string) {
 	addr := s.cfg.Servers[i]
 	c := api.NewClient(addr)
 	c.HTTP = s.http
+	c.JSON = codec.API
 	if secret != "" {
 		c.Headers = http.Header{api.NodeSecretHeader: []string{secret}}
 	}

@@ -22,6 +22,14 @@ func Marshal(v any) ([]byte, error) { return gojson.Marshal(v) }
 // copies (they keep no part of data alive).
 func Unmarshal(data []byte, v any) error { return gojson.Unmarshal(data, v) }
 
+// API is this codec as an api.Client's JSON (api.Codec).
+var API apiCodec
+
+type apiCodec struct{}
+
+func (apiCodec) Marshal(v any) ([]byte, error)      { return Marshal(v) }
+func (apiCodec) Unmarshal(data []byte, v any) error { return Unmarshal(data, v) }
+
 // Valid reports whether data is one JSON value, as json.Valid.
 func Valid(data []byte) bool { return gojson.Valid(data) }
 
