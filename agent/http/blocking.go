@@ -73,8 +73,9 @@ func (s *HTTPServer) blocking(w nethttp.ResponseWriter, r *nethttp.Request, read
 		ctx, cancel = context.WithTimeout(ctx, p.wait)
 	}
 	defer cancel()
+	ws := memdb.NewWatchSet()
 	for {
-		ws := memdb.NewWatchSet()
+		clear(ws) // a fired set is not waited on again
 		out, idx, err := read(ws)
 		if err != nil {
 			return nil, err
@@ -106,12 +107,13 @@ func (s *HTTPServer) blocking(w nethttp.ResponseWriter, r *nethttp.Request, read
 
 // watch waits until a channel of ws fires (nil) or ctx ends (its error).
 // memdb's WatchCtx selects over 32 cases whatever the set's size; a
-// node's alloc poll, the most common wait, watches two channels.
+// node's alloc poll, the most common wait, watches three channels (its
+// node, its alloc index, the store's abandon).
 func watch(ctx context.Context, ws memdb.WatchSet) error {
 	if ws == nil {
 		return nil // as WatchCtx
 	}
-	var chs [2]<-chan struct{}
+	var chs [4]<-chan struct{} // a nil channel never fires
 	n := 0
 	for ch := range ws {
 		if n == len(chs) {
@@ -120,25 +122,18 @@ func watch(ctx context.Context, ws memdb.WatchSet) error {
 		chs[n] = ch
 		n++
 	}
-	switch n {
-	case 0:
-		<-ctx.Done()
-	case 1:
-		select {
-		case <-chs[0]:
-			return nil
-		case <-ctx.Done():
-		}
-	case 2:
-		select {
-		case <-chs[0]:
-			return nil
-		case <-chs[1]:
-			return nil
-		case <-ctx.Done():
-		}
+	select {
+	case <-chs[0]:
+		return nil
+	case <-chs[1]:
+		return nil
+	case <-chs[2]:
+		return nil
+	case <-chs[3]:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	return ctx.Err()
 }
 
 // lazyAnswer is a blocking read's answer built only when it is sent: a

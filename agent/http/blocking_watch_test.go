@@ -12,7 +12,7 @@ import (
 // watch returns once any watched channel closes, and with the context's
 // error once it ends first, for sets of every size.
 func TestWatch(t *testing.T) {
-	for n := 0; n <= 3; n++ {
+	for n := 0; n <= 5; n++ {
 		chs := make([]chan struct{}, n)
 		ws := memdb.NewWatchSet()
 		for i := range chs {
