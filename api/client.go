@@ -210,7 +210,7 @@ func (c *Client) Query(ctx context.Context, path string, out any, o *QueryOption
 	}
 	defer resp.Body.Close()
 	if out != nil {
-		if err := c.decode(resp.Body, out); err != nil {
+		if err := c.decode(resp, out); err != nil {
 			return nil, fmt.Errorf("decode %s: %w", path, err)
 		}
 	}
@@ -238,22 +238,25 @@ func (c *Client) Write(ctx context.Context, method, path string, body, out any, 
 		_, _ = io.Copy(io.Discard, resp.Body)
 		return nil
 	}
-	if err := c.decode(resp.Body, out); err != nil {
+	if err := c.decode(resp, out); err != nil {
 		return fmt.Errorf("decode %s: %w", path, err)
 	}
 	return nil
 }
 
 // decode reads an answer's JSON into out.
-func (c *Client) decode(r io.Reader, out any) error {
+func (c *Client) decode(resp *http.Response, out any) error {
 	if c.JSON == nil {
-		return json.NewDecoder(r).Decode(out)
+		return json.NewDecoder(resp.Body).Decode(out)
 	}
-	data, err := io.ReadAll(r)
-	if err != nil {
+	var buf bytes.Buffer
+	if n := resp.ContentLength; n > 0 && n < 64<<20 {
+		buf.Grow(int(n) + bytes.MinRead) // one read to EOF, no regrowth
+	}
+	if _, err := buf.ReadFrom(resp.Body); err != nil {
 		return err
 	}
-	return c.JSON.Unmarshal(data, out)
+	return c.JSON.Unmarshal(buf.Bytes(), out)
 }
 
 func esc(s string) string { return url.PathEscape(s) }
