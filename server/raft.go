@@ -33,7 +33,9 @@ func newRaftSystem(cfg *Config, log *slog.Logger, reactor *commitReactor) (*raft
 	}
 	if cfg.DevMode && be == 1 {
 		// A dev agent is its own cluster (with or without -data-dir):
-		// nobody to wait for, so it elects itself in 10-20 ms.
+		// nobody to wait for, so it elects itself in 10-20 ms (Raft's
+		// shortest, 5 ms, made elections time out before the vote's
+		// fsyncs ended and start over: slower).
 		rc.Tune = func(c *raft.Config) {
 			c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 10*time.Millisecond, 10*time.Millisecond, 10*time.Millisecond
 		}

@@ -147,6 +147,8 @@ type Server struct {
 	cfg        Config
 
 	rs *raftSystem // raft + fsm (raft.go)
+	// leaderChanges wakes requests held for a leader (leader_changes.go).
+	leaderChanges leaderChanges
 	// allocUpdates group-commits clients' alloc updates (allocbatch.go).
 	allocUpdates allocUpdateBatcher
 	keys         keyring // workload identity signing (identity.go)
@@ -229,6 +231,7 @@ func New(cfg *Config) (*Server, error) {
 		return nil, err
 	}
 	s.rs = rs
+	s.watchLeaderChanges()
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

@@ -1,6 +1,9 @@
 package http
 
-import nethttp "net/http"
+import (
+	nethttp "net/http"
+	"time"
+)
 
 // RouteCap is a route's capability as the authz matrix test sees it.
 type RouteCap struct {
@@ -27,3 +30,11 @@ func ClientCapOf(r *nethttp.Request) RouteCap { return exportCap(clientCap(r)) }
 
 // ServerRoute reports whether a client-only agent forwards path to its servers.
 func ServerRoute(path string) bool { return serverRoute(path) }
+
+// StopHoldRetries leaves a request held for a leader only its leader
+// notifications to wake it, until restore is called.
+func StopHoldRetries() (restore func()) {
+	prev := holdRetryAfter
+	holdRetryAfter = func(int) <-chan time.Time { return nil }
+	return func() { holdRetryAfter = prev }
+}

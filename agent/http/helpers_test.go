@@ -46,15 +46,18 @@ func newTestAPIWith(t *testing.T, sc server.Config, mod ...func(*agenthttp.Confi
 			t.Errorf("server shutdown: %v", err)
 		}
 	})
-	// Poll with a deadline: the server exposes no leadership channel.
+	// Wait for the election through the server's leader notifications
+	// (taken before each look at the leader: none is missed).
 	deadline := time.After(10 * time.Second)
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for !s.IsLeader() {
+	for {
+		changed := s.LeaderChanged()
+		if s.IsLeader() {
+			break
+		}
 		select {
 		case <-deadline:
 			t.Fatal("dev server did not become leader within 10s")
-		case <-tick.C:
+		case <-changed:
 		}
 	}
 	st, ev := serverstate.New(s)

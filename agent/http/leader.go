@@ -31,6 +31,14 @@ type LeaderServer interface {
 	VerifyLeader(ctx context.Context) error
 }
 
+// LeaderNotifier is a LeaderServer that says when the leader changes, so
+// a request held for one goes on at once rather than at its next retry.
+type LeaderNotifier interface {
+	// LeaderChanged returns a channel closed at the next change of
+	// leader; take it before looking at the leader.
+	LeaderChanged() <-chan struct{}
+}
+
 // localWrite lists non-GET server routes any server answers itself.
 func localWrite(r *nethttp.Request) bool {
 	return r.URL.Path == "/v1/jobs/parse"
@@ -141,6 +149,11 @@ var leaderTransport = &nethttp.Transport{
 	ResponseHeaderTimeout: 0, // blocking queries are forwarded
 }
 
+// holdRetryAfter is forwardWithHold's retry timer (a test stops it).
+var holdRetryAfter = func(attempt int) <-chan time.Time {
+	return time.After(min(5*time.Millisecond<<(attempt-1), 50*time.Millisecond))
+}
+
 // errRetryForward makes the proxy's ErrorHandler try again.
 var errRetryForward = errors.New("leader did not process the request")
 
@@ -163,15 +176,20 @@ func (s *HTTPServer) forwardWithHold(w nethttp.ResponseWriter, r *nethttp.Reques
 	r.Pattern = "forward leader"
 	hold := time.NewTimer(LeaderHoldTimeout)
 	defer hold.Stop()
-	// Retries back off from 5 ms to 50 ms: an agent's first requests
-	// often arrive while its single server is electing itself (10-20 ms).
+	// Retries back off from 5 ms to 50 ms, and go at once when the server
+	// sees a new leader: an agent's first requests often arrive while its
+	// single server is electing itself.
+	notifier, _ := ls.(LeaderNotifier)
+	var changed <-chan struct{} // nil: no notifier, never fires
 	wait := func(attempt int) bool {
 		select {
 		case <-hold.C:
 			return false
 		case <-r.Context().Done():
 			return false
-		case <-time.After(min(5*time.Millisecond<<(attempt-1), 50*time.Millisecond)):
+		case <-changed:
+			return true
+		case <-holdRetryAfter(attempt):
 			return true
 		}
 	}
@@ -179,6 +197,9 @@ func (s *HTTPServer) forwardWithHold(w nethttp.ResponseWriter, r *nethttp.Reques
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 && (!replay || !wait(attempt)) {
 			break
+		}
+		if notifier != nil {
+			changed = notifier.LeaderChanged() // before the leader is read
 		}
 		if replay {
 			r.Body = io.NopCloser(bytes.NewReader(body))

@@ -1,7 +1,10 @@
 package http_test
 
 import (
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -71,5 +74,68 @@ func TestFollowerReadsForwarded(t *testing.T) {
 	f.ok("GET", "/v1/status/leader", nil, &l)
 	if want := f.srv.Leader(); l != want {
 		t.Errorf("status/leader on a follower = %q, want its own view %q", l, want)
+	}
+}
+
+// electing is a server whose election is under way: no leader is known
+// until the test elects it, which closes the channel LeaderChanged gave.
+type electing struct {
+	*server.Server
+	mu      sync.Mutex
+	elected bool
+	changed chan struct{}
+	looks   atomic.Int32 // IsLeader calls
+}
+
+func (e *electing) IsLeader() bool {
+	e.looks.Add(1)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.elected && e.Server.IsLeader()
+}
+
+func (e *electing) LeaderHTTPAddr() string { return "" }
+
+func (e *electing) LeaderChanged() <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.changed
+}
+
+func (e *electing) elect() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.elected = true
+	close(e.changed)
+	e.changed = make(chan struct{})
+}
+
+// A write that arrives while no leader is known is held, and goes on as
+// soon as the server reports a new leader, not at its next retry (the
+// retry timer is stopped here: only the notification can wake it).
+func TestHeldWriteResumesOnLeaderChange(t *testing.T) {
+	defer agenthttp.StopHoldRetries()()
+	e := &electing{changed: make(chan struct{})}
+	a := newTestAPI(t, func(c *agenthttp.Config) {
+		e.Server = c.Server.(*server.Server)
+		c.Server = e
+	})
+	done := make(chan *resp, 1)
+	go func() { done <- a.do("PUT", "/v1/jobs", webJob(1)) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for e.looks.Load() == 0 { // held: it has looked for a leader once
+		if time.Now().After(deadline) {
+			t.Fatal("the write never looked for a leader")
+		}
+		runtime.Gosched()
+	}
+	e.elect()
+	select {
+	case r := <-done:
+		if r.status != 200 {
+			t.Fatalf("held write = %d %s, want 200 once a leader is known", r.status, r.body)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("held write did not resume when the leader changed")
 	}
 }

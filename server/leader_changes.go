@@ -1,0 +1,65 @@
+package server
+
+import (
+	"sync"
+
+	"github.com/hashicorp/raft"
+)
+
+// leaderChanges tells waiters that the leader changed: a request held for
+// a leader (agent/http's forwardWithHold) goes on at once instead of at
+// its next retry (a dev agent's client registered 10-20 ms after its
+// server had won the election).
+type leaderChanges struct {
+	mu sync.Mutex
+	ch chan struct{} // closed and dropped at the next change
+}
+
+// next returns a channel closed at the next change.
+func (l *leaderChanges) next() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ch == nil {
+		l.ch = make(chan struct{})
+	}
+	return l.ch
+}
+
+func (l *leaderChanges) notify() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ch != nil {
+		close(l.ch)
+		l.ch = nil
+	}
+}
+
+// watchLeaderChanges feeds Raft's leader observations (this server
+// winning an election, a follower learning the leader, or losing it) to
+// s.leaderChanges until the server stops.
+func (s *Server) watchLeaderChanges() {
+	obs := make(chan raft.Observation, 16)
+	o := raft.NewObserver(obs, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	})
+	s.rs.raft.RegisterObserver(o)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer s.rs.raft.DeregisterObserver(o)
+		for {
+			select {
+			case <-s.ctx.Done():
+				return
+			case <-obs:
+				s.leaderChanges.notify()
+			}
+		}
+	}()
+}
+
+// LeaderChanged returns a channel closed at the next change of leader,
+// as this server sees it. Take it before looking at the leader, then wait
+// on it: no change is missed.
+func (s *Server) LeaderChanged() <-chan struct{} { return s.leaderChanges.next() }
