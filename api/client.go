@@ -390,12 +390,13 @@ func (c *Client) NodeClientAllocs(ctx context.Context, id string, o *QueryOption
 	return &out, m, err
 }
 
-// NodeFetchAllocs gets the named allocs of the node in full, as a client
+// NodeFetchAllocs gets the named allocs of the node in full, from a state
+// at or past minIndex (0: any; NodeAllocFetchRequest.MinIndex), as a client
 // runs them: a Compact fetch, expanded (placement Metrics are not sent).
-func (c *Client) NodeFetchAllocs(ctx context.Context, id string, allocIDs []string) ([]*Allocation, error) {
+func (c *Client) NodeFetchAllocs(ctx context.Context, id string, allocIDs []string, minIndex uint64) ([]*Allocation, error) {
 	var out NodeAllocFetchResponse
 	if err := c.Write(ctx, http.MethodPost, "/v1/node/"+esc(id)+"/allocations/fetch",
-		&NodeAllocFetchRequest{AllocIDs: allocIDs, Compact: true}, &out, nil); err != nil {
+		&NodeAllocFetchRequest{AllocIDs: allocIDs, Compact: true, MinIndex: minIndex}, &out, nil); err != nil {
 		return nil, err
 	}
 	return out.Allocs, out.Expand()

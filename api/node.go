@@ -337,7 +337,17 @@ type NodeAllocFetchRequest struct {
 	// only operators read. A node given many allocs of one job so reads
 	// that job once, not once per alloc (drover addition).
 	Compact bool `json:"Compact,omitempty"`
+	// MinIndex, when set, is the index of the alloc list the IDs come
+	// from: the server answers once its state has applied at least that
+	// Raft index (as Nomad's MinQueryIndex), so a fetch sent to a server
+	// behind the one that listed still finds every listed alloc. It waits
+	// up to MaxFetchIndexWait, then fails with unavailable (drover
+	// addition).
+	MinIndex uint64 `json:"MinIndex,omitempty"`
 }
+
+// MaxFetchIndexWait bounds how long a fetch waits for its MinIndex.
+const MaxFetchIndexWait = 10 * time.Second
 
 // NodeAllocFetchResponse carries the fetched allocs.
 type NodeAllocFetchResponse struct {

@@ -165,12 +165,12 @@ func (c *Client) watchLoop(ctx context.Context) {
 		}
 		stale = true
 		want := stubs.Changed(fetched)
-		changed, err := c.fetchAllocs(ctx, want)
+		changed, err := c.fetchAllocs(ctx, want, meta.LastIndex)
 		if err == nil && len(changed) < len(want) {
-			// The list came from a server ahead of the leader that
-			// answered the fetch (a follower's FSM may apply an entry
-			// before the leader's does), or an alloc went away in
-			// between: the index stays, so the next poll lists again.
+			// An alloc went away in between (the fetch waits for the
+			// list's index, so a server behind the one that listed is
+			// not the cause, unless it predates MinIndex): the index
+			// stays, so the next poll lists again.
 			err = fmt.Errorf("got %d of the %d allocations asked for", len(changed), len(want))
 		}
 		if err != nil {
@@ -199,13 +199,14 @@ func (c *Client) watchLoop(ctx context.Context) {
 	}
 }
 
-// fetchAllocs gets the named allocs of this node in full, in batches.
-func (c *Client) fetchAllocs(ctx context.Context, ids []string) ([]*api.Allocation, error) {
+// fetchAllocs gets the named allocs of this node in full, in batches,
+// from a state at or past minIndex (the list's index).
+func (c *Client) fetchAllocs(ctx context.Context, ids []string, minIndex uint64) ([]*api.Allocation, error) {
 	var out []*api.Allocation
 	for len(ids) > 0 {
 		n := min(len(ids), api.MaxAllocFetch)
 		err := c.servers.do(ctx, func(cl *api.Client) error {
-			got, err := cl.NodeFetchAllocs(ctx, node(c).ID, ids[:n])
+			got, err := cl.NodeFetchAllocs(ctx, node(c).ID, ids[:n], minIndex)
 			out = append(out, got...)
 			return err
 		})

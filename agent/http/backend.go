@@ -39,6 +39,13 @@ type State interface {
 	Index(table string) uint64
 }
 
+// IndexWaiter is an optional ability of State (found by type assertion):
+// waiting until the state has applied a Raft index, for reads that name
+// the index their caller saw (NodeAllocFetchRequest.MinIndex).
+type IndexWaiter interface {
+	WaitIndex(ctx context.Context, index uint64) error
+}
+
 // Server is the write side and the cluster view of the server role. All
 // writes go through Raft; errors wrap api sentinels.
 type Server interface {

@@ -38,3 +38,10 @@ func StopHoldRetries() (restore func()) {
 	holdRetryAfter = func(int) <-chan time.Time { return nil }
 	return func() { holdRetryAfter = prev }
 }
+
+// SetFetchIndexWait bounds a fetch's wait for its MinIndex, until restore.
+func SetFetchIndexWait(d time.Duration) (restore func()) {
+	prev := fetchIndexWait
+	fetchIndexWait = d
+	return func() { fetchIndexWait = prev }
+}

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	nethttp "net/http"
@@ -128,6 +129,27 @@ func (s *HTTPServer) nodeClientAllocs(w nethttp.ResponseWriter, r *nethttp.Reque
 	})
 }
 
+// fetchIndexWait bounds a fetch's wait for its MinIndex (a test shortens it).
+var fetchIndexWait = api.MaxFetchIndexWait
+
+// waitIndex waits until the state has applied index (0: no wait), up to
+// fetchIndexWait; a state that cannot wait answers at once.
+func (s *HTTPServer) waitIndex(r *nethttp.Request, index uint64) error {
+	w, ok := s.cfg.State.(IndexWaiter)
+	if index == 0 || !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), fetchIndexWait)
+	defer cancel()
+	if err := w.WaitIndex(ctx, index); err != nil {
+		if r.Context().Err() != nil {
+			return api.Errorf(api.ErrTimeout, "client went away")
+		}
+		return api.Errorf(api.ErrUnavailable, fmt.Sprintf("this server has not applied index %d within %s; retry", index, fetchIndexWait))
+	}
+	return nil
+}
+
 // nodeAllocsFetch serves POST /v1/node/{id}/allocations/fetch: the named
 // allocs of that node, in full or, asked Compact, each job once and no
 // placement metrics.
@@ -143,6 +165,9 @@ func (s *HTTPServer) nodeAllocsFetch(w nethttp.ResponseWriter, r *nethttp.Reques
 		return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("at most %d AllocIDs per fetch", api.MaxAllocFetch))
 	}
 	id := r.PathValue("id")
+	if err := s.waitIndex(r, req.MinIndex); err != nil {
+		return nil, err
+	}
 	idx := s.maxIndex("nodes", "allocs")
 	out := &api.NodeAllocFetchResponse{Allocs: make([]*api.Allocation, 0, len(req.AllocIDs)), Index: idx}
 	type jobKey struct {

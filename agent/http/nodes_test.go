@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	agenthttp "github.com/drover/drover/agent/http"
 	"github.com/drover/drover/api"
 )
 
@@ -195,6 +196,31 @@ func TestAllocAndEvalRoutes(t *testing.T) {
 	}
 	if r := a.do("POST", "/v1/node/"+nodeID+"/allocations/fetch", api.NodeAllocFetchRequest{AllocIDs: make([]string, api.MaxAllocFetch+1)}); r.status != 400 {
 		t.Errorf("fetch of %d IDs = %d, want 400", api.MaxAllocFetch+1, r.status)
+	}
+	// A fetch naming an index the server has not applied waits for it (the
+	// next write here), and one it does not reach in time is unavailable.
+	next := a.srv.State().LatestIndex() + 1
+	waited := make(chan *resp, 1)
+	go func() {
+		waited <- a.do("POST", "/v1/node/"+nodeID+"/allocations/fetch", api.NodeAllocFetchRequest{AllocIDs: []string{full[1].ID}, MinIndex: next})
+	}()
+	select {
+	case r := <-waited:
+		t.Fatalf("fetch for index %d answered %d before the server applied it", next, r.status)
+	default:
+	}
+	a.ok("PUT", "/v1/namespace/later", api.Namespace{Name: "later"}, nil) // a write that moves no alloc
+	select {
+	case r := <-waited:
+		if r.status != 200 {
+			t.Errorf("fetch for index %d = %d %s, want 200 once applied", next, r.status, r.body)
+		}
+	case <-time.After(api.MaxFetchIndexWait + 5*time.Second):
+		t.Fatalf("fetch for index %d did not answer after the write", next)
+	}
+	defer agenthttp.SetFetchIndexWait(time.Millisecond)()
+	if r := a.do("POST", "/v1/node/"+nodeID+"/allocations/fetch", api.NodeAllocFetchRequest{AllocIDs: []string{full[1].ID}, MinIndex: 1 << 40}); r.status != 503 {
+		t.Errorf("fetch for an index never applied = %d %s, want 503", r.status, r.body)
 	}
 
 	// The client reports one running.

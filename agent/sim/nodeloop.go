@@ -200,11 +200,12 @@ func (n *simNode) watchLoop() {
 			// One fetch: a simulated node holds far fewer than MaxAllocFetch.
 			if len(want) > 0 {
 				err = n.s.do(n.ctx, n.node.SecretID, func(c *api.Client) error {
-					return c.Write(n.ctx, "POST", "/v1/node/"+n.node.ID+"/allocations/fetch", &api.NodeAllocFetchRequest{AllocIDs: want, Compact: true}, &fetch, nil)
+					return c.Write(n.ctx, "POST", "/v1/node/"+n.node.ID+"/allocations/fetch",
+						&api.NodeAllocFetchRequest{AllocIDs: want, Compact: true, MinIndex: meta.LastIndex}, &fetch, nil)
 				})
 				if err == nil && len(fetch.Allocs) < len(want) {
-					// As agent/client: the list was ahead of the leader
-					// that answered the fetch; list again.
+					// As agent/client: an alloc went away in between;
+					// list again.
 					err = fmt.Errorf("got %d of the %d allocations asked for", len(fetch.Allocs), len(want))
 				}
 			}

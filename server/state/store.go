@@ -55,18 +55,27 @@ func (s *StateStore) Snapshot() (*Snapshot, error) {
 // returns a snapshot. It blocks on the index table's watch channel, never
 // polls. It fails with ctx's error (wrapped) or ErrAbandoned.
 func (s *StateStore) SnapshotMinIndex(ctx context.Context, index uint64) (*Snapshot, error) {
+	if err := s.WaitIndex(ctx, index); err != nil {
+		return nil, err
+	}
+	return s.Snapshot()
+}
+
+// WaitIndex waits until the store has applied at least index, as
+// SnapshotMinIndex does.
+func (s *StateStore) WaitIndex(ctx context.Context, index uint64) error {
 	for {
 		ws := memdb.NewWatchSet()
 		if s.LatestIndexWatch(ws) >= index {
-			return s.Snapshot()
+			return nil
 		}
 		ws.Add(s.abandonCh)
 		if err := ws.WatchCtx(ctx); err != nil {
-			return nil, fmt.Errorf("wait for state index %d: %w", index, err)
+			return fmt.Errorf("wait for state index %d: %w", index, err)
 		}
 		select {
 		case <-s.abandonCh:
-			return nil, fmt.Errorf("wait for state index %d: %w", index, ErrAbandoned)
+			return fmt.Errorf("wait for state index %d: %w", index, ErrAbandoned)
 		default:
 		}
 	}

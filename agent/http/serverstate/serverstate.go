@@ -2,6 +2,7 @@ package serverstate
 
 import (
 	"context"
+	"errors"
 
 	memdb "github.com/hashicorp/go-memdb"
 
@@ -79,6 +80,17 @@ func (a serverState) EvalsByJob(ws memdb.WatchSet, ns, jobID string) ([]*api.Eva
 	return a.st(ws).EvalsByJob(ws, ns, jobID)
 }
 func (a serverState) Index(table string) uint64 { return a.s.State().Index(table) }
+
+// WaitIndex waits until the current store has applied index; a store
+// replaced meanwhile (a snapshot restore) is waited on in its turn.
+func (a serverState) WaitIndex(ctx context.Context, index uint64) error {
+	for {
+		err := a.s.State().WaitIndex(ctx, index)
+		if !errors.Is(err, state.ErrAbandoned) {
+			return err
+		}
+	}
+}
 
 func (a serverState) DeploymentByID(ws memdb.WatchSet, id string) (*api.Deployment, error) {
 	return a.st(ws).DeploymentByID(ws, id)
