@@ -7,9 +7,9 @@ import (
 )
 
 // leaderChanges tells waiters that the leader changed: a request held for
-// a leader (agent/http's forwardWithHold) goes on at once instead of at
-// its next retry (a dev agent's client registered 10-20 ms after its
-// server had won the election).
+// a leader (agent/http's forwardWithHold: writes during an election, a
+// dev agent's first requests) goes on at once instead of at its next
+// retry, 5-50 ms later.
 type leaderChanges struct {
 	mu sync.Mutex
 	ch chan struct{} // closed and dropped at the next change
