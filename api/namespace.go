@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"regexp"
+	"sync"
 )
 
 // Namespace is a named scope for jobs and their allocs, evals and
@@ -20,7 +21,10 @@ type Namespace struct {
 	ModifyIndex uint64 `json:"ModifyIndex"`
 }
 
-var namespaceName = regexp.MustCompile(`^[a-zA-Z0-9-]{1,128}$`)
+// namespaceName is compiled on first use: its counted repetitions compile to
+// hundreds of instructions, which every command (the CLI, an agent's
+// start) would pay at start-up.
+var namespaceName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9-]{1,128}$`) })
 
 // Validate checks a namespace a user writes (as Nomad: letters, digits
 // and dashes, at most 128; a description of at most 256 bytes).
@@ -28,7 +32,7 @@ func (n *Namespace) Validate() error {
 	switch {
 	case n == nil:
 		return Errorf(ErrBadRequest, "namespace: missing")
-	case !namespaceName.MatchString(n.Name):
+	case !namespaceName().MatchString(n.Name):
 		return Errorf(ErrBadRequest, fmt.Sprintf("namespace name %q: want 1 to 128 letters, digits or dashes", n.Name))
 	case len(n.Description) > 256:
 		return Errorf(ErrBadRequest, fmt.Sprintf("namespace %q: description over 256 bytes", n.Name))

@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"regexp"
+	"sync"
 )
 
 // Built-in node pools (Nomad's): every node is in "all"; nodes and jobs
@@ -27,7 +28,8 @@ type NodePoolUpsertRequest struct {
 	NodePools []*NodePool `json:"NodePools"`
 }
 
-var nodePoolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,128}$`)
+// nodePoolName is compiled on first use, as namespaceName.
+var nodePoolName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9_-]{1,128}$`) })
 
 // IsBuiltinNodePool reports whether name is "all" or "default".
 func IsBuiltinNodePool(name string) bool { return name == NodePoolAll || name == DefaultNodePool }
@@ -47,7 +49,7 @@ func (p *NodePool) Validate() error {
 	switch {
 	case p == nil:
 		return Errorf(ErrBadRequest, "node pool: missing")
-	case !nodePoolName.MatchString(p.Name):
+	case !nodePoolName().MatchString(p.Name):
 		return Errorf(ErrBadRequest, fmt.Sprintf("node pool name %q: want 1 to 128 letters, digits, - or _", p.Name))
 	case IsBuiltinNodePool(p.Name):
 		return Errorf(ErrBadRequest, fmt.Sprintf("node pool %q is built in and can't be changed", p.Name))

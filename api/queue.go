@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Queue is a share of the cluster that jobs name (job.Queue): what its
@@ -48,11 +49,12 @@ type QueueUpsertRequest struct {
 // DefaultQueue is the queue of jobs that name none.
 const DefaultQueue = "default"
 
-var queueName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}(/[a-zA-Z0-9_-]{1,64}){0,7}$`)
+// queueName is compiled on first use, as namespaceName.
+var queueName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}(/[a-zA-Z0-9_-]{1,64}){0,7}$`) })
 
 // ValidQueueName reports whether name is 1 to 8 slash-separated parts of
 // letters, digits, - and _ (each at most 64).
-func ValidQueueName(name string) bool { return queueName.MatchString(name) }
+func ValidQueueName(name string) bool { return queueName().MatchString(name) }
 
 // ParentOf is the parent a queue's name implies ("" for a top queue).
 func ParentOf(name string) string {
