@@ -55,9 +55,6 @@ func Start(logger *slog.Logger) *Advisor {
 		return nil
 	}
 	why := systemOffReason()
-	if why == "" && unsafe.Sizeof(uintptr(0)) < 8 {
-		why = "32-bit address space" // too small for ballasts the size of the heap
-	}
 	var si unix.Sysinfo_t
 	if why == "" {
 		if err := unix.Sysinfo(&si); err != nil {
@@ -78,8 +75,12 @@ func newAdvisor(logger *slog.Logger, minGoal, limit uint64) *Advisor {
 	return &Advisor{logger: logger, minGoal: minGoal, limit: limit}
 }
 
-// systemOffReason is offReason for this process on this machine.
+// systemOffReason is offReason for this process on this machine, or a
+// 32-bit address space (too small for ballasts the size of the heap).
 func systemOffReason() string {
+	if unsafe.Sizeof(uintptr(0)) < 8 {
+		return "32-bit address space"
+	}
 	mode, _ := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
 	overcommit, _ := os.ReadFile("/proc/sys/vm/overcommit_memory")
 	return offReason(string(mode), string(overcommit), os.Getenv("GODEBUG"), debug.SetMemoryLimit(-1))
