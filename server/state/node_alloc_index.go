@@ -16,6 +16,13 @@ import (
 // wakes no poll (at 10,000 simulated nodes every running report woke its
 // node's poll for nothing). Derived state: not in snapshots, rebuilt
 // from the allocs on restore; a deleted node's row goes with it.
+//
+// Every node has a row from its registration on (Index 0 until the
+// servers change one of its allocs): a lookup of a missing key watches
+// the radix node above it, which every other node's first placement
+// fires. Bin packing leaves many nodes empty, and before the rows existed
+// each plan woke thousands of their polls for nothing (in the whole-path
+// benchmark at 10,000 nodes, 110,000 of 123,000 wake-ups).
 const TableNodeAllocIndex = "node_alloc_index"
 
 // NodeAllocIndex is a row of TableNodeAllocIndex.
@@ -61,6 +68,18 @@ func (t *Txn) writeNodeAllocIndexes() error {
 		}
 	}
 	return nil
+}
+
+// ensureNodeAllocRow gives a node its row (Index 0) when it has none.
+func ensureNodeAllocRow(txn *memdb.Txn, nodeID string) (inserted bool, err error) {
+	raw, err := txn.First(TableNodeAllocIndex, "id", nodeID)
+	if err != nil || raw != nil {
+		return false, err
+	}
+	if err := txn.Insert(TableNodeAllocIndex, &NodeAllocIndex{NodeID: nodeID}); err != nil {
+		return false, fmt.Errorf("insert into %s: %w", TableNodeAllocIndex, err)
+	}
+	return true, nil
 }
 
 // nodeAllocIndexOnRestore raises a's node's row to a's AllocModifyIndex.

@@ -56,10 +56,14 @@ func (r *Restore) JobVersion(j *api.Job) error { return r.put(TableJobVersions, 
 // JobSummary restores a job summary.
 func (r *Restore) JobSummary(s *api.JobSummary) error { return r.put(TableJobSummary, s) }
 
-// Node restores a node (and its pool, when the snapshot has no row for it).
+// Node restores a node (and its pool, when the snapshot has no row for
+// it, and its TableNodeAllocIndex row, when no alloc made one yet).
 func (r *Restore) Node(n *api.Node) error {
 	if err := r.ensureNodePool(n); err != nil {
 		return err
+	}
+	if _, err := ensureNodeAllocRow(r.txn, n.ID); err != nil {
+		return fmt.Errorf("restore: %w", err)
 	}
 	return r.put(TableNodes, n)
 }

@@ -64,6 +64,11 @@ func (t *Txn) UpsertNode(node *api.Node) error {
 		}
 	} else {
 		node.CreateIndex = t.index
+		if inserted, err := ensureNodeAllocRow(t.txn, node.ID); err != nil {
+			return err
+		} else if inserted {
+			t.touch(TableNodeAllocIndex)
+		}
 	}
 	if node.SchedulingEligibility == "" {
 		node.SchedulingEligibility = api.NodeSchedulingEligible
