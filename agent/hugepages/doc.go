@@ -13,11 +13,16 @@
 //
 // How: after each garbage collection (a runtime.AddCleanup hook, no
 // goroutine or timer of its own), once the heap goal passes MinGoal the
-// Advisor keeps the heap's mapped size at least 1.5 times the goal. It
+// Advisor keeps the heap's mapped size at least twice the goal. It
 // allocates a "ballast" at least as large as the heap, which no free run
 // of the heap can hold, so the runtime maps fresh memory for it; it
 // advises the ballast's range MADV_HUGEPAGE and drops it. The next
 // collection frees the ballast and the heap grows into the advised range.
+// That collection comes when it would have come anyway: the GC percent is
+// raised by the ballast's share of the live heap until then, so the dead
+// ballast does not start one of its own (a whole mark, for nothing). Only
+// when the heap's free room could not hold the growth until then (the
+// first ballast, usually) is the ballast collected at once.
 // The ballast is never zeroed or touched (strings.Builder.Grow), so it
 // costs address space and a little runtime metadata, not resident memory;
 // the runtime counts the freed range as free heap until its scavenger

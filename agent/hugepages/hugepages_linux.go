@@ -38,7 +38,15 @@ type Advisor struct {
 
 	mu     sync.Mutex
 	ranges []Range
+
+	// raisedFrom is the GC percent to restore after the collection that
+	// frees a deferred ballast; noRaise when none is pending. Guarded by
+	// gcOff.
+	raisedFrom int
 }
+
+// noRaise marks an Advisor with no raised GC percent pending.
+const noRaise = math.MinInt
 
 // Range is a heap address range advised MADV_HUGEPAGE, [Start, End).
 type Range struct{ Start, End uintptr }
@@ -72,7 +80,7 @@ func Start(logger *slog.Logger) *Advisor {
 }
 
 func newAdvisor(logger *slog.Logger, minGoal, limit uint64) *Advisor {
-	return &Advisor{logger: logger, minGoal: minGoal, limit: limit}
+	return &Advisor{logger: logger, minGoal: minGoal, limit: limit, raisedFrom: noRaise}
 }
 
 // systemOffReason is offReason for this process on this machine, or a
@@ -118,6 +126,7 @@ func godebugSet(godebug, key, value string) bool {
 // sees it and does nothing; a new Advisor may start at once. Nil-safe.
 func (a *Advisor) Stop() {
 	if a != nil && !a.stopped.Swap(true) {
+		a.restoreGCPercent()
 		active.Store(false)
 	}
 }
@@ -142,9 +151,12 @@ func (a *Advisor) afterGC() {
 	if a.stopped.Load() {
 		return
 	}
+	a.restoreGCPercent() // this collection freed any deferred ballast
 	goal, mapped := heapNow()
 	if n := ballastSize(goal, mapped, a.minGoal, a.limit); n > 0 {
-		a.grow(n)
+		// The heap's free room holds this cycle's growth: the ballast
+		// can wait for the next collection (see grow).
+		a.grow(n, mapped >= goal)
 	}
 	a.arm()
 }
@@ -183,13 +195,16 @@ func sumMetrics(names ...string) uint64 {
 }
 
 // ballastSize is how much fresh heap to map and advise now: none while
-// the goal is under minGoal or the heap maps at least 1.5 times the goal;
+// the goal is under minGoal or the heap maps at least twice the goal;
 // otherwise enough to reach that and at least the heap's mapped size (so
 // no free run of the heap can hold it: the runtime maps fresh memory for
 // all of it but the free run at the top it may start in), in whole
 // runtime chunks — or none when that exceeds limit.
 func ballastSize(goal, mapped, minGoal, limit uint64) uint64 {
-	want := goal / 2 * 3
+	// Twice the goal: after one ballast the mapped heap holds the next
+	// cycle's growth (the goal at most doubles a cycle), so the next
+	// ballasts can be deferred (see grow).
+	want := 2 * goal
 	if goal < minGoal || mapped >= want {
 		return 0
 	}
@@ -204,6 +219,18 @@ func ballastSize(goal, mapped, minGoal, limit uint64) uint64 {
 // grow maps n bytes of fresh heap as a ballast, advises the huge pages
 // inside it and drops it; the next collection frees it for the heap.
 //
+// A dropped ballast still counts in the heap until a collection frees
+// it, and it is larger than the heap: left so, it would start a
+// collection at once, a whole mark of the live heap for nothing (3 of the
+// 9 collections of a whole-path benchmark run, ~12% of the server's CPU,
+// most of it in assists, as the heap looked far past its goal). When
+// deferred is set (the heap's mapped free room holds the growth until the
+// next goal), grow raises the GC percent so the goal moves up by the
+// ballast's size: the next collection comes when it would have come
+// anyway, frees the ballast, and afterGC restores the percent. Otherwise
+// (the heap would have to grow past the ballast, into memory not
+// advised) it is freed at once, as before.
+//
 // The collector is off while the ballast is allocated and referenced: a
 // collection started by its allocation could find it on this goroutine's
 // stack, count it live and double the next heap goal around it (the heap
@@ -211,11 +238,19 @@ func ballastSize(goal, mapped, minGoal, limit uint64) uint64 {
 // few microseconds; SetGCPercent(-1) also waits out a running mark. The
 // advice comes after, by address: the memory stays mapped whatever the
 // heap does with it meanwhile, and MADV_HUGEPAGE leaves contents alone.
-func (a *Advisor) grow(n uint64) {
+func (a *Advisor) grow(n uint64, deferred bool) {
 	gcOff.Lock()
 	gogc := debug.SetGCPercent(-1)
+	live := sumMetrics("/gc/heap/live:bytes")
 	lo, hi := ballast(n)
-	debug.SetGCPercent(gogc)
+	next := gogc
+	if deferred && gogc > 0 && live > 0 {
+		// The goal is live + (live + stacks + globals) * percent / 100:
+		// rounding up on live alone moves it by at least n.
+		next = gogc + int((n*100+live-1)/live)
+		a.raisedFrom = gogc
+	}
+	debug.SetGCPercent(next)
 	gcOff.Unlock()
 	if lo >= hi {
 		return
@@ -231,8 +266,19 @@ func (a *Advisor) grow(n uint64) {
 	a.logger.Debug("heap range advised for huge pages", "mib", (hi-lo)>>20)
 }
 
-// gcOff serializes the windows in which grow turns the collector off, so
-// that none restores the percent another one saved.
+// restoreGCPercent sets back the GC percent a deferred ballast raised.
+func (a *Advisor) restoreGCPercent() {
+	gcOff.Lock()
+	defer gcOff.Unlock()
+	if a.raisedFrom != noRaise {
+		debug.SetGCPercent(a.raisedFrom)
+		a.raisedFrom = noRaise
+	}
+}
+
+// gcOff serializes the windows in which grow turns the collector off or
+// raises its percent, and their restores, so that none restores the
+// percent another one saved.
 var gcOff sync.Mutex
 
 // ballast allocates n bytes and returns the whole 2 MiB pages inside

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"testing"
@@ -48,9 +49,9 @@ func TestBallastSize(t *testing.T) {
 		want                       uint64
 	}{
 		{"small heap", 32 * mib, 8 * mib, 64 * mib, 1 << 40, 0},
-		{"room enough", 100 * mib, 150 * mib, 64 * mib, 1 << 40, 0},
+		{"room enough", 100 * mib, 200 * mib, 64 * mib, 1 << 40, 0},
 		{"doubles the heap", 100 * mib, 120 * mib, 64 * mib, 1 << 40, 120 * mib},
-		{"reaches 1.5x goal", 400 * mib, 100 * mib, 64 * mib, 1 << 40, 500 * mib},
+		{"reaches 2x goal", 400 * mib, 100 * mib, 64 * mib, 1 << 40, 700 * mib},
 		{"whole chunks", 100 * mib, 121 * mib, 64 * mib, 1 << 40, 124 * mib},
 		{"over the limit", 100 * mib, 120 * mib, 64 * mib, 100 * mib, 0},
 	} {
@@ -69,7 +70,7 @@ func TestGrowAdvisesFreshHeap(t *testing.T) {
 	free := sumMetrics("/memory/classes/heap/free:bytes", "/memory/classes/heap/released:bytes")
 	n := (mapped + 2*chunk) &^ (chunk - 1)
 	a := newAdvisor(slog.New(slog.NewTextHandler(io.Discard, nil)), 0, 1<<40)
-	a.grow(n)
+	a.grow(n, false)
 	r := a.Ranges()
 	if len(r) != 1 || r[0].End-r[0].Start < uintptr(n)-2*hugePage {
 		t.Fatalf("advised %+v, want one range of about %d bytes", r, n)
@@ -88,6 +89,47 @@ func TestGrowAdvisesFreshHeap(t *testing.T) {
 		t.Errorf("heap page %#x not advised after the ballast", mid)
 	}
 	runtime.KeepAlive(x)
+}
+
+// TestDeferredBallastStartsNoCollection: a deferred ballast, larger than
+// the heap, starts no collection of its own: the GC percent rises by its
+// share of the live heap until the next collection (which frees it), and
+// then comes back.
+func TestDeferredBallastStartsNoCollection(t *testing.T) {
+	runtime.GC()
+	_, mapped := heapNow()
+	n := (mapped + 2*chunk) &^ (chunk - 1)
+	gogc := gcPercent()
+	a := newAdvisor(slog.New(slog.NewTextHandler(io.Discard, nil)), 0, 1<<40)
+	goal, _ := heapNow()
+	a.grow(n, true)
+	// The ballast counts in the heap until collected: the goal must move
+	// past it, or the next allocation starts a collection.
+	if raised, _ := heapNow(); raised < goal+n {
+		t.Errorf("heap goal %d MiB -> %d MiB (GC percent %d -> %d) with a deferred ballast of %d MiB: a collection starts at once",
+			goal>>20, raised>>20, gogc, gcPercent(), n>>20)
+	}
+	runtime.GC() // frees the ballast
+	a.restoreGCPercent()
+	if got := gcPercent(); got != gogc {
+		t.Errorf("GC percent after the restore: %d, want %d", got, gogc)
+	}
+	if len(a.Ranges()) != 1 {
+		t.Errorf("advised %+v, want one range", a.Ranges())
+	}
+	// Stop restores a raise still pending.
+	a.grow(n, true)
+	a.Stop()
+	if got := gcPercent(); got != gogc {
+		t.Errorf("GC percent after Stop: %d, want %d", got, gogc)
+	}
+}
+
+// gcPercent is the runtime's GC percent (GOGC).
+func gcPercent() int {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return int(s[0].Value.Uint64())
 }
 
 // TestAdvisorFollowsGC: once live data pushes the heap goal past 2/3 of
