@@ -40,7 +40,8 @@ func entryTypes() map[MessageType]reflect.Type {
 // TestEntryCodecMatchesJSON: for every command, with every field set,
 // the entry codec writes and reads the body as encoding/json does
 // (codectest.MatchesJSON), and an entry Encode wrote, small or
-// compressed, decodes (Decode, decodeBody) to that value. Entries of
+// compressed, decodes (Decode, decodeBody, and decode into a reused
+// buffer) to that value. Entries of
 // earlier versions (encoding/json, uncompressed) so stay readable, and
 // nothing is dropped or changed on the way through Raft.
 func TestEntryCodecMatchesJSON(t *testing.T) {
@@ -48,6 +49,7 @@ func TestEntryCodecMatchesJSON(t *testing.T) {
 	if len(types) != len(typeNames) {
 		t.Fatalf("%d body types for %d message types: add the new type here", len(types), len(typeNames))
 	}
+	var scratch []byte // one decode buffer for every entry, as Apply's pool reuses them
 	for typ, rt := range types {
 		for _, big := range []bool{false, true} {
 			v := reflect.New(rt).Interface()
@@ -72,6 +74,9 @@ func TestEntryCodecMatchesJSON(t *testing.T) {
 			}
 			if !bytes.Equal(body, plain) {
 				t.Errorf("%v (big %v): the entry's body is not the value's JSON", typ, big)
+			}
+			if _, reused, err := decode(entry, &scratch); err != nil || !bytes.Equal(reused, plain) {
+				t.Errorf("%v (big %v): decoded into a reused buffer: %v; body is the value's JSON: %v", typ, big, err, bytes.Equal(reused, plain))
 			}
 			got, want := reflect.New(rt).Interface(), reflect.New(rt).Interface()
 			if err := codec.Unmarshal(body, got); err != nil {

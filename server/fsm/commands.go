@@ -156,7 +156,17 @@ func Encode(t MessageType, body any) ([]byte, error) {
 }
 
 // Decode splits a log entry into its type and body, checking the version.
-func Decode(buf []byte) (MessageType, json.RawMessage, error) {
+func Decode(buf []byte) (MessageType, json.RawMessage, error) { return decode(buf, nil) }
+
+// decodeBufs are the scratch buffers Apply decompresses entries into:
+// the body is decoded (and copied) before the buffer goes back, so a
+// plan's few MB are not allocated and collected again per entry.
+var decodeBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// decode is Decode; with scratch it decompresses into *scratch (grown as
+// needed, and kept there), and the body it returns lives only until
+// *scratch is used again.
+func decode(buf []byte, scratch *[]byte) (MessageType, json.RawMessage, error) {
 	if len(buf) == 0 {
 		return 0, nil, fmt.Errorf("decode: empty entry: %w", api.ErrBadRequest)
 	}
@@ -169,7 +179,15 @@ func Decode(buf []byte) (MessageType, json.RawMessage, error) {
 		if err != nil || n > maxCompressRatio*len(buf[2:]) {
 			return t, nil, fmt.Errorf("decode %v: compressed envelope of %d bytes: %w", t, n, api.ErrBadRequest)
 		}
-		env := make([]byte, 1, 1+n)
+		var env []byte
+		if scratch == nil {
+			env = make([]byte, 1, 1+n)
+		} else {
+			if cap(*scratch) < 1+n {
+				*scratch = make([]byte, 1+n)
+			}
+			env = (*scratch)[:1]
+		}
 		env[0] = byte(t)
 		plain, err := s2.Decode(env[1:1+n], buf[2:])
 		if err != nil {

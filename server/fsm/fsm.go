@@ -106,10 +106,12 @@ func (f *FSM) Apply(l *raft.Log) any {
 		err = f.applyPlanResults(f.State(), l.Index, req)
 	} else {
 		var body json.RawMessage
-		t, body, err = Decode(l.Data)
+		scratch := decodeBufs.Get().(*[]byte)
+		t, body, err = decode(l.Data, scratch)
 		if err == nil {
-			err = f.apply(t, l.Index, body)
+			err = f.apply(t, l.Index, body) // decodes (copies) the body
 		}
+		decodeBufs.Put(scratch)
 	}
 	if err != nil {
 		// The entry is applied (as a no-op) all the same: waiters on

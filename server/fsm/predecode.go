@@ -42,9 +42,11 @@ func (f *FSM) Predecode(entry []byte) (release func()) {
 	f.pre.mu.Unlock()
 	go func() {
 		defer close(p.done)
-		_, body, err := Decode(entry) // an ApplyPlanResults entry (checked above)
+		scratch := decodeBufs.Get().(*[]byte)
+		defer decodeBufs.Put(scratch)
+		_, body, err := decode(entry, scratch) // an ApplyPlanResults entry (checked above)
 		if err == nil {
-			p.req, err = decodeBody[ApplyPlanResultsRequest](body)
+			p.req, err = decodeBody[ApplyPlanResultsRequest](body) // copies the body
 		}
 		p.err = err
 	}()
