@@ -124,10 +124,7 @@ func (t *Txn) DeleteEvals(evalIDs, allocIDs []string) error {
 			return err
 		}
 		t.touchJob(a.Namespace, a.JobID)
-		c := *a
-		c.Job = nil
-		t.emit(api.Event{Topic: api.TopicAllocation, Type: "AllocationDeleted", Key: a.ID, Namespace: a.Namespace,
-			FilterKeys: filterKeys(a.JobID, a.DeploymentID), Payload: map[string]any{"Allocation": &c}})
+		t.emit(allocEvent("AllocationDeleted", a))
 	}
 	return nil
 }
