@@ -399,6 +399,24 @@ func TestE2EDevAgent(t *testing.T) {
 	}
 	long := d.runJob(pidFile, "pidjob")
 	reapTasks(t, long)
+	// The alloc reads running once one task runs; a task's process runs
+	// (and prints its pid) a moment before the client has stored its
+	// handle. Kill only once the client reported every task started: it
+	// reports after storing the handle that reattaching needs.
+	d.alloc(long, "every task of pidjob reported started", func(a *api.Allocation) (bool, string) {
+		var st []string
+		all := true
+		for _, task := range pidJobTasks {
+			ts := a.TaskStates[task]
+			if ts == nil {
+				return false, "no state for " + task
+			}
+			types, n := events(ts)
+			st = append(st, fmt.Sprintf("%s: %s %v", task, ts.State, types))
+			all = all && ts.State == api.TaskStateRunning && n[api.TaskStarted] > 0
+		}
+		return all, strings.Join(st, "; ")
+	})
 	pid := d.taskPID(long, "long")
 	for _, task := range pidJobTasks[1:] {
 		d.taskPID(long, task) // each task has started its sleep
