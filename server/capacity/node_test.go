@@ -193,14 +193,18 @@ func TestAllocVector(t *testing.T) {
 				Memory:   api.AllocatedMemoryResources{MemoryMB: 64},
 				Networks: []*api.NetworkResource{{DynamicPorts: []api.Port{{Label: "x", Value: 20004}}}},
 				Devices:  []*api.AllocatedDeviceResource{{DeviceIDs: []string{"GPU-0"}}}},
+			"b": {Cpu: api.AllocatedCpuResources{CpuShares: 50}, Memory: api.AllocatedMemoryResources{MemoryMB: 32}},
 		},
 		Shared: api.AllocatedSharedResources{DiskMB: 300, Ports: []api.AllocatedPort{{Label: "http", Value: 8080}},
 			Networks: []*api.NetworkResource{{ReservedPorts: []api.Port{{Label: "http", Value: 8080}, {Label: "unset"}}}}},
 	}
 	v := AllocVector(r)
-	want := Vector{CPU: 100, MemoryMB: 64, DiskMB: 300, Cores: []uint16{3}, Ports: []int{8080, 20004}, Devices: []string{"GPU-0"}}
+	want := Vector{CPU: 150, MemoryMB: 96, DiskMB: 300, Cores: []uint16{3}, Ports: []int{8080, 20004}, Devices: []string{"GPU-0"}}
 	if !reflect.DeepEqual(v, want) {
 		t.Fatalf("got %+v, want %+v", v, want)
+	}
+	if cpu, mem, disk := r.Comparable(); v.CPU != cpu || v.MemoryMB != mem || v.DiskMB != disk {
+		t.Errorf("CPU, memory, disk %d, %d, %d; Comparable says %d, %d, %d", v.CPU, v.MemoryMB, v.DiskMB, cpu, mem, disk)
 	}
 	if v := AllocVector(nil); !reflect.DeepEqual(v, Vector{}) {
 		t.Fatalf("nil resources: %+v", v)
@@ -208,7 +212,7 @@ func TestAllocVector(t *testing.T) {
 	var sum Vector
 	sum.Add(&want)
 	sum.Add(&Vector{CPU: 1, NumDynamicPorts: 2, NumCores: 1})
-	if sum.CPU != 101 || sum.NumDynamicPorts != 2 || sum.NumCores != 1 || len(sum.Ports) != 2 {
+	if sum.CPU != 151 || sum.NumDynamicPorts != 2 || sum.NumCores != 1 || len(sum.Ports) != 2 {
 		t.Fatalf("sum %+v", sum)
 	}
 }

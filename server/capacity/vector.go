@@ -41,7 +41,7 @@ func AllocVector(r *api.AllocatedResources) Vector {
 	if r == nil {
 		return v
 	}
-	v.CPU, v.MemoryMB, v.DiskMB = r.Comparable()
+	v.DiskMB = r.Shared.DiskMB // CPU and memory as r.Comparable(), in the loop below (one pass over the map)
 	addPort := func(p int) {
 		if p <= 0 {
 			return
@@ -68,6 +68,8 @@ func AllocVector(r *api.AllocatedResources) Vector {
 	}
 	addNets(r.Shared.Networks)
 	for _, t := range r.Tasks {
+		v.CPU += t.Cpu.CpuShares
+		v.MemoryMB += t.Memory.MemoryMB
 		v.Cores = append(v.Cores, t.Cpu.ReservedCores...)
 		addNets(t.Networks)
 		for _, d := range t.Devices {
