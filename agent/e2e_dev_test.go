@@ -283,6 +283,23 @@ func events(ts *api.TaskState) (types []string, n map[string]int) {
 	return types, n
 }
 
+// everyTask reports whether ok holds for each of the tasks' states (and
+// their event counts), and the states with their events.
+func everyTask(a *api.Allocation, tasks []string, ok func(ts *api.TaskState, n map[string]int) bool) (bool, string) {
+	var st []string
+	all := true
+	for _, task := range tasks {
+		ts := a.TaskStates[task]
+		if ts == nil {
+			return false, "no state for " + task
+		}
+		types, n := events(ts)
+		st = append(st, fmt.Sprintf("%s: %s %v", task, ts.State, types))
+		all = all && ok(ts, n)
+	}
+	return all, strings.Join(st, "; ")
+}
+
 // pidJobHCL runs the same long task three ways: exec sharing the host's
 // PID namespace (so it prints its host PID), exec in its own PID
 // namespace (the default), and raw_exec.
@@ -404,18 +421,9 @@ func TestE2EDevAgent(t *testing.T) {
 	// handle. Kill only once the client reported every task started: it
 	// reports after storing the handle that reattaching needs.
 	d.alloc(long, "every task of pidjob reported started", func(a *api.Allocation) (bool, string) {
-		var st []string
-		all := true
-		for _, task := range pidJobTasks {
-			ts := a.TaskStates[task]
-			if ts == nil {
-				return false, "no state for " + task
-			}
-			types, n := events(ts)
-			st = append(st, fmt.Sprintf("%s: %s %v", task, ts.State, types))
-			all = all && ts.State == api.TaskStateRunning && n[api.TaskStarted] > 0
-		}
-		return all, strings.Join(st, "; ")
+		return everyTask(a, pidJobTasks, func(ts *api.TaskState, n map[string]int) bool {
+			return ts.State == api.TaskStateRunning && n[api.TaskStarted] > 0
+		})
 	})
 	pid := d.taskPID(long, "long")
 	for _, task := range pidJobTasks[1:] {
@@ -437,18 +445,7 @@ func TestE2EDevAgent(t *testing.T) {
 	}
 	d.start()
 	a := d.alloc(long, "every task of pidjob reattached", func(a *api.Allocation) (bool, string) {
-		var st []string
-		all := true
-		for _, task := range pidJobTasks {
-			ts := a.TaskStates[task]
-			if ts == nil {
-				return false, "no state for " + task
-			}
-			types, n := events(ts)
-			st = append(st, fmt.Sprintf("%s: %s %v", task, ts.State, types))
-			all = all && n[api.TaskReattached] > 0
-		}
-		return all, strings.Join(st, "; ")
+		return everyTask(a, pidJobTasks, func(_ *api.TaskState, n map[string]int) bool { return n[api.TaskReattached] > 0 })
 	})
 	if a.ClientStatus != api.AllocClientStatusRunning {
 		t.Errorf("after reattach: alloc %s, want running", a.ClientStatus)
