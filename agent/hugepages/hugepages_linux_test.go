@@ -132,7 +132,7 @@ func gcPercent() int {
 	return int(s[0].Value.Uint64())
 }
 
-// TestAdvisorFollowsGC: once live data pushes the heap goal past 2/3 of
+// TestAdvisorFollowsGC: once live data pushes the heap goal past half of
 // the mapped heap, the GC hook advises fresh heap.
 func TestAdvisorFollowsGC(t *testing.T) {
 	runtime.GC()

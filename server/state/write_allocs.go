@@ -119,15 +119,15 @@ func (t *Txn) putAlloc(old, a *api.Allocation, eventType string) error {
 	return nil
 }
 
-// AllocPayload is an alloc in an event's payload. It encodes as the alloc
+// allocPayload is an alloc in an event's payload. It encodes as the alloc
 // without its Job (the stream carries jobs in their own events) and holds
 // the stored alloc, which no write changes (each writes a copy): a copy
 // without the job at every alloc write, for events mostly never read,
 // was ~7% of the leader's allocation in the C1M benchmark.
-type AllocPayload struct{ *api.Allocation }
+type allocPayload struct{ *api.Allocation }
 
 // MarshalJSON encodes the alloc less its Job.
-func (p AllocPayload) MarshalJSON() ([]byte, error) {
+func (p allocPayload) MarshalJSON() ([]byte, error) {
 	c := *p.Allocation
 	c.Job = nil
 	return json.Marshal(&c)
@@ -135,7 +135,7 @@ func (p AllocPayload) MarshalJSON() ([]byte, error) {
 
 func allocEvent(eventType string, a *api.Allocation) api.Event {
 	return api.Event{Topic: api.TopicAllocation, Type: eventType, Key: a.ID, Namespace: a.Namespace,
-		FilterKeys: filterKeys(a.JobID, a.DeploymentID), Payload: map[string]any{"Allocation": AllocPayload{a}}}
+		FilterKeys: filterKeys(a.JobID, a.DeploymentID), Payload: map[string]any{"Allocation": allocPayload{a}}}
 }
 
 func filterKeys(keys ...string) []string {
