@@ -272,6 +272,10 @@ func (s *Server) RaftConfiguration() (*api.RaftConfiguration, error) {
 	return out, nil
 }
 
+// RaftConfigurationIndex is the index of the latest Raft configuration
+// (RaftConfiguration's Index), read without the member lookups.
+func (s *Server) RaftConfigurationIndex() uint64 { return s.rs.raft.GetConfiguration().Index() }
+
 // RemoveRaftPeer removes a server from the Raft configuration by ID or
 // address (leader only: writes are forwarded to it).
 func (s *Server) RemoveRaftPeer(ctx context.Context, id, addr string) error {

@@ -17,7 +17,9 @@ import (
 // limit.
 
 // The set of peer IPs is reused for peerRefresh, and fetched again on a
-// miss at most every peerMissRefresh (a server that just joined).
+// miss at once when the Raft configuration changed since (a server that
+// just joined, and the cluster a joining server just learned), else at
+// most every peerMissRefresh.
 const (
 	peerRefresh     = 5 * time.Second
 	peerMissRefresh = 500 * time.Millisecond
@@ -29,6 +31,7 @@ type peerIPs struct {
 	mu      sync.Mutex
 	ips     map[string]bool
 	fetched time.Time
+	index   uint64          // the Raft configuration's index when fetched
 	servers map[string]bool // Config.Servers, resolved once at Start
 }
 
@@ -85,13 +88,18 @@ func (p *peerIPs) exempt(ip string) bool {
 		return false
 	}
 	age := time.Since(p.fetched)
-	if p.ips == nil || age > peerRefresh || (!p.ips[ip] && age > peerMissRefresh) {
+	stale := p.ips == nil || age > peerRefresh
+	if !stale && !p.ips[ip] {
+		stale = age > peerMissRefresh || p.configChanged()
+	}
+	if stale {
 		p.fetched = time.Now()
 		self := ""
 		if r, ok := p.s.cfg.Server.(interface{ RaftID() string }); ok {
 			self = r.RaftID()
 		}
 		if rc, err := o.RaftConfiguration(); err == nil {
+			p.index = rc.Index
 			p.ips = map[string]bool{}
 			for _, srv := range rc.Servers {
 				if srv.ID == self {
@@ -106,4 +114,11 @@ func (p *peerIPs) exempt(ip string) bool {
 		}
 	}
 	return p.ips[ip]
+}
+
+// configChanged reports whether the Raft configuration moved past the one
+// the set was built from (a cheap read; false when the server cannot say).
+func (p *peerIPs) configChanged() bool {
+	c, ok := p.s.cfg.Server.(interface{ RaftConfigurationIndex() uint64 })
+	return ok && c.RaftConfigurationIndex() != p.index
 }
