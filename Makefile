@@ -67,7 +67,7 @@ bench: build ## run the benchmarks; print placements/s, start-up, memory, 100-ta
 		> build/bench.out 2>&1 || { cat build/bench.out; exit 1; }
 	@awk '$(BENCH_SUMMARY)' build/bench.out | tee build/bench.txt
 
-FUZZ_TARGETS := jobspec:FuzzParse server/fsm:FuzzApply server/fsm:FuzzRestore agent/http:FuzzDecodeBody \
+FUZZ_TARGETS := jobspec:FuzzParse api:FuzzScoresDecode server/fsm:FuzzApply server/fsm:FuzzRestore agent/http:FuzzDecodeBody \
 	agent/client:FuzzFSPath drivers/executor/supervisor:FuzzParseJSON
 FUZZTIME ?= 30s
 

@@ -237,9 +237,9 @@ type AllocMetric struct {
 
 // NodeScoreMeta is a top-scoring node's score breakdown.
 type NodeScoreMeta struct {
-	NodeID    string             `json:"NodeID"`
-	Scores    map[string]float64 `json:"Scores"`
-	NormScore float64            `json:"NormScore"`
+	NodeID    string  `json:"NodeID"`
+	Scores    Scores  `json:"Scores"`
+	NormScore float64 `json:"NormScore"`
 }
 
 // AllocDeploymentStatus is an alloc's health within a deployment.

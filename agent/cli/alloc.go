@@ -122,8 +122,8 @@ func printAlloc(w io.Writer, a *api.Allocation, verbose bool) {
 		rows := []string{}
 		for _, s := range m.ScoreMetaData {
 			var parts []string
-			for _, k := range sortedKeys(s.Scores) {
-				parts = append(parts, fmt.Sprintf("%s=%.3g", k, s.Scores[k]))
+			for _, c := range s.Scores {
+				parts = append(parts, fmt.Sprintf("%s=%.3g", c.Name, c.Value))
 			}
 			rows = append(rows, fmt.Sprintf("%s\t%s\t%.3g", s.NodeID, strings.Join(parts, " "), s.NormScore))
 		}

@@ -14,7 +14,8 @@ import (
 )
 
 // notWire are the api package's struct types that are not sent as JSON.
-var notWire = map[string]bool{"Client": true, "QueryOptions": true, "QueryMeta": true, "WriteOptions": true}
+// Score travels only inside Scores, as one member of its JSON object.
+var notWire = map[string]bool{"Client": true, "QueryOptions": true, "QueryMeta": true, "WriteOptions": true, "Score": true}
 
 // wireTypes is every other struct type of the api package.
 var wireTypes = []any{

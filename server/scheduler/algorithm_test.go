@@ -39,7 +39,7 @@ func TestAlgorithmBinpackVersusSpread(t *testing.T) {
 			t.Fatalf("algorithm %q: placed %+v, want on %s", c.algo, got, c.want)
 		}
 		sc := got.Metrics.ScoreMetaData
-		if len(sc) != 2 || sc[0].NodeID != c.want || sc[0].Scores["binpack"] <= sc[1].Scores["binpack"] {
+		if len(sc) != 2 || sc[0].NodeID != c.want || binpack(sc[0]) <= binpack(sc[1]) {
 			t.Fatalf("algorithm %q: scores %+v %+v, want %s first with the higher fit score", c.algo, sc[0], sc[1], c.want)
 		}
 	}
@@ -62,4 +62,10 @@ func TestFitScores(t *testing.T) {
 	if b, s := binPackScore(500, 1000, 500, 1000), spreadFitScore(500, 1000, 500, 1000); b <= 0 || b >= 1 || s <= 0 || s >= 1 {
 		t.Errorf("half used: binpack %v spread %v, want both inside (0,1)", b, s)
 	}
+}
+
+// binpack is a score meta's binpack component.
+func binpack(m *api.NodeScoreMeta) float64 {
+	v, _ := m.Scores.Get("binpack")
+	return v
 }

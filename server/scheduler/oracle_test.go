@@ -102,8 +102,8 @@ func TestBinPackOracle(t *testing.T) {
 			if len(meta) == 0 || meta[0].NodeID != placed.NodeID {
 				t.Fatalf("iter %d: chosen node %s is not the top scored %+v", iter, placed.NodeID, meta)
 			}
-			if math.Abs(meta[0].Scores["binpack"]-got) > 1e-9 {
-				t.Fatalf("iter %d: scheduler binpack %v, oracle %v", iter, meta[0].Scores["binpack"], got)
+			if bp, _ := meta[0].Scores.Get("binpack"); math.Abs(bp-got) > 1e-9 {
+				t.Fatalf("iter %d: scheduler binpack %v, oracle %v", iter, bp, got)
 			}
 			if limit < 0 && math.Abs(got-best) > 1e-9 {
 				t.Fatalf("iter %d: chosen score %v, oracle best %v", iter, got, best)

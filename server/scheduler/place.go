@@ -713,21 +713,22 @@ func scoreMeta(cands []cand, top int) []*api.NodeScoreMeta {
 	out := make([]*api.NodeScoreMeta, 0, len(idx))
 	for _, i := range idx {
 		c := &cands[i]
-		sc := map[string]float64{"binpack": c.binpack}
-		if c.hasAnti {
-			sc["job-anti-affinity"] = c.anti
+		sc := make(api.Scores, 0, 2) // in name order
+		if c.hasSp {
+			sc = append(sc, api.Score{Name: "allocation-spread", Value: c.spread})
 		}
-		if c.hasRes {
-			sc["node-reschedule-penalty"] = c.resched
+		sc = append(sc, api.Score{Name: "binpack", Value: c.binpack})
+		if len(c.picks) > 0 {
+			sc = append(sc, api.Score{Name: "devices", Value: c.devices})
+		}
+		if c.hasAnti {
+			sc = append(sc, api.Score{Name: "job-anti-affinity", Value: c.anti})
 		}
 		if c.hasAff {
-			sc["node-affinity"] = c.affinity
+			sc = append(sc, api.Score{Name: "node-affinity", Value: c.affinity})
 		}
-		if c.hasSp {
-			sc["allocation-spread"] = c.spread
-		}
-		if len(c.picks) > 0 {
-			sc["devices"] = c.devices
+		if c.hasRes {
+			sc = append(sc, api.Score{Name: "node-reschedule-penalty", Value: c.resched})
 		}
 		out = append(out, &api.NodeScoreMeta{NodeID: c.ns.node.ID, Scores: sc, NormScore: c.score})
 	}

@@ -304,13 +304,8 @@ func (sc *scenario) print(res *Result) {
 				for _, sm := range m.ScoreMetaData {
 					if sm.NodeID == a.NodeID {
 						l += fmt.Sprintf(" score=%.3f", sm.NormScore)
-						keys := make([]string, 0, len(sm.Scores))
-						for k := range sm.Scores {
-							keys = append(keys, k)
-						}
-						sort.Strings(keys)
-						for _, k := range keys {
-							l += fmt.Sprintf(" %s=%.3f", k, sm.Scores[k])
+						for _, c := range sm.Scores { // in name order
+							l += fmt.Sprintf(" %s=%.3f", c.Name, c.Value)
 						}
 					}
 				}
