@@ -7,6 +7,7 @@ import (
 	"io"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/server/state"
@@ -36,7 +37,7 @@ func populated(t *testing.T) *FSM {
 	a.mustApply(JobRegisterType, JobRegisterRequest{Job: job("web"), Eval: eval("e2", "web")})
 	a.mustApply(JobRegisterType, JobRegisterRequest{Job: job("api"), Eval: eval("e3", "api")})
 	a.mustApply(ApplyPlanResultsType, ApplyPlanResultsRequest{Job: job("web"),
-		AllocsPlaced: []*api.Allocation{alloc("a1", "web", "n1"), alloc("a2", "web", "n1")},
+		AllocsPlaced: []*api.Allocation{withRes(alloc("a1", "web", "n1")), withRes(alloc("a2", "web", "n1"))},
 		Deployment: &api.Deployment{ID: "d1", JobID: "web", Status: api.DeploymentStatusRunning,
 			TaskGroups: map[string]*api.DeploymentState{"web": {DesiredTotal: 2}}},
 		Evals: []*api.Evaluation{{ID: "e2", JobID: "web", Status: api.EvalStatusComplete,
@@ -91,6 +92,13 @@ func persist(t *testing.T, f *FSM) []byte {
 	return sink.Bytes()
 }
 
+// withRes gives a its task's plain resources.
+func withRes(a *api.Allocation) *api.Allocation {
+	a.AllocatedResources = &api.AllocatedResources{Tasks: map[string]*api.AllocatedTaskResources{
+		"web": {Cpu: api.AllocatedCpuResources{CpuShares: 100}, Memory: api.AllocatedMemoryResources{MemoryMB: 64}}}}
+	return a
+}
+
 func TestSnapshotRestoreRoundTrip(t *testing.T) {
 	src := populated(t)
 	data := persist(t, src)
@@ -126,6 +134,10 @@ func TestSnapshotRestoreRoundTrip(t *testing.T) {
 	a2, _ := dst.State().AllocByID(nil, "a2")
 	if a1.Job == nil || a1.Job != a2.Job {
 		t.Error("allocs of one plan no longer share their job after restore")
+	}
+	n1, _ := dst.State().NodeByID(nil, "n1")
+	if unsafe.StringData(a1.NodeID) != unsafe.StringData(n1.ID) || a1.AllocatedResources != a2.AllocatedResources {
+		t.Error("allocs hold their own copies of their node's ID or of equal resources after restore (state/share.go)")
 	}
 	if g, w := dst.State().LatestIndex(), src.State().LatestIndex(); g != w {
 		t.Errorf("latest index: got %d, want %d", g, w)

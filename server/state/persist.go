@@ -34,11 +34,14 @@ func (s *Snapshot) Persist(fn func(table string, obj any) error) error {
 // from a Raft snapshot. Objects are stored as given (indexes untouched) and
 // no events are published. Call Commit to make it visible or Abort.
 type Restore struct {
-	txn *memdb.Txn
+	txn   *memdb.Txn
+	share sharer
 }
 
 // Restore starts a restore; the store should be new and empty.
-func (s *StateStore) Restore() *Restore { return &Restore{txn: s.db.Txn(true)} }
+func (s *StateStore) Restore() *Restore {
+	return &Restore{txn: s.db.Txn(true), share: sharer{nodes: s.nodes}}
+}
 
 func (r *Restore) put(table string, obj any) error {
 	if err := r.txn.Insert(table, obj); err != nil {
@@ -65,7 +68,11 @@ func (r *Restore) Node(n *api.Node) error {
 	if _, err := ensureNodeAllocRow(r.txn, n.ID); err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
-	return r.put(TableNodes, n)
+	if err := r.put(TableNodes, n); err != nil {
+		return err
+	}
+	r.share.nodes.add(n)
+	return nil
 }
 
 // Alloc restores an allocation (counting it in its queue's usage and its
@@ -77,6 +84,7 @@ func (r *Restore) Alloc(a *api.Allocation) error {
 	if err := r.nodeAllocIndexOnRestore(a); err != nil {
 		return err
 	}
+	r.share.alloc(a)
 	return r.put(TableAllocs, a)
 }
 

@@ -18,6 +18,8 @@ var ErrAbandoned = errors.New("state store abandoned")
 type StateStore struct {
 	reads
 	events *EventBroker
+	// nodes are the strings allocs share (share.go).
+	nodes nodeNames
 
 	abandonOnce sync.Once
 	abandonCh   chan struct{}
@@ -34,7 +36,7 @@ func NewStateStoreWithEvents(b *EventBroker) *StateStore {
 		b = NewEventBroker(DefaultEventBufferSize)
 	}
 	ch := make(chan struct{})
-	return &StateStore{reads: reads{db: newDB(), abandon: ch}, events: b, abandonCh: ch}
+	return &StateStore{reads: reads{db: newDB(), abandon: ch}, events: b, nodes: nodeNames{}, abandonCh: ch}
 }
 
 // Events returns the broker that carries this store's change events.

@@ -29,6 +29,8 @@ type Txn struct {
 	allocChangeAt map[string]int
 	// nodeAllocs are the nodes whose TableNodeAllocIndex row moves.
 	nodeAllocs map[string]struct{}
+	// share holds what the allocs written so far share (share.go).
+	share sharer
 }
 
 // AllocChange is an alloc a transaction wrote: Before is the stored
@@ -79,7 +81,7 @@ func (t *Txn) Index() uint64 { return t.index }
 // changed table's index is set to index, watchers fire and the events are
 // published when fn returns nil.
 func (s *StateStore) Write(index uint64, fn func(*Txn) error) error {
-	t := &Txn{s: s, txn: s.db.Txn(true), index: index, tables: map[string]struct{}{}}
+	t := &Txn{s: s, txn: s.db.Txn(true), index: index, tables: map[string]struct{}{}, share: sharer{nodes: s.nodes}}
 	defer t.txn.Abort()
 	if err := fn(t); err != nil {
 		return err

@@ -87,6 +87,7 @@ func (t *Txn) upsertAlloc(a *api.Allocation, job *api.Job) error {
 	}
 	a.ModifyIndex = t.index
 	a.AllocModifyIndex = t.index
+	t.share.alloc(a)
 	return t.putAlloc(existing, a, "AllocationUpdated")
 }
 
@@ -233,6 +234,7 @@ func (t *Txn) UpdateAllocsFromClient(allocs []*api.Allocation) error {
 			c.ModifyTime = u.ModifyTime
 		}
 		c.ModifyIndex = t.index
+		t.share.client(&c)
 		if err := t.putAlloc(old, &c, "AllocationUpdated"); err != nil {
 			return err
 		}

@@ -89,6 +89,7 @@ func (t *Txn) UpsertNode(node *api.Node) error {
 	if err := t.insert(TableNodes, node); err != nil {
 		return err
 	}
+	t.s.nodes.add(node)
 	t.emit(nodeEvent(node, "NodeRegistration"))
 	return nil
 }
@@ -110,6 +111,7 @@ func (t *Txn) DeleteNode(ids []string) error {
 		if _, err := t.txn.DeleteAll(TableNodeAllocIndex, "id", id); err != nil {
 			return fmt.Errorf("delete %s of node %q: %w", TableNodeAllocIndex, id, err)
 		}
+		delete(t.s.nodes, id)
 		t.emit(nodeEvent(n, "NodeDeregistration"))
 	}
 	return nil
