@@ -140,13 +140,23 @@ func (s *Server) UpdateAllocsFromClient(ctx context.Context, nodeID, secret stri
 	evalFor := map[jk]*api.Evaluation{}
 	var evals []*api.Evaluation
 	updates := make([]*api.Allocation, 0, len(allocs))
-	for _, a := range allocs {
+	ids := make([]string, len(allocs))
+	for i, a := range allocs {
 		if a == nil || a.ID == "" {
 			return 0, fmt.Errorf("alloc update without ID: %w", api.ErrBadRequest)
 		}
-		cur, err := st.AllocByID(nil, a.ID)
-		if err != nil {
-			return 0, fmt.Errorf("alloc %s: %w", a.ID, err)
+		ids[i] = a.ID
+	}
+	onNode, err := st.NodeAllocsByID(nodeID, ids)
+	if err != nil {
+		return 0, fmt.Errorf("allocs of node %s: %w", nodeID, err)
+	}
+	for i, a := range allocs {
+		cur := onNode[i]
+		if cur == nil { // none, or another node's: which, for the error
+			if cur, err = st.AllocByID(nil, a.ID); err != nil {
+				return 0, fmt.Errorf("alloc %s: %w", a.ID, err)
+			}
 		}
 		if cur == nil {
 			return 0, fmt.Errorf("alloc %s: %w", a.ID, api.ErrAllocNotFound)

@@ -25,6 +25,9 @@ type State interface {
 	Allocs(ws memdb.WatchSet, ns, prefix string) ([]*api.Allocation, error)
 	AllocsByJob(ws memdb.WatchSet, ns, jobID string, all bool) ([]*api.Allocation, error)
 	AllocsByNode(ws memdb.WatchSet, nodeID string) ([]*api.Allocation, error)
+	// NodeAllocsByID returns each ID's alloc when it is on nodeID, else
+	// nil, in ids' order.
+	NodeAllocsByID(nodeID string, ids []string) ([]*api.Allocation, error)
 	// NodeAllocIndex is the last index at which the servers changed an
 	// alloc of the node (0: never); a client's own status reports do not
 	// move it.

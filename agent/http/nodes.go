@@ -179,12 +179,12 @@ func (s *HTTPServer) nodeAllocsFetch(w nethttp.ResponseWriter, r *nethttp.Reques
 		jobs = map[jobKey]int{}
 		out.JobIndexes = make([]int, 0, len(req.AllocIDs))
 	}
-	for _, aid := range req.AllocIDs {
-		a, err := s.cfg.State.AllocByID(nil, aid)
-		if err != nil {
-			return nil, err
-		}
-		if a == nil || a.NodeID != id { // another node's allocs are not this node's to read
+	found, err := s.cfg.State.NodeAllocsByID(id, req.AllocIDs)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range found {
+		if a == nil { // none, or another node's: not this node's to read
 			continue
 		}
 		if req.Compact {

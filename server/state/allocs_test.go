@@ -1,6 +1,7 @@
 package state
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/drover/drover/api"
@@ -299,5 +300,43 @@ func TestSummaryStoppedBeforeClientRan(t *testing.T) {
 	}
 	if j := mustGet[api.Job](t)(s.JobByID(nil, "", "web")); j.Status != api.JobStatusDead {
 		t.Errorf("job status after its only alloc completed: %q, want dead", j.Status)
+	}
+}
+
+// TestNodeAllocsByID: a node's batch of IDs finds the node's allocs and
+// nothing else (missing IDs, other nodes' allocs), by lookups and by the
+// walk of the node index alike.
+func TestNodeAllocsByID(t *testing.T) {
+	s := NewStateStore()
+	must(t, s.Write(1, func(tx *Txn) error {
+		var allocs []*api.Allocation
+		for i := range 2 * nodeWalkMin {
+			node := "n1"
+			if i%3 == 0 {
+				node = "n2"
+			}
+			allocs = append(allocs, testAlloc(fmt.Sprintf("a%02d", i), "web", node))
+		}
+		return tx.UpsertAllocs(allocs)
+	}))
+	for _, n := range []int{1, nodeWalkMin - 1, nodeWalkMin, 2 * nodeWalkMin} {
+		var ids []string
+		for i := range n {
+			ids = append(ids, fmt.Sprintf("a%02d", i))
+		}
+		ids = append(ids, "missing")
+		got, err := s.NodeAllocsByID("n1", ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(ids) {
+			t.Fatalf("%d IDs: got %d answers", len(ids), len(got))
+		}
+		for i, id := range ids {
+			want := i < n && i%3 != 0
+			if (got[i] != nil) != want || got[i] != nil && got[i].ID != id {
+				t.Errorf("%d IDs: %s: got %v, want found=%v", len(ids), id, got[i], want)
+			}
+		}
 	}
 }

@@ -170,6 +170,43 @@ func (r *reads) AllocsByNode(ws memdb.WatchSet, nodeID string) ([]*api.Allocatio
 	return list[api.Allocation](r, ws, nil, TableAllocs, "node", nodeID)
 }
 
+// NodeAllocsByID returns, in ids' order, each ID's alloc when it is on
+// nodeID, else nil (no such alloc, or another node's). From nodeWalkMin
+// IDs up it reads the node's allocs in one walk of the node index, where
+// they sit together, instead of one lookup each in the whole table: at
+// 1,000,000 allocs a lookup is ~6 µs of cache misses. A client's status
+// reports and fetches are such batches.
+func (r *reads) NodeAllocsByID(nodeID string, ids []string) ([]*api.Allocation, error) {
+	out := make([]*api.Allocation, len(ids))
+	if len(ids) < nodeWalkMin {
+		for i, id := range ids {
+			a, err := r.AllocByID(nil, id)
+			if err != nil {
+				return nil, err
+			}
+			if a != nil && a.NodeID == nodeID {
+				out[i] = a
+			}
+		}
+		return out, nil
+	}
+	list, err := r.AllocsByNode(nil, nodeID)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]*api.Allocation, len(list))
+	for _, a := range list {
+		byID[a.ID] = a
+	}
+	for i, id := range ids {
+		out[i] = byID[id]
+	}
+	return out, nil
+}
+
+// nodeWalkMin is the batch from which NodeAllocsByID walks the node.
+const nodeWalkMin = 8
+
 // AllocsByEval returns the allocations an evaluation created or updated:
 // those of its job that carry its ID. Allocs have no eval index (an index
 // costs every alloc write, on a path that writes each alloc at least

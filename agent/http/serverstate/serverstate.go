@@ -64,6 +64,9 @@ func (a serverState) NodeAllocIndex(ws memdb.WatchSet, nodeID string) (uint64, e
 func (a serverState) AllocsByNode(ws memdb.WatchSet, nodeID string) ([]*api.Allocation, error) {
 	return a.st(ws).AllocsByNode(ws, nodeID)
 }
+func (a serverState) NodeAllocsByID(nodeID string, ids []string) ([]*api.Allocation, error) {
+	return a.st(nil).NodeAllocsByID(nodeID, ids)
+}
 func (a serverState) AllocsByEval(ws memdb.WatchSet, evalID string) ([]*api.Allocation, error) {
 	return a.st(ws).AllocsByEval(ws, evalID)
 }
