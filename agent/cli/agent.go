@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -187,10 +188,30 @@ func parseLevel(s string) (slog.Level, error) {
 	return l, nil
 }
 
+// serverGCPercent is the collector's GC percent in an agent that runs a
+// server, unless GOGC is set. A server's heap is mostly its state store:
+// gigabytes that live as long as the process, all of which every
+// collection marks. At 200 the heap may grow to three times the live
+// state between collections instead of twice, so marking runs about half
+// as often: in the 1,000,000-alloc benchmark (C1M) that took 6-22% off
+// the server's CPU per alloc, for ~28% more resident memory (README,
+// Performance). A small heap (a dev agent at rest) is not measurably
+// bigger. GOGC=100 restores Go's default.
+const serverGCPercent = 200
+
+// tuneGC sets a server's GC percent (serverGCPercent) when the
+// environment does not.
+func tuneGC(cfg *config.Config) {
+	if _, set := os.LookupEnv("GOGC"); !set && cfg.Server.Enabled {
+		debug.SetGCPercent(serverGCPercent)
+	}
+}
+
 func runAgent(cmd *cobra.Command, cfg *config.Config) error {
 	level, _ := parseLevel(cfg.LogLevel)
 	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 	agent.Version = Version
+	tuneGC(cfg)
 	defer hugepages.Start(logger).Stop() // a server's heap grows to gigabytes
 	ctx := cmd.Context()
 	if ctx == nil {

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"os"
+	"runtime/debug"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -99,5 +101,37 @@ func TestAgentInsecureFlag(t *testing.T) {
 		if cfg.BindAddr != "0.0.0.0" || cfg.Insecure != f.insecure {
 			t.Errorf("build %v: bind %q insecure %v", args, cfg.BindAddr, cfg.Insecure)
 		}
+	}
+}
+
+// TestTuneGC: an agent running a server collects at serverGCPercent
+// unless GOGC is set; a client alone keeps the runtime's percent.
+func TestTuneGC(t *testing.T) {
+	orig := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(orig)
+	cases := []struct {
+		name   string
+		gogc   string // "-": unset
+		server bool
+		want   int
+	}{
+		{"server", "-", true, serverGCPercent},
+		{"server with GOGC", "100", true, 100},
+		{"client only", "-", false, 100},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("GOGC", c.gogc)
+			if c.gogc == "-" {
+				os.Unsetenv("GOGC")
+			}
+			debug.SetGCPercent(100)
+			cfg := &config.Config{}
+			cfg.Server.Enabled = c.server
+			tuneGC(cfg)
+			if got := debug.SetGCPercent(100); got != c.want {
+				t.Errorf("GC percent %d, want %d", got, c.want)
+			}
+		})
 	}
 }
