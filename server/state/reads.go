@@ -135,12 +135,33 @@ func (r *reads) AllocByID(ws memdb.WatchSet, id string) (*api.Allocation, error)
 
 // AllocsByIDPrefix lists allocations whose ID starts with prefix in ns
 // ("" or "*": every namespace).
+// IDs of both key kinds (keys.go) may start with prefix: it reads the
+// text keys' range and the UUID keys' range and merges them.
 func (r *reads) AllocsByIDPrefix(ws memdb.WatchSet, ns, prefix string) ([]*api.Allocation, error) {
-	var keep func(*api.Allocation) bool
-	if !allNS(ns) {
-		keep = func(a *api.Allocation) bool { return a.Namespace == ns }
+	keep := func(a *api.Allocation) bool {
+		return (allNS(ns) || a.Namespace == ns) && strings.HasPrefix(a.ID, prefix) // an odd last digit
 	}
-	return list(r, ws, keep, TableAllocs, "id_prefix", prefix)
+	text, err := list(r, ws, keep, TableAllocs, "id_prefix", keyPrefix(stringKey([]byte{keyText}, prefix, false)))
+	if err != nil {
+		return nil, err
+	}
+	b, ok := uuidPrefix(prefix)
+	if !ok {
+		return text, nil
+	}
+	uuids, err := list(r, ws, keep, TableAllocs, "id_prefix", keyPrefix(append([]byte{keyUUID}, b...)))
+	if err != nil || len(text) == 0 {
+		return uuids, err
+	}
+	out := make([]*api.Allocation, 0, len(text)+len(uuids))
+	for len(text) > 0 && len(uuids) > 0 {
+		if text[0].ID < uuids[0].ID {
+			out, text = append(out, text[0]), text[1:]
+		} else {
+			out, uuids = append(out, uuids[0]), uuids[1:]
+		}
+	}
+	return append(append(out, text...), uuids...), nil
 }
 
 // Allocs is AllocsByIDPrefix (the list endpoint's name).
