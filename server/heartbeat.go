@@ -11,6 +11,7 @@ import (
 
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/server/broker"
+	"github.com/drover/drover/server/state"
 )
 
 // heartbeats holds one TTL timer per live node on the leader, a leader
@@ -196,7 +197,7 @@ func (s *Server) nodeDisconnect(ctx context.Context, node *api.Node, allocs []*a
 			unknown++
 			return api.AllocClientStatusUnknown, "alloc is unknown since its node is disconnected"
 		}
-		return api.AllocClientStatusLost, lostDescription
+		return api.AllocClientStatusLost, state.AllocLostDescription
 	})
 	if err != nil {
 		return err
@@ -269,30 +270,27 @@ func (s *Server) nodeDown(ctx context.Context, nodeID, why string) error {
 	if err != nil {
 		return err
 	}
-	lost, evals, err := s.writeNodeLoss(ctx, node, allocs, api.NodeStatusDown, why, func(*api.Allocation) (string, string) {
-		return api.AllocClientStatusLost, lostDescription
-	})
+	_, evals, err := s.writeNodeLoss(ctx, node, allocs, api.NodeStatusDown, why, nil)
 	if err != nil {
 		return err
 	}
-	s.log.Info("node down", "node", nodeID, "lost_allocs", len(lost), "evals", len(evals))
+	s.log.Info("node down", "node", nodeID, "evals", len(evals))
 	return nil
 }
-
-// lostDescription is the client description of an alloc lost with its node.
-const lostDescription = "alloc is lost since its node is down"
 
 // writeNodeLoss is a node leaving service (down or disconnected): each of
 // its live allocs gets the client status mark says ("" leaves it as it
 // is), then the node gets status with one eval per job that had allocs
 // there (and per system job), so the scheduler replaces them. It returns
-// the alloc updates and the evals written.
+// the alloc updates and the evals written. Going down, mark is nil: the
+// status write itself loses every live alloc on the node, those placed
+// since allocs was read included (state.Txn.LoseNodeAllocs).
 func (s *Server) writeNodeLoss(ctx context.Context, node *api.Node, allocs []*api.Allocation, status, why string,
 	mark func(*api.Allocation) (clientStatus, desc string)) ([]*api.Allocation, []*api.Evaluation, error) {
 	now := s.clock.Now()
 	var ups []*api.Allocation
 	for _, a := range allocs {
-		if a.TerminalStatus() {
+		if a.TerminalStatus() || mark == nil {
 			continue
 		}
 		cs, desc := mark(a)

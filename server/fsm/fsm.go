@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/server/codec"
@@ -198,7 +200,15 @@ func (f *FSM) apply(t MessageType, index uint64, body json.RawMessage) error {
 			return err
 		}
 		return f.nodeWrite(s, index, req.NodeID, req.Evals, func(tx *state.Txn) error {
-			return tx.UpdateNodeStatus(req.NodeID, req.Status, req.UpdatedAt, req.Event)
+			if err := tx.UpdateNodeStatus(req.NodeID, req.Status, req.UpdatedAt, req.Event); err != nil {
+				return err
+			}
+			if req.Status != api.NodeStatusDown {
+				return nil
+			}
+			// Every live alloc on the node now, not only those the
+			// leader saw (state/node_loss.go).
+			return tx.LoseNodeAllocs(req.NodeID, req.UpdatedAt*int64(time.Second), req.Evals)
 		})
 	case NodeDrainUpdateType:
 		req, err := decodeBody[NodeDrainUpdateRequest](body)
@@ -350,15 +360,20 @@ func nonNil(e *api.Evaluation) []*api.Evaluation {
 // write runs fn (optional) and upserts evals in one transaction, then
 // hands the evals to the hooks (the broker and blocked tracker).
 func (f *FSM) write(s *state.StateStore, index uint64, evals []*api.Evaluation, fn func(*state.Txn) error) error {
+	var created []*api.Evaluation
 	if err := s.Write(index, func(tx *state.Txn) error {
 		if fn != nil {
 			if err := fn(tx); err != nil {
 				return err
 			}
 		}
+		created = tx.CreatedEvals()
 		return tx.UpsertEvals(evals)
 	}); err != nil {
 		return err
+	}
+	if len(created) > 0 { // evals for allocs lost to a down node
+		evals = append(slices.Clip(evals), created...)
 	}
 	if h := f.getHooks(); h != nil && len(evals) > 0 {
 		h.EvalsUpserted(evals)
@@ -366,8 +381,10 @@ func (f *FSM) write(s *state.StateStore, index uint64, evals []*api.Evaluation, 
 	return nil
 }
 
+// nodeWrite is allocWrite (a node going down loses its allocs) that also
+// reports the node to the hooks.
 func (f *FSM) nodeWrite(s *state.StateStore, index uint64, nodeID string, evals []*api.Evaluation, fn func(*state.Txn) error) error {
-	if err := f.write(s, index, evals, fn); err != nil {
+	if err := f.allocWrite(s, index, evals, fn); err != nil {
 		return err
 	}
 	h := f.getHooks()

@@ -31,6 +31,11 @@ type Txn struct {
 	nodeAllocs map[string]struct{}
 	// share holds what the allocs written so far share (share.go).
 	share sharer
+	// lossEvals are the jobs with an eval for allocs this transaction
+	// lost to a down node; createdEvals the evals it created for them
+	// (node_loss.go).
+	lossEvals    map[api.NamespacedID]struct{}
+	createdEvals []*api.Evaluation
 }
 
 // AllocChange is an alloc a transaction wrote: Before is the stored

@@ -54,6 +54,7 @@ func (t *Txn) upsertAlloc(a *api.Allocation, job *api.Job) error {
 	if err != nil {
 		return err
 	}
+	var lostOn *api.Node // a's node when it is down (node_loss.go)
 	if existing != nil {
 		a.CreateIndex = existing.CreateIndex
 		if a.CreateTime == 0 {
@@ -76,6 +77,9 @@ func (t *Txn) upsertAlloc(a *api.Allocation, job *api.Job) error {
 		if a.ClientStatus == "" {
 			a.ClientStatus = api.AllocClientStatusPending
 		}
+		if lostOn, err = t.placedOnDownNode(a); err != nil {
+			return err
+		}
 	}
 	if a.Job == nil {
 		a.Job = job
@@ -88,7 +92,13 @@ func (t *Txn) upsertAlloc(a *api.Allocation, job *api.Job) error {
 	a.ModifyIndex = t.index
 	a.AllocModifyIndex = t.index
 	t.share.alloc(a)
-	return t.putAlloc(existing, a, "AllocationUpdated")
+	if err := t.putAlloc(existing, a, "AllocationUpdated"); err != nil {
+		return err
+	}
+	if lostOn != nil {
+		return t.lossEval(lostOn, a, a.ModifyTime)
+	}
+	return nil
 }
 
 // putAlloc inserts a (new version of an) alloc, maintaining the summary,
