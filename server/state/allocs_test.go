@@ -340,3 +340,41 @@ func TestNodeAllocsByID(t *testing.T) {
 		}
 	}
 }
+
+// TestAllocReadsInOneTxn: the alloc writes of one transaction see what it
+// wrote before (they read the state before it, not the write
+// transaction's index, see Txn.allocByID): a client update of an alloc
+// placed in the same transaction keeps its placement, a plan's stop of it
+// stops that version, and once the transaction deleted an alloc the same
+// ID is new again.
+func TestAllocReadsInOneTxn(t *testing.T) {
+	s := NewStateStore()
+	must(t, s.UpsertJob(1, testJob("web")))
+	must(t, s.Write(2, func(tx *Txn) error {
+		a := testAlloc("a1", "web", "n1")
+		a.DesiredDescription = "placed"
+		if err := tx.UpsertAllocs([]*api.Allocation{a}); err != nil {
+			return err
+		}
+		if err := tx.UpdateAllocsFromClient([]*api.Allocation{{ID: "a1", ClientStatus: api.AllocClientStatusRunning}}); err != nil {
+			return err
+		}
+		return tx.UpsertPlanResults(&ApplyPlanResultsRequest{AllocsStopped: []*api.Allocation{{ID: "a1", DesiredDescription: "stopped"}}})
+	}))
+	a := mustGet[api.Allocation](t)(s.AllocByID(nil, "a1"))
+	if a == nil || a.ClientStatus != api.AllocClientStatusRunning || a.DesiredStatus != api.AllocDesiredStatusStop ||
+		a.DesiredDescription != "stopped" || a.CreateIndex != 2 || a.Job == nil {
+		t.Fatalf("alloc after one transaction: %+v", a)
+	}
+
+	must(t, s.Write(3, func(tx *Txn) error {
+		if err := tx.DeleteEvals(nil, []string{"a1"}); err != nil {
+			return err
+		}
+		return tx.UpsertAllocs([]*api.Allocation{testAlloc("a1", "web", "n2")})
+	}))
+	a = mustGet[api.Allocation](t)(s.AllocByID(nil, "a1"))
+	if a == nil || a.CreateIndex != 3 || a.ClientStatus != api.AllocClientStatusPending || a.NodeID != "n2" {
+		t.Fatalf("alloc deleted and placed again in one transaction: %+v", a)
+	}
+}

@@ -90,7 +90,7 @@ func (t *Txn) stopAlloc(u *api.Allocation, preempt bool) error {
 	if u == nil {
 		return nil
 	}
-	old, err := txnFirst[api.Allocation](t, TableAllocs, "id", u.ID)
+	old, err := t.allocByID(u.ID)
 	if err != nil || old == nil {
 		return err // an alloc already collected needs no stop
 	}

@@ -109,7 +109,7 @@ func (t *Txn) UpdateNodeServices(nodeID string, upserts []*api.ServiceRegistrati
 		if u == nil || u.ID == "" || u.ServiceName == "" || u.AllocID == "" {
 			return api.Errorf(api.ErrBadRequest, fmt.Sprintf("Upserts[%d]: ID, ServiceName and AllocID are required", i))
 		}
-		a, err := txnFirst[api.Allocation](t, TableAllocs, "id", u.AllocID)
+		a, err := t.allocByID(u.AllocID)
 		if err != nil {
 			return err
 		}

@@ -50,7 +50,7 @@ func (t *Txn) upsertAlloc(a *api.Allocation, job *api.Job) error {
 		return fmt.Errorf("upsert alloc: missing alloc or job ID: %w", api.ErrBadRequest)
 	}
 	a.Namespace = normNS(a.Namespace)
-	existing, err := txnFirst[api.Allocation](t, TableAllocs, "id", a.ID)
+	existing, err := t.allocByID(a.ID)
 	if err != nil {
 		return err
 	}
@@ -224,7 +224,7 @@ func (t *Txn) UpdateAllocsFromClient(allocs []*api.Allocation) error {
 		if u == nil {
 			continue
 		}
-		old, err := txnFirst[api.Allocation](t, TableAllocs, "id", u.ID)
+		old, err := t.allocByID(u.ID)
 		if err != nil {
 			return err
 		}
@@ -259,7 +259,7 @@ func (t *Txn) UpdateAllocsDesiredTransitions(transitions map[string]*api.Desired
 		if tr == nil {
 			continue
 		}
-		old, err := txnFirst[api.Allocation](t, TableAllocs, "id", id)
+		old, err := t.allocByID(id)
 		if err != nil {
 			return err
 		}

@@ -52,7 +52,7 @@ func (t *Txn) UpdateDeployment(req *DeploymentUpdateRequest) error {
 	}
 	verdict := func(ids []string, healthy bool) error {
 		for _, id := range ids {
-			old, err := txnFirst[api.Allocation](t, TableAllocs, "id", id)
+			old, err := t.allocByID(id)
 			if err != nil {
 				return err
 			}

@@ -106,7 +106,7 @@ func (t *Txn) DeleteEvals(evalIDs, allocIDs []string) error {
 			FilterKeys: filterKeys(e.JobID, e.DeploymentID), Payload: map[string]any{"Evaluation": e}})
 	}
 	for _, id := range allocIDs {
-		a, err := txnFirst[api.Allocation](t, TableAllocs, "id", id)
+		a, err := t.allocByID(id)
 		if err != nil {
 			return err
 		}
@@ -119,6 +119,7 @@ func (t *Txn) DeleteEvals(evalIDs, allocIDs []string) error {
 		if err := t.delete(TableAllocs, a); err != nil {
 			return err
 		}
+		t.allocsDeleted = true
 		t.countQueue(a, -1)
 		if err := t.untrackUsage(a); err != nil {
 			return err
