@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/drover/drover/api"
 )
@@ -112,25 +113,39 @@ var benchClusterStore = sync.OnceValues(func() (*StateStore, []*api.Allocation) 
 
 // BenchmarkClientUpdates1024: one Raft entry's worth of client status
 // updates (1,024 allocs of ~10 nodes, as the server group-commits them)
-// into benchClusterStore.
+// into benchClusterStore: "running" (status alone, as the node simulator
+// reports) and "started" (with the task's StartedAt, as a real client
+// reports it: the usage ledger opens an interval per alloc).
 func BenchmarkClientUpdates1024(b *testing.B) {
-	s, all := benchClusterStore()
-	var updates []*api.Allocation
-	for _, a := range all {
-		updates = append(updates, &api.Allocation{ID: a.ID, NodeID: a.NodeID, ClientStatus: api.AllocClientStatusRunning,
-			ClientDescription: "running", ModifyTime: 1})
-	}
-	idx := s.LatestIndex() + 1
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		off := (i * 1024) % (len(updates) - 1024)
-		if err := s.UpdateAllocsFromClient(idx, updates[off:off+1024]); err != nil {
-			b.Fatal(err)
+	for _, started := range []bool{false, true} {
+		name := "running"
+		if started {
+			name = "started"
 		}
-		idx++
+		b.Run(name, func(b *testing.B) {
+			s, all := benchClusterStore()
+			var updates []*api.Allocation
+			for _, a := range all {
+				u := &api.Allocation{ID: a.ID, NodeID: a.NodeID, ClientStatus: api.AllocClientStatusRunning,
+					ClientDescription: "running", ModifyTime: 1}
+				if started {
+					u.TaskStates = map[string]*api.TaskState{"web": {State: api.TaskStateRunning, StartedAt: time.Unix(1000, 0)}}
+				}
+				updates = append(updates, u)
+			}
+			idx := s.LatestIndex() + 1
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				off := (i * 1024) % (len(updates) - 1024)
+				if err := s.UpdateAllocsFromClient(idx, updates[off:off+1024]); err != nil {
+					b.Fatal(err)
+				}
+				idx++
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1024, "ns/alloc")
+		})
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1024, "ns/alloc")
 }
 
 // BenchmarkPlanTxn: placing 10,000 new allocs into benchClusterStore in

@@ -40,6 +40,9 @@ type Txn struct {
 	// allocByID); allocsDeleted: the transaction deleted an alloc.
 	base          *memdb.Txn
 	allocsDeleted bool
+	// usageOpenW are the TableUsageOpen rows written (nil: deleted), by
+	// alloc ID (usageOpen).
+	usageOpenW map[string]*UsageOpen
 }
 
 // AllocChange is an alloc a transaction wrote: Before is the stored
@@ -95,14 +98,20 @@ func (t *Txn) allocByID(id string) (*api.Allocation, error) {
 	if i, ok := t.allocChangeAt[id]; ok {
 		return t.allocChanges[i].After, nil
 	}
-	if t.base == nil {
-		t.base = t.s.db.Txn(false) // the committed state: this transaction is the only writer
-	}
-	raw, err := t.base.First(TableAllocs, "id", id)
+	raw, err := t.baseTxn().First(TableAllocs, "id", id)
 	if err != nil || raw == nil {
 		return nil, err
 	}
 	return raw.(*api.Allocation), nil
+}
+
+// baseTxn reads the state before the transaction: the committed state,
+// since this transaction is the only writer.
+func (t *Txn) baseTxn() *memdb.Txn {
+	if t.base == nil {
+		t.base = t.s.db.Txn(false)
+	}
+	return t.base
 }
 
 type jobTouch struct {

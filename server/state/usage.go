@@ -218,7 +218,7 @@ func (t *Txn) trackUsage(old, a *api.Allocation) error {
 	if start == 0 && !usageFinished(a) {
 		return nil // not running yet: the common pending write costs no read
 	}
-	open, err := txnFirst[UsageOpen](t, TableUsageOpen, "id", a.ID)
+	open, err := t.usageOpen(a.ID)
 	if err != nil {
 		return err
 	}
@@ -234,6 +234,7 @@ func (t *Txn) trackUsage(old, a *api.Allocation) error {
 			return err
 		}
 		o := &UsageOpen{AllocID: a.ID, UsageKey: usageKeyOf(a), Start: start, Rate: UsageRateOf(a, n)}
+		t.wroteUsageOpen(a.ID, o)
 		return t.insert(TableUsageOpen, o)
 	}
 	if open == nil && (old != nil && usageFinished(old) || start == 0) {
@@ -242,10 +243,33 @@ func (t *Txn) trackUsage(old, a *api.Allocation) error {
 	return t.closeUsage(a, open, start, allocEnded(a, start))
 }
 
+// usageOpen returns the alloc's open row as the transaction has it: as
+// allocByID reads allocs, from the rows it wrote, else from the state
+// before it (a read through the write transaction made each row written
+// after it copy its whole path again).
+func (t *Txn) usageOpen(allocID string) (*UsageOpen, error) {
+	if o, ok := t.usageOpenW[allocID]; ok {
+		return o, nil
+	}
+	raw, err := t.baseTxn().First(TableUsageOpen, "id", allocID)
+	if err != nil || raw == nil {
+		return nil, err
+	}
+	return raw.(*UsageOpen), nil
+}
+
+// wroteUsageOpen notes the alloc's open row written (nil: deleted).
+func (t *Txn) wroteUsageOpen(allocID string, o *UsageOpen) {
+	if t.usageOpenW == nil {
+		t.usageOpenW = map[string]*UsageOpen{}
+	}
+	t.usageOpenW[allocID] = o
+}
+
 // untrackUsage closes the interval of an alloc deleted while open, at its
 // last ModifyTime.
 func (t *Txn) untrackUsage(a *api.Allocation) error {
-	open, err := txnFirst[UsageOpen](t, TableUsageOpen, "id", a.ID)
+	open, err := t.usageOpen(a.ID)
 	if err != nil || open == nil {
 		return err
 	}
@@ -259,6 +283,7 @@ func (t *Txn) closeUsage(a *api.Allocation, open *UsageOpen, start, end int64) e
 	key, rate := usageKeyOf(a), UsageRate{}
 	if open != nil {
 		key, rate, start = open.UsageKey, open.Rate, min(start, open.Start)
+		t.wroteUsageOpen(open.AllocID, nil)
 		if err := t.delete(TableUsageOpen, open); err != nil {
 			return err
 		}
