@@ -20,7 +20,9 @@ import (
 // and the run never finished. Both windows close here, in the FSM's fixed
 // order of writes: a node going down loses every live alloc on it at that
 // point, and an alloc placed on a node that is already down is lost as it
-// is stored; either way its job gets an eval in the same write.
+// is stored; either way its job gets an eval in the same write. (A node
+// going disconnected keeps such allocs pending: its client may come back
+// and run them, and if it does not, the node goes down.)
 
 // AllocLostDescription is the client description of an alloc lost with
 // its node.
