@@ -23,6 +23,11 @@ type allocStub struct {
 	DesiredStatus    string `json:"DesiredStatus"`
 	ClientStatus     string `json:"ClientStatus"`
 	AllocModifyIndex uint64 `json:"AllocModifyIndex"`
+	// The task names (the values are skipped): the node reports a state
+	// per task, as a real client does.
+	AllocatedResources struct {
+		Tasks map[string]struct{} `json:"Tasks"`
+	} `json:"AllocatedResources"`
 }
 
 func (a *allocStub) desiredStop() bool {
@@ -35,8 +40,9 @@ func clientTerminal(status string) bool {
 
 // allocState is what a node remembers of one alloc.
 type allocState struct {
-	stub   allocStub
-	status string // pending, running, complete, failed
+	stub    allocStub
+	status  string    // pending, running, complete, failed
+	started time.Time // when it went running
 }
 
 // simNode is one simulated client.
@@ -261,8 +267,9 @@ func (n *simNode) apply(stubs []allocStub, onServer map[string]uint64) {
 				if a.ClientStatus == api.AllocClientStatusPending || a.ClientStatus == "" {
 					// Stopped before this node ran it: report it complete, or
 					// the job summary counts it starting forever.
-					n.allocs[a.ID] = &allocState{stub: *a, status: api.AllocClientStatusComplete}
-					n.queueLocked(a, api.AllocClientStatusComplete, "stopped before it started")
+					st := &allocState{stub: *a, status: api.AllocClientStatusComplete}
+					n.allocs[a.ID] = st
+					n.queueLocked(st, "stopped before it started")
 				}
 				continue
 			}
@@ -284,7 +291,7 @@ func (n *simNode) apply(stubs []allocStub, onServer map[string]uint64) {
 			n.setStatusLocked(st, a.ClientStatus)
 		case a.desiredStop() && !clientTerminal(st.status):
 			n.setStatusLocked(st, api.AllocClientStatusComplete)
-			n.queueLocked(a, api.AllocClientStatusComplete, "stopped by the server")
+			n.queueLocked(st, "stopped by the server")
 		}
 	}
 	for id, st := range n.allocs {
@@ -333,10 +340,34 @@ func (n *simNode) setStatusLocked(st *allocState, status string) {
 	st.status = status
 }
 
-// queueLocked records a status update to send with the next batch.
-func (n *simNode) queueLocked(a *allocStub, status, desc string) {
-	n.pending[a.ID] = &api.Allocation{ID: a.ID, NodeID: n.node.ID, JobID: a.JobID, Namespace: a.Namespace,
-		TaskGroup: a.TaskGroup, ClientStatus: status, ClientDescription: desc}
+// queueLocked records st's status for the next batch, with a state per
+// task as a real client reports it: running since st.started (a "Started"
+// event), or dead, and failed when st failed, at its end ("Terminated")
+// when it ran.
+func (n *simNode) queueLocked(st *allocState, desc string) {
+	a := &st.stub
+	u := &api.Allocation{ID: a.ID, NodeID: n.node.ID, JobID: a.JobID, Namespace: a.Namespace,
+		TaskGroup: a.TaskGroup, ClientStatus: st.status, ClientDescription: desc}
+	if tasks := a.AllocatedResources.Tasks; len(tasks) > 0 {
+		now := time.Now()
+		u.TaskStates = make(map[string]*api.TaskState, len(tasks))
+		for name := range tasks {
+			ts := &api.TaskState{State: api.TaskStateDead, Failed: st.status == api.AllocClientStatusFailed}
+			if !st.started.IsZero() {
+				ts.StartedAt = st.started
+				ts.Events = []*api.TaskEvent{{Type: api.TaskStarted, Time: st.started.UnixNano(), DisplayMessage: "Task started by client"}}
+			}
+			switch {
+			case st.status == api.AllocClientStatusRunning:
+				ts.State = api.TaskStateRunning
+			case !st.started.IsZero():
+				ts.FinishedAt = now
+				ts.Events = append(ts.Events, &api.TaskEvent{Type: api.TaskTerminated, Time: now.UnixNano(), DisplayMessage: desc})
+			}
+			u.TaskStates[name] = ts
+		}
+	}
+	n.pending[a.ID] = u
 }
 
 // start ends an alloc's run delay.
@@ -351,10 +382,11 @@ func (n *simNode) start(id string) {
 	var end time.Duration
 	if cfg.CompleteAfter == 0 && cfg.FailRate > 0 && n.rng.Float64() < cfg.FailRate {
 		n.setStatusLocked(st, api.AllocClientStatusFailed)
-		n.queueLocked(&st.stub, api.AllocClientStatusFailed, "simulated start failure")
+		n.queueLocked(st, "simulated start failure")
 	} else {
 		n.setStatusLocked(st, api.AllocClientStatusRunning)
-		n.queueLocked(&st.stub, api.AllocClientStatusRunning, "simulated: running")
+		st.started = time.Now()
+		n.queueLocked(st, "simulated: running")
 		end = cfg.CompleteAfter
 	}
 	n.mu.Unlock()
@@ -374,10 +406,10 @@ func (n *simNode) end(id string) {
 	}
 	if n.rng.Float64() < n.s.cfg.FailRate {
 		n.setStatusLocked(st, api.AllocClientStatusFailed)
-		n.queueLocked(&st.stub, api.AllocClientStatusFailed, "simulated failure")
+		n.queueLocked(st, "simulated failure")
 	} else {
 		n.setStatusLocked(st, api.AllocClientStatusComplete)
-		n.queueLocked(&st.stub, api.AllocClientStatusComplete, "simulated: complete")
+		n.queueLocked(st, "simulated: complete")
 	}
 	n.mu.Unlock()
 	n.s.markDirty(n)

@@ -167,12 +167,23 @@ func TestSimRunsServiceAllocs(t *testing.T) {
 	if st := s.Stats(); st.Running != 40 || st.Started != 40 || st.Registered != 20 {
 		t.Errorf("sim stats %+v: want 40 running and started, 20 registered", st)
 	}
+	// Each alloc's task reports its state, as a real client's does.
+	for _, a := range jobAllocs(t, c, "web") {
+		if ts := a.TaskStates["srv"]; ts == nil || ts.State != api.TaskStateRunning || ts.StartedAt.IsZero() || len(ts.Events) == 0 {
+			t.Fatalf("alloc %s: task states %+v, want srv running with its start", a.ID, a.TaskStates)
+		}
+	}
 	if _, err := c.DeregisterJob(ctx, "web", false, nil); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 20*time.Second, "40 complete allocs", func() bool {
 		return countStatus(jobAllocs(t, c, "web"), api.AllocClientStatusComplete) == 40
 	})
+	for _, a := range jobAllocs(t, c, "web") {
+		if ts := a.TaskStates["srv"]; ts == nil || ts.State != api.TaskStateDead || ts.Failed || ts.FinishedAt.Before(ts.StartedAt) || ts.StartedAt.IsZero() {
+			t.Fatalf("alloc %s: task states %+v, want srv dead, not failed, finished after its start", a.ID, a.TaskStates)
+		}
+	}
 	waitFor(t, 5*time.Second, "the sim's running gauge at 0", func() bool { return s.Stats().Running == 0 })
 }
 
