@@ -9,7 +9,9 @@
 //
 // A simulated node runs nothing: an alloc it is given reads "running"
 // after Config.RunDelay and, when Config.CompleteAfter is set, "complete"
-// (or "failed", with probability Config.FailRate) that long after. Nodes
+// (or "failed", with probability Config.FailRate) that long after, each
+// report with a state per task (running since its start, or dead at its
+// finish, with their events) as a real client sends. Nodes
 // carry realistic attributes and resources, datacenters, topology.rack and
 // topology.block meta and, with Config.GPUs, the simulated DGX GPUs of
 // agent/fingerprint/nvidia with their NVLink topology.
