@@ -36,7 +36,7 @@ var nodeLossSpace = uuid.MustParse("5b0f6a43-2c1e-4f7e-9d2a-8c4f1e6b7a90")
 
 // LoseNodeAllocs marks every live alloc on the node lost, at unix-nano
 // time at, and gives each job that had one an eval (node-update) unless
-// covered holds a pending eval of that job: the leader's evals for the
+// covered holds an eval of that job: the leader's evals for the
 // node in the same write. Call it with the write that sets the node down.
 func (t *Txn) LoseNodeAllocs(nodeID string, at int64, covered []*api.Evaluation) error {
 	node, err := txnFirst[api.Node](t, TableNodes, "id", nodeID)
