@@ -7,6 +7,9 @@
 // drivertest, the conformance suite every driver passes against its real
 // runtime.
 //
+// OwnSecrets is shared by the drivers that run a task as some user: it
+// hands the task's secrets/ to that user.
+//
 // Imports: no drover package but api (a test enforces this).
 //
 // Concurrency: a Driver is used by many task runners at once and must be

@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/drover/drover/api"
@@ -48,8 +49,10 @@ func fetchIdentities(ctx context.Context, sign IdentitySigner, allocID, task str
 
 // WriteIdentities writes the tokens of the identities with file = true
 // into the task dir (secrets/nomad_token, secrets/nomad_<name>.jwt or
-// their filepath; mode 0600; an existing file or link is replaced, never
-// followed) and returns the env of those with env = true.
+// their filepath; mode 0600, owned by the owner of the dir it lands in:
+// the driver hands secrets/ to the task's user, so a renewed token stays
+// readable by the task and by no other user; an existing file or link is
+// replaced, never followed) and returns the env of those with env = true.
 func WriteIdentities(taskDir string, ids []*api.WorkloadIdentity, resp *api.TaskIdentityResponse) (map[string]string, error) {
 	tokens := map[string]string{}
 	for _, si := range resp.Identities {
@@ -88,11 +91,18 @@ func WriteIdentities(taskDir string, ids []*api.WorkloadIdentity, resp *api.Task
 		if err := root.Remove(dest); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("identity %q: replace %s: %w", name, dest, err)
 		}
+		dir, err := root.Stat(path.Dir(dest))
+		if err != nil {
+			return nil, fmt.Errorf("identity %q: %w", name, err)
+		}
 		f, err := root.OpenFile(dest, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 		if err != nil {
 			return nil, fmt.Errorf("identity %q: %w", name, err)
 		}
-		_, werr := f.WriteString(tok)
+		werr := chownLike(f, dir)
+		if werr == nil {
+			_, werr = f.WriteString(tok)
+		}
 		if cerr := f.Close(); werr == nil {
 			werr = cerr
 		}
@@ -101,6 +111,18 @@ func WriteIdentities(taskDir string, ids []*api.WorkloadIdentity, resp *api.Task
 		}
 	}
 	return env, nil
+}
+
+// chownLike gives f the owner of dir (a no-op where that is us).
+func chownLike(f *os.File, dir os.FileInfo) error {
+	st, ok := dir.Sys().(*syscall.Stat_t)
+	if !ok || int(st.Uid) == os.Geteuid() && int(st.Gid) == os.Getegid() {
+		return nil
+	}
+	if err := f.Chown(int(st.Uid), int(st.Gid)); err != nil {
+		return fmt.Errorf("chown %s: %w", f.Name(), err)
+	}
+	return nil
 }
 
 // renewIdentities re-signs the task's file identities that have a TTL at

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -85,4 +86,38 @@ func TestWriteAndRenewIdentities(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// TestIdentityFileOwner: a token file takes the owner of the dir it lands
+// in (the driver hands secrets/ to the task's user), so a renewed token
+// stays readable by the task and, 0600, by no other user.
+func TestIdentityFileOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to chown")
+	}
+	dir := t.TempDir()
+	secrets := filepath.Join(dir, "t", "secrets")
+	if err := os.MkdirAll(secrets, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(secrets, 65534, 65533); err != nil {
+		t.Fatal(err)
+	}
+	ids := []*api.WorkloadIdentity{{Name: "default", File: true}, {Name: "other", File: true, Filepath: "other.jwt"}}
+	resp := &api.TaskIdentityResponse{Identities: []*api.SignedIdentity{{Name: "default", Token: "d"}, {Name: "other", Token: "o"}}}
+	for range 2 { // the first write and a renewal's
+		if _, err := WriteIdentities(filepath.Join(dir, "t"), ids, resp); err != nil {
+			t.Fatal(err)
+		}
+		for p, want := range map[string][2]uint32{"secrets/nomad_token": {65534, 65533}, "other.jwt": {0, 0}} {
+			fi, err := os.Lstat(filepath.Join(dir, "t", p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := fi.Sys().(*syscall.Stat_t)
+			if got := [2]uint32{st.Uid, st.Gid}; got != want || fi.Mode() != 0o600 {
+				t.Errorf("%s: owner %v mode %v, want %v and 0600", p, got, fi.Mode(), want)
+			}
+		}
+	}
 }

@@ -178,6 +178,14 @@ func (c *ClientConfig) checkAllowed(tc *TaskConfig) error {
 	if tc.Privileged && !c.AllowPrivileged {
 		return fmt.Errorf("%w: privileged: not allowed by the client (plugin \"containerd\" allow_privileged = false)", drivers.ErrInvalidConfig)
 	}
+	// Without the default filter, or with a profile the job names (a
+	// file it may have written itself), the sandbox is the job's to set.
+	if !tc.Seccomp && !c.AllowPrivileged {
+		return fmt.Errorf("%w: seccomp = false: not allowed by the client (plugin \"containerd\" allow_privileged = false)", drivers.ErrInvalidConfig)
+	}
+	if tc.SeccompProfile != "" && !c.AllowPrivileged {
+		return fmt.Errorf("%w: seccomp_profile: not allowed by the client (plugin \"containerd\" allow_privileged = false)", drivers.ErrInvalidConfig)
+	}
 	allowed := map[string]bool{}
 	for _, a := range c.AllowCaps {
 		allowed[a] = true

@@ -78,17 +78,27 @@ func TestClientPolicy(t *testing.T) {
 	if c.Namespace != "ns" || c.AllowPrivileged {
 		t.Fatalf("config %+v", c)
 	}
-	if err := c.checkAllowed(&TaskConfig{CapAdd: []string{"CAP_NET_ADMIN"}}); err != nil {
+	// Seccomp is true in every TaskConfig ParseTaskConfig returns unless
+	// the job turns it off.
+	if err := c.checkAllowed(&TaskConfig{Seccomp: true, CapAdd: []string{"CAP_NET_ADMIN"}}); err != nil {
 		t.Errorf("allowed cap refused: %v", err)
 	}
 	if err := c.checkAllowed(&TaskConfig{CapAdd: []string{"CAP_SYS_ADMIN"}}); !errors.Is(err, drivers.ErrInvalidConfig) {
 		t.Errorf("cap outside allow_caps: %v", err)
 	}
-	if err := c.checkAllowed(&TaskConfig{Privileged: true}); !errors.Is(err, drivers.ErrInvalidConfig) {
+	if err := c.checkAllowed(&TaskConfig{Seccomp: true, Privileged: true}); !errors.Is(err, drivers.ErrInvalidConfig) {
 		t.Errorf("privileged without allow_privileged: %v", err)
 	}
+	// Turning the seccomp filter off or naming a profile weakens the
+	// sandbox as much: allow_privileged too.
+	if err := c.checkAllowed(&TaskConfig{Seccomp: false}); !errors.Is(err, drivers.ErrInvalidConfig) {
+		t.Errorf("seccomp = false without allow_privileged: %v", err)
+	}
+	if err := c.checkAllowed(&TaskConfig{Seccomp: true, SeccompProfile: "local/p.json"}); !errors.Is(err, drivers.ErrInvalidConfig) {
+		t.Errorf("seccomp_profile without allow_privileged: %v", err)
+	}
 	all, _ := ParseClientConfig(map[string]any{"allow_caps": []any{"all"}, "allow_privileged": true})
-	if err := all.checkAllowed(&TaskConfig{Privileged: true, CapAdd: []string{"CAP_SYS_ADMIN"}}); err != nil {
+	if err := all.checkAllowed(&TaskConfig{Privileged: true, CapAdd: []string{"CAP_SYS_ADMIN"}, SeccompProfile: "p.json"}); err != nil {
 		t.Errorf("allow all: %v", err)
 	}
 	if _, err := ParseClientConfig(map[string]any{"adress": "/x"}); !errors.Is(err, drivers.ErrInvalidConfig) {

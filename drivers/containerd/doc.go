@@ -17,6 +17,25 @@
 // silently.
 //
 // Runtime choices:
+//   - Sandbox: no_new_privs; the capability set DefaultCaps (Docker's
+//     default without CAP_NET_RAW) as bounding, effective and permitted
+//     set for root, and only as bounding set for any other user (no
+//     effective, permitted, inheritable or ambient capabilities, as Docker
+//     does); containerd's default seccomp profile (contrib/seccomp, an
+//     allow-list, following the capabilities: denied syscalls fail with
+//     EPERM); nosuid and nodev on every mount drover adds (alloc/,
+//     local/, secrets/, the client's volumes, the config's mounts). The
+//     task's secrets/ and what the client wrote there (the identity
+//     token) become the container user's, 0700 (drivers.OwnSecrets).
+//   - What a job can change: cap_drop (any), cap_add (only capabilities
+//     in the client's allow_caps, by default DefaultAllowCaps, the
+//     runtime default set with CAP_NET_RAW); privileged = true (all
+//     capabilities, all host devices, no seccomp filter), seccomp = false
+//     and seccomp_profile (a profile file on the host, which the job may
+//     have written itself) only where the client sets allow_privileged;
+//     host_network (the host's network namespace); mounts (binds of
+//     absolute host paths or task dir paths, tmpfs; nosuid and nodev
+//     forced); Task.User.
 //   - Limits: cpu shares = the task's MHz; a CFS quota from reserved cores
 //     or (cpu_hard_limit) MHz / the host's MHz per core; memory limit =
 //     memory_max (or memory) with memory as the soft reservation; pids.

@@ -86,7 +86,8 @@ func TestTaskOptionsInsideContainer(t *testing.T) {
 			},
 		},
 		{
-			name:   "seccomp_off",
+			name:   "seccomp_off_allowed",
+			client: map[string]any{"allow_privileged": true},
 			script: `grep '^Seccomp:' /proc/self/status | cut -f2`,
 			adjust: func(_ *testing.T, c *drivers.TaskConfig) { c.Config["seccomp"] = false },
 			check: func(t *testing.T, out string, _ *drivers.ExitResult) {
@@ -216,6 +217,8 @@ func TestStartRefusals(t *testing.T) {
 	}{
 		{"privileged", func(c *drivers.TaskConfig) { c.Config["privileged"] = true }},
 		{"cap_add", func(c *drivers.TaskConfig) { c.Config["cap_add"] = []any{"SYS_ADMIN"} }},
+		{"seccomp_off", func(c *drivers.TaskConfig) { c.Config["seccomp"] = false }},
+		{"seccomp_profile", func(c *drivers.TaskConfig) { c.Config["seccomp_profile"] = "/etc/hostname" }},
 		{"port_remap", func(c *drivers.TaskConfig) { c.Ports = []api.AllocatedPort{{Label: "http", Value: 25001, To: 8080}} }},
 		{"missing_archive", func(c *drivers.TaskConfig) { c.Config["image"] = "oci-archive://local/none.tar" }},
 		{"archive_escape", func(c *drivers.TaskConfig) { c.Config["image"] = "oci-archive://../../etc/x.tar" }},

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -113,15 +114,38 @@ func memoryLimits(cfg *drivers.TaskConfig) (limit, reservation int64) {
 	return mb << 20, 0
 }
 
+// DefaultCaps is the capability set of a task's process (bounding,
+// effective and permitted for root; bounding only for other users):
+// the exec driver's default set, the container runtimes' one without
+// CAP_NET_RAW (which cap_add may bring back; see DefaultAllowCaps).
+var DefaultCaps = []string{
+	"CAP_AUDIT_WRITE", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID",
+	"CAP_KILL", "CAP_MKNOD", "CAP_NET_BIND_SERVICE", "CAP_SETFCAP",
+	"CAP_SETGID", "CAP_SETPCAP", "CAP_SETUID", "CAP_SYS_CHROOT",
+}
+
+// nosuid drops the options that would let setuid files or device nodes
+// count on a mount and adds nosuid and nodev: no mount drover makes for
+// a task honours them.
+func nosuid(opts []string) []string {
+	out := make([]string, 0, len(opts)+2)
+	for _, o := range opts {
+		if o != "suid" && o != "dev" && o != "nosuid" && o != "nodev" {
+			out = append(out, o)
+		}
+	}
+	return append(out, "nosuid", "nodev")
+}
+
 // taskMounts are the alloc dir mounts, the client's mounts and the
-// config's mounts.
+// config's mounts, all nosuid and nodev.
 func taskMounts(cfg *drivers.TaskConfig, tc *TaskConfig) ([]specs.Mount, error) {
 	bind := func(src, dst string, ro bool) specs.Mount {
 		mode := "rw"
 		if ro {
 			mode = "ro"
 		}
-		return specs.Mount{Type: "bind", Source: src, Destination: dst, Options: []string{"rbind", "rprivate", mode}}
+		return specs.Mount{Type: "bind", Source: src, Destination: dst, Options: nosuid([]string{"rbind", "rprivate", mode})}
 	}
 	var ms []specs.Mount
 	if cfg.AllocDir != "" {
@@ -140,9 +164,9 @@ func taskMounts(cfg *drivers.TaskConfig, tc *TaskConfig) ([]specs.Mount, error) 
 		case "tmpfs":
 			opts := m.Options
 			if len(opts) == 0 {
-				opts = []string{"nosuid", "nodev", "mode=1777"}
+				opts = []string{"mode=1777"}
 			}
-			ms = append(ms, specs.Mount{Type: "tmpfs", Source: "tmpfs", Destination: m.Target, Options: opts})
+			ms = append(ms, specs.Mount{Type: "tmpfs", Source: "tmpfs", Destination: m.Target, Options: nosuid(opts)})
 		default:
 			src := m.Source
 			if !filepath.IsAbs(src) {
@@ -167,7 +191,7 @@ func taskMounts(cfg *drivers.TaskConfig, tc *TaskConfig) ([]specs.Mount, error) 
 			if !hasMode {
 				opts = append(opts, "rw")
 			}
-			ms = append(ms, specs.Mount{Type: "bind", Source: src, Destination: m.Target, Options: opts})
+			ms = append(ms, specs.Mount{Type: "bind", Source: src, Destination: m.Target, Options: nosuid(opts)})
 		}
 	}
 	return ms, nil
@@ -221,9 +245,13 @@ func (d *Driver) specOpts(cfg *drivers.TaskConfig, tc *TaskConfig, img container
 	case hostNet:
 		opts = append(opts, oci.WithHostNamespace(specs.NetworkNamespace), oci.WithHostHostsFile, oci.WithHostResolvconf)
 	}
+	// no_new_privs: nothing the task execs gains privileges (setuid,
+	// file capabilities), privileged or not.
+	opts = append(opts, oci.WithNoNewPrivileges)
 	if tc.Privileged {
 		opts = append(opts, oci.WithPrivileged, oci.WithAllDevicesAllowed, oci.WithHostDevices)
 	} else {
+		opts = append(opts, oci.WithCapabilities(slices.Clip(slices.Clone(DefaultCaps))))
 		if len(tc.CapAdd) > 0 {
 			opts = append(opts, oci.WithAddedCapabilities(tc.CapAdd))
 		}
@@ -246,7 +274,20 @@ func (d *Driver) specOpts(cfg *drivers.TaskConfig, tc *TaskConfig, img container
 	if len(cfg.Devices) > 0 {
 		opts = append(opts, withDevices(cfg.Devices), withNvidiaLibraries(d.hostRoot, cfg.Devices))
 	}
-	return opts, nil
+	return append(opts, withUserCaps), nil
+}
+
+// withUserCaps leaves a process that does not run as root only the
+// bounding set, as Docker does: runc would otherwise hand a non-root
+// user the effective capabilities of the spec (CAP_SETUID alone makes it
+// root again). Last of the options, once the user is known.
+func withUserCaps(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
+	if s.Process == nil || s.Process.Capabilities == nil || s.Process.User.UID == 0 {
+		return nil
+	}
+	c := s.Process.Capabilities
+	c.Effective, c.Permitted, c.Inheritable, c.Ambient = nil, nil, nil, nil
+	return nil
 }
 
 // withResources sets memory, cpu and pids limits.

@@ -127,6 +127,23 @@ func attachIO(st State, logs []*logging.Writer) cio.Attach {
 	}
 }
 
+// ownSecrets hands the task's secrets dir to the user its container
+// runs as (known once the spec is built: the image's or the task's
+// user); see drivers.OwnSecrets.
+func ownSecrets(ctx context.Context, container containerd.Container, cfg *drivers.TaskConfig) error {
+	if cfg.TaskDir == "" {
+		return nil
+	}
+	spec, err := container.Spec(ctx)
+	if err != nil {
+		return fmt.Errorf("read spec: %w", err)
+	}
+	if spec.Process == nil {
+		return nil
+	}
+	return drivers.OwnSecrets(filepath.Join(cfg.TaskDir, "secrets"), int(spec.Process.User.UID), int(spec.Process.User.GID))
+}
+
 // StartTask implements drivers.Driver.
 func (d *Driver) StartTask(ctx context.Context, cfg *drivers.TaskConfig) (*drivers.TaskHandle, error) {
 	tc, err := ParseTaskConfig(cfg.Config)
@@ -169,6 +186,9 @@ func (d *Driver) StartTask(ctx context.Context, cfg *drivers.TaskConfig) (*drive
 			d.logger.Warn("delete container after failed start", "container", cid, "error", derr)
 		}
 		return nil, fmt.Errorf("start task %q: %w", cfg.Name, err)
+	}
+	if err := ownSecrets(ctx, container, cfg); err != nil {
+		return fail(err)
 	}
 	dir := d.fifoDir(cfg)
 	if err := os.MkdirAll(dir, 0o700); err != nil {

@@ -10,7 +10,10 @@
 // NeedRoot / Need / NeedBinary apply the rule "outside CI skip, under
 // CI=true fail"; DroverBinary gives $DROVER_TEST_BIN or builds drover
 // once (TestMain); ShellHarness fills a Harness for {command, args}
-// drivers with /bin/sh tasks.
+// drivers with /bin/sh tasks; SandboxProbe builds a small static program
+// (testdata/probe, also setuid root) that checks a task's sandbox from
+// inside, StatusFields and MountOptions parse /proc/<pid>/status and
+// mountinfo.
 //
 // Shared by every test that runs the real binary (drivers, agent e2e and
 // benchmarks, the ui browser test; layout_test.go lets ui's tests import

@@ -19,12 +19,24 @@
 // 0.78 MB PSS / 2.85 MB RSS each with drover-executor (a trivial Go
 // program is ~0.67 MB private), 4 MB PSS / 21 MB RSS with `drover executor`.
 //
-// Exec tasks also get the default capability bounding set (DefaultCaps)
-// and no_new_privs. ExecTask enters an exec task with util-linux nsenter
-// (namespaces, chroot, user); its commands join the task cgroup through
-// the supervisor's `--join <cgroup> [--user u] -- <path> <argv0> ...`.
+// Exec tasks run sandboxed (see package supervisor): nosuid,nodev
+// mounts, the DefaultCaps bounding set and nothing inheritable or
+// ambient, no_new_privs, and a seccomp filter: containerd's default
+// profile (contrib/seccomp, an allow-list, computed for DefaultCaps) that
+// CompileSeccomp turns into classic BPF for this host's architecture
+// (amd64 and arm64; syscalls of another ABI kill the task; elsewhere the
+// exec driver starts nothing). A denied syscall fails with EPERM. The
+// task's secrets/ becomes its user's (drivers.OwnSecrets), as for a
+// raw_exec task with a user. ExecTask enters an exec task with util-linux
+// nsenter (namespaces, chroot, the task's network namespace), which runs
+// the supervisor binary (handed over open: the chroot lacks it) as
+// `--sandbox`: the command gets the task's user and sandbox, and the
+// environment of the task, while nsenter and the helpers before it run
+// with a clean one. Its commands join the task cgroup through the
+// supervisor's `--join <cgroup> [--user u] -- <path> <argv0> ...`.
 //
-// Imports: api, drivers, drivers/logging, drivers/executor/supervisor;
+// Imports: api, drivers, drivers/logging, drivers/executor/supervisor,
+// containerd's contrib/seccomp (the profile) and the OCI runtime spec;
 // never agent or server.
 //
 // Concurrency: Driver and Process are safe for concurrent use; each

@@ -189,10 +189,24 @@ func (d *Driver) executorConfig(cfg *drivers.TaskConfig, opts *TaskOptions) (*Co
 			// raw_exec: a cgroup without limits, for stats and clean kills.
 			ecfg.Cgroup = &CgroupConfig{Name: name}
 		}
+		if cfg.User != "" && cfg.TaskDir != "" {
+			// A raw_exec task run as another user reads its secrets too.
+			cred, err := supervisor.LookupUser(cfg.User)
+			if err != nil {
+				return nil, err
+			}
+			if err := ownSecrets(cfg.TaskDir, cred); err != nil {
+				return nil, err
+			}
+		}
 		return ecfg, nil
 	}
 	if !cgUsable {
 		return nil, fmt.Errorf("exec driver: %w", CgroupsUsable())
+	}
+	filter, err := taskFilter()
+	if err != nil {
+		return nil, fmt.Errorf("exec driver: %w", err)
 	}
 	if ecfg.User == "" {
 		ecfg.User = "nobody"
@@ -204,7 +218,7 @@ func (d *Driver) executorConfig(cfg *drivers.TaskConfig, opts *TaskOptions) (*Co
 	if err := d.checkUser(ecfg.User, cred.Uid); err != nil {
 		return nil, err
 	}
-	for _, sub := range []string{"local", "secrets", "tmp"} {
+	for _, sub := range []string{"local", "tmp"} {
 		p := filepath.Join(cfg.TaskDir, sub)
 		if err := os.MkdirAll(p, 0o755); err != nil {
 			return nil, err
@@ -213,8 +227,11 @@ func (d *Driver) executorConfig(cfg *drivers.TaskConfig, opts *TaskOptions) (*Co
 			return nil, fmt.Errorf("chown %s: %w", p, err)
 		}
 	}
+	if err := ownSecrets(cfg.TaskDir, cred); err != nil {
+		return nil, err
+	}
 	ecfg.Isolation = &Isolation{AllocDir: cfg.AllocDir, TaskDir: cfg.TaskDir, Hostname: cfg.Name,
-		SharePID: opts.PIDMode == "host", ShareIPC: opts.IPCMode == "host", NetNS: cfg.NetNS}
+		SharePID: opts.PIDMode == "host", ShareIPC: opts.IPCMode == "host", NetNS: cfg.NetNS, Seccomp: filter}
 	for _, m := range cfg.Mounts {
 		ecfg.Isolation.Mounts = append(ecfg.Isolation.Mounts, Mount{HostPath: m.HostPath, TaskPath: m.TaskPath, Readonly: m.Readonly})
 	}
@@ -234,6 +251,16 @@ func (d *Driver) executorConfig(cfg *drivers.TaskConfig, opts *TaskOptions) (*Co
 	}
 	ecfg.Cgroup = cg
 	return ecfg, nil
+}
+
+// ownSecrets makes taskDir/secrets (created 0700 if missing) the task
+// user's; see drivers.OwnSecrets.
+func ownSecrets(taskDir string, cred *syscall.Credential) error {
+	p := filepath.Join(taskDir, "secrets")
+	if err := os.MkdirAll(p, 0o700); err != nil {
+		return err
+	}
+	return drivers.OwnSecrets(p, int(cred.Uid), int(cred.Gid))
 }
 
 // envList turns the task env into sorted KEY=VALUE pairs with a PATH.

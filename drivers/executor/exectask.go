@@ -14,6 +14,7 @@ import (
 	"github.com/creack/pty"
 	"github.com/drover/drover/drivers"
 	"github.com/drover/drover/drivers/executor/supervisor"
+	"golang.org/x/sys/unix"
 )
 
 // nsenter finds util-linux's nsenter, used to run commands inside an
@@ -52,21 +53,15 @@ func (d *Driver) ExecTask(ctx context.Context, id string, opts *drivers.ExecOpti
 		if !sameProcess(t.proc.State.TaskPID, t.proc.State.TaskStart) {
 			return nil, fmt.Errorf("exec in task %q: task process gone", id)
 		}
-		user := t.cfg.User
-		if user == "" {
-			user = "nobody"
-		}
-		cred, err := supervisor.LookupUser(user)
-		if err != nil {
+		var files []*os.File
+		defer func() {
+			for _, f := range files {
+				f.Close()
+			}
+		}()
+		if cmd, files, err = d.sandboxedCommand(ctx, t, opts.Command, env); err != nil {
 			return nil, fmt.Errorf("exec in task %q: %w", id, err)
 		}
-		args := []string{"-t", strconv.Itoa(t.proc.State.TaskPID), "-m", "-u", "-i", "-p", "-r", "-w",
-			"-S", strconv.Itoa(int(cred.Uid)), "-G", strconv.Itoa(int(cred.Gid)), "--"}
-		ns, err := nsenter()
-		if err != nil {
-			return nil, fmt.Errorf("exec in task %q: %w", id, err)
-		}
-		cmd = d.command(ctx, t, ns, "nsenter", append(args, opts.Command...))
 	} else {
 		path, err := supervisor.LookPath(opts.Command[0], env)
 		if err != nil {
@@ -82,7 +77,9 @@ func (d *Driver) ExecTask(ctx context.Context, id string, opts *drivers.ExecOpti
 			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 		}
 	}
-	cmd.Env = env
+	if cmd.Env == nil {
+		cmd.Env = env
+	}
 	if opts.TTY {
 		err = runTTY(cmd, opts)
 	} else {
@@ -102,6 +99,77 @@ func (d *Driver) ExecTask(ctx context.Context, id string, opts *drivers.ExecOpti
 		}
 	}
 	return res, nil
+}
+
+// sandboxedCommand is command run in an exec task: util-linux nsenter
+// enters the task's namespaces and chroot (as root) and runs the
+// supervisor binary there (handed over open as fd 3: the chroot lacks
+// it) as `--sandbox`, which gives command the task's user, bounding set,
+// no_new_privs and seccomp filter before it execs it with env (fd 4).
+// Everything before the command runs with a clean environment. files
+// are the caller's to close once the command ran.
+func (d *Driver) sandboxedCommand(ctx context.Context, t *task, command, env []string) (*exec.Cmd, []*os.File, error) {
+	user := t.cfg.User
+	if user == "" {
+		user = "nobody"
+	}
+	cred, err := supervisor.LookupUser(user)
+	if err != nil {
+		return nil, nil, err
+	}
+	filter, err := taskFilter()
+	if err != nil {
+		return nil, nil, err
+	}
+	ns, err := nsenter()
+	if err != nil {
+		return nil, nil, err
+	}
+	sup := FindSupervisor(d.bin)
+	bin, err := os.Open(sup.Path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open supervisor binary: %w", err)
+	}
+	envFile, err := envMemfd(env)
+	if err != nil {
+		bin.Close()
+		return nil, nil, err
+	}
+	args := []string{"-t", strconv.Itoa(t.proc.State.TaskPID), "-m", "-u", "-i", "-p", "-r", "-w"}
+	if t.cfg.NetNS != "" {
+		// The init joins the task's network namespace on one thread
+		// only: name it, or the command would get the host's.
+		args = append(args, "--net="+t.cfg.NetNS)
+	}
+	args = append(args, "--", fmt.Sprintf("/proc/self/fd/%d", supervisor.SandboxBinaryFD))
+	args = append(args, sup.command(supervisor.SandboxFlag)...)
+	args = append(args, supervisor.FormatSandboxArgs(cred, filter, command)...)
+	cmd := d.command(ctx, t, ns, "nsenter", args)
+	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+	cmd.ExtraFiles = []*os.File{bin, envFile} // fds 3 and 4
+	return cmd, cmd.ExtraFiles, nil
+}
+
+// envMemfd returns a memory file holding env NUL-separated, at offset 0.
+func envMemfd(env []string) (*os.File, error) {
+	fd, err := unix.MemfdCreate("drover-exec-env", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("memfd for the environment: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "env")
+	var b []byte
+	for _, kv := range env {
+		b = append(append(b, kv...), 0)
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("write the environment: %w", err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // command runs path (as argv0 with args) inside the task's cgroup: via

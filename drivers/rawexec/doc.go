@@ -4,6 +4,9 @@
 // restart), in a limit-free cgroup when the agent is root (for stats and
 // clean kills). Whether it is enabled is the client's decision (plugin
 // config or dev mode); the driver itself always fingerprints healthy.
+// There is no sandbox (no namespaces, capabilities or seccomp filter of
+// its own): a task has what its user has. With Task.User, secrets/ and
+// the identity token become that user's (drivers.OwnSecrets).
 //
 // Imports: api, drivers, drivers/executor.
 //

@@ -2,9 +2,6 @@ package supervisor
 
 import (
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -28,14 +25,10 @@ func DefaultCapMask() uint64 {
 }
 
 // dropBoundingCaps removes every capability outside keep from the
-// calling process's bounding set; children (the task) inherit it.
+// calling thread's bounding set; children forked from that thread (the
+// task) inherit it.
 func dropBoundingCaps(keep []uintptr) error {
-	last := uintptr(unix.CAP_LAST_CAP)
-	if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
-		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-			last = uintptr(n)
-		}
-	}
+	last := lastCap()
 	allowed := map[uintptr]bool{}
 	for _, c := range keep {
 		allowed[c] = true

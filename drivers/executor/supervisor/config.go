@@ -47,6 +47,9 @@ type Isolation struct {
 	Devices  []Device `json:"devices,omitempty"`
 	// NetNS is a network namespace (path) the task joins.
 	NetNS string `json:"netns,omitempty"`
+	// Seccomp is the task's seccomp program (EncodeFilter; base64 in
+	// JSON). Required: the init starts no task without one.
+	Seccomp []byte `json:"seccomp,omitempty"`
 }
 
 // Mount is a bind mount into the chroot.
@@ -182,6 +185,7 @@ func decodeConfig(b []byte) (*Config, error) {
 		o.bool("share_pid", &iso.SharePID)
 		o.bool("share_ipc", &iso.ShareIPC)
 		o.str("netns", &iso.NetNS)
+		o.base64("seccomp", &iso.Seccomp)
 		var mounts []Mount
 		if n, ok := o.objs("mounts", func(i int, mo jsonFields) {
 			mounts = append(mounts, Mount{})

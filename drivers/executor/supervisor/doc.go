@@ -3,11 +3,24 @@
 // executor <config.json>` where that binary is absent). It starts the
 // task (plainly for raw_exec and qemu; for exec in new PID, mount, IPC and
 // UTS namespaces under a minimal read-only chroot, as an unprivileged
-// user, with the default capability bounding set and no_new_privs),
-// inside a cgroup with CPU, memory, pids and device limits, copies
+// user, with the sandbox of sandbox.go), inside a cgroup with CPU,
+// memory, pids and device limits, copies
 // stdout/stderr into rotated log files (drivers/logging), waits, and
 // records exit code, signal and OOM kill atomically in an exit-status
 // file (Result). The driver side is package executor.
+//
+// The exec sandbox: every mount of the chroot is nosuid and nodev (device
+// nodes, bound one by one under /dev, nosuid and noexec), read-only but
+// for alloc/, local/, secrets/, tmp/ and writable volumes; the task gets
+// the DefaultCaps bounding set, no inheritable or ambient capabilities,
+// no_new_privs and the seccomp program the driver computed
+// (Isolation.Seccomp, classic BPF: this package knows no syscall names,
+// and the init starts no task without one), all set on the thread that
+// forks it (the filter on every thread, TSYNC). The namespace init, whose
+// PID the driver reports as the task's, then keeps no more than its task
+// (same bounding set and filter, no_new_privs, of its own capabilities
+// only CAP_KILL). `--sandbox` gives a command exec'd into the task (by
+// util-linux nsenter, see package executor) the same.
 //
 // cgroups: v1 (also on hybrid hosts: /sys/fs/cgroup/<ctrl>/drover/<task>)
 // or v2 (/sys/fs/cgroup/drover.slice/<task>.scope). Limits are plain file

@@ -87,6 +87,10 @@ func runInit(cfgPath string) int {
 	if iso == nil {
 		return fail(errors.New("init without isolation settings"))
 	}
+	prog, err := DecodeFilter(iso.Seccomp)
+	if err != nil { // never a task without its filter
+		return fail(err)
+	}
 	var cred *syscall.Credential
 	if cfg.User != "" {
 		if cred, err = LookupUser(cfg.User); err != nil {
@@ -120,21 +124,19 @@ func runInit(cfgPath string) int {
 		_ = syscall.Sethostname([]byte(iso.Hostname))
 	}
 	// After the mounts and chroot: the task keeps only the default set.
-	// The bounding set and no_new_privs are per thread and a child
-	// inherits them from the thread that forks it: stay on this thread
-	// from here to cmd.Start.
+	// The network namespace and the bounding set are per thread and a
+	// child inherits them from the thread that forks it: stay on this
+	// thread from here to cmd.Start.
 	runtime.LockOSThread()
 	if netns != nil {
 		if err := unix.Setns(int(netns.Fd()), unix.CLONE_NEWNET); err != nil {
 			return fail(fmt.Errorf("join network namespace: %w", err))
 		}
 	}
-	if err := dropBoundingCaps(DefaultCaps); err != nil {
+	// No privileges gained through setuid binaries or file capabilities
+	// either (no_new_privs), and only the syscalls of the filter.
+	if err := restrictThread(prog); err != nil {
 		return fail(err)
-	}
-	// No privileges gained through setuid binaries either.
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fail(fmt.Errorf("set no_new_privs: %w", err))
 	}
 	path, err := LookPath(cfg.Command, cfg.Env)
 	if err != nil {
@@ -149,6 +151,12 @@ func runInit(cfgPath string) int {
 		return fail(fmt.Errorf("start %s: %w", cfg.Command, err))
 	}
 	pid := cmd.Process.Pid
+	// The init itself is what the driver reports as the task's PID: it
+	// keeps no more than the task.
+	if err := lockDownInit(); err != nil {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		return fail(err)
+	}
 	send(initReport{Started: true})
 	lowGC()
 	// The task gets the forwarded signals; PID 1 keeps none.
@@ -212,7 +220,7 @@ func buildRoot(root string, cfg *Config) error {
 			}
 			continue
 		}
-		if err := bind(d, filepath.Join(root, d), true); err != nil {
+		if err := bind(d, filepath.Join(root, d), roAttrs); err != nil {
 			return err
 		}
 	}
@@ -224,7 +232,7 @@ func buildRoot(root string, cfg *Config) error {
 		if _, err := os.Stat(src); err != nil {
 			continue
 		}
-		if err := bind(src, filepath.Join(root, "etc", f), true); err != nil {
+		if err := bind(src, filepath.Join(root, "etc", f), roAttrs); err != nil {
 			return err
 		}
 	}
@@ -244,7 +252,11 @@ func buildRoot(root string, cfg *Config) error {
 			}
 			return fmt.Errorf("mount %s: %w", m.HostPath, err)
 		}
-		if err := bind(m.HostPath, filepath.Join(root, m.TaskPath), m.Readonly); err != nil {
+		attrs := rwAttrs
+		if m.Readonly {
+			attrs = roAttrs
+		}
+		if err := bind(m.HostPath, filepath.Join(root, m.TaskPath), attrs); err != nil {
 			return err
 		}
 	}
@@ -260,12 +272,12 @@ func buildRoot(root string, cfg *Config) error {
 	if cfg.Cgroup != nil {
 		// The task reads its own limits at /sys/fs/cgroup[/memory].
 		if CgroupsV2() {
-			if err := bind(CgroupDir(cfg.Cgroup.Name, ""), filepath.Join(root, "sys/fs/cgroup"), true); err != nil {
+			if err := bind(CgroupDir(cfg.Cgroup.Name, ""), filepath.Join(root, "sys/fs/cgroup"), roAttrs|unix.MOUNT_ATTR_NOEXEC); err != nil {
 				return err
 			}
 		} else {
 			for _, c := range []string{"memory", "cpu", "cpuacct", "pids", "cpuset"} {
-				if err := bind(CgroupDir(cfg.Cgroup.Name, c), filepath.Join(root, "sys/fs/cgroup", c), true); err != nil {
+				if err := bind(CgroupDir(cfg.Cgroup.Name, c), filepath.Join(root, "sys/fs/cgroup", c), roAttrs|unix.MOUNT_ATTR_NOEXEC); err != nil {
 					return err
 				}
 			}
@@ -285,7 +297,7 @@ func buildDev(dev string, devices []Device) error {
 		return fmt.Errorf("mount /dev: %w", err)
 	}
 	for _, n := range devNodes {
-		if err := bind("/dev/"+n, filepath.Join(dev, n), false); err != nil {
+		if err := bind("/dev/"+n, filepath.Join(dev, n), devAttrs); err != nil {
 			return err
 		}
 	}
@@ -298,7 +310,7 @@ func buildDev(dev string, devices []Device) error {
 		if !ok {
 			return fmt.Errorf("device %s: task path must be under /dev", tp)
 		}
-		if err := bind(d.HostPath, filepath.Join(dev, rel), false); err != nil {
+		if err := bind(d.HostPath, filepath.Join(dev, rel), devAttrs); err != nil {
 			return err
 		}
 	}
@@ -317,9 +329,18 @@ func buildDev(dev string, devices []Device) error {
 	return nil
 }
 
-// bind bind-mounts src at dst (creating dst as a dir or file), read-only
-// when ro.
-func bind(src, dst string, ro bool) error {
+// Mount attributes of the chroot's bind mounts: no setuid binary and no
+// device node of the host counts inside a task, on any of them (and on
+// their submounts); device nodes are bound one by one, without nodev.
+const (
+	rwAttrs  uint64 = unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV
+	roAttrs         = rwAttrs | unix.MOUNT_ATTR_RDONLY
+	devAttrs uint64 = unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NOEXEC
+)
+
+// bind bind-mounts src (recursively) at dst, creating dst as a dir or
+// file, and sets attrs (MOUNT_ATTR_*) on it and its submounts.
+func bind(src, dst string, attrs uint64) error {
 	st, err := os.Stat(src)
 	if err != nil {
 		return fmt.Errorf("bind %s: %w", src, err)
@@ -340,10 +361,20 @@ func bind(src, dst string, ro bool) error {
 	if err := unix.Mount(src, dst, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 		return fmt.Errorf("bind %s at %s: %w", src, dst, err)
 	}
-	if ro {
-		if err := unix.Mount("", dst, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_REC, ""); err != nil {
-			return fmt.Errorf("remount %s read-only: %w", dst, err)
+	err = unix.MountSetattr(unix.AT_FDCWD, dst, unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: attrs})
+	if errors.Is(err, unix.ENOSYS) {
+		// Before Linux 5.12: a remount sets the flags on the top mount only.
+		flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT)
+		for _, f := range []struct{ attr, flag uint64 }{{unix.MOUNT_ATTR_RDONLY, unix.MS_RDONLY},
+			{unix.MOUNT_ATTR_NOSUID, unix.MS_NOSUID}, {unix.MOUNT_ATTR_NODEV, unix.MS_NODEV}, {unix.MOUNT_ATTR_NOEXEC, unix.MS_NOEXEC}} {
+			if attrs&f.attr != 0 {
+				flags |= uintptr(f.flag)
+			}
 		}
+		err = unix.Mount("", dst, "", flags, "")
+	}
+	if err != nil {
+		return fmt.Errorf("set mount attributes of %s: %w", dst, err)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"strconv"
@@ -313,6 +314,21 @@ func (f jsonFields) str(k string, dst *string) {
 			f.bad(k, "a string")
 		}
 	}
+}
+
+// base64 decodes a []byte as encoding/json writes it (standard base64).
+func (f jsonFields) base64(k string, dst *[]byte) {
+	var s string
+	f.str(k, &s)
+	if _, ok := f.get(k); !ok || s == "" {
+		return
+	}
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		f.bad(k, "base64")
+		return
+	}
+	*dst = b
 }
 
 func (f jsonFields) bool(k string, dst *bool) {

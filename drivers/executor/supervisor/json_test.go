@@ -32,7 +32,7 @@ func TestConfigDecodeAgreesWithEncodingJSON(t *testing.T) {
 		Env: []string{"A=1"}, Cwd: "/", User: "nobody",
 		Isolation: &Isolation{AllocDir: "/a", TaskDir: "/a/t", Hostname: "h", SharePID: true, ShareIPC: true, NetNS: "/run/ns",
 			Mounts:  []Mount{{HostPath: "/x", TaskPath: "/y", Readonly: true}},
-			Devices: []Device{{HostPath: "/dev/null", TaskPath: "/dev/n", Permissions: "r"}}},
+			Devices: []Device{{HostPath: "/dev/null", TaskPath: "/dev/n", Permissions: "r"}}, Seccomp: []byte{0, 1, 0xfe, 0xff, 2, 3, 4, 5}},
 		Cgroup: &CgroupConfig{Name: "c", CPUShares: 100, ReservedCores: []uint16{0, 65535}, MemoryMB: 1 << 40, MemoryMaxMB: -1,
 			PidsLimit: 4096, RestrictDevices: true, Devices: []Device{{HostPath: "/dev/zero"}}},
 		LogDir: "/l", LogMaxFiles: 3, LogMaxFileSizeMB: 10, ExitFile: "/e", StateDir: "/s"}
@@ -64,6 +64,7 @@ func TestConfigDecodeErrors(t *testing.T) {
 		`[]`, `{"command": 1}`, `{"args": "x"}`, `{"args": [1]}`, `{"log_max_files": 1.5}`,
 		`{"cgroup": {"reserved_cores": [70000]}}`, `{"cgroup": {"memory_mb": "1"}}`, `{"cgroup": []}`,
 		`{"isolation": {"mounts": [1]}}`, `{"isolation": {"share_pid": "yes"}}`, `{"command": "x"`, ``,
+		`{"isolation": {"seccomp": "not base64!"}}`, `{"isolation": {"seccomp": 1}}`,
 	} {
 		if c, err := decodeConfig([]byte(in)); err == nil {
 			t.Errorf("decodeConfig(%s) = %+v, want an error", in, c)

@@ -26,7 +26,7 @@ const (
 // any change a supervisor of the other version would misread or ignore:
 // the drivers use a drover-executor only when it prints the same
 // (`drover-executor --protocol`), else `drover executor`.
-const Protocol = "drover-executor/1"
+const Protocol = "drover-executor/2"
 
 // self is what follows this binary's path to run it as a supervisor
 // again (the namespace init): ["executor"] in drover, none in
@@ -35,7 +35,8 @@ var self []string
 
 // Main runs the supervisor with args (after the program name and sub):
 // `<config.json>` supervises a task, `--init <config.json>` is the exec
-// driver's namespace init, `--join ...` see JoinFlag. sub is what this
+// driver's namespace init, `--join ...` see JoinFlag, `--sandbox ...` see
+// SandboxFlag. sub is what this
 // binary needs before those args to run as a supervisor: ["executor"]
 // for `drover executor`, nothing for drover-executor. It returns the
 // process exit code. There is no context on purpose: the supervisor
@@ -53,6 +54,8 @@ func Main(sub []string, args []string) int {
 		return 0
 	case len(args) >= 2 && args[0] == JoinFlag:
 		return joinAndExec(args[1:])
+	case len(args) >= 1 && args[0] == SandboxFlag:
+		return sandboxAndExec(args[1:])
 	case len(args) == 1:
 		if err := supervise(args[0]); err != nil {
 			fmt.Fprintln(os.Stderr, "executor:", err)

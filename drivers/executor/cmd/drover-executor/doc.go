@@ -10,6 +10,7 @@
 //	drover-executor <config.json>
 //	drover-executor --init <config.json>
 //	drover-executor --join <cgroup> [--user <user>] -- <path> <argv0> [args...]
+//	drover-executor --sandbox <uid>:<gid>[:<gids>] <filter> -- <command> [args...]
 //	drover-executor --protocol   (prints the driver contract it speaks)
 //
 // A leading "executor" argument is accepted and ignored, so the binary
