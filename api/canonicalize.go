@@ -270,8 +270,11 @@ func (j *Job) Validate() error {
 	v := &validator{}
 	if j.ID == "" {
 		v.add("", "missing job ID")
-	} else if strings.ContainsAny(j.ID, " \t\n\x00/") {
-		v.add("", "job ID %q must not contain spaces, slashes or NUL", j.ID)
+	} else if err := CheckJobID(j.ID); err != nil {
+		v.add("", "invalid job ID %q: %v", j.ID, err)
+	}
+	if err := CheckJobName(j.Name); err != nil {
+		v.add("", "invalid job name %q: %v", j.Name, err)
 	}
 	if j.Type != "" && !slices.Contains(jobTypes, j.Type) {
 		v.add("", "invalid job type %q (want one of %s)", j.Type, strings.Join(jobTypes, ", "))
@@ -329,6 +332,8 @@ func (j *Job) Validate() error {
 		if tg.Name == "" {
 			p = fmt.Sprintf("group %d: ", i)
 			v.add(p, "missing group name")
+		} else if err := CheckName(tg.Name); err != nil {
+			v.add(p, "invalid group name: %v", err)
 		} else if groups[tg.Name] {
 			v.add("", "duplicate group %q", tg.Name)
 		}
@@ -503,8 +508,8 @@ func (v *validator) task(p string, t *Task, labels map[string]bool) {
 	if t.Driver == "" {
 		v.add(p, "missing driver")
 	}
-	if strings.ContainsAny(t.Name, "/\x00") {
-		v.add(p, "task name must not contain slashes or NUL")
+	if err := CheckName(t.Name); err != nil && t.Name != "" {
+		v.add(p, "invalid task name: %v", err)
 	}
 	if lc := t.Lifecycle; lc != nil && !slices.Contains(lifecycleHooks, lc.Hook) {
 		v.add(p, "lifecycle: invalid hook %q (want one of %s)", lc.Hook, strings.Join(lifecycleHooks, ", "))

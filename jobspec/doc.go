@@ -16,7 +16,17 @@
 // or more than MaxTokens tokens is refused with a diagnostic before
 // hashicorp/hcl, whose recursive descent has no limit, sees it. The scan
 // mirrors hclsyntax's token rules (strings, heredocs, comments, template
-// sequences); FuzzScanMatchesLexer holds it to them.
+// sequences); FuzzScanMatchesLexer holds it to them. What evaluation
+// builds is bounded per parse (budget.go, funcbudget.go): MaxValueBytes of
+// strings and MaxValues values, charged by every function and by the
+// expressions that build values (function arguments, for, templates,
+// constructors), with functions that can build far more than their
+// arguments (formatlist, join, replace, setproduct...) refused before
+// they run, and regular expressions bounded in work. The first excess
+// fails the parse, even under try() or can().
+//
+// Job, group and task names are checked with api.CheckJobID and
+// api.CheckName (they become path elements on clients), at their labels.
 //
 // Imports: api, the standard library and the HCL/cty libraries only; never
 // server, agent or drivers.

@@ -138,7 +138,8 @@ var base64DecodeFunc = function.New(&function.Spec{
 	},
 })
 
-// functions returns the library with file/fileexists bound to the base dir.
+// functions returns the library with file/fileexists bound to the base
+// dir, every function charging the parse's budget.
 func (p *parser) functions() map[string]function.Function {
 	fns := make(map[string]function.Function, len(stdFuncs)+2)
 	for k, v := range stdFuncs {
@@ -182,7 +183,7 @@ func (p *parser) functions() map[string]function.Function {
 			return cty.BoolVal(fi.Mode().IsRegular()), nil
 		},
 	})
-	return fns
+	return p.budget.bounded(fns)
 }
 
 // relPath accepts only relative paths that stay inside the base dir.

@@ -3,6 +3,7 @@ package jobspec_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/drover/drover/jobspec"
@@ -27,6 +28,18 @@ func FuzzParse(f *testing.F) {
 		for _, src := range deepNesting(n) {
 			f.Add([]byte(src))
 		}
+	}
+	// Values over the budget: before it, the first took 60 s and 2.6 GB.
+	for _, expr := range []string{
+		`formatlist("%01000000d", range(1000))`,
+		"<<EOT\n%{for i in local.l}${local.s}%{endfor}\nEOT",
+		`[` + strings.Repeat("try(", 40) + "1" + strings.Repeat(")", 40) + `]`,
+		`setproduct(range(1000), range(1000), range(1000))`,
+		`[regexall(join("", [for i in range(500) : "()"]), local.s)]`,
+		`concat(` + strings.Repeat("local.l, ", 500) + `[])`,
+		`[indent(1000000000, "a\nb")]`,
+	} {
+		f.Add([]byte(budgetLocals + limitJob(expr)))
 	}
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, src []byte) {

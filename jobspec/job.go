@@ -55,11 +55,13 @@ func (d *decoder) job(b *hcl.Block) *api.Job {
 		}
 	}
 	j := &api.Job{ID: b.Labels[0]}
-	if j.ID == "" {
-		d.errorf(b.LabelRanges[0], "Invalid job name: must not be empty")
-	}
+	d.checkName("job", b, api.CheckJobID)
 	c := d.content(body, jobSchema)
-	d.str(c, "name", &j.Name)
+	if d.str(c, "name", &j.Name) {
+		if err := api.CheckJobName(j.Name); err != nil {
+			d.errorf(c.Attributes["name"].Expr.Range(), "Invalid job name: %v", err)
+		}
+	}
 	d.str(c, "region", &j.Region)
 	d.str(c, "namespace", &j.Namespace)
 	d.enum(c, "type", "job type", &j.Type, api.JobTypeService, api.JobTypeBatch, api.JobTypeSystem, api.JobTypeSysBatch)
@@ -125,6 +127,14 @@ func (d *decoder) job(b *hcl.Block) *api.Job {
 	return j
 }
 
+// checkName reports a job, group or task label that check refuses (these
+// names become path elements on clients and in URLs), at the label.
+func (d *decoder) checkName(what string, b *hcl.Block, check func(string) error) {
+	if err := check(b.Labels[0]); err != nil {
+		d.errorf(b.LabelRanges[0], "Invalid %s name: %v", what, err)
+	}
+}
+
 // once reports a repeated singleton block and returns b.
 func (d *decoder) once(seen bool, b *hcl.Block) *hcl.Block {
 	if seen {
@@ -135,9 +145,7 @@ func (d *decoder) once(seen bool, b *hcl.Block) *hcl.Block {
 
 func (d *decoder) group(b *hcl.Block, j *api.Job, resched *api.ReschedulePolicy, migrate *api.MigrateStrategy) *api.TaskGroup {
 	tg := &api.TaskGroup{Name: b.Labels[0], Count: 1}
-	if tg.Name == "" {
-		d.errorf(b.LabelRanges[0], "Invalid group name: must not be empty")
-	}
+	d.checkName("group", b, api.CheckName)
 	c := d.content(b.Body, groupSchema)
 	d.integer(c, "count", &tg.Count, 0, anyInt)
 	d.dur(c, "shutdown_delay", &tg.ShutdownDelay)

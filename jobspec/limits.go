@@ -32,6 +32,43 @@ const (
 	MaxTokens = 100_000
 )
 
+// Limits on what evaluating a job builds (budget.go, funcbudget.go), for
+// one parse: its variables, locals and job together. A source within the
+// limits above can still ask for much more: formatlist("%01000000d",
+// range(1000)) asks for 1 GB (it took 60 s and 2.6 GB before these), a
+// %{for} over a list can repeat a long string, nested for expressions
+// multiply. Functions charge the bytes of strings and the values
+// (collection elements and scalars) they build; so do function arguments,
+// for-expression iterations, template parts, tuple and object elements,
+// splat items and the operands of ==, != and conditionals, each time they
+// are evaluated (values shared within a value count each time). Functions
+// that can build much more than their arguments (format, formatlist,
+// join, replace, regex_replace, regexall, indent, setproduct, csvdecode)
+// are refused before they run when a lower bound of their result does not
+// fit. The first excess fails the parse, at the call or expression that
+// made it, even under try() or can(). No real job file comes near these
+// (the examples build a few hundred bytes); the HTTP API takes job bodies
+// of at most 8 MiB.
+const (
+	// MaxValueBytes bounds the bytes of strings built.
+	MaxValueBytes = 16 << 20
+	// MaxValues bounds the values built and, through them, the iterations
+	// of for expressions and the calls of try and can.
+	MaxValues = 1 << 18
+)
+
+// Functions whose time is not in proportion to what they build: Go's
+// regular expression matcher (regex, regexall, regex_replace) takes time
+// proportional to the string times the compiled program, which a short
+// pattern can make millions of instructions long; distinct compares every
+// element with every other. A parse may take at most maxSteps of such
+// steps (instruction-bytes, comparisons) in all, and compile programs of
+// at most maxRegexProgram instructions; real jobs are far below both.
+const (
+	maxSteps        = 1 << 26
+	maxRegexProgram = 1 << 16
+)
+
 // limits are the bounds scan applies; tests use others.
 type limits struct{ bytes, depth, ops, tokens int }
 

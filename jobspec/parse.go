@@ -94,12 +94,13 @@ func Parse(filename string, src []byte, opts *Options) (*api.Job, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
-	p := &parser{filename: filename, src: src, opts: opts}
+	p := &parser{filename: filename, src: src, opts: opts, budget: newBudget()}
 	p.baseDir = opts.BaseDir
 	if p.baseDir == "" {
 		p.baseDir = filepath.Dir(filename)
 	}
 	job := p.parse()
+	p.diags = p.budget.tidy(p.diags)
 	if len(p.diags) > 0 {
 		return nil, p.diagnostics()
 	}
@@ -124,6 +125,7 @@ type parser struct {
 	warns    hcl.Diagnostics
 	jobRange hcl.Range
 	d        *decoder
+	budget   *budget // what the job's functions and expressions may build
 }
 
 var rootSchema = &hcl.BodySchema{
@@ -144,6 +146,7 @@ func (p *parser) parse() *api.Job {
 	if diags.HasErrors() {
 		return nil
 	}
+	boundJobFile(file.Body.(*hclsyntax.Body))
 	content, diags := file.Body.Content(rootSchema)
 	p.diags = append(p.diags, diags...)
 

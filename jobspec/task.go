@@ -32,9 +32,7 @@ var (
 
 func (d *decoder) task(b *hcl.Block, tg *api.TaskGroup) *api.Task {
 	t := &api.Task{Name: b.Labels[0]}
-	if t.Name == "" {
-		d.errorf(b.LabelRanges[0], "Invalid task name: must not be empty")
-	}
+	d.checkName("task", b, api.CheckName)
 	c := d.content(b.Body, taskSchema)
 	if !d.str(c, "driver", &t.Driver) && c.Attributes["driver"] == nil {
 		d.errorf(b.DefRange, "Missing driver: task %q needs a driver attribute (exec, raw_exec, containerd, qemu)", t.Name)

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
+	"github.com/zclconf/go-cty/cty/function"
 )
 
 // Environment prefixes that set variables.
@@ -196,6 +197,7 @@ func (p *parser) applyVarFile(vars map[string]*variable, base *hcl.EvalContext, 
 	if diags.HasErrors() {
 		return
 	}
+	bound(f.Body.(*hclsyntax.Body))
 	attrs, diags := f.Body.JustAttributes()
 	p.diags = append(p.diags, diags...)
 	for _, name := range sortedKeys(attrs) {
@@ -228,11 +230,19 @@ func (p *parser) assignString(v *variable, s, origin string) {
 	expr, diags := hclsyntax.ParseExpression([]byte(s), origin, hcl.InitialPos)
 	var val cty.Value
 	if !diags.HasErrors() {
-		val, diags = expr.Value(nil)
+		// Only literals are allowed, but for expressions over them can
+		// still build much: bound them as the job file.
+		bound(expr)
+		ctx := &hcl.EvalContext{Functions: p.budget.register(map[string]function.Function{chargeFuncName: p.budget.chargeFunc()})}
+		val, diags = expr.Value(ctx)
 	}
-	if diags.HasErrors() {
+	if diags = p.budget.tidy(diags); diags.HasErrors() {
+		msg := diags[0].Summary
+		if e := budgetErrorOf(diags[0]); e != nil {
+			msg += ": " + e.msg
+		}
 		p.diags = append(p.diags, &hcl.Diagnostic{Severity: hcl.DiagError,
-			Summary: fmt.Sprintf("Invalid value for variable %q from %s: %s", v.name, origin, diags[0].Summary)})
+			Summary: fmt.Sprintf("Invalid value for variable %q from %s: %s", v.name, origin, msg)})
 		return
 	}
 	cv, err := convert.Convert(val, v.typ)

@@ -104,6 +104,13 @@ func New(cfg Config) (*AllocRunner, error) {
 		svcCh: make(chan struct{}, 1),
 	}
 	for _, t := range tg.Tasks {
+		// Task runners join the task name to the alloc dir for every
+		// path they write: refuse a name that is not one element of it.
+		if _, err := TaskDir(cfg.AllocDir, t.Name); err != nil {
+			return nil, fmt.Errorf("alloc %s: %w", a.ID, api.Errorf(api.ErrBadRequest, err.Error()))
+		}
+	}
+	for _, t := range tg.Tasks {
 		var rec *clientstate.TaskRecord
 		if cfg.Restore && cfg.Store != nil {
 			r, err := cfg.Store.Task(a.ID, t.Name)
