@@ -68,6 +68,7 @@ bench: build ## run the benchmarks; print placements/s, start-up, memory, 100-ta
 	@awk '$(BENCH_SUMMARY)' build/bench.out | tee build/bench.txt
 
 FUZZ_TARGETS := jobspec:FuzzParse api:FuzzScoresDecode server/fsm:FuzzApply server/fsm:FuzzRestore agent/http:FuzzDecodeBody \
+	agent/http:FuzzNodeRegisterBody agent/http:FuzzClientRoutes agent/http:FuzzParseGrant \
 	agent/client:FuzzFSPath drivers/executor/supervisor:FuzzParseJSON
 FUZZTIME ?= 30s
 

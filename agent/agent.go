@@ -45,6 +45,10 @@ type Agent struct {
 	monitor *logmon.Hub
 	// tls is the mutual TLS of the API and of requests to other agents.
 	tls *peerTLS
+	// aclWatch stops (and aclWatchDone says it ended) a client-only
+	// agent's watch of its servers' ACLs (RemoteACL.Watch).
+	aclWatch     context.CancelFunc
+	aclWatchDone chan struct{}
 }
 
 // New validates cfg and prepares the agent; Start starts it.
@@ -100,7 +104,7 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 		Self: a.self, Members: a.members, Monitor: a.monitor,
 		ReadTimeout: cfg.Limits.HTTPReadTimeout, MaxConnsPerClient: cfg.Limits.HTTPMaxConnsPerClient,
 		SnapshotRestoreMaxBytes: cfg.Limits.SnapshotRestoreMaxBytes, UsagePrices: cfg.Server.UsagePrices,
-		TLS: a.tls.serve, PeerTLS: a.tls.dial, EnableDebug: cfg.EnableDebug,
+		TLS: a.tls.serve, PeerTLS: a.tls.dial, EnableDebug: cfg.EnableDebug, Region: cfg.Region,
 	}
 	if cfg.Server.Enabled {
 		dataDir := cfg.DataDir
@@ -111,11 +115,12 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 			NodeName: cfg.Name, Region: cfg.Region, Datacenter: cfg.Datacenter, DataDir: dataDir,
 			BindAddr: cfg.BindAddr, RaftPort: cfg.Ports.Raft, RaftAddr: a.raftAdvertise(), HTTPAddr: cfg.AdvertisedHTTP(),
 			BootstrapExpect: cfg.Server.BootstrapExpect, DevMode: cfg.DevMode,
-			NumSchedulers: cfg.Server.NumSchedulers, Logger: a.base,
+			NumSchedulers: cfg.Server.NumSchedulers, JobMaxGroupCount: cfg.Server.JobMaxGroupCount, Logger: a.base,
 			DeadServerGrace: cfg.Server.DeadServerGrace, ServerStabilization: cfg.Server.ServerStabilization,
 			HeartbeatTTLMin: cfg.Server.MinHeartbeatTTL, HeartbeatGrace: cfg.Server.HeartbeatGrace,
 			MaxHeartbeatsPerSecond: cfg.Server.MaxHeartbeatsPerSecond, OIDCIssuer: cfg.Server.OIDCIssuer, ACLEnabled: cfg.ACLEnabled,
-			Registry: a.registry, RaftListener: a.raftLn, PeerClient: a.tls.apiClient, RaftTLS: a.tls.raft,
+			RequireNodeIntro: a.requireNodeIntro(),
+			Registry:         a.registry, RaftListener: a.raftLn, PeerClient: a.tls.apiClient, RaftTLS: a.tls.raft,
 		})
 		a.raftLn = nil // raft owns it now, even when New failed
 		if serr != nil {
@@ -132,12 +137,14 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 		hcfg.ACL = s
 		hcfg.State, hcfg.Events = serverstate.New(s)
 	}
+	var remote *agenthttp.RemoteACL
 	if !cfg.Server.Enabled {
 		hcfg.Servers = a.tls.addrs(cfg.Client.Servers)
 		if cfg.ACLEnabled {
 			// A client-only agent serves /v1/client/* itself: it asks its
 			// servers what each token may do.
-			hcfg.ACL = &agenthttp.RemoteACL{Servers: hcfg.Servers, HTTP: a.tls.client}
+			remote = &agenthttp.RemoteACL{Servers: hcfg.Servers, HTTP: a.tls.client}
+			hcfg.ACL = remote
 		}
 	}
 	if cfg.Client.Enabled {
@@ -165,7 +172,22 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 			return fmt.Errorf("start client: %w", err)
 		}
 	}
+	if sec, ok := a.client.(interface{ NodeSecret() string }); ok && remote != nil {
+		wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		a.aclWatch, a.aclWatchDone = cancel, make(chan struct{})
+		go func() {
+			defer close(a.aclWatchDone)
+			remote.Watch(wctx, sec.NodeSecret, nil)
+		}()
+	}
 	return nil
+}
+
+// requireNodeIntro: nodes join with an introduction token or a client
+// certificate wherever the cluster authenticates anyone (ACLs on, or the
+// API verifying client certificates).
+func (a *Agent) requireNodeIntro() bool {
+	return a.cfg.ACLEnabled || a.cfg.TLS.HTTP && a.cfg.TLS.VerifyHTTPSClient
 }
 
 // HTTPAddr is the address the API listens on.
@@ -180,6 +202,10 @@ func (a *Agent) HTTPAddr() string {
 // them through the API), then the HTTP API, then the server.
 func (a *Agent) Shutdown(ctx context.Context) error {
 	var errs []error
+	if a.aclWatch != nil {
+		a.aclWatch()
+		<-a.aclWatchDone
+	}
 	if a.client != nil {
 		if err := a.client.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("client shutdown: %w", err))

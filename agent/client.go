@@ -6,8 +6,10 @@ import (
 	nethttp "net/http"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/drover/drover/agent/client"
+	"github.com/drover/drover/api"
 	"github.com/drover/drover/drivers"
 	"github.com/drover/drover/drivers/containerd"
 	"github.com/drover/drover/drivers/exec"
@@ -85,11 +87,28 @@ func (a *Agent) newClient() (clientRole, error) {
 		NodeClass: cfg.Client.NodeClass, Meta: nodeMeta(cfg), HTTPAddr: cfg.AdvertisedHTTP(),
 		BindAddr: cfg.BindAddr, Drivers: Drivers, PluginConfig: plugins, Options: options,
 		HostVolumes: cfg.Client.HostVolumes, DevMode: cfg.DevMode, StopAllocsOnShutdown: a.tmpDir != "", Logger: a.base,
+		Intro: a.clientIntro,
 	})
 	if err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// clientIntro is the introduction token this agent's client registers
+// with: the configured one; else, where the cluster requires one and this
+// agent is also a server, one it signs itself (valid a minute, for this
+// node's name and pool); else none.
+func (a *Agent) clientIntro(ctx context.Context) (string, error) {
+	cfg := a.cfg
+	if cfg.Client.IntroToken != "" || a.server == nil || !a.requireNodeIntro() {
+		return cfg.Client.IntroToken, nil
+	}
+	resp, err := a.server.CreateNodeIntro(ctx, &api.NodeIntroRequest{NodeName: cfg.Name, NodePool: cfg.Client.NodePool, TTL: time.Minute})
+	if err != nil {
+		return "", fmt.Errorf("introduce this agent's own client: %w", err)
+	}
+	return resp.Token, nil
 }
 
 func truthyAny(v any) bool {

@@ -62,8 +62,14 @@ func TestE2EClientAgentACL(t *testing.T) {
 	if err := os.WriteFile(cfgFile, []byte("acl {\n  enabled = true\n}\nplugin \"raw_exec\" {\n  config {\n    enabled = true\n  }\n}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// With ACLs on, a node joins with an introduction an operator issued.
+	intro, err := mgmt.CreateNodeIntro(ctx, &api.NodeIntroRequest{NodeName: "acl-client"})
+	if err != nil {
+		t.Fatalf("node intro: %v", err)
+	}
 	startAgent(t, "-client", "-servers", fmt.Sprintf("127.0.0.1:%d", srvHTTP), "-data-dir", t.TempDir(),
-		"-bind", "127.0.0.1", "-http-port", strconv.Itoa(cliHTTP), "-config", cfgFile, "-node", "acl-client")
+		"-bind", "127.0.0.1", "-http-port", strconv.Itoa(cliHTTP), "-config", cfgFile, "-node", "acl-client",
+		"-client-intro-token", intro.Token)
 
 	job := &api.Job{ID: "hello", TaskGroups: []*api.TaskGroup{{Name: "hello", Count: 1, Tasks: []*api.Task{{Name: "hello", Driver: "raw_exec",
 		Config:    map[string]any{"command": "/bin/sh", "args": []string{"-c", "echo hello from drover; exec sleep 300"}},

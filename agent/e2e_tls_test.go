@@ -43,6 +43,25 @@ func pkiFiles(t *testing.T) (ca string, certs map[string][2]string) {
 	return filepath.Join(dir, "drover-agent-ca.pem"), certs
 }
 
+// startInProc starts an agent in this process, shut down at the test's
+// end.
+func startInProc(t *testing.T, cfg *config.Config) *agent.Agent {
+	t.Helper()
+	a, err := agent.New(cfg, clusterLogger().With("agent", cfg.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		_ = a.Shutdown(ctx)
+	})
+	return a
+}
+
 // tlsAPI is an API client presenting the given cert (none: "") and
 // trusting caFile.
 func tlsAPI(t *testing.T, base, caFile string, cert [2]string) *api.Client {
@@ -81,21 +100,7 @@ func TestE2EMutualTLS(t *testing.T) {
 		return config.TLS{HTTP: true, CAFile: ca, CertFile: certs[role][0], KeyFile: certs[role][1],
 			VerifyServerHostname: true, VerifyHTTPSClient: true}
 	}
-	start := func(cfg *config.Config) *agent.Agent {
-		a, err := agent.New(cfg, clusterLogger().With("agent", cfg.Name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := a.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			_ = a.Shutdown(ctx)
-		})
-		return a
-	}
+	start := func(cfg *config.Config) *agent.Agent { return startInProc(t, cfg) }
 	sc := config.Default()
 	sc.Name, sc.DataDir, sc.Ports = "tls-srv", t.TempDir(), config.Ports{}
 	sc.Server.Enabled, sc.Server.BootstrapExpect, sc.Server.NumSchedulers, sc.Server.Encrypt = true, 1, 1, testGossipKey

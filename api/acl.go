@@ -164,11 +164,12 @@ type ACLBindingRule struct {
 }
 
 // ACLResolution is what GET /v1/acl/resolve answers for the request's own
-// secret: whether it is a management token, else the rules of its
-// policies (roles expanded; a node secret's too). A client-only agent
+// secret: whether it is a management token or a node's secret (NodeID),
+// else the rules of its policies (roles expanded). A client-only agent
 // compiles them to enforce ACLs on its own routes.
 type ACLResolution struct {
 	Management     bool       `json:"Management"`
+	NodeID         string     `json:"NodeID,omitempty"`
 	Rules          []string   `json:"Rules,omitempty"`
 	AccessorID     string     `json:"AccessorID,omitempty"`
 	ExpirationTime *time.Time `json:"ExpirationTime,omitempty"`

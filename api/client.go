@@ -418,8 +418,19 @@ func (c *Client) UpdateNodeEligibility(ctx context.Context, id, eligibility stri
 
 // RegisterNode registers or updates a client node (client -> server).
 func (c *Client) RegisterNode(ctx context.Context, n *Node) (*NodeRegisterResponse, error) {
+	return c.RegisterNodeRequest(ctx, &NodeRegisterRequest{Node: n})
+}
+
+// RegisterNodeRequest registers a node with its introduction token.
+func (c *Client) RegisterNodeRequest(ctx context.Context, req *NodeRegisterRequest) (*NodeRegisterResponse, error) {
 	var out NodeRegisterResponse
-	return &out, c.Write(ctx, http.MethodPut, "/v1/node/register", &NodeRegisterRequest{Node: n}, &out, nil)
+	return &out, c.Write(ctx, http.MethodPut, "/v1/node/register", req, &out, nil)
+}
+
+// CreateNodeIntro asks for an introduction token for new nodes (node write).
+func (c *Client) CreateNodeIntro(ctx context.Context, req *NodeIntroRequest) (*NodeIntroResponse, error) {
+	var out NodeIntroResponse
+	return &out, c.Write(ctx, http.MethodPut, "/v1/node/intro", req, &out, nil)
 }
 
 // HeartbeatNode renews a node's TTL; c.Headers must carry NodeSecretHeader.

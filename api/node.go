@@ -270,7 +270,43 @@ func (n *Node) Stub() *NodeListStub {
 // NodeRegisterRequest is the body of PUT /v1/node/register (client -> server).
 type NodeRegisterRequest struct {
 	Node *Node `json:"Node"`
+	// IntroToken is an introduction token an operator issued (drover node
+	// intro create; the client's intro_token). A node that registers for
+	// the first time, or into another node pool, needs one when the
+	// servers require an introduction (ACLs on, or client certificates
+	// verified) and it holds no client certificate of the region.
+	IntroToken string `json:"IntroToken,omitempty"`
 }
+
+// NodeIntro is how a registering node was introduced, as the server's
+// HTTP layer saw it: the introduction token it sent, and whether its TLS
+// certificate holds an agent role (client or server) of the region.
+type NodeIntro struct {
+	Token     string
+	Certified bool
+}
+
+// NodeIntroRequest is the body of PUT /v1/node/intro: an introduction
+// token for a node of NodePool ("" = default), named NodeName ("" = any
+// name), valid for TTL (0 = the server's default).
+type NodeIntroRequest struct {
+	NodeName string        `json:"NodeName,omitempty"`
+	NodePool string        `json:"NodePool,omitempty"`
+	TTL      time.Duration `json:"TTL,omitempty"`
+}
+
+// NodeIntroResponse carries the token (a JWT the keyring signs) and when
+// it expires.
+type NodeIntroResponse struct {
+	Token      string    `json:"Token"`
+	Expiration time.Time `json:"Expiration"`
+}
+
+// Introduction tokens' TTLs: the default, and the most a request may ask.
+const (
+	DefaultNodeIntroTTL = 5 * time.Minute
+	MaxNodeIntroTTL     = 24 * time.Hour
+)
 
 // NodeHeartbeatRequest is the body of PUT /v1/node/{id}/heartbeat.
 // Status may be empty (keep) or ready/down for a graceful leave.

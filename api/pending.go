@@ -31,6 +31,10 @@ const (
 	PendingExhausted = "exhausted"
 	// PendingConstraint: a constraint (Constraint) excludes Count nodes.
 	PendingConstraint = "constraint"
+	// PendingCountLimit: the group's count (or that of a group of its
+	// gang) is above the server's job_max_group_count; nothing of it is
+	// placed until the job is changed. It is the group's only reason.
+	PendingCountLimit = "count-limit"
 )
 
 // PendingReason is one structured reason a group's allocs wait.

@@ -27,7 +27,7 @@ func BenchmarkPlanApply(b *testing.B) {
 	}
 	ctx := context.Background()
 	for i := range nodes {
-		if _, err := s.RegisterNode(ctx, testNode(fmt.Sprintf("node-%04d", i), 64000, 256000)); err != nil {
+		if _, err := s.RegisterNode(ctx, testNode(fmt.Sprintf("node-%04d", i), 64000, 256000), api.NodeIntro{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -88,7 +88,7 @@ func BenchmarkEvaluatePlan(b *testing.B) {
 	}
 	ctx := context.Background()
 	for i := range 1000 {
-		if _, err := s.RegisterNode(ctx, testNode(fmt.Sprintf("node-%04d", i), 64000, 256000)); err != nil {
+		if _, err := s.RegisterNode(ctx, testNode(fmt.Sprintf("node-%04d", i), 64000, 256000), api.NodeIntro{}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -28,8 +28,18 @@ func (s *Server) applyACL(ctx context.Context, w *state.ACLWrite) (uint64, error
 }
 
 // BootstrapACL creates the first management token; once any token exists
-// it answers api.ErrBadRequest.
+// it answers api.ErrBadRequest. The route is public, so a bootstrap that
+// the state already refuses is refused here, before Raft: repeated calls
+// write nothing. The FSM checks again, for two bootstraps racing.
 func (s *Server) BootstrapACL(ctx context.Context) (*api.ACLToken, error) {
+	done, err := s.State().ACLBootstrapped()
+	if err != nil {
+		return nil, fmt.Errorf("acl bootstrap: %w", err)
+	}
+	if done {
+		// The same answer as the FSM's (state.Txn.ApplyACL).
+		return nil, fmt.Errorf("acl bootstrap: %w", api.Errorf(api.ErrBadRequest, "ACL bootstrap already done"))
+	}
 	now := s.clock.Now().UTC()
 	tok := &api.ACLToken{AccessorID: newID(), SecretID: newID(), Name: "Bootstrap Token", Type: api.ACLTokenManagement,
 		Global: true, CreateTime: now}
@@ -172,22 +182,13 @@ func (c *aclCache) policy(p *api.ACLPolicy) (*acl.Policy, error) {
 	return parsed, nil
 }
 
-// nodeRules is what a client agent's node secret may do: write its node,
-// read jobs, allocs and services in every namespace.
-const nodeRules = `node { policy = "write" }
-namespace "*" { policy = "read" }`
-
-var nodeACL = func() *acl.ACL {
-	p, _ := acl.Parse(nodeRules)
-	return acl.New(p)
-}()
-
 // resolved is what a secret stands for: a management token, a node
 // secret, or a token (nil for anonymous) with its policies.
 type resolved struct {
-	management, node bool
-	token            *api.ACLToken
-	policies         []*api.ACLPolicy
+	management bool
+	nodeID     string // a node secret's node
+	token      *api.ACLToken
+	policies   []*api.ACLPolicy
 }
 
 // resolve looks a secret up: a token (expired ones are refused, roles
@@ -207,7 +208,7 @@ func (s *Server) resolve(secret string) (*resolved, error) {
 				return nil, err
 			}
 			if n != nil {
-				return &resolved{node: true}, nil
+				return &resolved{nodeID: n.ID}, nil
 			}
 			return nil, api.Errorf(api.ErrPermissionDenied, "ACL token not found")
 		}
@@ -247,15 +248,16 @@ func (s *Server) resolve(secret string) (*resolved, error) {
 }
 
 // ResolveToken returns the ACL of a secret: a token's (expired ones are
-// refused), a node secret's (clients), or the anonymous policy's for "".
+// refused), a node secret's (acl.Node, bound to that node), or the
+// anonymous policy's for "".
 // It also returns the token (nil for anonymous and node secrets).
 func (s *Server) ResolveToken(secret string) (*acl.ACL, *api.ACLToken, error) {
 	res, err := s.resolve(secret)
 	switch {
 	case err != nil:
 		return nil, nil, err
-	case res.node:
-		return nodeACL, nil, nil
+	case res.nodeID != "":
+		return acl.Node(res.nodeID), nil, nil
 	case res.management:
 		return acl.Management(), res.token, nil
 	}
@@ -278,10 +280,7 @@ func (s *Server) ResolveRules(secret string) (*api.ACLResolution, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &api.ACLResolution{Management: res.management}
-	if res.node {
-		out.Rules = []string{nodeRules}
-	}
+	out := &api.ACLResolution{Management: res.management, NodeID: res.nodeID}
 	for _, p := range res.policies {
 		out.Rules = append(out.Rules, p.Rules)
 	}

@@ -58,6 +58,11 @@ func (s *Server) registerJob(ctx context.Context, req *api.JobRegisterRequest, t
 				tg.Count = old.Count
 			}
 		}
+		// A count stored before the bound was set or lowered is not
+		// carried into a new version.
+		if err := s.checkGroupCounts(job); err != nil {
+			return nil, err
+		}
 	}
 	now := s.clock.Now()
 	job.SubmitTime = now.UnixNano()
@@ -88,6 +93,9 @@ func (s *Server) prepareJob(in *api.Job) (*api.Job, error) {
 			return nil, fmt.Errorf("job %q group %q: count %d must not be negative: %w", job.ID, tg.Name, tg.Count, api.ErrInvalidJob)
 		}
 	}
+	if err := s.checkGroupCounts(job); err != nil {
+		return nil, err
+	}
 	if err := job.Validate(); err != nil {
 		return nil, fmt.Errorf("job %q: %w: %w", job.ID, api.ErrInvalidJob, err)
 	}
@@ -95,6 +103,20 @@ func (s *Server) prepareJob(in *api.Job) (*api.Job, error) {
 		job.Region = s.cfg.Region
 	}
 	return job, nil
+}
+
+// checkGroupCounts refuses a job with a group count above the server's
+// JobMaxGroupCount (400 invalid_job), whatever the job type: every size a
+// stranger controls has a bound, and the scheduler, the fair-share demand
+// and the job summary all read the count.
+func (s *Server) checkGroupCounts(job *api.Job) error {
+	for _, tg := range job.TaskGroups {
+		if tg.Count > s.cfg.JobMaxGroupCount {
+			return api.Errorf(api.ErrInvalidJob, fmt.Sprintf("job %q group %q: count %d is above the server's limit of %d (job_max_group_count)",
+				job.ID, tg.Name, tg.Count, s.cfg.JobMaxGroupCount))
+		}
+	}
+	return nil
 }
 
 // DeregisterJob stops a job (a new version with Stop set) or purges it,
@@ -182,8 +204,8 @@ func (s *Server) PlanJob(ctx context.Context, req *api.JobPlanRequest) (*api.Job
 	// The dry run schedules as the workers would: with the stored
 	// preemption settings and algorithm.
 	pre, algorithm := schedulerOptions(snap)
-	res, err := scheduler.Schedule(view, eval, scheduler.Options{Now: s.clock.Now(), Logger: s.log.With("component", "plan"),
-		Preemption: &pre, Algorithm: algorithm})
+	res, err := scheduler.ScheduleContext(ctx, view, eval, scheduler.Options{Now: s.clock.Now(), Logger: s.log.With("component", "plan"),
+		Preemption: &pre, Algorithm: algorithm, MaxGroupCount: s.cfg.JobMaxGroupCount})
 	if err != nil {
 		return nil, fmt.Errorf("plan job %q: %w", job.ID, err)
 	}

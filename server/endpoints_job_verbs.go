@@ -49,6 +49,11 @@ func (s *Server) DispatchJob(ctx context.Context, ns, id string, req *api.JobDis
 	if err := checkDispatch(parent.ParameterizedJob, req); err != nil {
 		return nil, fmt.Errorf("dispatch job %q: %w: %w", id, api.ErrBadRequest, err)
 	}
+	// The child takes the parent's counts: a parent stored before the
+	// bound was set or lowered launches nothing above it.
+	if err := s.checkGroupCounts(parent); err != nil {
+		return nil, err
+	}
 	now := s.clock.Now()
 	suffix := strconv.FormatInt(now.Unix(), 10) + "-" + newID()[:8]
 	if p := req.IdPrefixTemplate; p != "" {
@@ -75,6 +80,11 @@ func (s *Server) DispatchJob(ctx context.Context, ns, id string, req *api.JobDis
 
 // checkDispatch applies the parameterized block's payload and meta rules.
 func checkDispatch(cfg *api.ParameterizedJobConfig, req *api.JobDispatchRequest) error {
+	if p := req.IdPrefixTemplate; p != "" {
+		if err := api.CheckJobID(p); err != nil { // it goes into the child's job ID
+			return fmt.Errorf("invalid id_prefix_template %q: %w", p, err)
+		}
+	}
 	if len(req.Payload) > api.DispatchPayloadSizeLimit {
 		return fmt.Errorf("payload is %d bytes, more than the %d byte limit", len(req.Payload), api.DispatchPayloadSizeLimit)
 	}
@@ -121,6 +131,9 @@ func (s *Server) ForcePeriodic(ctx context.Context, ns, id string) (*api.Periodi
 	}
 	if job.Stop {
 		return nil, fmt.Errorf("job %q is stopped: %w", id, api.ErrBadRequest)
+	}
+	if err := s.checkGroupCounts(job); err != nil {
+		return nil, err // as DispatchJob: the child would take the counts
 	}
 	child, eval, idx, err := s.registerPeriodicChild(ctx, job, s.clock.Now(), false)
 	if err != nil {
@@ -189,6 +202,12 @@ func (s *Server) ScaleJob(ctx context.Context, ns, id string, req *api.JobScaleR
 	if sp := tg.Scaling; sp != nil && (*req.Count < sp.Min || *req.Count > sp.Max) {
 		return nil, fmt.Errorf("scale job %q group %q: count %d is outside its scaling policy's [min %d, max %d]: %w",
 			id, tg.Name, *req.Count, sp.Min, sp.Max, api.ErrBadRequest)
+	}
+	if *req.Count > int64(s.cfg.JobMaxGroupCount) {
+		// Checked before the conversion to int (registerJob checks the
+		// other groups).
+		return nil, api.Errorf(api.ErrInvalidJob, fmt.Sprintf("job %q group %q: count %d is above the server's limit of %d (job_max_group_count)",
+			id, tg.Name, *req.Count, s.cfg.JobMaxGroupCount))
 	}
 	tg.Count = int(*req.Count)
 	return s.registerJob(ctx, &api.JobRegisterRequest{Job: j}, api.EvalTriggerJobScaling)

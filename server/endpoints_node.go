@@ -11,9 +11,12 @@ import (
 
 // RegisterNode registers (or re-registers) a client node. A new node
 // starts ready; a re-registration must present the same SecretID and
-// keeps drain and eligibility. Nodes that (re)become ready get evals for
-// system jobs; committing the node wakes blocked evals (commitReactor).
-func (s *Server) RegisterNode(ctx context.Context, n *api.Node) (*api.NodeRegisterResponse, error) {
+// keeps drain and eligibility. Where the servers require an introduction
+// (Config.RequireNodeIntro), a new node, or one moving to another node
+// pool, must also be introduced (node_intro.go). Nodes that (re)become
+// ready get evals for system jobs; committing the node wakes blocked
+// evals (commitReactor).
+func (s *Server) RegisterNode(ctx context.Context, n *api.Node, intro api.NodeIntro) (*api.NodeRegisterResponse, error) {
 	if n == nil || n.ID == "" {
 		return nil, fmt.Errorf("register node: missing node ID: %w", api.ErrBadRequest)
 	}
@@ -39,6 +42,11 @@ func (s *Server) RegisterNode(ctx context.Context, n *api.Node) (*api.NodeRegist
 	}
 	if node.NodePool == "" {
 		node.NodePool = api.DefaultNodePool
+	}
+	if s.cfg.RequireNodeIntro && (cur == nil || cur.NodePool != node.NodePool) {
+		if err := s.checkIntro(node, intro); err != nil {
+			return nil, err
+		}
 	}
 	var evals []*api.Evaluation
 	becameReady := cur == nil || cur.Status != api.NodeStatusReady

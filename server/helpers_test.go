@@ -110,7 +110,7 @@ func testNode(id string, cpu, memMB int64) *api.Node {
 
 func registerNode(t *testing.T, s *Server, n *api.Node) *api.NodeRegisterResponse {
 	t.Helper()
-	resp, err := s.RegisterNode(context.Background(), n)
+	resp, err := s.RegisterNode(context.Background(), n, api.NodeIntro{})
 	if err != nil {
 		t.Fatalf("register node %s: %v", n.ID, err)
 	}

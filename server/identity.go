@@ -95,6 +95,16 @@ func (s *Server) newRootKey(ctx context.Context) (*state.RootKey, error) {
 	return rk, nil
 }
 
+// jwtSigner signs JWTs with the keyring's active key (its ID in kid).
+func (s *Server) jwtSigner(ctx context.Context) (jose.Signer, error) {
+	rk, key, err := s.activeKey(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key},
+		(&jose.SignerOptions{}).WithType("JWT").WithHeader(jose.HeaderKey("kid"), rk.KeyID))
+}
+
 // SignIdentities signs every identity of a task of a live alloc on the
 // node (authenticated by its secret).
 func (s *Server) SignIdentities(ctx context.Context, nodeID, secret string, req *api.TaskIdentityRequest) (*api.TaskIdentityResponse, error) {
@@ -123,12 +133,7 @@ func (s *Server) SignIdentities(ctx context.Context, nodeID, secret string, req 
 	if task == nil {
 		return nil, api.Errorf(api.ErrNotFound, fmt.Sprintf("alloc %s has no task %q", a.ID, req.Task))
 	}
-	rk, key, err := s.activeKey(ctx)
-	if err != nil {
-		return nil, err
-	}
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key},
-		(&jose.SignerOptions{}).WithType("JWT").WithHeader(jose.HeaderKey("kid"), rk.KeyID))
+	signer, err := s.jwtSigner(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -72,6 +72,15 @@ func (s *Server) establishLeadership() {
 	for _, d := range s.leaderDuties(since) {
 		s.leaderGo(func() { d.Run(ctx) })
 	}
+	if s.cfg.RequireNodeIntro {
+		// Introductions are signed with the keyring: its first key is
+		// made now, so that followers can sign them from the start.
+		s.leaderGo(func() {
+			if _, _, err := s.activeKey(ctx); err != nil && ctx.Err() == nil {
+				s.log.Error("create the keyring's first key", "err", err)
+			}
+		})
+	}
 	s.log.Info("leadership established", "workers", s.cfg.NumSchedulers, "nodes", len(nodes))
 }
 
@@ -92,7 +101,7 @@ func (s *Server) leaderDuties(since time.Time) []leaderDuty {
 	}
 	for range s.cfg.NumSchedulers {
 		duties = append(duties, &worker{serverCore: s.named("worker"), evals: s.broker, plans: s.planQueue,
-			blocked: s.blocked, obsolete: s.cancelDuplicateBlocked, fair: s.fair})
+			blocked: s.blocked, obsolete: s.cancelDuplicateBlocked, fair: s.fair, maxGroupCount: s.cfg.JobMaxGroupCount})
 	}
 	if a := s.newAutopilot(); a != nil {
 		duties = append(duties, a)

@@ -20,6 +20,7 @@ import (
 	"github.com/drover/drover/server/broker"
 	"github.com/drover/drover/server/fairshare"
 	"github.com/drover/drover/server/raftstore"
+	"github.com/drover/drover/server/scheduler"
 	"github.com/drover/drover/server/state"
 )
 
@@ -27,6 +28,11 @@ import (
 type Config struct {
 	// ACLEnabled turns ACL enforcement on (agent acl { enabled = true }).
 	ACLEnabled bool
+	// RequireNodeIntro makes a node that registers for the first time, or
+	// into another node pool, show an introduction (node_intro.go); the
+	// agent sets it when ACLs are on or the API verifies client
+	// certificates.
+	RequireNodeIntro bool
 	// OIDCIssuer is the iss claim of workload identities and the issuer
 	// of the OIDC discovery document (Nomad's oidc_issuer; "" = none).
 	OIDCIssuer string
@@ -52,6 +58,13 @@ type Config struct {
 	// NumSchedulers is the number of scheduler workers on the leader
 	// (default runtime.NumCPU()).
 	NumSchedulers int
+	// JobMaxGroupCount bounds a task group's count (agent server {
+	// job_max_group_count }; default scheduler.DefaultMaxGroupCount):
+	// register, plan, scale, revert and dispatch refuse a job above it
+	// (400 invalid_job), and the scheduler leaves alone a stored group
+	// above it (scheduler.Options.MaxGroupCount). Nomad's job_max_count
+	// bounds the sum over a job's groups instead.
+	JobMaxGroupCount int
 	// HeartbeatTTLMin is the smallest node heartbeat TTL (default 10 s);
 	// HeartbeatGrace is added to the TTL on the server side, and after a
 	// leader election to the longest TTL handed out for the node count
@@ -99,6 +112,9 @@ type Config struct {
 func (c *Config) setDefaults() {
 	if c.NumSchedulers <= 0 {
 		c.NumSchedulers = runtime.NumCPU()
+	}
+	if c.JobMaxGroupCount <= 0 {
+		c.JobMaxGroupCount = scheduler.DefaultMaxGroupCount
 	}
 	if c.HeartbeatTTLMin <= 0 {
 		c.HeartbeatTTLMin = 10 * time.Second

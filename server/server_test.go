@@ -62,7 +62,7 @@ func TestEndpointErrors(t *testing.T) {
 	}
 	n := testNode("n1", 1, 1)
 	n.SecretID = "other"
-	if _, err := s.RegisterNode(ctx, n); !errors.Is(err, api.ErrPermissionDenied) {
+	if _, err := s.RegisterNode(ctx, n, api.NodeIntro{}); !errors.Is(err, api.ErrPermissionDenied) {
 		t.Fatalf("re-register with another secret: %v", err)
 	}
 	if _, err := s.DeregisterJob(ctx, "", "missing", false); !errors.Is(err, api.ErrJobNotFound) {

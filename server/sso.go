@@ -1,6 +1,7 @@
 package server
 
 import (
+	"container/list"
 	"context"
 	"crypto/subtle"
 	"crypto/tls"
@@ -40,10 +41,11 @@ import (
 //
 // Pending logins live on the leader that started them (both calls are
 // writes, forwarded to it) for oidcLoginTTL; a state is good for one try.
+// Each client address, and the whole table, holds a bounded number
+// (sso_pending.go).
 
 const (
 	oidcLoginTTL     = 10 * time.Minute
-	oidcMaxPending   = 4096
 	oidcMinNonce     = 16
 	oidcHTTPTimeout  = 10 * time.Second
 	oidcDefaultName  = "${auth_method_type}-${auth_method_name}"
@@ -55,7 +57,7 @@ const (
 type oidcFlows struct {
 	mu        sync.Mutex
 	providers map[string]*oidcProvider
-	pending   map[string]*oidcPending
+	pending   pendingLogins
 }
 
 type oidcProvider struct {
@@ -65,9 +67,12 @@ type oidcProvider struct {
 }
 
 type oidcPending struct {
+	state, client                    string // client: oidcClientKey
 	method, redirectURI, clientNonce string
 	nonce, verifier                  string
 	expires                          time.Time
+	seq                              uint64        // order of creation
+	elem                             *list.Element // in pendingLogins.byAge
 }
 
 var claimName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -303,8 +308,9 @@ func oauthConfig(m *api.ACLAuthMethod, p *oidcProvider, redirect string) *oauth2
 }
 
 // OIDCAuthURL starts an OIDC login: the provider URL the user's browser
-// goes to.
-func (s *Server) OIDCAuthURL(ctx context.Context, req *api.ACLOIDCAuthURLRequest) (*api.ACLOIDCAuthURLResponse, error) {
+// goes to. clientAddr is the caller's IP address, which the logins in
+// progress are counted against.
+func (s *Server) OIDCAuthURL(ctx context.Context, req *api.ACLOIDCAuthURLRequest, clientAddr string) (*api.ACLOIDCAuthURLResponse, error) {
 	if len(req.ClientNonce) < oidcMinNonce || len(req.ClientNonce) > 256 {
 		return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("ClientNonce: want %d to 256 characters", oidcMinNonce))
 	}
@@ -316,26 +322,16 @@ func (s *Server) OIDCAuthURL(ctx context.Context, req *api.ACLOIDCAuthURLRequest
 		return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("RedirectURI %q is not one of auth method %q's AllowedRedirectURIs", req.RedirectURI, m.Name))
 	}
 	now := s.clock.Now()
-	pend := &oidcPending{method: m.Name, redirectURI: req.RedirectURI, clientNonce: req.ClientNonce,
-		nonce: newID(), verifier: oauth2.GenerateVerifier(), expires: now.Add(oidcLoginTTL)}
-	st := newID()
+	pend := &oidcPending{state: newID(), client: oidcClientKey(clientAddr), method: m.Name, redirectURI: req.RedirectURI,
+		clientNonce: req.ClientNonce, nonce: newID(), verifier: oauth2.GenerateVerifier(), expires: now.Add(oidcLoginTTL)}
 	f := &s.oidc
 	f.mu.Lock()
-	for k, v := range f.pending {
-		if now.After(v.expires) {
-			delete(f.pending, k)
-		}
-	}
-	if len(f.pending) >= oidcMaxPending {
-		f.mu.Unlock()
-		return nil, api.Errorf(api.ErrUnavailable, "too many OIDC logins in progress; retry later")
-	}
-	if f.pending == nil {
-		f.pending = map[string]*oidcPending{}
-	}
-	f.pending[st] = pend
+	err = f.pending.add(now, pend)
 	f.mu.Unlock()
-	u := oauthConfig(m, p, req.RedirectURI).AuthCodeURL(st, oidc.Nonce(pend.nonce), oauth2.S256ChallengeOption(pend.verifier))
+	if err != nil {
+		return nil, err
+	}
+	u := oauthConfig(m, p, req.RedirectURI).AuthCodeURL(pend.state, oidc.Nonce(pend.nonce), oauth2.S256ChallengeOption(pend.verifier))
 	return &api.ACLOIDCAuthURLResponse{AuthURL: u}, nil
 }
 
@@ -344,8 +340,7 @@ func (s *Server) OIDCAuthURL(ctx context.Context, req *api.ACLOIDCAuthURLRequest
 func (s *Server) OIDCCompleteAuth(ctx context.Context, req *api.ACLOIDCCompleteAuthRequest) (*api.ACLToken, error) {
 	f := &s.oidc
 	f.mu.Lock()
-	pend := f.pending[req.State]
-	delete(f.pending, req.State) // one try per state
+	pend := f.pending.take(req.State) // one try per state
 	f.mu.Unlock()
 	denied := func(msg string) error { return api.Errorf(api.ErrPermissionDenied, "OIDC login: "+msg) }
 	if pend == nil || s.clock.Now().After(pend.expires) {

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -176,3 +177,95 @@ func TestBindToken(t *testing.T) {
 		}
 	}
 }
+
+// TestOIDCPendingLoginsBounded: one address holds at most
+// oidcMaxPendingPerClient logins in progress (then 429) while others
+// start theirs; a full table evicts the oldest login of the client
+// holding the most, never refusing a new client; logins expire after
+// oidcLoginTTL; a state is taken once.
+func TestOIDCPendingLoginsBounded(t *testing.T) {
+	var tab pendingLogins
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	n := 0
+	add := func(now time.Time, addr string) (*oidcPending, error) {
+		n++
+		p := &oidcPending{state: fmt.Sprintf("state-%d", n), client: oidcClientKey(addr), expires: now.Add(oidcLoginTTL)}
+		return p, tab.add(now, p)
+	}
+	const flooder = "203.0.113.7"
+	refused := 0
+	for range 5000 {
+		if _, err := add(t0, flooder); err != nil {
+			wantCode(t, err, "too_many_requests")
+			if api.AsError(err).Status != 429 {
+				t.Fatalf("refusal status %d, want 429", api.AsError(err).Status)
+			}
+			refused++
+		}
+	}
+	if got := len(tab.byClient[flooder]); got != oidcMaxPendingPerClient || refused != 5000-oidcMaxPendingPerClient {
+		t.Fatalf("after 5000 logins from one address: it holds %d (%d refused), want %d", got, refused, oidcMaxPendingPerClient)
+	}
+	honest, err := add(t0, "198.51.100.9")
+	if err != nil {
+		t.Fatalf("a login from another address during the flood: %v", err)
+	}
+	if tab.take(honest.state) != honest || tab.take(honest.state) != nil {
+		t.Fatal("a state is not taken exactly once")
+	}
+
+	// Fill the table from many addresses: the flooder (the oldest of
+	// those holding the most) loses its oldest login to a new client.
+	oldest := tab.byClient[flooder][0]
+	for i := 0; tab.len() < oidcMaxPending; i++ {
+		if _, err := add(t0, fmt.Sprintf("10.0.%d.%d", i/16/256, i/16%256)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newcomer, err := add(t0, "192.0.2.1")
+	if err != nil {
+		t.Fatalf("a new client on a full table: %v", err)
+	}
+	if got := tab.len(); got != oidcMaxPending {
+		t.Fatalf("table holds %d, want %d", got, oidcMaxPending)
+	}
+	if tab.byState[oldest.state] != nil || len(tab.byClient[flooder]) != oidcMaxPendingPerClient-1 {
+		t.Fatalf("the flooder's oldest login was not the one evicted (it holds %d)", len(tab.byClient[flooder]))
+	}
+	if tab.byState[newcomer.state] != newcomer {
+		t.Fatal("the new client's login is not in the table")
+	}
+
+	// A login lives oidcLoginTTL: at its end it is still there, just past
+	// it every login of t0 is gone.
+	if _, err := add(t0.Add(oidcLoginTTL), flooder); err != nil {
+		t.Fatalf("a login from the flooder, below its cap, on a full table: %v", err)
+	}
+	if got := tab.len(); got != oidcMaxPending {
+		t.Fatalf("table holds %d at the TTL, want %d", got, oidcMaxPending)
+	}
+	if _, err := add(t0.Add(oidcLoginTTL+time.Nanosecond), flooder); err != nil {
+		t.Fatalf("a login from the flooder after its logins expired: %v", err)
+	}
+	if got, want := tab.len(), 2; got != want || len(tab.byClient[flooder]) != 2 {
+		t.Fatalf("after the TTL the table holds %d (the flooder %d), want %d", got, len(tab.byClient[flooder]), want)
+	}
+}
+
+func TestOIDCClientKey(t *testing.T) {
+	for _, tc := range []struct{ addr, want string }{
+		{"203.0.113.7", "203.0.113.7"},
+		{"::ffff:203.0.113.7", "203.0.113.7"},
+		{"2001:db8:1:2:aaaa::1", "2001:db8:1:2::/64"},
+		{"2001:db8:1:2:bbbb::9", "2001:db8:1:2::/64"},
+		{"fe80::1%eth0", "fe80::/64"},
+		{"", "?"},
+		{"not an address", "?"},
+	} {
+		if got := oidcClientKey(tc.addr); got != tc.want {
+			t.Errorf("oidcClientKey(%q) = %q, want %q", tc.addr, got, tc.want)
+		}
+	}
+}
+
+func (t *pendingLogins) len() int { return len(t.byState) }

@@ -55,6 +55,9 @@ type worker struct {
 	// fair computes the queues' fair shares (nil: none, as in tests that
 	// build a bare worker).
 	fair *fairShares
+	// maxGroupCount is Config.JobMaxGroupCount (0: the scheduler's
+	// default).
+	maxGroupCount int
 }
 
 // Run schedules until ctx ends.
@@ -173,7 +176,7 @@ func (w *worker) processEval(ctx context.Context, e *api.Evaluation, token strin
 		now := w.clock.Now()
 		view := snap.Scheduler()
 		opts := scheduler.Options{Now: now, Logger: w.log.With("component", "scheduler", "eval", e.ID),
-			Preemption: &pre, Algorithm: algorithm}
+			Preemption: &pre, Algorithm: algorithm, MaxGroupCount: w.maxGroupCount}
 		if w.fair != nil {
 			// Reclaim and borrowing follow the queues' fair shares at this
 			// snapshot (fair.go; nil without queues).
@@ -185,7 +188,9 @@ func (w *worker) processEval(ctx context.Context, e *api.Evaluation, token strin
 				return fmt.Errorf("fair shares: %w", err)
 			}
 		}
-		res, err = scheduler.Schedule(view, e, opts)
+		// ctx ends with leadership or the server: the pass stops at its
+		// next placement.
+		res, err = scheduler.ScheduleContext(ctx, view, e, opts)
 		if err != nil {
 			return fmt.Errorf("schedule: %w", err)
 		}

@@ -115,3 +115,38 @@ const rootJobHCL = `job "web" {
   }
 }
 `
+
+// node intro create on a dev agent with ACLs on (whose own client joined
+// with an introduction it signed itself): a token for a pool with a TTL,
+// refused without node write.
+func TestCLINodeIntro(t *testing.T) {
+	addr := startAgent(t, true, func(c *config.Config) { c.ACLEnabled = true })
+	code, out, stderr := runCLI(t, "acl", "bootstrap", "-json", "-address", addr)
+	var boot api.ACLToken
+	if code != 0 || json.Unmarshal([]byte(out), &boot) != nil {
+		t.Fatalf("acl bootstrap: %d %q %q", code, out, stderr)
+	}
+	code, out, stderr = runCLI(t, "node", "intro", "create", "-node-name", "gpu-7", "-ttl", "2m", "-json", "-address", addr, "-token", boot.SecretID)
+	var resp api.NodeIntroResponse
+	if code != 0 || json.Unmarshal([]byte(out), &resp) != nil || strings.Count(resp.Token, ".") != 2 {
+		t.Fatalf("node intro create: %d %q %q", code, out, stderr)
+	}
+	if left := time.Until(resp.Expiration); left <= time.Minute || left > 2*time.Minute {
+		t.Errorf("token valid for %s, want about 2m", left)
+	}
+	if code, _, stderr := runCLI(t, "node", "intro", "create", "-address", addr); code != ExitError || !strings.Contains(stderr, "Permission denied") {
+		t.Errorf("node intro create without a token: %d %q", code, stderr)
+	}
+	// The dev agent's own client registered: it introduced itself.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		code, out, _ := runCLI(t, "node", "status", "-json", "-address", addr, "-token", boot.SecretID)
+		if code == 0 && strings.Contains(out, `"ready"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the dev agent's client did not register: %d %q", code, out)
+		}
+		<-time.After(5 * time.Millisecond) // poll interval
+	}
+}

@@ -27,6 +27,7 @@ type agentFlags struct {
 	dev, server, client             bool
 	dataDir, bind, logLevel, config string
 	name, dc, region, nodeClass     string
+	introToken                      string
 	devGPUs                         string
 	httpPort, raftPort, gossipPort  int
 	bootstrapExpect                 int
@@ -67,6 +68,7 @@ Settings come from -config FILE (HCL, Nomad's agent grammar), then flags.`,
 	fl.StringVar(&f.dc, "dc", "", "datacenter (default dc1)")
 	fl.StringVar(&f.region, "region", "", "region (default global)")
 	fl.StringVar(&f.nodeClass, "node-class", "", "node class of the client")
+	fl.StringVar(&f.introToken, "client-intro-token", "", "introduction token the client first registers with (drover node intro create; or DROVER_CLIENT_INTRO_TOKEN)")
 	fl.StringVar(&f.logLevel, "log-level", "", "log level: debug, info, warn, error")
 	fl.StringVar(&f.devGPUs, "dev-gpus", "", "simulate a DGX server's GPUs: dgxa100, dgxh100, dgxh200 or dgxb200 (add :mig for MIG mode); "+
 		"without -topology the node gets a simulated rack and block from the number in its name")
@@ -145,6 +147,11 @@ func (f *agentFlags) build(cmd *cobra.Command) (*config.Config, error) {
 	}
 	if set("node-class") {
 		cfg.Client.NodeClass = f.nodeClass
+	}
+	if set("client-intro-token") {
+		cfg.Client.IntroToken = f.introToken
+	} else if t := os.Getenv("DROVER_CLIENT_INTRO_TOKEN"); t != "" && cfg.Client.IntroToken == "" {
+		cfg.Client.IntroToken = t
 	}
 	if set("log-level") {
 		cfg.LogLevel = f.logLevel

@@ -224,6 +224,30 @@ func (c *Client) HasAlloc(id string) bool {
 	return ok
 }
 
+// AllocNamespace is the namespace of an allocation this client holds
+// (ok false for one it does not): its agent checks a caller's capability
+// there, whatever namespace the request names.
+func (c *Client) AllocNamespace(id string) (string, bool) {
+	c.mu.Lock()
+	r := c.runners[id]
+	c.mu.Unlock()
+	if r == nil {
+		return "", false
+	}
+	ns := r.Alloc().Namespace
+	if ns == "" {
+		ns = api.DefaultNamespace
+	}
+	return ns, true
+}
+
+// NodeSecret is this node's secret, the key of the grants its servers
+// send with the requests they forward (agent/http).
+func (c *Client) NodeSecret() string {
+	_, _, secret := c.servers.snapshot()
+	return secret
+}
+
 // Handler serves /v1/client/....
 func (c *Client) Handler() http.Handler { return c.handler }
 

@@ -62,6 +62,10 @@ type Config struct {
 	// Devices, when set, builds the node's device fingerprinter (GPUs)
 	// once the node ID is known (simulated GPUs derive UUIDs from it).
 	Devices func(nodeID string) (DeviceSource, error)
+	// Intro returns the introduction token the node registers with
+	// (client intro_token; an agent that is also a server signs one
+	// itself). Nil or "": none (an open cluster, or a client certificate).
+	Intro func(ctx context.Context) (string, error)
 
 	// Intervals (zero = defaults); tests shorten them.
 	DriverFingerprintInterval   time.Duration // 30 s

@@ -17,23 +17,49 @@ import (
 	"github.com/drover/drover/drivers"
 )
 
+// route is one client route: its ServeMux pattern and handler.
+type route struct {
+	pattern string
+	h       http.HandlerFunc
+}
+
+// routeTable is every /v1/client/ route of c.
+func (c *Client) routeTable() []route {
+	rs := []route{
+		{"GET /v1/client/fs/logs/{alloc}", c.withAlloc(c.handleLogs)},
+		{"GET /v1/client/fs/ls/{alloc}", c.withAlloc(c.handleLs)},
+		{"GET /v1/client/fs/cat/{alloc}", c.withAlloc(c.handleCat)},
+		{"GET /v1/client/fs/stat/{alloc}", c.withAlloc(c.handleStat)},
+		{"GET /v1/client/allocation/{alloc}/stats", c.withAlloc(c.handleAllocStats)},
+		{"GET /v1/client/allocation/{alloc}/exec", c.withAlloc(c.handleExec)},
+		{"GET /v1/client/allocation/{alloc}/checks", c.withAlloc(c.handleChecks)},
+		{"GET /v1/client/stats", c.handleHostStats},
+		{"GET /v1/client/metadata", c.handleMetaRead},
+		{"POST /v1/client/metadata", c.handleMetaApply},
+		{"PUT /v1/client/metadata", c.handleMetaApply},
+	}
+	for _, method := range []string{"PUT", "POST"} {
+		rs = append(rs, route{method + " /v1/client/allocation/{alloc}/restart", c.withAlloc(c.handleRestart)},
+			route{method + " /v1/client/allocation/{alloc}/signal", c.withAlloc(c.handleSignal)})
+	}
+	return rs
+}
+
+// RoutePatterns lists the client's routes (the agent's tenancy matrix
+// test sends a request to each).
+func RoutePatterns() []string {
+	var out []string
+	for _, r := range (&Client{}).routeTable() {
+		out = append(out, r.pattern)
+	}
+	return out
+}
+
 func (c *Client) routes() http.Handler {
 	m := http.NewServeMux()
-	m.HandleFunc("GET /v1/client/fs/logs/{alloc}", c.withAlloc(c.handleLogs))
-	m.HandleFunc("GET /v1/client/fs/ls/{alloc}", c.withAlloc(c.handleLs))
-	m.HandleFunc("GET /v1/client/fs/cat/{alloc}", c.withAlloc(c.handleCat))
-	m.HandleFunc("GET /v1/client/fs/stat/{alloc}", c.withAlloc(c.handleStat))
-	m.HandleFunc("GET /v1/client/allocation/{alloc}/stats", c.withAlloc(c.handleAllocStats))
-	m.HandleFunc("GET /v1/client/allocation/{alloc}/exec", c.withAlloc(c.handleExec))
-	m.HandleFunc("GET /v1/client/allocation/{alloc}/checks", c.withAlloc(c.handleChecks))
-	for _, method := range []string{"PUT", "POST"} {
-		m.HandleFunc(method+" /v1/client/allocation/{alloc}/restart", c.withAlloc(c.handleRestart))
-		m.HandleFunc(method+" /v1/client/allocation/{alloc}/signal", c.withAlloc(c.handleSignal))
+	for _, r := range c.routeTable() {
+		m.HandleFunc(r.pattern, r.h)
 	}
-	m.HandleFunc("GET /v1/client/stats", c.handleHostStats)
-	m.HandleFunc("GET /v1/client/metadata", c.handleMetaRead)
-	m.HandleFunc("POST /v1/client/metadata", c.handleMetaApply)
-	m.HandleFunc("PUT /v1/client/metadata", c.handleMetaApply)
 	m.HandleFunc("/v1/client/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, api.Errorf(api.ErrNotFound, fmt.Sprintf("no client endpoint %s %s", r.Method, r.URL.Path)))
 	})

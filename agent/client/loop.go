@@ -41,12 +41,17 @@ func (c *Client) registerLoop(ctx context.Context) {
 		var resp *api.NodeRegisterResponse
 		var err error
 		if !registered {
-			node := c.Node()
-			err = c.servers.do(ctx, func(cl *api.Client) error {
-				r, err := cl.RegisterNode(ctx, node)
-				resp = r
-				return err
-			})
+			req := &api.NodeRegisterRequest{Node: c.Node()}
+			if c.cfg.Intro != nil {
+				req.IntroToken, err = c.cfg.Intro(ctx)
+			}
+			if err == nil {
+				err = c.servers.do(ctx, func(cl *api.Client) error {
+					r, err := cl.RegisterNodeRequest(ctx, req)
+					resp = r
+					return err
+				})
+			}
 		} else {
 			err = c.servers.do(ctx, func(cl *api.Client) error {
 				r, err := cl.HeartbeatNode(ctx, node(c).ID, &api.NodeHeartbeatRequest{})

@@ -133,6 +133,11 @@ type Server struct {
 	// with the node count to stay under it (0: the server's default, 50).
 	// HCL: max_heartbeats_per_second.
 	MaxHeartbeatsPerSecond float64
+	// JobMaxGroupCount bounds a task group's count: jobs above it are
+	// refused at register, plan, scale, revert and dispatch (0: the
+	// server's default, 10,000). Nomad's job_max_count bounds the sum of
+	// a job's counts; this bounds each group. HCL: job_max_group_count.
+	JobMaxGroupCount int
 	// UsagePrices is the price of one GPU hour per GPU model
 	// ("nvidia/gpu/H100") for the usage ledger's showback cost (HCL:
 	// usage { prices = { "nvidia/gpu/H100" = 2.5 } }).
@@ -151,8 +156,12 @@ type Client struct {
 	Servers   []string // HTTP addresses of servers (host:port)
 	NodeClass string
 	NodePool  string
-	Meta      map[string]string
-	Options   map[string]string
+	// IntroToken is the introduction token the node first registers with
+	// (drover node intro create), where the servers require one and the
+	// agent holds no client certificate of the region.
+	IntroToken string
+	Meta       map[string]string
+	Options    map[string]string
 	// DevGPUs simulates a DGX server's GPUs ("dgxh100", "dgxa100:mig",
 	// ...; -dev-gpus) instead of fingerprinting the host's NVML.
 	DevGPUs string
@@ -395,6 +404,7 @@ type fileServer struct {
 	MinHeartbeatTTL *string    `hcl:"min_heartbeat_ttl,optional"`
 	HeartbeatGrace  *string    `hcl:"heartbeat_grace,optional"`
 	MaxHeartbeats   *float64   `hcl:"max_heartbeats_per_second,optional"`
+	JobMaxGroup     *int       `hcl:"job_max_group_count,optional"`
 	OIDCIssuer      *string    `hcl:"oidc_issuer,optional"`
 	ServerJoin      *fileJoin  `hcl:"server_join,block"`
 	Usage           *fileUsage `hcl:"usage,block"`
@@ -415,6 +425,8 @@ type fileClient struct {
 	NodeClass *string  `hcl:"node_class,optional"`
 	NodePool  *string  `hcl:"node_pool,optional"`
 	DevGPUs   *string  `hcl:"dev_gpus,optional"`
+	// IntroToken is Nomad's client intro_token.
+	IntroToken *string `hcl:"intro_token,optional"`
 	// HostVolumes are the host_volume blocks.
 	HostVolumes []*fileHostVolume `hcl:"host_volume,block"`
 	Remain      hcl.Body          `hcl:",remain"`
@@ -526,6 +538,12 @@ func Parse(src []byte, filename string, base *Config) (*Config, error) {
 			}
 			c.Server.MaxHeartbeatsPerSecond = *s.MaxHeartbeats
 		}
+		if s.JobMaxGroup != nil {
+			if *s.JobMaxGroup <= 0 {
+				return nil, fmt.Errorf("%w: %s: server.job_max_group_count = %d: want 1 or more", ErrInvalid, filename, *s.JobMaxGroup)
+			}
+			c.Server.JobMaxGroupCount = *s.JobMaxGroup
+		}
 		if s.Usage != nil {
 			for m, p := range s.Usage.Prices {
 				if math.IsNaN(p) || math.IsInf(p, 0) || p < 0 || strings.Count(m, "/") != 2 {
@@ -557,6 +575,7 @@ func Parse(src []byte, filename string, base *Config) (*Config, error) {
 		set(&c.Client.NodeClass, cl.NodeClass)
 		set(&c.Client.DevGPUs, cl.DevGPUs)
 		set(&c.Client.NodePool, cl.NodePool)
+		set(&c.Client.IntroToken, cl.IntroToken)
 		for k, v := range meta {
 			c.Client.Meta[k] = v
 		}

@@ -215,16 +215,34 @@ type ACLRulesResolver interface {
 }
 
 // aclResolve answers what the request's own secret may do, for client-only
-// agents that enforce ACLs on their routes (RemoteACL).
+// agents that enforce ACLs on their routes (RemoteACL). As a blocking
+// query (?index=) it answers when tokens, policies or roles changed past
+// index: a client agent's watch, which drops its cached answers then.
 func (s *HTTPServer) aclResolve(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	if _, _, err := s.aclSides(); err != nil {
+	st, _, err := s.aclSides()
+	if err != nil {
 		return nil, err
 	}
 	rr, ok := s.cfg.ACL.(ACLRulesResolver)
 	if !ok {
 		return nil, api.Errorf(api.ErrUnavailable, "ACL resolution is not available on this agent")
 	}
-	return rr.ResolveRules(tokenOf(r))
+	secret := tokenOf(r)
+	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
+		if ws != nil { // watch the three tables: any change may change the answer
+			if _, err := st.ACLTokens(ws); err != nil {
+				return nil, 0, err
+			}
+			if _, err := st.ACLPolicies(ws); err != nil {
+				return nil, 0, err
+			}
+			if _, err := st.ACLRoles(ws); err != nil {
+				return nil, 0, err
+			}
+		}
+		return lazyAnswer(func() (any, error) { return rr.ResolveRules(secret) }),
+			s.maxIndex(tableACLTokens, tableACLPolicies, tableACLRoles), nil
+	})
 }
 
 func (s *HTTPServer) aclTokenGet(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {

@@ -23,9 +23,10 @@ const (
 // RemoteACL is the ACLResolver of a client-only agent with ACLs on: it
 // asks its servers what a secret may do (GET /v1/acl/resolve, sent with
 // that secret, so a secret can only ever resolve itself), compiles the
-// rules and keeps the answer for TTL (a revoked token keeps working here
-// for at most that long, as on Nomad clients). Failed lookups are not
-// kept. Safe for concurrent use.
+// rules and keeps the answer for at most TTL; Watch drops every answer
+// as soon as the servers' ACLs change, so a revoked token stops working
+// here at once (TTL bounds what is kept while the watch cannot reach a
+// server). Failed lookups are not kept. Safe for concurrent use.
 type RemoteACL struct {
 	// Servers are HTTP addresses (host:port or URLs), tried in turn.
 	Servers []string
@@ -40,6 +41,7 @@ type RemoteACL struct {
 
 	mu    sync.Mutex
 	cache map[[32]byte]*remoteEntry
+	gen   uint64 // flushes so far: an answer fetched before one is not kept
 }
 
 type remoteEntry struct {
@@ -56,7 +58,7 @@ func (r *RemoteACL) ResolveToken(secret string) (*acl.ACL, *api.ACLToken, error)
 	key := sha256.Sum256([]byte(secret))
 	now := r.now()
 	r.mu.Lock()
-	e := r.cache[key]
+	e, gen := r.cache[key], r.gen
 	r.mu.Unlock()
 	if e != nil && now.Before(e.expires) {
 		return e.acl, nil, nil
@@ -66,7 +68,9 @@ func (r *RemoteACL) ResolveToken(secret string) (*acl.ACL, *api.ACLToken, error)
 		return nil, nil, err
 	}
 	a := acl.Management()
-	if !res.Management {
+	if res.NodeID != "" {
+		a = acl.Node(res.NodeID)
+	} else if !res.Management {
 		ps := make([]*acl.Policy, 0, len(res.Rules))
 		for _, rules := range res.Rules {
 			p, err := acl.Parse(rules)
@@ -81,7 +85,7 @@ func (r *RemoteACL) ResolveToken(secret string) (*acl.ACL, *api.ACLToken, error)
 	if t := res.ExpirationTime; t != nil && t.Before(expires) {
 		expires = *t
 	}
-	r.put(key, &remoteEntry{acl: a, expires: expires}, now)
+	r.put(key, &remoteEntry{acl: a, expires: expires}, now, gen)
 	return a, nil, nil
 }
 
@@ -110,9 +114,74 @@ func (r *RemoteACL) fetch(secret string) (*api.ACLResolution, error) {
 	return nil, last
 }
 
-func (r *RemoteACL) put(key [32]byte, e *remoteEntry, now time.Time) {
+// Watch drops every kept answer as soon as the servers' tokens, policies
+// or roles change, so a deleted token or a new deny rule holds here at
+// once rather than after TTL: it long-polls GET /v1/acl/resolve?index=
+// with secret (the node's own; "" for none: Watch returns at once) until
+// ctx ends. Failed polls are retried after a backoff of up to 30s; the
+// TTL still bounds what is kept meanwhile. changed, if set, is called
+// after each flush (tests wait on it).
+func (r *RemoteACL) Watch(ctx context.Context, secret func() string, changed func()) {
+	var index uint64
+	failures := 0
+	for ctx.Err() == nil {
+		sec := secret()
+		if sec == "" {
+			return
+		}
+		idx, err := r.poll(ctx, sec, index)
+		if err != nil {
+			failures++
+			t := time.NewTimer(min(time.Duration(failures)*time.Second, 30*time.Second))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			continue
+		}
+		failures = 0
+		if index != 0 && idx != index {
+			r.mu.Lock()
+			clear(r.cache)
+			r.gen++
+			r.mu.Unlock()
+			if changed != nil {
+				changed()
+			}
+		}
+		index = idx
+	}
+}
+
+// poll is one blocking resolve past index at the first server that
+// answers; it returns the servers' ACL index.
+func (r *RemoteACL) poll(ctx context.Context, secret string, index uint64) (uint64, error) {
+	hc := r.HTTP
+	if hc == nil {
+		hc = &nethttp.Client{}
+	}
+	var last error = errors.New("no servers")
+	for _, addr := range r.Servers {
+		c := api.NewClient(addr)
+		c.HTTP, c.Token = hc, secret
+		var res api.ACLResolution
+		qm, err := c.Query(ctx, "/v1/acl/resolve", &res, &api.QueryOptions{AllowStale: true, WaitIndex: index, WaitTime: 5 * time.Minute})
+		if err == nil {
+			return qm.LastIndex, nil
+		}
+		last = err
+	}
+	return 0, last
+}
+
+func (r *RemoteACL) put(key [32]byte, e *remoteEntry, now time.Time, gen uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if gen != r.gen {
+		return // fetched before the last flush: possibly stale
+	}
 	if r.cache == nil {
 		r.cache = map[[32]byte]*remoteEntry{}
 	}

@@ -55,8 +55,8 @@ func TestRemoteACL(t *testing.T) {
 		dev.AllowNamespace("ml", acl.CapReadLogs) || dev.AllowNode(false) {
 		t.Error("the dev token's ACL is not its policy's")
 	}
-	if node := resolve(n.SecretID); !node.AllowNode(true) || !node.AllowNamespace("ml", acl.CapReadJob) || node.AllowNamespace("ml", acl.CapReadLogs) {
-		t.Error("the node secret's ACL is not a client's")
+	if node := resolve(n.SecretID); node.NodeID() != n.ID || node.AllowNode(false) || node.AllowAnyNamespace(acl.CapReadJob) {
+		t.Error("the node secret's ACL is not its node's alone")
 	}
 	if anon := resolve(""); anon.AllowNode(false) || anon.AllowNamespace("default", acl.CapReadLogs) {
 		t.Error("anonymous without an anonymous policy may do something")

@@ -1,16 +1,35 @@
 package http
 
-import "github.com/drover/drover/server/acl"
+import (
+	"slices"
+
+	"github.com/drover/drover/server/acl"
+)
+
+// RoutePatterns lists every route of the API by its ServeMux pattern, as
+// the route table declares them (the agent's tenancy matrix test sends a
+// request to each; a route missing here cannot be registered).
+func RoutePatterns() []string {
+	out := make([]string, 0, len(routeCaps))
+	for p := range routeCaps {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
 
 // routeCaps is the capability of every route, by its ServeMux pattern
 // (see aclMux). Namespace capabilities are checked in the request's
 // namespace (?namespace=, default "default"); handlers of objects that
-// carry their own namespace (a job body, an alloc) check it again there.
-// List routes (nsList) also take namespace=*: they answer a token that
-// holds the capability in some namespace, with the items of those
-// namespaces only (visible).
-// Routes a client agent calls with its node secret need node write, which
-// a node secret holds (server.ResolveToken).
+// carry their own namespace (a job body, an alloc, an eval, a
+// deployment, ...) check the route's capability again there
+// (checkObject). List routes (nsList) also take namespace=*: they answer
+// a token that holds the capability in some namespace, with the items of
+// those namespaces only (visible).
+// Routes a client agent calls with its node secret are self: that
+// node's secret, for its own {id} only (a node's secret holds nothing
+// else, acl.Node); registration is checked by the server (its
+// introduction).
 var routeCaps = map[string]capability{
 	"/":                                     public,
 	"GET /{$}":                              public,
@@ -79,29 +98,31 @@ var routeCaps = map[string]capability{
 	"POST /v1/deployment/pause/{id}":      ns(acl.CapSubmitJob),
 	"PUT /v1/deployment/pause/{id}":       ns(acl.CapSubmitJob),
 	"GET /v1/services":                    nsList(acl.CapReadJob),
-	"GET /v1/service/{name}":              ns(acl.CapReadJob),
+	"GET /v1/service/{name}":              nodeReadable(acl.CapReadJob),
 	"DELETE /v1/service/{name}/{id}":      ns(acl.CapSubmitJob),
 	"GET /v1/event/stream":                ns(acl.CapReadJob),
 	"GET /v1/usage":                       opRead,
 
 	"GET /v1/nodes":                         nodeRead,
 	"GET /v1/node/{id}":                     nodeRead,
-	"GET /v1/node/{id}/{sub}":               nodeRead,
+	"GET /v1/node/{id}/{sub}":               nodeSub,
 	"POST /v1/node/{id}/drain":              nodeWrite,
 	"PUT /v1/node/{id}/drain":               nodeWrite,
 	"POST /v1/node/{id}/eligibility":        nodeWrite,
 	"PUT /v1/node/{id}/eligibility":         nodeWrite,
 	"PUT /v1/node/register":                 nodeRegister,
 	"POST /v1/node/register":                nodeRegister,
-	"PUT /v1/node/{id}/heartbeat":           nodeWrite,
-	"POST /v1/node/{id}/heartbeat":          nodeWrite,
-	"POST /v1/node/{id}/allocations/fetch":  nodeWrite,
-	"PUT /v1/node/{id}/allocations/update":  nodeWrite,
-	"POST /v1/node/{id}/allocations/update": nodeWrite,
-	"PUT /v1/node/{id}/services":            nodeWrite,
-	"POST /v1/node/{id}/services":           nodeWrite,
-	"PUT /v1/node/{id}/identities":          nodeWrite,
-	"POST /v1/node/{id}/identities":         nodeWrite,
+	"PUT /v1/node/intro":                    nodeWrite,
+	"POST /v1/node/intro":                   nodeWrite,
+	"PUT /v1/node/{id}/heartbeat":           self,
+	"POST /v1/node/{id}/heartbeat":          self,
+	"POST /v1/node/{id}/allocations/fetch":  self,
+	"PUT /v1/node/{id}/allocations/update":  self,
+	"POST /v1/node/{id}/allocations/update": self,
+	"PUT /v1/node/{id}/services":            self,
+	"POST /v1/node/{id}/services":           self,
+	"PUT /v1/node/{id}/identities":          self,
+	"POST /v1/node/{id}/identities":         self,
 	"GET /v1/node/pools":                    nodeRead,
 	"PUT /v1/node/pools":                    opWrite,
 	"POST /v1/node/pools":                   opWrite,
@@ -109,7 +130,7 @@ var routeCaps = map[string]capability{
 	"DELETE /v1/node/pool/{name}":           opWrite,
 	"GET /v1/node/pool/{name}/nodes":        nodeRead,
 	"GET /v1/node/pool/{name}/jobs":         nsList(acl.CapListJobs),
-	"/v1/client/":                           {kind: "client"},
+	"/v1/client/":                           client,
 
 	"GET /v1/agent/self":          agentRead,
 	"GET /v1/agent/members":       agentRead,

@@ -24,7 +24,9 @@ type SSOServer interface {
 	DeleteACLAuthMethod(ctx context.Context, name string) (uint64, error)
 	UpsertACLBindingRule(ctx context.Context, r *api.ACLBindingRule) (*api.ACLBindingRule, error)
 	DeleteACLBindingRule(ctx context.Context, id string) (uint64, error)
-	OIDCAuthURL(ctx context.Context, req *api.ACLOIDCAuthURLRequest) (*api.ACLOIDCAuthURLResponse, error)
+	// OIDCAuthURL's clientAddr is the caller's IP (oidcClientAddr), which
+	// the server caps logins in progress by.
+	OIDCAuthURL(ctx context.Context, req *api.ACLOIDCAuthURLRequest, clientAddr string) (*api.ACLOIDCAuthURLResponse, error)
 	OIDCCompleteAuth(ctx context.Context, req *api.ACLOIDCCompleteAuthRequest) (*api.ACLToken, error)
 }
 
@@ -194,7 +196,20 @@ func (s *HTTPServer) oidcAuthURL(w nethttp.ResponseWriter, r *nethttp.Request) (
 	if err := decodeBody(r, &req); err != nil {
 		return nil, err
 	}
-	return srv.OIDCAuthURL(r.Context(), &req)
+	return srv.OIDCAuthURL(r.Context(), &req, s.oidcClientAddr(r))
+}
+
+// oidcClientAddr is the caller's IP address, which its OIDC logins in
+// progress are counted against: the connection's, or, on a request a
+// follower forwarded to the leader, the follower's caller as it says in
+// headerPeer (peer.go). That header is believed only on a connection
+// from another server (its certificate under TLS, else a Raft peer's or
+// configured server's address); X-Forwarded-For, which anyone can send,
+// is never read. Should a caller still pass as a server, the table's
+// global bound holds: the client holding the most loses its oldest login
+// first (server/sso_pending.go).
+func (s *HTTPServer) oidcClientAddr(r *nethttp.Request) string {
+	return s.peerOf(r).ip
 }
 
 func (s *HTTPServer) oidcCompleteAuth(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {

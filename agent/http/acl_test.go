@@ -226,14 +226,18 @@ func TestACLEnforcement(t *testing.T) {
 		time.Sleep(20 * time.Millisecond) // the token's expiry is wall-clock time
 	}
 
-	// A node secret acts for its client: node writes and reads, no submits.
+	// A node secret acts for its node alone: its own routes, and service
+	// reads only where its allocs run (none here); no submits.
 	n := testNode(nodeID)
 	if code, b := a.doAs("PUT", "/v1/node/register", &api.NodeRegisterRequest{Node: n}, mgmt); code != 200 {
 		t.Fatalf("register node = %d %s", code, b)
 	}
 	node := map[string]string{api.NodeSecretHeader: n.SecretID}
-	if code, _ := a.doAs("GET", "/v1/service/web", nil, node); code != 200 {
-		t.Errorf("service read with the node secret = %d", code)
+	if code, _ := a.doAs("GET", "/v1/service/web", nil, node); code != 403 {
+		t.Errorf("service read with the secret of a node that runs nothing in the namespace = %d, want 403", code)
+	}
+	if code, b := a.doAs("PUT", "/v1/node/"+nodeID+"/heartbeat", nil, node); code != 200 {
+		t.Errorf("heartbeat with the node's own secret = %d %s", code, b)
 	}
 	if code, _ := a.doAs("PUT", "/v1/jobs", webJob(1), node); code != 403 {
 		t.Errorf("job submit with the node secret = %d, want 403", code)

@@ -129,7 +129,7 @@ func (s *HTTPServer) lookupEval(ws memdb.WatchSet, r *nethttp.Request, id string
 		return nil, err
 	}
 	if e != nil {
-		return e, nil
+		return e, checkObject(r, e.Namespace)
 	}
 	if len(id) < uuidLen && id != "" {
 		ns := r.URL.Query().Get("namespace")
@@ -141,7 +141,7 @@ func (s *HTTPServer) lookupEval(ws memdb.WatchSet, r *nethttp.Request, id string
 			return nil, err
 		}
 		if len(list) == 1 {
-			return list[0], nil
+			return list[0], checkObject(r, list[0].Namespace)
 		}
 		if len(list) > 1 {
 			return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("evaluation prefix %q is ambiguous (%d matches)", id, len(list)))

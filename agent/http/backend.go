@@ -56,7 +56,9 @@ type Server interface {
 	DeregisterJob(ctx context.Context, ns, id string, purge bool) (*api.JobDeregisterResponse, error)
 	EvaluateJob(ctx context.Context, ns, id string) (*api.JobEvaluateResponse, error)
 	PlanJob(ctx context.Context, req *api.JobPlanRequest) (*api.JobPlanResponse, error)
-	RegisterNode(ctx context.Context, n *api.Node) (*api.NodeRegisterResponse, error)
+	RegisterNode(ctx context.Context, n *api.Node, intro api.NodeIntro) (*api.NodeRegisterResponse, error)
+	// CreateNodeIntro signs an introduction token for new nodes.
+	CreateNodeIntro(ctx context.Context, req *api.NodeIntroRequest) (*api.NodeIntroResponse, error)
 	HeartbeatNode(ctx context.Context, id, secret string, req *api.NodeHeartbeatRequest) (*api.NodeRegisterResponse, error)
 	UpdateAllocsFromClient(ctx context.Context, nodeID, secret string, allocs []*api.Allocation) (uint64, error)
 	UpdateNodeDrain(ctx context.Context, req *api.NodeUpdateDrainRequest) (*api.NodeUpdateResponse, error)

@@ -37,15 +37,26 @@ func (s *HTTPServer) clientRoute(w nethttp.ResponseWriter, r *nethttp.Request) {
 		return
 	}
 	allocID := clientAllocID(r.URL.Path)
+	if allocID == "" && r.URL.Path != "/v1/client/stats" {
+		// Only the node's own routes name no alloc: anything else has
+		// nothing to be checked against.
+		writeError(w, api.Errorf(api.ErrNotFound, "no client endpoint "+r.Method+" "+r.URL.Path))
+		return
+	}
 	// The action's capability in the alloc's own namespace.
 	need := acl.CapReadJob
 	if c := clientCap(r); c.kind == "namespace" {
 		need = c.cap
 	}
 	var a *api.Allocation // looked up once, when ACLs or forwarding need it
-	if aclOf(r) != nil && allocID != "" && s.cfg.State != nil {
+	if aclOf(r) != nil && allocID != "" {
 		var err error
-		if a, err = s.lookupAllocFor(nil, r, allocID, need); err != nil {
+		if s.cfg.State != nil {
+			a, err = s.lookupAllocFor(nil, r, allocID, need)
+		} else {
+			err = s.checkLocalAlloc(r, allocID, need)
+		}
+		if err != nil {
 			writeError(w, api.AsError(err))
 			return
 		}
@@ -91,21 +102,49 @@ func (s *HTTPServer) clientRoute(w nethttp.ResponseWriter, r *nethttp.Request) {
 	}
 	r.URL.Path = strings.Replace(r.URL.Path, "/"+allocID, "/"+a.ID, 1)
 	r.URL.RawPath = ""
-	s.proxyToNode(w, r, n)
+	s.proxyToNode(w, r, n, a.ID)
+}
+
+// checkLocalAlloc is a client-only agent's object check: the action's
+// capability in the namespace of the alloc as this agent's client holds
+// it, whatever the request's ?namespace= says. An alloc it does not hold
+// is not found here.
+func (s *HTTPServer) checkLocalAlloc(r *nethttp.Request, allocID, need string) error {
+	nsOf, ok := s.cfg.Client.(allocNamespacer)
+	if !ok {
+		return notFound(api.ErrAllocNotFound, "allocation", allocID)
+	}
+	ns, found := nsOf.AllocNamespace(allocID)
+	if !found {
+		return notFound(api.ErrAllocNotFound, "allocation", allocID)
+	}
+	return allowObject(r, ns, need)
+}
+
+// allocNamespacer is the optional ability of a ClientRole to say the
+// namespace of an alloc it holds.
+type allocNamespacer interface {
+	AllocNamespace(id string) (ns string, ok bool)
 }
 
 // proxyToNode forwards r to the node's HTTP address (marked forwarded, so
-// the node answers it itself).
-func (s *HTTPServer) proxyToNode(w nethttp.ResponseWriter, r *nethttp.Request, n *api.Node) {
-	u, err := s.peerURL(n.HTTPAddr)
+// the node answers it itself), with the caller's credentials replaced by
+// a grant for this one action (grant.go); allocID is the alloc the
+// request is about ("" for the node's own routes). The scheme is this
+// cluster's (https under TLS), whatever the node's address says.
+func (s *HTTPServer) proxyToNode(w nethttp.ResponseWriter, r *nethttp.Request, n *api.Node, allocID string) {
+	u, err := s.peerURL(hostOf(n.HTTPAddr))
 	if err != nil {
 		writeError(w, api.Errorf(api.ErrInternal, fmt.Sprintf("node %q HTTP address %q: %v", n.ID, n.HTTPAddr, err)))
 		return
 	}
+	g := signGrant(n.SecretID, s.grantFor(r, n.ID, allocID))
 	proxy := &httputil.ReverseProxy{
 		Transport: s.peerTr,
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(u)
+			stripCredentials(pr.Out.Header)
+			pr.Out.Header.Set(headerClientGrant, g)
 			pr.Out.Header.Set(headerForwarded, "1")
 		},
 		FlushInterval: -1, // stream logs as they come

@@ -67,6 +67,6 @@ func (s *HTTPServer) clientMetadata(w nethttp.ResponseWriter, r *nethttp.Request
 	case n.Status == api.NodeStatusDown:
 		writeError(w, api.Errorf(api.ErrUnavailable, fmt.Sprintf("node %q is down", n.ID)))
 	default:
-		s.proxyToNode(w, r, n)
+		s.proxyToNode(w, r, n, "")
 	}
 }

@@ -15,7 +15,8 @@ import (
 
 // notWire are the api package's struct types that are not sent as JSON.
 // Score travels only inside Scores, as one member of its JSON object.
-var notWire = map[string]bool{"Client": true, "QueryOptions": true, "QueryMeta": true, "WriteOptions": true, "Score": true}
+var notWire = map[string]bool{"Client": true, "QueryOptions": true, "QueryMeta": true, "WriteOptions": true, "Score": true,
+	"NodeIntro": true} // NodeIntro: what the HTTP layer tells the server, never sent
 
 // wireTypes is every other struct type of the api package.
 var wireTypes = []any{
@@ -27,6 +28,8 @@ var wireTypes = []any{
 	new(api.ACLOIDCAuthURLResponse),
 	new(api.ACLOIDCCompleteAuthRequest),
 	new(api.ACLPolicy),
+	new(api.NodeIntroRequest),
+	new(api.NodeIntroResponse),
 	new(api.ACLPolicyListStub),
 	new(api.ACLResolution),
 	new(api.ACLRole),

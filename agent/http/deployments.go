@@ -97,15 +97,36 @@ func (s *HTTPServer) deploymentGet(w nethttp.ResponseWriter, r *nethttp.Request)
 	id := r.PathValue("id")
 	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
 		idx := s.maxIndex("deployments")
-		d, err := ds.DeploymentByID(ws, id)
+		d, err := lookupDeployment(ws, r, ds, id)
 		if err != nil {
 			return nil, 0, err
 		}
-		if d == nil {
-			return nil, 0, notFound(api.ErrDeploymentNotFound, "deployment", id)
-		}
 		return d, objIndex(d.ModifyIndex, idx), nil
 	})
+}
+
+// lookupDeployment is the deployment id, checked in its own namespace
+// (checkObject), or ErrDeploymentNotFound.
+func lookupDeployment(ws memdb.WatchSet, r *nethttp.Request, ds DeploymentState, id string) (*api.Deployment, error) {
+	d, err := ds.DeploymentByID(ws, id)
+	if err != nil {
+		return nil, err
+	}
+	if d == nil {
+		return nil, notFound(api.ErrDeploymentNotFound, "deployment", id)
+	}
+	return d, checkObject(r, d.Namespace)
+}
+
+// checkDeployment checks the route's capability in the namespace of the
+// deployment a write is about, before it is made.
+func (s *HTTPServer) checkDeployment(r *nethttp.Request, id string) error {
+	ds, err := s.deploymentState()
+	if err != nil {
+		return err
+	}
+	_, err = lookupDeployment(nil, r, ds, id)
+	return err
 }
 
 func (s *HTTPServer) deploymentAllocs(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
@@ -116,12 +137,8 @@ func (s *HTTPServer) deploymentAllocs(w nethttp.ResponseWriter, r *nethttp.Reque
 	id := r.PathValue("id")
 	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
 		idx := s.maxIndex("deployments", "allocs")
-		d, err := ds.DeploymentByID(ws, id)
-		if err != nil {
+		if _, err := lookupDeployment(ws, r, ds, id); err != nil {
 			return nil, 0, err
-		}
-		if d == nil {
-			return nil, 0, notFound(api.ErrDeploymentNotFound, "deployment", id)
 		}
 		allocs, err := ds.AllocsByDeployment(ws, id)
 		if err != nil {
@@ -182,6 +199,9 @@ func (s *HTTPServer) deploymentPromote(w nethttp.ResponseWriter, r *nethttp.Requ
 		return nil, err
 	}
 	id := r.PathValue("id")
+	if err := s.checkDeployment(r, id); err != nil {
+		return nil, err
+	}
 	var req api.DeploymentPromoteRequest
 	if r.ContentLength != 0 {
 		if err := decodeBody(r, &req); err != nil {
@@ -207,6 +227,9 @@ func (s *HTTPServer) deploymentFail(w nethttp.ResponseWriter, r *nethttp.Request
 		return nil, err
 	}
 	id := r.PathValue("id")
+	if err := s.checkDeployment(r, id); err != nil {
+		return nil, err
+	}
 	resp, err := d.FailDeployment(r.Context(), id)
 	if err != nil {
 		return nil, fmt.Errorf("fail deployment %q: %w", id, err)
@@ -220,6 +243,9 @@ func (s *HTTPServer) deploymentPause(w nethttp.ResponseWriter, r *nethttp.Reques
 		return nil, err
 	}
 	id := r.PathValue("id")
+	if err := s.checkDeployment(r, id); err != nil {
+		return nil, err
+	}
 	var req api.DeploymentPauseRequest
 	if err := decodeBody(r, &req); err != nil {
 		return nil, err

@@ -28,6 +28,10 @@ func RouteCaps() map[string]RouteCap {
 // ClientCapOf is the capability a /v1/client/ request needs.
 func ClientCapOf(r *nethttp.Request) RouteCap { return exportCap(clientCap(r)) }
 
+// CapOf is the capability request r to the route pattern needs (routes
+// whose capability depends on the request: /v1/client/, node sub-reads).
+func CapOf(pattern string, r *nethttp.Request) RouteCap { return exportCap(routeCaps[pattern].of(r)) }
+
 // ServerRoute reports whether a client-only agent forwards path to its servers.
 func ServerRoute(path string) bool { return serverRoute(path) }
 
@@ -44,4 +48,21 @@ func SetFetchIndexWait(d time.Duration) (restore func()) {
 	prev := fetchIndexWait
 	fetchIndexWait = d
 	return func() { fetchIndexWait = prev }
+}
+
+// HeaderClientGrant is the header of a server's grant to a node.
+const HeaderClientGrant = headerClientGrant
+
+// Grant is a decoded grant.
+type Grant struct{ Node, Alloc, Cap string }
+
+// SignGrant signs a grant as a server does.
+func SignGrant(secret, node, alloc, cap string, exp int64) string {
+	return signGrant(secret, grant{Node: node, Alloc: alloc, Cap: cap, Exp: exp})
+}
+
+// ParseGrant checks and decodes a grant as a node does.
+func ParseGrant(secret, tok string) (Grant, error) {
+	g, err := parseGrant(secret, tok)
+	return Grant{Node: g.Node, Alloc: g.Alloc, Cap: g.Cap}, err
 }

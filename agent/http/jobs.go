@@ -61,6 +61,9 @@ func (s *HTTPServer) register(r *nethttp.Request, req *api.JobRegisterRequest, w
 	if err := allowObject(r, req.Job.Namespace, acl.CapSubmitJob); err != nil {
 		return nil, err
 	}
+	if err := s.allowQueue(r, req.Job); err != nil {
+		return nil, err
+	}
 	resp, err := s.cfg.Server.RegisterJob(r.Context(), req)
 	if err != nil {
 		return nil, fmt.Errorf("register job %q: %w", req.Job.ID, err)
@@ -260,6 +263,14 @@ func (s *HTTPServer) jobPlan(w nethttp.ResponseWriter, r *nethttp.Request) (any,
 	}
 	if req.Job.Namespace == "" {
 		req.Job.Namespace = nsParam(r)
+	}
+	// The plan diffs against the stored job: the body's namespace is
+	// checked as a registration's.
+	if err := allowObject(r, req.Job.Namespace, acl.CapSubmitJob); err != nil {
+		return nil, err
+	}
+	if err := s.allowQueue(r, req.Job); err != nil {
+		return nil, err
 	}
 	resp, err := s.cfg.Server.PlanJob(r.Context(), &req)
 	if err != nil {

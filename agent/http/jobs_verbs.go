@@ -35,6 +35,9 @@ func (s *HTTPServer) jobDispatch(w nethttp.ResponseWriter, r *nethttp.Request) (
 	if req.JobID != "" && req.JobID != id {
 		return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("job ID %q in the body does not match %q in the path", req.JobID, id))
 	}
+	if err := s.allowStoredJobQueue(r, nsParam(r), id); err != nil {
+		return nil, err
+	}
 	resp, err := s.cfg.Server.DispatchJob(r.Context(), nsParam(r), id, &req)
 	if err != nil {
 		return nil, fmt.Errorf("dispatch job %q: %w", id, err)
@@ -47,6 +50,9 @@ func (s *HTTPServer) jobPeriodicForce(w nethttp.ResponseWriter, r *nethttp.Reque
 		return nil, err
 	}
 	id := r.PathValue("id")
+	if err := s.allowStoredJobQueue(r, nsParam(r), id); err != nil {
+		return nil, err
+	}
 	resp, err := s.cfg.Server.ForcePeriodic(r.Context(), nsParam(r), id)
 	if err != nil {
 		return nil, fmt.Errorf("force launch of job %q: %w", id, err)
@@ -66,11 +72,31 @@ func (s *HTTPServer) jobRevert(w nethttp.ResponseWriter, r *nethttp.Request) (an
 	if req.JobID != "" && req.JobID != id {
 		return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("job ID %q in the body does not match %q in the path", req.JobID, id))
 	}
+	if err := s.allowRevertQueue(r, nsParam(r), id, req.JobVersion); err != nil {
+		return nil, err
+	}
 	resp, err := s.cfg.Server.RevertJob(r.Context(), nsParam(r), id, &req)
 	if err != nil {
 		return nil, fmt.Errorf("revert job %q: %w", id, err)
 	}
 	return resp, nil
+}
+
+// allowRevertQueue checks the queue of the version a revert goes back to.
+func (s *HTTPServer) allowRevertQueue(r *nethttp.Request, ns, id string, version uint64) error {
+	if aclOf(r) == nil || s.cfg.State == nil {
+		return nil
+	}
+	versions, err := s.cfg.State.JobVersionsByID(nil, ns, id)
+	if err != nil {
+		return err
+	}
+	for _, v := range versions {
+		if v.Version == version {
+			return s.allowQueue(r, v)
+		}
+	}
+	return nil // no such version: the server says so
 }
 
 func (s *HTTPServer) jobScale(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
@@ -84,6 +110,9 @@ func (s *HTTPServer) jobScale(w nethttp.ResponseWriter, r *nethttp.Request) (any
 	}
 	if j := req.Target["Job"]; j != "" && j != id {
 		return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("Target.Job %q does not match %q in the path", j, id))
+	}
+	if err := s.allowStoredJobQueue(r, nsParam(r), id); err != nil {
+		return nil, err
 	}
 	resp, err := s.cfg.Server.ScaleJob(r.Context(), nsParam(r), id, &req)
 	if err != nil {

@@ -174,6 +174,7 @@ func (s *HTTPServer) forwardWithHold(w nethttp.ResponseWriter, r *nethttp.Reques
 		body = b
 	}
 	r.Pattern = "forward leader"
+	caller := s.peerOf(r).String() // the leader sees this server's connection
 	hold := time.NewTimer(LeaderHoldTimeout)
 	defer hold.Stop()
 	// Retries back off from 5 ms to 50 ms, and go at once when the server
@@ -225,6 +226,7 @@ func (s *HTTPServer) forwardWithHold(w nethttp.ResponseWriter, r *nethttp.Reques
 			Rewrite: func(pr *httputil.ProxyRequest) {
 				pr.SetURL(u)
 				pr.Out.Header.Set(headerLeaderForwarded, "1")
+				pr.Out.Header.Set(headerPeer, caller)
 				pr.SetXForwarded()
 			},
 			ModifyResponse: func(resp *nethttp.Response) error {

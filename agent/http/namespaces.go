@@ -88,6 +88,10 @@ func (s *HTTPServer) namespaceGet(w nethttp.ResponseWriter, r *nethttp.Request) 
 		return nil, err
 	}
 	name := r.PathValue("name")
+	if a := aclOf(r); a != nil && !a.NamespaceVisible(name) {
+		// As the list: a namespace the token may not use is not shown.
+		return nil, api.Errorf(api.ErrPermissionDenied, fmt.Sprintf("Permission denied: namespace %q", name))
+	}
 	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
 		n, err := st.NamespaceByName(ws, name)
 		if err != nil {

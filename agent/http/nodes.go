@@ -9,6 +9,7 @@ import (
 	memdb "github.com/hashicorp/go-memdb"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/acl"
 )
 
 // allNamespaces in ?namespace= lists every namespace.
@@ -216,6 +217,9 @@ func (s *HTTPServer) nodeAllocs(w nethttp.ResponseWriter, r *nethttp.Request) (a
 		if err != nil {
 			return nil, 0, err
 		}
+		// Node read shows the node, not its tenants' allocs: only those of
+		// namespaces the token reads jobs in (as Nomad).
+		allocs = visible(r, allocs, func(a *api.Allocation) string { return a.Namespace }, acl.CapReadJob)
 		if allocs == nil {
 			allocs = []*api.Allocation{}
 		}
@@ -280,11 +284,30 @@ func (s *HTTPServer) nodeRegister(w nethttp.ResponseWriter, r *nethttp.Request) 
 	if req.Node.ID == "" || req.Node.SecretID == "" {
 		return nil, api.Errorf(api.ErrBadRequest, "Node.ID and Node.SecretID are required")
 	}
-	resp, err := s.cfg.Server.RegisterNode(r.Context(), req.Node)
+	if err := s.checkNodeAddr(r.Context(), r, req.Node); err != nil {
+		return nil, err
+	}
+	intro := api.NodeIntro{Token: req.IntroToken, Certified: s.peerOf(r).certified}
+	resp, err := s.cfg.Server.RegisterNode(r.Context(), req.Node, intro)
 	if err != nil {
 		return nil, fmt.Errorf("register node %q: %w", req.Node.ID, err)
 	}
 	return resp, nil
+}
+
+// nodeIntro serves PUT /v1/node/intro: an introduction token for new
+// nodes (node write, as Nomad's node intro create).
+func (s *HTTPServer) nodeIntro(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := s.needServer(); err != nil {
+		return nil, err
+	}
+	var req api.NodeIntroRequest
+	if r.ContentLength != 0 {
+		if err := decodeBody(r, &req); err != nil {
+			return nil, err
+		}
+	}
+	return s.cfg.Server.CreateNodeIntro(r.Context(), &req)
 }
 
 func (s *HTTPServer) nodeHeartbeat(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	nethttp "net/http"
+	"slices"
 
 	memdb "github.com/hashicorp/go-memdb"
 
@@ -90,6 +91,9 @@ func (s *HTTPServer) queueList(w nethttp.ResponseWriter, r *nethttp.Request) (an
 		if err != nil {
 			return nil, 0, err
 		}
+		if a := aclOf(r); a != nil {
+			out = slices.DeleteFunc(out, func(q *api.QueueStatus) bool { return !a.AllowQueue(q.Queue.Name, false) })
+		}
 		for i, q := range out {
 			out[i] = s.withFairShare(q)
 		}
@@ -104,6 +108,9 @@ func (s *HTTPServer) queueGet(w nethttp.ResponseWriter, r *nethttp.Request) (any
 		return nil, err
 	}
 	name := r.PathValue("name")
+	if a := aclOf(r); a != nil && !a.AllowQueue(name, false) {
+		return nil, api.Errorf(api.ErrPermissionDenied, fmt.Sprintf("Permission denied: queue %q", name))
+	}
 	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
 		idx := s.maxIndex(queueTables...)
 		q, err := st.QueueStatus(ws, name)

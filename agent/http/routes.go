@@ -42,6 +42,8 @@ func (s *HTTPServer) routes() {
 	h("PUT /v1/node/{id}/eligibility", s.nodeEligibility)
 	h("PUT /v1/node/register", s.nodeRegister)
 	h("POST /v1/node/register", s.nodeRegister)
+	h("PUT /v1/node/intro", s.nodeIntro)
+	h("POST /v1/node/intro", s.nodeIntro)
 	h("PUT /v1/node/{id}/heartbeat", s.nodeHeartbeat)
 	h("POST /v1/node/{id}/heartbeat", s.nodeHeartbeat)
 	h("POST /v1/node/{id}/allocations/fetch", s.nodeAllocsFetch)

@@ -72,7 +72,7 @@ func (s *HTTPServer) scalingPolicyGet(w nethttp.ResponseWriter, r *nethttp.Reque
 		}
 		for _, p := range ps {
 			if p.ID == id {
-				return p, s.maxIndex("jobs"), nil
+				return p, s.maxIndex("jobs"), checkObject(r, p.Namespace)
 			}
 		}
 		return nil, 0, api.Errorf(api.ErrNotFound, fmt.Sprintf("scaling policy %q not found", id))

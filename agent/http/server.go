@@ -87,6 +87,11 @@ type Config struct {
 	TLS, PeerTLS *tls.Config
 	// EnableDebug serves /debug/pprof/ (agent enable_debug).
 	EnableDebug bool
+	// Now is the clock of grants to nodes (nil: time.Now).
+	Now func() time.Time
+	// Region is this agent's region (default "global"): the region of the
+	// certificates it takes for agents'.
+	Region string
 }
 
 // HTTPServer is the agent's HTTP API server.
@@ -98,6 +103,9 @@ type HTTPServer struct {
 	metrics *metrics
 	// peerTr and leaderTr carry requests to other agents (peerTransports).
 	peerTr, leaderTr nethttp.RoundTripper
+	// peers are the other servers' addresses (connection limit, trusted
+	// forwarders).
+	peers *peerIPs
 
 	mu         sync.Mutex
 	baseCancel context.CancelFunc // ends in-flight blocking queries and streams
@@ -134,6 +142,7 @@ func New(cfg Config) (*HTTPServer, error) {
 	}
 	s := &HTTPServer{cfg: cfg, log: cfg.Logger.With("component", "http")}
 	s.peerTr, s.leaderTr = peerTransports(cfg.PeerTLS)
+	s.peers = &peerIPs{s: s}
 	s.mux = &aclMux{ServeMux: nethttp.NewServeMux(), s: s}
 	m, err := newMetrics(cfg.Registry)
 	if err != nil {
@@ -162,9 +171,8 @@ func (s *HTTPServer) Start(ctx context.Context) error {
 		return errors.New("http: Start needs Config.Listener")
 	}
 	if s.cfg.MaxConnsPerClient > 0 {
-		peers := &peerIPs{s: s}
-		peers.resolveServers(ctx)
-		ln = newConnLimitListener(ln, s.cfg.MaxConnsPerClient, peers.exempt, s.log)
+		s.peers.resolveServers(ctx)
+		ln = newConnLimitListener(ln, s.cfg.MaxConnsPerClient, s.peers.exempt, s.log)
 	}
 	base, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	// No WriteTimeout: blocking queries, log follow, the event stream and

@@ -162,8 +162,10 @@ func merge(a, b level) level {
 }
 
 // ACL is what a token may do: the union of its policies (deny wins).
+// A node's ACL (Node) is bound to one node ID and holds no policy.
 type ACL struct {
 	management bool
+	nodeID     string
 	ns         map[string]map[string]bool // namespace glob -> capabilities (CapDeny: none)
 	node       level
 	agent      level
@@ -219,6 +221,19 @@ func New(policies ...*Policy) *ACL {
 
 // IsManagement reports a management token's ACL.
 func (a *ACL) IsManagement() bool { return a != nil && a.management }
+
+// Node is the ACL of a client node's secret: it is bound to the node's ID
+// and holds no capability of its own; the routes a node calls check
+// NodeID against the node they are about.
+func Node(id string) *ACL { return &ACL{nodeID: id} }
+
+// NodeID is the node a node's ACL is bound to ("" for every other ACL).
+func (a *ACL) NodeID() string {
+	if a == nil {
+		return ""
+	}
+	return a.nodeID
+}
 
 // nsRule finds the rule for a namespace: its exact one, else the matching
 // glob with the most literal characters (as Nomad).
@@ -327,9 +342,15 @@ func (a *ACL) operatorLevel() level {
 	return a.operator
 }
 
-// AllowQueue checks a queue (exact name, else the longest matching glob).
+// DefaultQueue is the queue of jobs that name none (api.DefaultQueue).
+const DefaultQueue = "default"
+
+// AllowQueue checks a queue: its exact rule, else the matching glob with
+// the most literal characters. Read sees the queue's status; write runs
+// jobs in it. The default queue is everyone's (read and write) unless a
+// rule matching it says otherwise; a node's ACL holds no queue.
 func (a *ACL) AllowQueue(name string, write bool) bool {
-	if a == nil {
+	if a == nil || a.nodeID != "" {
 		return false
 	}
 	if a.management {
@@ -341,10 +362,13 @@ func (a *ACL) AllowQueue(name string, write bool) bool {
 		for pat, ql := range a.queues {
 			if strings.Contains(pat, "*") && glob.Match(pat, name) {
 				if n := len(strings.ReplaceAll(pat, "*", "")); n > bestLen {
-					l, bestLen = ql, n
+					l, bestLen, ok = ql, n, true
 				}
 			}
 		}
+	}
+	if !ok && name == DefaultQueue {
+		return true
 	}
 	return allow(a, l, write)
 }

@@ -95,3 +95,32 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// Queues: a rule (exact, else the longest glob) decides; the default
+// queue is open to a token no rule of which matches it; a node's ACL
+// holds no queue and no capability.
+func TestAllowQueue(t *testing.T) {
+	none := New(mustParse(t, `namespace "a" { policy = "write" }`))
+	team := New(mustParse(t, `queue "team-a/*" { policy = "write" }
+queue "team-a/prod" { policy = "read" }
+queue "default" { policy = "deny" }`))
+	for _, c := range []struct {
+		a     *ACL
+		queue string
+		write bool
+		want  bool
+	}{
+		{none, DefaultQueue, true, true}, {none, DefaultQueue, false, true}, {none, "team-a", false, false},
+		{team, "team-a/train", true, true}, {team, "team-a/prod", false, true}, {team, "team-a/prod", true, false},
+		{team, "team-b", false, false}, {team, DefaultQueue, false, false},
+		{Node("n1"), DefaultQueue, false, false}, {Management(), "anything", true, true},
+	} {
+		if got := c.a.AllowQueue(c.queue, c.write); got != c.want {
+			t.Errorf("AllowQueue(%q, write=%v) = %v, want %v", c.queue, c.write, got, c.want)
+		}
+	}
+	n := Node("n1")
+	if n.NodeID() != "n1" || n.AllowNode(false) || n.AllowAnyNamespace(CapReadJob) || n.IsManagement() || Management().NodeID() != "" {
+		t.Errorf("a node's ACL holds nothing but its node ID")
+	}
+}

@@ -15,6 +15,11 @@ type placement struct {
 	stopped bool            // prev was stopped by this plan for this placement
 	deploy  string
 	canary  bool // a canary of the deployment (old allocs keep running)
+	// fresh > 0: the placement stands for that many new allocs of the
+	// group, made one by one at idx's lowest free indexes as they are
+	// placed (placeFresh), so a count far above what fits costs what fits.
+	fresh int
+	idx   *indexPool
 }
 
 // place finds a node for p and adds the alloc to the plan.

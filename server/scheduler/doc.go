@@ -93,6 +93,15 @@
 // fullest nodes first) or spread (emptiest first), as Nomad's
 // scheduler_algorithm.
 //
+// Group counts: a group's new allocs are one placement (placement.fresh)
+// made one by one at the lowest free indexes as they are placed; once the
+// group fails the rest are counted as coalesced failures at once, so a
+// pass costs what fits, not what was asked (gangs list their members: their
+// counts are within the bound). A group above Options.MaxGroupCount (the
+// server's job_max_group_count; a job stored before it) is left alone with
+// its gang: nothing placed, stopped or updated, an api.PendingCountLimit
+// reason and no blocked eval (refuseOverLimit).
+//
 // Placement cost: nodes are visited in the shuffled order from a per-group
 // cursor; nodes found infeasible or full are skipped for the rest of the
 // pass, and each placement scores at most SampleLimit feasible nodes
@@ -113,4 +122,7 @@
 //
 // Concurrency: Schedule is safe to call from many goroutines at once as
 // long as each call has its own State; it shares nothing between calls.
+// ScheduleContext's context is checked before every placement: when it
+// ends (server shutdown, lost leadership) the pass stops there and returns
+// its error.
 package scheduler

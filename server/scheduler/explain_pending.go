@@ -40,6 +40,9 @@ func (s *sched) explainPending() {
 		if m == nil {
 			continue
 		}
+		if s.refused[g] {
+			continue // its count-limit reason is all there is (refuseOverLimit)
+		}
 		m.Reasons = pendingReasons(m)
 		m.Counterfactuals = nil
 		if s.job == nil || s.err != nil || s.job.Type == api.JobTypeSystem || s.job.Type == api.JobTypeSysBatch {

@@ -92,7 +92,9 @@ func (s *sched) placeAll(places []*placement, byGroup map[string][]*api.Allocati
 			runs[id] = run
 		}
 		run.groups = append(run.groups, tg)
-		run.places = append(run.places, byTG[tg.Name]...)
+		// A gang's members are counted and placed as a list: its groups'
+		// counts are within Options.MaxGroupCount (refuseOverLimit).
+		run.places = append(run.places, expandFresh(byTG[tg.Name])...)
 	}
 	done := map[string]bool{}
 	for _, tg := range s.job.TaskGroups {
@@ -101,13 +103,17 @@ func (s *sched) placeAll(places []*placement, byGroup map[string][]*api.Allocati
 			id = api.GangJobWide
 		}
 		if run := runs[id]; run != nil {
-			if !done[id] {
+			if !done[id] && !s.refused[tg.Name] {
 				done[id] = true
 				s.placeGang(run, byGroup)
 			}
 		} else {
 			for _, p := range byTG[tg.Name] {
-				s.place(p)
+				if p.fresh > 0 {
+					s.placeFresh(p)
+				} else if !s.cancelled() {
+					s.place(p)
+				}
 				if s.err != nil {
 					return
 				}
@@ -125,6 +131,45 @@ func (s *sched) placeAll(places []*placement, byGroup map[string][]*api.Allocati
 		s.plan.Deployment = nil
 		s.plan.DeploymentUpdates = nil
 	}
+}
+
+// placeFresh makes a fresh placement's allocs (see placement.fresh) one
+// by one. Once the group failed (no node fits, its queue is at a limit)
+// every further placement would only count a coalesced failure, so the
+// rest are counted at once: the pass does the work and holds the memory
+// of what fits, whatever the count.
+func (s *sched) placeFresh(p *placement) {
+	tc := s.newTG(p.tg)
+	for left := p.fresh; left > 0; left-- {
+		if tc.failed {
+			s.failed[p.tg.Name].CoalescedFailures += left
+			s.queued[p.tg.Name] += left
+			return
+		}
+		if s.cancelled() {
+			return
+		}
+		s.place(&placement{tg: p.tg, index: p.idx.take(-1), deploy: p.deploy})
+		if s.err != nil {
+			return
+		}
+	}
+}
+
+// expandFresh returns places with each fresh placement replaced by the
+// placements it stands for, in index order.
+func expandFresh(places []*placement) []*placement {
+	var out []*placement
+	for _, p := range places {
+		if p.fresh == 0 {
+			out = append(out, p)
+			continue
+		}
+		for range p.fresh {
+			out = append(out, &placement{tg: p.tg, index: p.idx.take(-1), deploy: p.deploy})
+		}
+	}
+	return out
 }
 
 // members fills the gang's running and finished members and the time
@@ -584,6 +629,9 @@ func (s *sched) gangPortAsk(tc *tgCtx) {
 func (s *sched) placeHeld(run *gangRun) []heldAlloc {
 	s.attempt = &gangAttempt{}
 	for _, p := range run.places {
+		if s.cancelled() {
+			break
+		}
 		s.place(p)
 		if s.err != nil {
 			break

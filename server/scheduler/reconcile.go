@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"fmt"
 	"sort"
 
 	"github.com/drover/drover/api"
@@ -32,8 +33,12 @@ func (s *sched) scheduleGeneric(allocs []*api.Allocation) {
 			}
 		}
 	}
+	s.refuseOverLimit()
 	var places []*placement
 	for _, tg := range s.job.TaskGroups {
+		if s.refused[tg.Name] {
+			continue
+		}
 		places = append(places, s.applyGroup(s.reconcileGroup(tg, byGroup[tg.Name]))...)
 	}
 	s.completeDeployment()
@@ -45,6 +50,55 @@ func (s *sched) scheduleGeneric(allocs []*api.Allocation) {
 	// Place the groups in job order, each group's allocs by index; a
 	// gang's groups together, all-or-nothing (gang.go).
 	s.placeAll(places, byGroup)
+}
+
+// refuseOverLimit leaves alone every group whose count is above
+// Options.MaxGroupCount, with the other groups of its gang (all groups of
+// an all_at_once job): nothing of them is reconciled or placed, each fails
+// with an api.PendingCountLimit reason and no blocked eval (more capacity
+// would not help; a new job version brings a new eval). Running allocs
+// keep running: a job stored before the bound was set or lowered is not
+// cut down by it.
+func (s *sched) refuseOverLimit() {
+	limit := s.opts.MaxGroupCount
+	if limit <= 0 {
+		limit = DefaultMaxGroupCount
+	}
+	why := map[string]string{} // gang ID -> the reason its groups are refused
+	for _, tg := range s.job.TaskGroups {
+		if tg.Count <= limit {
+			continue
+		}
+		msg := fmt.Sprintf("group %q count %d is above the server's limit of %d (job_max_group_count): nothing of it is placed until the job is changed",
+			tg.Name, tg.Count, limit)
+		s.refuseGroup(tg, msg)
+		if id := s.gangID(tg); id != "" && why[id] == "" {
+			why[id] = msg
+		}
+	}
+	for _, tg := range s.job.TaskGroups {
+		if id := s.gangID(tg); id != "" && why[id] != "" && !s.refused[tg.Name] {
+			s.refuseGroup(tg, fmt.Sprintf("placed together with another group: %s", why[id]))
+		}
+	}
+}
+
+// gangID names the gang a group is placed with (the job-wide one of an
+// all_at_once job without gang blocks, as placeAll), or "".
+func (s *sched) gangID(tg *api.TaskGroup) string {
+	g, id := s.job.GangOf(tg)
+	if g == nil && s.job.AllAtOnce {
+		return api.GangJobWide
+	}
+	return id
+}
+
+func (s *sched) refuseGroup(tg *api.TaskGroup, msg string) {
+	s.refused[tg.Name] = true
+	s.failed[tg.Name] = &api.AllocMetric{NodesInPool: len(s.nodes),
+		Reasons: []api.PendingReason{{Kind: api.PendingCountLimit, Message: msg}}}
+	s.noRetry[tg.Name] = true
+	s.queued[tg.Name] = 0
 }
 
 // nodeLost reports whether the alloc's node is gone or down.
@@ -169,9 +223,11 @@ func (s *sched) reconcileGroup(tg *api.TaskGroup, allocs []*api.Allocation) *gro
 		d.DestructiveUpdate++
 		places = append(places, &placement{tg: tg, index: a.Index(), prev: a, stopped: true})
 	}
-	for ; budget > 0; budget-- {
-		places = append(places, &placement{tg: tg, index: idx.take(-1)})
-		d.Place++
+	if budget > 0 {
+		// One placement stands for every new alloc; they are made one by
+		// one, at the lowest free indexes, as they are placed (placeFresh).
+		places = append(places, &placement{tg: tg, fresh: budget, idx: idx})
+		d.Place += uint64(budget)
 	}
 	if rolling && len(places) > 0 && !failedDep {
 		r.deployBusy = true

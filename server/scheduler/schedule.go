@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -31,6 +32,13 @@ type sched struct {
 	opts Options
 	job  *api.Job
 	err  error
+	// ctx is the pass's context (ScheduleContext); done is its Done
+	// channel, nil when it cannot end (see cancelled).
+	ctx  context.Context
+	done <-chan struct{}
+	// refused are the groups left alone because a count is above
+	// Options.MaxGroupCount (refuseOverLimit).
+	refused map[string]bool
 
 	rng      *rand.Rand // ids and dynamic ports; seeded from eval ID and snapshot index
 	shuffleK uint64
@@ -81,12 +89,23 @@ type sched struct {
 	explainQueue   string // the queue whose limit a group explained now is at
 }
 
-// Schedule reconciles the eval's job with the cluster and returns the plan
-// and the updated eval. It is pure: no I/O besides reading st, no clock
-// besides opts.Now, and deterministic for a given state, eval and options.
+// Schedule is ScheduleContext with a context that never ends.
 func Schedule(st State, eval *api.Evaluation, opts Options) (*Result, error) {
+	return ScheduleContext(context.Background(), st, eval, opts)
+}
+
+// ScheduleContext reconciles the eval's job with the cluster and returns
+// the plan and the updated eval. It is pure: no I/O besides reading st, no
+// clock besides opts.Now, and deterministic for a given state, eval and
+// options. When ctx ends (the server stops, leadership is lost, a plan
+// request goes away) the pass stops before its next placement and returns
+// an error wrapping ctx's.
+func ScheduleContext(ctx context.Context, st State, eval *api.Evaluation, opts Options) (*Result, error) {
 	if eval == nil || eval.JobID == "" {
 		return nil, fmt.Errorf("schedule: %w", ErrBadEval)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("schedule eval %s: %w", eval.ID, err)
 	}
 	switch opts.Algorithm {
 	case "", AlgorithmBinpack, AlgorithmSpread:
@@ -103,6 +122,7 @@ func Schedule(st State, eval *api.Evaluation, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("schedule eval %s: read job %q: %w", eval.ID, eval.JobID, err)
 	}
 	s := newPass(st, eval, opts, job)
+	s.ctx, s.done = ctx, ctx.Done()
 	allocs, err := st.AllocsByJob(ns, eval.JobID)
 	if err != nil {
 		return nil, fmt.Errorf("schedule eval %s: read allocs: %w", eval.ID, err)
@@ -145,6 +165,7 @@ func newPass(st State, eval *api.Evaluation, opts Options, job *api.Job) *sched 
 		class:   map[string]bool{},
 		groups:  map[string]*tgCtx{},
 		noRetry: map[string]bool{},
+		refused: map[string]bool{},
 	}
 	h := fnv.New64a()
 	h.Write([]byte(eval.ID))
@@ -211,6 +232,21 @@ func (s *sched) stop(a *api.Allocation, desc, clientStatus string) *api.Allocati
 		s.removeFrom(ns, a)
 	}
 	return c
+}
+
+// cancelled reports whether the pass's context ended, recording its
+// error as the pass's. Placement loops check it before each placement (a
+// non-blocking receive: cheap enough for every one).
+func (s *sched) cancelled() bool {
+	select {
+	case <-s.done:
+		if s.err == nil {
+			s.err = fmt.Errorf("placement stopped: %w", s.ctx.Err())
+		}
+		return true
+	default:
+		return false
+	}
 }
 
 // newID returns a random UUID v4 from the pass's seeded generator.

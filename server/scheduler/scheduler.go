@@ -64,7 +64,20 @@ type Options struct {
 	// job priority, and never loops (reclaim.go); within a queue the
 	// priority rule stays.
 	FairShare *fairshare.Shares
+	// MaxGroupCount is the largest group count the scheduler works on
+	// (the server's job_max_group_count; 0 picks DefaultMaxGroupCount).
+	// The server refuses jobs above it, but one stored before (an older
+	// server, a lowered setting) can still reach the scheduler: such a
+	// group, with the other groups of its gang (or every group of an
+	// all_at_once job), is left as it is (nothing placed, stopped or
+	// updated) and fails with an api.PendingCountLimit reason and no
+	// blocked eval, until the job is changed.
+	MaxGroupCount int
 }
+
+// DefaultMaxGroupCount is the default bound on a group's count: the
+// server's job_max_group_count and Options.MaxGroupCount when unset.
+const DefaultMaxGroupCount = 10000
 
 // Scheduler algorithms (Options.Algorithm), Nomad's names.
 const (

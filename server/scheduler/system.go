@@ -126,6 +126,9 @@ func (s *sched) scheduleSystem(allocs []*api.Allocation) {
 		}
 	}
 	for _, p := range places {
+		if s.cancelled() {
+			return
+		}
 		s.place(p)
 		if s.err != nil {
 			return

@@ -62,6 +62,13 @@ func (r *reads) ACLTokens(ws memdb.WatchSet) ([]*api.ACLToken, error) {
 	return out, err
 }
 
+// ACLBootstrapped reports whether any token exists, which is what makes
+// an ACL bootstrap fail (Txn.ApplyACL); it reads one entry, not the table.
+func (r *reads) ACLBootstrapped() (bool, error) {
+	tok, err := first[api.ACLToken](r, nil, TableACLTokens, "id")
+	return tok != nil, err
+}
+
 // ACLTokenByAccessor returns a token or nil.
 func (r *reads) ACLTokenByAccessor(ws memdb.WatchSet, id string) (*api.ACLToken, error) {
 	return first[api.ACLToken](r, ws, TableACLTokens, "id", id)
