@@ -22,126 +22,14 @@ type placement struct {
 	idx   *indexPool
 }
 
-// place finds a node for p and adds the alloc to the plan.
-func (s *sched) place(p *placement) *api.Allocation {
-	tc := s.newTG(p.tg)
-	name := p.tg.Name
-	if tc.failed && p.node == nil {
-		s.failed[name].CoalescedFailures++
-		s.queued[name]++
-		return nil
-	}
-	if lines := s.quotaPrecheck(tc); len(lines) > 0 {
-		if m := s.failed[name]; m != nil && len(m.QuotaExhausted) > 0 {
-			m.CoalescedFailures++ // a system job's next node
-			s.queued[name]++
-			return nil
-		}
-		s.quotaFail(tc, lines)
-		return nil
-	}
-	prevNode := ""
-	if p.prev != nil && p.resched {
-		prevNode = p.prev.NodeID
-	}
-	var c *cand
-	var victims []*api.Allocation
-	evaluated, filtered := 1, 0
-	if p.node != nil {
-		rej, why, picks := s.checkNode(tc, p.node)
-		if rej == rejExhausted && s.preemptionEnabled() {
-			if pc, v := s.preempt(tc, []*nodeState{p.node}, prevNode); pc != nil {
-				c, victims, rej = pc, v, okNode
-			}
-		}
-		if rej != okNode {
-			if rej == rejExhausted {
-				m := s.failed[name]
-				if m == nil {
-					m = &api.AllocMetric{NodesInPool: len(s.nodes), NodesAvailable: s.dcAvail}
-					s.failed[name] = m
-				} else {
-					m.CoalescedFailures++
-				}
-				m.NodesEvaluated++
-				m.NodesExhausted++
-				inc(&m.ClassExhausted, p.node.class)
-				inc(&m.DimensionExhausted, why)
-				s.quotaExplain(m, tc, p.node, why)
-				s.queued[name]++
-			}
-			return nil
-		}
-		if c == nil {
-			tc.cands = append(tc.cands[:0], s.score(tc, p.node, picks, prevNode, 1))
-			c = &tc.cands[0]
-		}
-	} else {
-		c, evaluated, filtered = s.selectNode(tc, prevNode, p.tg.Count)
-		if c == nil && s.err == nil && s.preemptionEnabled() {
-			c, victims = s.preempt(tc, s.nodes, prevNode)
-		}
-		if c == nil {
-			if s.err != nil {
-				return nil
-			}
-			s.failGroup(tc)
-			s.failed[name] = s.explain(tc)
-			s.queued[name]++
-			return nil
-		}
-	}
-	s.evict(victims) // before building: ports and cores come free
-	a := s.buildAlloc(tc, p, c)
-	a.Metrics = &api.AllocMetric{
-		NodesEvaluated: evaluated, NodesFiltered: filtered, NodesInPool: len(s.nodes),
-		ScoreMetaData: scoreMeta(tc.cands, 3),
-	}
-	ns := c.ns
-	s.addTo(ns, a)
-	s.quotaCount(a, 1)
-	s.countPlacement(a, victims)
-	if len(tc.props) > 0 || len(tc.spreads) > 0 {
-		for _, other := range s.groups {
-			s.countPlaced(other, ns.node, name)
-		}
-	}
-	if _, ok := s.queued[name]; !ok {
-		s.queued[name] = 0
-	}
-	if s.attempt != nil {
-		// A gang attempt: held apart from the plan until kept (gang.go).
-		s.attempt.held = append(s.attempt.held, heldAlloc{a: a, victims: victims, p: p})
-		return a
-	}
-	s.keep(a, victims, p.prev)
-	return a
-}
-
-// linkPrev sets NextAllocation on the replaced alloc's copy in the plan
-// (adding a stop for it when it is not already there).
-func (s *sched) linkPrev(prev, next *api.Allocation) {
-	for _, c := range s.plan.NodeUpdate[prev.NodeID] {
-		if c.ID == prev.ID {
-			c.NextAllocation = next.ID
-			return
-		}
-	}
-	if prev.ClientStatus == api.AllocClientStatusUnknown {
-		return // it may still run on its disconnected node: see disconnect.go
-	}
-	desc, status := "alloc was rescheduled because it failed", ""
-	if prev.ClientStatus == api.AllocClientStatusLost {
-		desc, status = "alloc is lost since its node is down", api.AllocClientStatusLost
-	}
-	c := s.stop(prev, desc, status)
-	c.NextAllocation = next.ID
-}
-
-func (s *sched) buildAlloc(tc *tgCtx, p *placement, c *cand) *api.Allocation {
+// buildAlloc makes the alloc of placement p on candidate c: its resources
+// (reserved cores near its devices, devices, ports), name, links and
+// deployment status.
+func (pl *placer) buildAlloc(tc *tgCtx, p *placement, c *cand) *api.Allocation {
+	env, job := pl.env, pl.env.job
 	n := c.ns.node
-	now := s.opts.Now.UnixNano()
-	ns := s.job.Namespace
+	now := env.opts.Now.UnixNano()
+	ns := job.Namespace
 	if ns == "" {
 		ns = api.DefaultNamespace
 	}
@@ -175,17 +63,17 @@ func (s *sched) buildAlloc(tc *tgCtx, p *placement, c *cand) *api.Allocation {
 		})
 	}
 	if len(tc.ports) > 0 {
-		s.assignPorts(tc, c.ns, ar)
+		pl.assignPorts(tc, c.ns, ar)
 	}
 	a := &api.Allocation{
-		ID: s.newID(), Namespace: ns, EvalID: s.eval.ID, Name: api.AllocName(s.job.ID, p.tg.Name, p.index),
-		NodeID: n.ID, NodeName: n.Name, JobID: s.job.ID, Job: s.job, TaskGroup: p.tg.Name,
+		ID: env.newID(), Namespace: ns, EvalID: env.eval.ID, Name: api.AllocName(job.ID, p.tg.Name, p.index),
+		NodeID: n.ID, NodeName: n.Name, JobID: job.ID, Job: job, TaskGroup: p.tg.Name,
 		AllocatedResources: ar, DesiredStatus: api.AllocDesiredStatusRun, ClientStatus: api.AllocClientStatusPending,
 		DeploymentID: p.deploy, CreateTime: now, ModifyTime: now,
 	}
 	if p.canary {
 		a.DeploymentStatus = &api.AllocDeploymentStatus{Canary: true}
-		if st := s.plan.Deployment.TaskGroups[p.tg.Name]; st != nil {
+		if st := pl.out.plan.Deployment.TaskGroups[p.tg.Name]; st != nil {
 			st.PlacedCanaries = append(st.PlacedCanaries, a.ID)
 		}
 	}
@@ -207,7 +95,7 @@ func (s *sched) buildAlloc(tc *tgCtx, p *placement, c *cand) *api.Allocation {
 
 // assignPorts gives reserved ports their value and dynamic ports a free
 // value from the node's dynamic range.
-func (s *sched) assignPorts(tc *tgCtx, ns *nodeState, ar *api.AllocatedResources) {
+func (pl *placer) assignPorts(tc *tgCtx, ns *nodeState, ar *api.AllocatedResources) {
 	taken := map[int]bool{} // ports given within this alloc
 	busy := func(p int) bool { return taken[p] || ns.cap.PortBusy(p) }
 	ip := hostIP(ns.node)
@@ -236,7 +124,7 @@ func (s *sched) assignPorts(tc *tgCtx, ns *nodeState, ar *api.AllocatedResources
 		p := pa.port
 		dynamic := p.Value == 0
 		if dynamic {
-			start := s.rng.IntN(span)
+			start := pl.env.rng.IntN(span)
 			for i := 0; i < span; i++ {
 				v := lo + (start+i)%span
 				if !busy(v) {
@@ -263,4 +151,24 @@ func (s *sched) assignPorts(tc *tgCtx, ns *nodeState, ar *api.AllocatedResources
 	for task, nets := range taskNets {
 		ar.Tasks[task].Networks = nets
 	}
+}
+
+// linkPrev sets NextAllocation on the replaced alloc's copy in the plan
+// (adding a stop for it when it is not already there).
+func (pl *placer) linkPrev(prev, next *api.Allocation) {
+	for _, c := range pl.out.plan.NodeUpdate[prev.NodeID] {
+		if c.ID == prev.ID {
+			c.NextAllocation = next.ID
+			return
+		}
+	}
+	if prev.ClientStatus == api.AllocClientStatusUnknown {
+		return // it may still run on its disconnected node: see disconnect.go
+	}
+	desc, status := "alloc was rescheduled because it failed", ""
+	if prev.ClientStatus == api.AllocClientStatusLost {
+		desc, status = "alloc is lost since its node is down", api.AllocClientStatusLost
+	}
+	c := pl.stop(prev, desc, status)
+	c.NextAllocation = next.ID
 }

@@ -6,6 +6,12 @@ import (
 	"github.com/drover/drover/api"
 )
 
+// devicePicker is the device picker: which instances of a node's device
+// groups an ask gets (constraints, affinities, the device graph of
+// devset.go), and the cheap counts the device index and the explanations
+// need. It reads node usage, never changes it.
+type devicePicker struct{ m *matcher }
+
 // devAsk is one task's device request.
 type devAsk struct {
 	task string
@@ -34,37 +40,37 @@ func deviceNameMatch(name string, d *api.NodeDeviceResource) bool {
 	return false
 }
 
-// deviceConstraintsOK checks ${device.*} constraints on a device group.
-func (s *sched) deviceConstraintsOK(req *api.RequestedDevice, d *api.NodeDeviceResource) bool {
+// constraintsOK checks ${device.*} constraints on a device group.
+func (pk *devicePicker) constraintsOK(req *api.RequestedDevice, d *api.NodeDeviceResource) bool {
 	for _, c := range req.Constraints {
-		if !s.deviceCheck(c.LTarget, c.Operand, c.RTarget, d) {
+		if !pk.check(c.LTarget, c.Operand, c.RTarget, d) {
 			return false
 		}
 	}
 	return true
 }
 
-func (s *sched) deviceCheck(l, op, r string, d *api.NodeDeviceResource) bool {
+func (pk *devicePicker) check(l, op, r string, d *api.NodeDeviceResource) bool {
 	key, isDev := strings.CutPrefix(strings.TrimSuffix(strings.TrimPrefix(l, "${"), "}"), "device.")
 	if !strings.HasPrefix(l, "${") || !isDev {
-		return s.m.check(op, l, true, r, true)
+		return pk.m.check(op, l, true, r, true)
 	}
 	switch key {
 	case "vendor":
-		return s.m.check(op, d.Vendor, true, r, true)
+		return pk.m.check(op, d.Vendor, true, r, true)
 	case "type":
-		return s.m.check(op, d.Type, true, r, true)
+		return pk.m.check(op, d.Type, true, r, true)
 	case "model", "name":
-		return s.m.check(op, d.Name, true, r, true)
+		return pk.m.check(op, d.Name, true, r, true)
 	}
 	if a, ok := strings.CutPrefix(key, "attr."); ok {
-		return s.m.checkDeviceAttr(op, d.Attributes[a], r)
+		return pk.m.checkDeviceAttr(op, d.Attributes[a], r)
 	}
 	return false
 }
 
 // deviceAffinityScore is in [-1,1].
-func (s *sched) deviceAffinityScore(req *api.RequestedDevice, d *api.NodeDeviceResource) (float64, bool) {
+func (pk *devicePicker) affinityScore(req *api.RequestedDevice, d *api.NodeDeviceResource) (float64, bool) {
 	if len(req.Affinities) == 0 {
 		return 0, false
 	}
@@ -72,7 +78,7 @@ func (s *sched) deviceAffinityScore(req *api.RequestedDevice, d *api.NodeDeviceR
 	for _, a := range req.Affinities {
 		w := float64(a.Weight)
 		tot += abs(w)
-		if s.deviceCheck(a.LTarget, a.Operand, a.RTarget, d) {
+		if pk.check(a.LTarget, a.Operand, a.RTarget, d) {
 			sum += w
 		}
 	}
@@ -82,9 +88,9 @@ func (s *sched) deviceAffinityScore(req *api.RequestedDevice, d *api.NodeDeviceR
 	return sum / tot, true
 }
 
-// pickDevices assigns instances for every ask of the group on the node,
-// or reports false. taken collects IDs already given within this alloc.
-func (s *sched) pickDevices(ns *nodeState, asks []devAsk) ([]devPick, bool) {
+// pick assigns instances for every ask of the group on the node, or
+// reports false. taken collects IDs already given within this alloc.
+func (pk *devicePicker) pick(ns *nodeState, asks []devAsk) ([]devPick, bool) {
 	if len(asks) == 0 {
 		return nil, true
 	}
@@ -99,7 +105,7 @@ func (s *sched) pickDevices(ns *nodeState, asks []devAsk) ([]devPick, bool) {
 		var best devPick
 		found := false
 		for _, g := range res.Devices {
-			if !deviceNameMatch(ask.req.Name, g) || !s.deviceConstraintsOK(ask.req, g) {
+			if !deviceNameMatch(ask.req.Name, g) || !pk.constraintsOK(ask.req, g) {
 				continue
 			}
 			want := int(ask.req.Count)
@@ -128,7 +134,7 @@ func (s *sched) pickDevices(ns *nodeState, asks []devAsk) ([]devPick, bool) {
 				}
 			}
 			sc := deviceSetScore(want, len(free), cost, size, gr.most)
-			if aff, ok := s.deviceAffinityScore(ask.req, g); ok {
+			if aff, ok := pk.affinityScore(ask.req, g); ok {
 				sc = (sc*2 + aff) / 3
 			}
 			if !found || sc > best.score {
@@ -149,6 +155,17 @@ func (s *sched) pickDevices(ns *nodeState, asks []devAsk) ([]devPick, bool) {
 		picks = append(picks, best)
 	}
 	return picks, true
+}
+
+// missing names the first device ask of the group the node cannot
+// satisfy.
+func (pk *devicePicker) missing(tc *tgCtx, ns *nodeState) string {
+	for i := range tc.devs {
+		if _, ok := pk.pick(ns, tc.devs[i:i+1]); !ok {
+			return tc.devs[i].req.Name
+		}
+	}
+	return tc.devs[0].req.Name
 }
 
 // deviceSetScore is a pick's score in [0,1]: its fit and, weighted three

@@ -3,14 +3,14 @@ package scheduler
 import "github.com/drover/drover/api"
 
 // Node choice for groups asking for devices. A fixed sample of the
-// shuffled nodes misses the tight fits that keep whole GPU nodes free
-// (with 32 of 500 nodes sampled, 89-91% of the ideal number of whole free
-// nodes stay free under churn, best-fit 94-96%), and scoring every node
+// shuffled nodes misses the tight fits that keep whole GPU nodes free (a
+// sample keeps fewer whole nodes free under churn than best fit:
+// BenchmarkGPUFragmentation's whole-free-%), and scoring every node
 // runs the device-set search on all of them. Instead each group keeps,
 // for the pass, an index of the nodes by how its first device ask would
 // fit there: nodes that can give the ask as good an interconnect as an
-// empty node could (see devFit) before the others, and within each, by
-// free matching devices, fewest first. A placement scores the first
+// empty node could (see devicePicker.fit) before the others, and within
+// each, by free matching devices, fewest first. A placement scores the first
 // sampleLimit feasible nodes in that order, so it sees the best fits of
 // the whole cluster. The index is built once per pass and group (one
 // cheap count per node with matching devices) and kept current from the
@@ -22,59 +22,60 @@ type devIndex struct {
 	key     []int32   // per node position: bucket, or -1 when no device matches
 	buckets [][]int32 // node positions; an entry is current iff key[pos] is its bucket
 	width   int32     // free-count range of one quality class
-	logAt   int       // entries of s.changed.nodes already applied
+	logAt   int       // entries of the ledger's change log already applied
 }
 
 // deviceIndex returns the group's index, built on first use and brought
 // up to date with the nodes changed since.
-func (s *sched) deviceIndex(tc *tgCtx) *devIndex {
+func (rk *ranker) deviceIndex(tc *tgCtx) *devIndex {
+	led := rk.led
+	nodes, changed := led.candidates(), led.changes()
 	x := tc.devIdx
 	if x == nil {
 		ask := tc.devs[0].req
-		x = &devIndex{want: max(int(ask.Count), 1), key: make([]int32, len(s.nodes)), logAt: len(s.changed.nodes)}
-		s.changed.on = true
+		x = &devIndex{want: max(int(ask.Count), 1), key: make([]int32, len(nodes)), logAt: len(changed)}
 		most := 0
-		for i, ns := range s.nodes {
-			m := s.matchingDevices(ask, ns.node)
+		for i, ns := range nodes {
+			m := rk.dev.matching(ask, ns.node)
 			x.key[i] = int32(m) // for now
 			most = max(most, m)
 		}
 		x.width = int32(most + 1)
 		x.buckets = make([][]int32, 2*x.width)
-		for i, ns := range s.nodes {
+		for i, ns := range nodes {
 			if int(x.key[i]) < x.want {
 				x.key[i] = -1
 				continue
 			}
-			s.load(ns)
-			x.key[i] = s.devKey(tc, x, ns)
+			led.load(ns)
+			x.key[i] = rk.devKey(tc, x, ns)
 			x.buckets[x.key[i]] = append(x.buckets[x.key[i]], int32(i))
 		}
 		tc.devIdx = x
 		return x
 	}
-	for _, i := range s.changed.nodes[x.logAt:] {
+	for _, i := range changed[x.logAt:] {
 		if x.key[i] < 0 {
 			continue
 		}
-		if k := s.devKey(tc, x, s.nodes[i]); k != x.key[i] {
+		if k := rk.devKey(tc, x, nodes[i]); k != x.key[i] {
 			x.key[i] = k
 			x.buckets[k] = append(x.buckets[k], i)
 		}
 	}
-	x.logAt = len(s.changed.nodes)
+	x.logAt = len(changed)
 	return x
 }
 
-// matchingDevices counts the healthy instances of the node's device
-// groups that ask's name and constraints accept.
-func (s *sched) matchingDevices(ask *api.RequestedDevice, n *api.Node) int {
+// matching counts the healthy instances of the node's device groups that
+// ask's name and constraints accept.
+func (pk *devicePicker) matching(ask *api.RequestedDevice, n *api.Node) int {
 	if n.NodeResources == nil {
 		return 0
 	}
 	c := 0
 	for _, g := range n.NodeResources.Devices {
-		if !deviceNameMatch(ask.Name, g) || !s.deviceConstraintsOK(ask, g) {
+		if !deviceNameMatch(ask.Name, g) || !pk.constraintsOK(ask, g) {
 			continue
 		}
 		for _, inst := range g.Instances {
@@ -87,10 +88,10 @@ func (s *sched) matchingDevices(ask *api.RequestedDevice, n *api.Node) int {
 }
 
 // devKey is the node's bucket: its quality class (0 when the ask can get
-// an interconnect as good as on an empty node, see devFit) times the
-// width, plus its free matching devices.
-func (s *sched) devKey(tc *tgCtx, x *devIndex, ns *nodeState) int32 {
-	free, good := s.devFit(tc.devs[0].req, x.want, ns)
+// an interconnect as good as on an empty node, see devicePicker.fit)
+// times the width, plus its free matching devices.
+func (rk *ranker) devKey(tc *tgCtx, x *devIndex, ns *nodeState) int32 {
+	free, good := rk.dev.fit(tc.devs[0].req, x.want, ns)
 	k := int32(min(free, int(x.width)-1))
 	if !good {
 		k += x.width
@@ -98,16 +99,16 @@ func (s *sched) devKey(tc *tgCtx, x *devIndex, ns *nodeState) int32 {
 	return k
 }
 
-// devFit returns the node's free matching devices and whether an ask of
+// fit returns the node's free matching devices and whether an ask of
 // want of them can be as well connected as on the empty node: within one
 // NVLink island (a device and its free NVLink peers) when the node has
 // an island that large, and within one NUMA node when one holds that
 // many devices. It is a cheap estimate for ordering (NUMA nodes are told
 // apart modulo 8); the device-set search (bestDeviceSet) decides.
-func (s *sched) devFit(ask *api.RequestedDevice, want int, ns *nodeState) (int, bool) {
+func (pk *devicePicker) fit(ask *api.RequestedDevice, want int, ns *nodeState) (int, bool) {
 	free, good := 0, false
 	for _, g := range ns.node.NodeResources.Devices {
-		if !deviceNameMatch(ask.Name, g) || !s.deviceConstraintsOK(ask, g) {
+		if !deviceNameMatch(ask.Name, g) || !pk.constraintsOK(ask, g) {
 			continue
 		}
 		var fr []*api.NodeDevice
@@ -169,10 +170,11 @@ func islandOf(devs []*api.NodeDevice) int {
 
 // selectDeviceNode is selectNode for groups asking for devices: it scores
 // up to the sample limit of feasible nodes in the index's order.
-func (s *sched) selectDeviceNode(tc *tgCtx, prevNode string, desired int) (*cand, int, int) {
-	limit := s.sampleLimit(tc)
+func (rk *ranker) selectDeviceNode(tc *tgCtx, prevNode string, desired int) (*cand, int, int) {
+	limit := rk.sampleLimit(tc)
 	tc.cands = tc.cands[:0]
-	x := s.deviceIndex(tc)
+	x := rk.deviceIndex(tc)
+	nodes := rk.led.candidates()
 	evaluated, filtered := 0, 0
 	for b := range x.buckets {
 		if int32(b)%x.width < int32(x.want) {
@@ -192,22 +194,22 @@ func (s *sched) selectDeviceNode(tc *tgCtx, prevNode string, desired int) (*cand
 			if tc.skip[i] {
 				continue
 			}
-			ns := s.nodes[i]
+			ns := nodes[i]
 			evaluated++
-			rej, _, picks := s.checkNode(tc, ns)
+			rej, _, picks := rk.checkNode(tc, ns)
 			if rej != okNode {
 				filtered++
-				s.skipNode(tc, int(i))
+				rk.led.skipNode(tc, int(i))
 				continue
 			}
-			tc.cands = append(tc.cands, s.score(tc, ns, picks, prevNode, desired))
+			tc.cands = append(tc.cands, rk.score(tc, ns, picks, prevNode, desired))
 		}
 		x.buckets[b] = kept
-		if s.err != nil || limit > 0 && len(tc.cands) >= limit {
+		if rk.env.err != nil || limit > 0 && len(tc.cands) >= limit {
 			break
 		}
 	}
-	if s.err != nil {
+	if rk.env.err != nil {
 		return nil, evaluated, filtered
 	}
 	return tc.best(), evaluated, filtered

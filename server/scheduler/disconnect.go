@@ -24,11 +24,12 @@ import (
 // An unknown alloc on a node that is ready again keeps its slot until its
 // client reports: a replacement then would only become a duplicate.
 
-// reconcileDisconnects takes the group's allocs (sorted by index) and
-// returns those reconcileGroup handles as usual, plus the unknown allocs
-// to replace without stopping them. Reconnected originals that have a
-// live replacement are stopped here.
-func (s *sched) reconcileDisconnects(allocs []*api.Allocation, d *api.DesiredUpdates) (rest, replace []*api.Allocation) {
+// disconnects takes the group's allocs (sorted by index) and returns
+// those reconciler.group handles as usual, plus the unknown allocs to
+// replace without stopping them. Reconnected originals that have a live
+// replacement are stopped here (the first stops of r).
+func (rc *reconciler) disconnects(r *groupResult, allocs []*api.Allocation) (rest, replace []*api.Allocation) {
+	d := &r.desired
 	next := map[string]*api.Allocation{} // PreviousAllocation -> its replacement
 	disconnect := false
 	for _, a := range allocs {
@@ -39,7 +40,7 @@ func (s *sched) reconcileDisconnects(allocs []*api.Allocation, d *api.DesiredUpd
 			disconnect = true
 		}
 	}
-	if !disconnect && !s.replacedWhileAway(allocs, next) {
+	if !disconnect && !replacedWhileAway(allocs, next) {
 		return allocs, nil
 	}
 	rest = allocs[:0:0]
@@ -52,10 +53,10 @@ func (s *sched) reconcileDisconnects(allocs []*api.Allocation, d *api.DesiredUpd
 		switch {
 		case a.ClientStatus == api.AllocClientStatusUnknown && live != nil:
 			d.Ignore++ // its replacement runs; the window decides its fate
-		case a.ClientStatus == api.AllocClientStatusUnknown && s.nodeDisconnected(a):
+		case a.ClientStatus == api.AllocClientStatusUnknown && rc.nodes.disconnected(a):
 			replace = append(replace, a)
 		case a.ClientStatus != api.AllocClientStatusUnknown && live != nil && a.DesiredStatus == api.AllocDesiredStatusRun:
-			s.stop(a, "alloc not needed: its replacement runs since its node reconnected", "")
+			r.stop(a, "alloc not needed: its replacement runs since its node reconnected", "")
 			d.Stop++
 		default:
 			rest = append(rest, a)
@@ -66,7 +67,7 @@ func (s *sched) reconcileDisconnects(allocs []*api.Allocation, d *api.DesiredUpd
 
 // replacedWhileAway reports whether some live alloc has a live successor
 // (the state after a reconnect), so the common case pays one pass only.
-func (s *sched) replacedWhileAway(allocs []*api.Allocation, next map[string]*api.Allocation) bool {
+func replacedWhileAway(allocs []*api.Allocation, next map[string]*api.Allocation) bool {
 	if len(next) == 0 {
 		return false
 	}
@@ -90,10 +91,4 @@ func liveSuccessor(a *api.Allocation, next map[string]*api.Allocation) *api.Allo
 		seen[n.ID] = true
 	}
 	return nil
-}
-
-// nodeDisconnected reports whether the alloc's node is disconnected.
-func (s *sched) nodeDisconnected(a *api.Allocation) bool {
-	n := s.allNodes[a.NodeID]
-	return n != nil && n.Status == api.NodeStatusDisconnected
 }

@@ -9,7 +9,7 @@ import (
 // alloc of one of n/100 batch jobs of priority 45, and a job of priority
 // 50 asking 2000 MHz: it fits nowhere, preemption is blocked by the
 // priority gap, and any filler job's end would make room.
-func pendingCluster(b *testing.B, n int) (*memState, *sched) {
+func pendingCluster(b *testing.B, n int) (*memState, *pass) {
 	st := newMemState()
 	for i := range n {
 		st.addNode(testNode(fmt.Sprintf("n%05d", i), "dc1", 4000, 16384))
@@ -33,8 +33,8 @@ func pendingCluster(b *testing.B, n int) (*memState, *sched) {
 	}
 	allocs, _ := st.AllocsByJob(job.Namespace, job.ID)
 	s.scheduleGeneric(allocs)
-	if len(s.failed) != 1 {
-		b.Fatalf("want the pending group failed, got %v", s.failed)
+	if len(s.out.failed) != 1 {
+		b.Fatalf("want the pending group failed, got %v", s.out.failed)
 	}
 	return st, s
 }
@@ -47,7 +47,7 @@ func pendingCluster(b *testing.B, n int) (*memState, *sched) {
 func BenchmarkExplainPending(b *testing.B) {
 	const n = 10000
 	st, s := pendingCluster(b, n)
-	m := s.failed["web"]
+	m := s.out.failed["web"]
 	b.Run("explain", func(b *testing.B) {
 		for b.Loop() {
 			s.explainPending()

@@ -23,13 +23,13 @@ type devFree struct {
 }
 
 // note records ns for the first device ask it cannot satisfy.
-func (d *devShortfall) note(s *sched, tc *tgCtx, ns *nodeState) {
+func (d *devShortfall) note(pk *devicePicker, tc *tgCtx, ns *nodeState) {
 	for i := range tc.devs {
-		if _, ok := s.pickDevices(ns, tc.devs[i:i+1]); ok {
+		if _, ok := pk.pick(ns, tc.devs[i:i+1]); ok {
 			continue
 		}
 		req := tc.devs[i].req
-		free, connected := s.freeMatching(ns, req)
+		free, connected := pk.freeMatching(ns, req)
 		if d.best == nil {
 			d.best = map[*api.RequestedDevice]devFree{}
 		}
@@ -86,13 +86,13 @@ func (d *devShortfall) reasons() []api.PendingReason {
 // freeMatching counts the healthy, unused instances on ns of the largest
 // device group that matches req's name and constraints, and the largest
 // NVLink-connected set among them (0 when the group reports no NVLinks).
-func (s *sched) freeMatching(ns *nodeState, req *api.RequestedDevice) (free, connected int) {
+func (pk *devicePicker) freeMatching(ns *nodeState, req *api.RequestedDevice) (free, connected int) {
 	res := ns.node.NodeResources
 	if res == nil {
 		return 0, 0
 	}
 	for _, g := range res.Devices {
-		if !deviceNameMatch(req.Name, g) || !s.deviceConstraintsOK(req, g) {
+		if !deviceNameMatch(req.Name, g) || !pk.constraintsOK(req, g) {
 			continue
 		}
 		var fr []*api.NodeDevice

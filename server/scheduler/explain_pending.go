@@ -11,7 +11,7 @@ import (
 
 // Why pending: at the end of a pass every failed group's metric gets its
 // structured reasons (api.PendingReason, from the metric's counters and
-// the device shortfalls explain found) and its counterfactuals
+// the device shortfalls placer.failureMetric found) and its counterfactuals
 // (api.Counterfactual): the preemption that would make room but was not
 // made (disabled for the job type, a priority gap under
 // preemptPriorityDelta, victims protected by preemptible = false or
@@ -28,36 +28,59 @@ const maxEndJobsPerNode = 16
 // maxCounterfactuals bounds the counterfactuals of one group.
 const maxCounterfactuals = 3
 
-// explainPending fills Reasons and Counterfactuals of every failed group.
-func (s *sched) explainPending() {
-	groups := make([]string, 0, len(s.failed))
-	for g := range s.failed {
+// explainer is the why-pending stage: at the end of a pass it gives every
+// failed group's metric its structured reasons and counterfactuals (see
+// above). It reads the placer through explainView and runs the
+// preemptor's search with the relaxed victimRule; it may move node usage
+// and the queue limits' ledger to try a release but puts them back as
+// it found them. The queue a group's limit is at is a parameter of each
+// search, not state.
+type explainer struct {
+	env   *passEnv
+	room  explainView
+	pre   *preemptor
+	quota *queueLimits
+}
+
+// explainView is what the explainer reads of the placer: the candidate
+// nodes, a group's context and the feasibility checks placement uses.
+type explainView interface {
+	candidates() []*nodeState
+	group(tg *api.TaskGroup) *tgCtx
+	eligible(tc *tgCtx, ns *nodeState) bool
+	fits(tc *tgCtx, ns *nodeState, quota bool) ([]devPick, string)
+}
+
+// pending fills Reasons and Counterfactuals of every failed group but
+// the refused ones (over the count limit: their reason is all there is).
+func (x *explainer) pending(failed map[string]*api.AllocMetric, refused map[string]bool) {
+	job := x.env.job
+	groups := make([]string, 0, len(failed))
+	for g := range failed {
 		groups = append(groups, g)
 	}
 	sort.Strings(groups)
 	for _, g := range groups {
-		m := s.failed[g]
+		m := failed[g]
 		if m == nil {
 			continue
 		}
-		if s.refused[g] {
+		if refused[g] {
 			continue // its count-limit reason is all there is (refuseOverLimit)
 		}
 		m.Reasons = pendingReasons(m)
 		m.Counterfactuals = nil
-		if s.job == nil || s.err != nil || s.job.Type == api.JobTypeSystem || s.job.Type == api.JobTypeSysBatch {
+		if job == nil || x.env.err != nil || job.Type == api.JobTypeSystem || job.Type == api.JobTypeSysBatch {
 			continue // a system job's allocs each need their own node
 		}
-		tg := s.job.LookupTaskGroup(g)
-		if tg == nil || len(s.nodes) == 0 {
+		tg := job.LookupTaskGroup(g)
+		if tg == nil || len(x.room.candidates()) == 0 {
 			continue
 		}
 		// At a queue limit, only work of that queue's subtree ending or
 		// being preempted frees quota.
-		s.explainQueue = quotaQueue(m.Reasons, s.job)
-		m.Counterfactuals = s.counterfactuals(s.newTG(tg))
-		s.explainQueue = ""
-		if s.err != nil {
+		m.Counterfactuals = x.counterfactuals(x.room.group(tg), quotaQueue(m.Reasons, job))
+		if x.env.err != nil {
 			m.Counterfactuals = nil // a state read failed: best effort only
 		}
 	}
@@ -157,23 +180,16 @@ func quotaQueue(rs []api.PendingReason, job *api.Job) string {
 	return q
 }
 
-// inExplainQueue reports whether a counts against s.explainQueue (itself
-// or a queue below it); every alloc does when it is "".
-func (s *sched) inExplainQueue(a *api.Allocation) bool {
-	if s.explainQueue == "" {
-		return true
-	}
-	return inQueueTree(api.JobQueue(a.Job), s.explainQueue)
-}
-
 // counterfactuals finds, for one alloc of the group, the preemption that
-// was not made and the job whose end frees room.
-func (s *sched) counterfactuals(tc *tgCtx) []api.Counterfactual {
+// was not made and the job whose end frees room; queue is the queue whose
+// limit the group is at ("" when none): only its subtree's work counts.
+func (x *explainer) counterfactuals(tc *tgCtx, queue string) []api.Counterfactual {
+	rule := victimRule{relaxed: true, queue: queue}
 	var out []api.Counterfactual
-	if c := s.blockedPreemption(tc); c != nil {
+	if c := x.blockedPreemption(tc, rule); c != nil {
 		out = append(out, *c)
 	}
-	if c := s.soonestEnd(tc); c != nil {
+	if c := x.soonestEnd(tc, rule); c != nil {
 		out = append(out, *c)
 	}
 	if len(out) > maxCounterfactuals {
@@ -182,25 +198,23 @@ func (s *sched) counterfactuals(tc *tgCtx) []api.Counterfactual {
 	return out
 }
 
-// blockedPreemption runs the preemption search with the rules relaxed to
-// every lower-priority alloc of another job, protected or not, and says
+// blockedPreemption runs the preemption search with the relaxed rule
+// (every lower-priority alloc of another job, protected or not) and says
 // what kept the scheduler from evicting the victims it finds.
-func (s *sched) blockedPreemption(tc *tgCtx) *api.Counterfactual {
+func (x *explainer) blockedPreemption(tc *tgCtx, rule victimRule) *api.Counterfactual {
 	var node *nodeState
 	var victims []*api.Allocation
-	if s.explainQueue != "" {
-		node, victims = s.quotaVictims(tc)
+	if rule.queue != "" {
+		node, victims = x.quotaVictims(tc, rule)
 	}
 	if node == nil {
-		s.relaxedPreempt = true
-		c, vs := s.preempt(tc, s.nodes, "")
-		s.relaxedPreempt = false
-		if c == nil || len(vs) == 0 || !s.quotaFitsWithout(tc, c.ns, c.picks, vs) {
+		c, vs, ok := x.pre.preempt(tc, x.room.candidates(), "", rule)
+		if !ok || len(vs) == 0 || !x.quotaFitsWithout(tc, c.ns, c.picks, vs) {
 			return nil
 		}
 		node, victims = c.ns, vs
 	}
-	return s.describePreemption(node, victims)
+	return x.describePreemption(node, victims, rule.queue)
 }
 
 // quotaVictims is the preemption search of a group at a queue limit
@@ -208,27 +222,26 @@ func (s *sched) blockedPreemption(tc *tgCtx) *api.Counterfactual {
 // the queue's subtree (lowest priority, then smallest, first) on the
 // nodes sampled whose release brings the queue back within its limit.
 // It returns nil when no node has room or the sample frees too little.
-func (s *sched) quotaVictims(tc *tgCtx) (*nodeState, []*api.Allocation) {
+func (x *explainer) quotaVictims(tc *tgCtx, rule victimRule) (*nodeState, []*api.Allocation) {
 	var room *nodeState
 	var picks []devPick
 	var cands []*api.Allocation
 	examined := 0
-	s.relaxedPreempt = true // fits without the quota check
-	for i, ns := range s.nodes {
-		if examined >= maxPreemptNodes || i >= maxPreemptVisits || s.err != nil {
+	for i, ns := range x.room.candidates() {
+		if examined >= maxPreemptNodes || i >= maxPreemptVisits || x.env.err != nil {
 			break
 		}
-		if !s.eligible(tc, ns) {
+		if !x.room.eligible(tc, ns) {
 			continue
 		}
 		if room == nil {
-			if p, dim := s.fits(tc, ns); dim == "" {
+			if p, dim := x.room.fits(tc, ns, false); dim == "" { // without the quota check
 				room, picks = ns, p
 			}
 		}
 		found := false
 		for _, a := range ns.allocs {
-			if s.evictable(a) {
+			if x.pre.evictable(a, rule) {
 				cands = append(cands, a)
 				found = true
 			}
@@ -237,7 +250,6 @@ func (s *sched) quotaVictims(tc *tgCtx) (*nodeState, []*api.Allocation) {
 			examined++
 		}
 	}
-	s.relaxedPreempt = false
 	if room == nil || len(cands) == 0 {
 		return nil, nil
 	}
@@ -251,14 +263,14 @@ func (s *sched) quotaVictims(tc *tgCtx) (*nodeState, []*api.Allocation) {
 	ok := false
 	for _, a := range cands {
 		victims = append(victims, a)
-		s.quotaApply(a, -1)
-		if s.quotaFits(tc, room, picks) == "" {
+		x.quota.apply(a, -1)
+		if x.quota.fits(tc, room, picks) == "" {
 			ok = true
 			break
 		}
 	}
 	for _, a := range victims {
-		s.quotaApply(a, 1)
+		x.quota.apply(a, 1)
 	}
 	if !ok {
 		return nil, nil
@@ -267,8 +279,10 @@ func (s *sched) quotaVictims(tc *tgCtx) (*nodeState, []*api.Allocation) {
 }
 
 // describePreemption renders the counterfactual of evicting victims to
-// place on node, with what kept the scheduler from doing it.
-func (s *sched) describePreemption(node *nodeState, victims []*api.Allocation) *api.Counterfactual {
+// place on node, with what kept the scheduler from doing it (queue: the
+// queue whose limit the group is at, named with each victim job).
+func (x *explainer) describePreemption(node *nodeState, victims []*api.Allocation, queue string) *api.Counterfactual {
+	job := x.env.job
 	byJob := map[string][]*api.Allocation{}
 	var keys []string
 	for _, v := range victims {
@@ -283,22 +297,22 @@ func (s *sched) describePreemption(node *nodeState, victims []*api.Allocation) *
 		return allocPriority(byJob[keys[i]][0]) > allocPriority(byJob[keys[j]][0])
 	})
 	var blocked []string
-	if !s.preemptionEnabled() {
-		blocked = append(blocked, "preemption is disabled for "+s.job.Type+" jobs")
+	if !x.env.preemptionEnabled() {
+		blocked = append(blocked, "preemption is disabled for "+job.Type+" jobs")
 	}
-	now := s.opts.Now.UnixNano()
+	now := x.env.opts.Now.UnixNano()
 	var names []string
 	for _, k := range keys {
 		a := byJob[k][0]
 		switch {
-		case s.crossQueue(a):
+		case x.pre.crossQueue(a):
 			names = append(names, fmt.Sprintf("job %s (queue %s, above its fair share)", a.JobID, api.JobQueue(a.Job)))
-		case s.explainQueue != "":
+		case queue != "":
 			names = append(names, fmt.Sprintf("job %s (priority %d, queue %s)", a.JobID, allocPriority(a), api.JobQueue(a.Job)))
 		default:
 			names = append(names, fmt.Sprintf("job %s (priority %d)", a.JobID, allocPriority(a)))
 		}
-		if gap := s.job.Priority - allocPriority(a); gap < preemptPriorityDelta && !s.crossQueue(a) {
+		if gap := job.Priority - allocPriority(a); gap < preemptPriorityDelta && !x.pre.crossQueue(a) {
 			blocked = append(blocked, fmt.Sprintf("job %s is only %d priority below, under %d", a.JobID, gap, preemptPriorityDelta))
 		}
 		for _, v := range byJob[k] {
@@ -325,16 +339,16 @@ func (s *sched) describePreemption(node *nodeState, victims []*api.Allocation) *
 // quotaFitsWithout reports whether a placement on ns with picks stays
 // within the queue limits once the victims' holdings are released (the
 // quota accounting is put back as it was).
-func (s *sched) quotaFitsWithout(tc *tgCtx, ns *nodeState, picks []devPick, victims []*api.Allocation) bool {
-	if len(s.quota.levels) == 0 {
+func (x *explainer) quotaFitsWithout(tc *tgCtx, ns *nodeState, picks []devPick, victims []*api.Allocation) bool {
+	if !x.quota.limited() {
 		return true
 	}
 	for _, v := range victims {
-		s.quotaApply(v, -1)
+		x.quota.apply(v, -1)
 	}
-	ok := s.quotaFits(tc, ns, picks) == ""
+	ok := x.quota.fits(tc, ns, picks) == ""
 	for _, v := range victims {
-		s.quotaApply(v, 1)
+		x.quota.apply(v, 1)
 	}
 	return ok
 }
@@ -380,21 +394,23 @@ func isBatch(a *api.Allocation) bool {
 }
 
 // soonestEnd finds the running job of another job whose allocs on one
-// node, if they ended, would let one alloc of the group fit there.
-func (s *sched) soonestEnd(tc *tgCtx) *api.Counterfactual {
+// node, if they ended, would let one alloc of the group fit there (of
+// rule's queue subtree when it names one).
+func (x *explainer) soonestEnd(tc *tgCtx, rule victimRule) *api.Counterfactual {
+	job := x.env.job
 	var best *endCand
 	examined := 0
-	for i, ns := range s.nodes {
-		if examined >= maxPreemptNodes || i >= maxPreemptVisits || s.err != nil {
+	for i, ns := range x.room.candidates() {
+		if examined >= maxPreemptNodes || i >= maxPreemptVisits || x.env.err != nil {
 			break
 		}
-		if !s.eligible(tc, ns) {
+		if !x.room.eligible(tc, ns) {
 			continue
 		}
 		jobs := map[string][]*api.Allocation{}
 		var keys []string
 		for _, a := range ns.allocs {
-			if (a.JobID == s.job.ID && a.Namespace == s.job.Namespace) || !s.inExplainQueue(a) {
+			if (a.JobID == job.ID && a.Namespace == job.Namespace) || !rule.inQueue(a) {
 				continue
 			}
 			k := a.Namespace + "/" + a.JobID
@@ -414,13 +430,13 @@ func (s *sched) soonestEnd(tc *tgCtx) *api.Counterfactual {
 		for _, k := range keys {
 			list := jobs[k]
 			for _, a := range list {
-				ns.removeAlloc(a, s.job)
-				s.quotaApply(a, -1) // its end frees its queue's quota too
+				ns.removeAlloc(a, job)
+				x.quota.apply(a, -1) // its end frees its queue's quota too
 			}
-			_, dim := s.fits(tc, ns)
+			_, dim := x.room.fits(tc, ns, true)
 			for _, a := range list {
-				ns.addAlloc(a, s.job)
-				s.quotaApply(a, 1)
+				ns.addAlloc(a, job)
+				x.quota.apply(a, 1)
 			}
 			ns.allocs = order
 			if dim != "" {
@@ -447,7 +463,7 @@ func (s *sched) soonestEnd(tc *tgCtx) *api.Counterfactual {
 		what = a.Job.Type + " job"
 	}
 	out.Message = fmt.Sprintf("would run on node %s when %s %s (priority %d) ends", best.ns.node.Name, what, a.JobID, out.Priority)
-	if s.explainQueue != "" {
+	if rule.queue != "" {
 		out.Message = fmt.Sprintf("would run on node %s when %s %s (priority %d, queue %s) ends", best.ns.node.Name, what, a.JobID, out.Priority, api.JobQueue(a.Job))
 	}
 	return out

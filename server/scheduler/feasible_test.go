@@ -52,9 +52,9 @@ func TestConstraintOperators(t *testing.T) {
 		{"${node.pool}", "=", "batch", true},
 		{"${attr.unique.network.ip-address}", "regexp", `^10\.`, true},
 	}
-	s := &sched{}
+	m := &matcher{}
 	for _, c := range cases {
-		got := s.constraintOK(&api.Constraint{LTarget: c.l, Operand: c.op, RTarget: c.r}, n)
+		got := m.constraintOK(&api.Constraint{LTarget: c.l, Operand: c.op, RTarget: c.r}, n)
 		if got != c.want {
 			t.Errorf("%s %s %q = %v, want %v", c.l, c.op, c.r, got, c.want)
 		}
@@ -62,7 +62,7 @@ func TestConstraintOperators(t *testing.T) {
 }
 
 func TestDeviceAttributeUnits(t *testing.T) {
-	s := &sched{}
+	m := &matcher{}
 	mem := &api.Attribute{IntVal: i64(81920), Unit: "MiB"}
 	cc := &api.Attribute{StringVal: str("8.0")}
 	cases := []struct {
@@ -85,7 +85,7 @@ func TestDeviceAttributeUnits(t *testing.T) {
 		{mem, "is_set", "", true},
 	}
 	for _, c := range cases {
-		if got := s.m.checkDeviceAttr(c.op, c.a, c.r); got != c.want {
+		if got := m.checkDeviceAttr(c.op, c.a, c.r); got != c.want {
 			t.Errorf("attr %v %s %q = %v, want %v", c.a, c.op, c.r, got, c.want)
 		}
 	}

@@ -369,16 +369,16 @@ func TestGangAttemptRollbackRestoresPass(t *testing.T) {
 	held := 0
 	for seed := range uint64(200) {
 		s := journalPass(t, rand.New(rand.NewPCG(seed, 17)))
-		run := &gangRun{id: "job", gang: &api.Gang{}, groups: s.job.TaskGroups, staleStops: map[string]bool{}}
-		for _, tg := range s.job.TaskGroups {
+		run := &gangRun{id: "job", gang: &api.Gang{}, groups: s.env.job.TaskGroups, staleStops: map[string]bool{}}
+		for _, tg := range s.env.job.TaskGroups {
 			for i := range tg.Count {
 				run.places = append(run.places, &placement{tg: tg, index: i})
 			}
 		}
 		before := snapPass(s)
-		plan := fmt.Sprintf("%+v %v %v %v", s.plan.NodeAllocation, s.plan.NodePreemptions, s.plan.NodeUpdate, s.plan.Annotations)
-		metrics := fmt.Sprintf("%v %v", s.failed, s.queued)
-		got, ok, _ := s.tryGang(run, len(run.places)+1, nil)
+		plan := fmt.Sprintf("%+v %v %v %v", s.out.plan.NodeAllocation, s.out.plan.NodePreemptions, s.out.plan.NodeUpdate, s.out.plan.Annotations)
+		metrics := fmt.Sprintf("%v %v", s.out.failed, s.out.queued)
+		got, ok, _ := s.pl.gangs.tryGang(run, len(run.places)+1, nil)
 		if ok {
 			t.Fatalf("seed %d: attempt needing more members than asked was kept", seed)
 		}
@@ -386,14 +386,14 @@ func TestGangAttemptRollbackRestoresPass(t *testing.T) {
 		if after := snapPass(s); !reflect.DeepEqual(before, after) {
 			t.Fatalf("seed %d: node state not restored:\nbefore %+v\nafter  %+v", seed, before, after)
 		}
-		if p := fmt.Sprintf("%+v %v %v %v", s.plan.NodeAllocation, s.plan.NodePreemptions, s.plan.NodeUpdate, s.plan.Annotations); p != plan {
+		if p := fmt.Sprintf("%+v %v %v %v", s.out.plan.NodeAllocation, s.out.plan.NodePreemptions, s.out.plan.NodeUpdate, s.out.plan.Annotations); p != plan {
 			t.Fatalf("seed %d: plan changed:\nbefore %s\nafter  %s", seed, plan, p)
 		}
-		if m := fmt.Sprintf("%v %v", s.failed, s.queued); m != metrics {
+		if m := fmt.Sprintf("%v %v", s.out.failed, s.out.queued); m != metrics {
 			t.Fatalf("seed %d: metrics changed: %s -> %s", seed, metrics, m)
 		}
-		if len(s.undo) != 0 || s.undoDepth != 0 || s.attempt != nil {
-			t.Fatalf("seed %d: journal or attempt left open", seed)
+		if len(s.led.undo) != 0 || s.led.undoDepth != 0 {
+			t.Fatalf("seed %d: journal left open", seed)
 		}
 	}
 	if held == 0 {

@@ -34,9 +34,9 @@ type groupSnap struct {
 	spread []map[string]int
 }
 
-func snapPass(s *sched) passState {
-	ps := passState{nodes: map[string]nodeSnap{}, stopped: maps.Clone(s.stopped), groups: map[string]groupSnap{}}
-	for _, ns := range s.nodes {
+func snapPass(s *pass) passState {
+	ps := passState{nodes: map[string]nodeSnap{}, stopped: maps.Clone(s.led.stopped), groups: map[string]groupSnap{}}
+	for _, ns := range s.led.nodes {
 		var ids []string
 		for _, a := range ns.allocs {
 			ids = append(ids, a.ID)
@@ -47,7 +47,7 @@ func snapPass(s *sched) passState {
 		}
 		ps.nodes[ns.node.ID] = nodeSnap{cap: ns.cap.Clone(), allocs: ids, jobTG: jobTG, jobTotal: ns.jobTotal}
 	}
-	for name, tc := range s.groups {
+	for name, tc := range s.rk.groups {
 		g := groupSnap{skip: slices.Clone(tc.skip), start: tc.start, failed: tc.failed}
 		for _, p := range tc.props {
 			g.props = append(g.props, maps.Clone(p.counts))
@@ -64,7 +64,7 @@ func snapPass(s *sched) passState {
 // dynamic port ranges, cores and GPUs, live allocs of a low-priority job,
 // and a job of two groups asking for ports, cores, devices, a spread and
 // a distinct_property, so placements touch every part of node state.
-func journalPass(t *testing.T, r *rand.Rand) *sched {
+func journalPass(t *testing.T, r *rand.Rand) *pass {
 	t.Helper()
 	st := newMemState()
 	for i := range 3 + r.IntN(6) {
@@ -110,10 +110,10 @@ func journalPass(t *testing.T, r *rand.Rand) *sched {
 		t.Fatal(err)
 	}
 	for _, tg := range job.TaskGroups {
-		s.newTG(tg)
+		s.rk.group(tg)
 	}
-	for _, ns := range s.nodes {
-		s.load(ns) // rollback restores usage; loading is not undone (it is not a change)
+	for _, ns := range s.led.nodes {
+		s.led.load(ns) // rollback restores usage; loading is not undone (it is not a change)
 	}
 	return s
 }
@@ -122,10 +122,10 @@ func journalPass(t *testing.T, r *rand.Rand) *sched {
 func TestCheckpointRollbackPlacements(t *testing.T) {
 	s := journalPass(t, rand.New(rand.NewPCG(1, 2)))
 	before := snapPass(s)
-	cp := s.checkpoint()
+	cp := s.led.checkpoint()
 	placed := 0
 	for i := range 6 {
-		if s.place(&placement{tg: s.job.TaskGroups[i%2], index: i}) != nil {
+		if s.pl.placeKeep(&placement{tg: s.env.job.TaskGroups[i%2], index: i}) {
 			placed++
 		}
 	}
@@ -135,12 +135,12 @@ func TestCheckpointRollbackPlacements(t *testing.T) {
 	if reflect.DeepEqual(before, snapPass(s)) {
 		t.Fatal("placements changed no node state")
 	}
-	s.rollback(cp)
+	s.led.rollback(cp)
 	if after := snapPass(s); !reflect.DeepEqual(before, after) {
 		t.Fatalf("after rollback of %d placements:\nbefore %+v\nafter  %+v", placed, before, after)
 	}
-	if len(s.undo) != 0 || s.undoDepth != 0 {
-		t.Fatalf("journal left open: %d entries, depth %d", len(s.undo), s.undoDepth)
+	if len(s.led.undo) != 0 || s.led.undoDepth != 0 {
+		t.Fatalf("journal left open: %d entries, depth %d", len(s.led.undo), s.led.undoDepth)
 	}
 }
 
@@ -160,39 +160,39 @@ func TestCheckpointRollbackRandomSequences(t *testing.T) {
 		for step := range 40 {
 			switch op := r.IntN(10); {
 			case op < 4:
-				s.place(&placement{tg: s.job.TaskGroups[r.IntN(2)], index: step})
+				s.pl.placeKeep(&placement{tg: s.env.job.TaskGroups[r.IntN(2)], index: step})
 			case op < 6:
-				ns := s.nodes[r.IntN(len(s.nodes))]
+				ns := s.led.nodes[r.IntN(len(s.led.nodes))]
 				if len(ns.allocs) > 0 {
-					s.stop(ns.allocs[r.IntN(len(ns.allocs))], "test stop", "")
+					s.pl.stop(ns.allocs[r.IntN(len(ns.allocs))], "test stop", "")
 				}
 			case op < 8:
-				stack = append(stack, open{s.checkpoint(), snapPass(s)})
+				stack = append(stack, open{s.led.checkpoint(), snapPass(s)})
 			case op == 8 && len(stack) > 0:
 				top := stack[len(stack)-1]
 				stack = stack[:len(stack)-1]
 				if !reflect.DeepEqual(top.snap, snapPass(s)) {
 					changed++
 				}
-				s.rollback(top.cp)
+				s.led.rollback(top.cp)
 				if got := snapPass(s); !reflect.DeepEqual(top.snap, got) {
 					t.Fatalf("seed %d step %d: rollback did not restore:\nwant %+v\ngot  %+v", seed, step, top.snap, got)
 				}
 			case op == 9 && len(stack) > 0:
-				s.release(stack[len(stack)-1].cp)
+				s.led.release(stack[len(stack)-1].cp)
 				stack = stack[:len(stack)-1]
 			}
 		}
 		for len(stack) > 0 {
 			top := stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
-			s.rollback(top.cp)
+			s.led.rollback(top.cp)
 			if got := snapPass(s); !reflect.DeepEqual(top.snap, got) {
 				t.Fatalf("seed %d: final rollback did not restore:\nwant %+v\ngot  %+v", seed, top.snap, got)
 			}
 		}
-		if len(s.undo) != 0 || s.undoDepth != 0 {
-			t.Fatalf("seed %d: journal left open: %d entries, depth %d", seed, len(s.undo), s.undoDepth)
+		if len(s.led.undo) != 0 || s.led.undoDepth != 0 {
+			t.Fatalf("seed %d: journal left open: %d entries, depth %d", seed, len(s.led.undo), s.led.undoDepth)
 		}
 	}
 	if changed < 100 {
@@ -203,12 +203,12 @@ func TestCheckpointRollbackRandomSequences(t *testing.T) {
 // Checkpoints must be closed innermost first.
 func TestCheckpointOrder(t *testing.T) {
 	s := journalPass(t, rand.New(rand.NewPCG(3, 4)))
-	outer := s.checkpoint()
-	s.checkpoint()
+	outer := s.led.checkpoint()
+	s.led.checkpoint()
 	defer func() {
 		if recover() == nil {
 			t.Fatal("closing the outer checkpoint first did not panic")
 		}
 	}()
-	s.rollback(outer)
+	s.led.rollback(outer)
 }

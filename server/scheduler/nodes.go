@@ -1,8 +1,11 @@
 package scheduler
 
 import (
+	"fmt"
 	"hash/fnv"
+	"math/rand/v2"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -50,26 +53,135 @@ func (ns *nodeState) graph(g *api.NodeDeviceResource) *devGraph {
 	return gr
 }
 
+// nodeIndex is every node of the cluster by ID (any status), read once
+// per pass: the reconciler asks it whether an alloc's node is down or
+// disconnected, the placer where a gang member runs.
+type nodeIndex struct{ all map[string]*api.Node }
+
+// node returns the node of an ID, nil when it is gone.
+func (x *nodeIndex) node(id string) *api.Node { return x.all[id] }
+
+// lost reports whether the alloc's node is gone or down.
+func (x *nodeIndex) lost(a *api.Allocation) bool {
+	n := x.all[a.NodeID]
+	return n == nil || n.Status == api.NodeStatusDown
+}
+
+// disconnected reports whether the alloc's node is disconnected.
+func (x *nodeIndex) disconnected(a *api.Allocation) bool {
+	n := x.all[a.NodeID]
+	return n != nil && n.Status == api.NodeStatusDisconnected
+}
+
+// ledger is the placer's node set and bookkeeping: the candidate nodes
+// (ready, in the job's datacenters and pool, shuffled with a seed from the
+// eval ID), their usage (nodeState, read on first visit and then kept
+// current as the pass places and stops), the allocs this plan stops, the
+// log of changed nodes the device indexes follow, and the undo journal
+// (journal.go) that checkpoint and rollback use. The queue limits'
+// usage (queueLimits) is journaled with it.
+type ledger struct {
+	env   *passEnv
+	idx   *nodeIndex
+	quota *queueLimits
+
+	nodes   []*nodeState // candidates, shuffled; ns.pos is the index here
+	byID    map[string]*nodeState
+	dcAvail map[string]int  // candidates by datacenter (AllocMetric.NodesAvailable)
+	stopped map[string]bool // alloc IDs stopped by this plan
+
+	changed   changeLog   // nodes whose usage changed, for device indexes
+	undo      []undoEntry // node-state changes since the outermost open checkpoint
+	undoDepth int         // open checkpoints
+}
+
+// loadNodes reads every node, keeps the ready ones in the job's
+// datacenters and pool, and shuffles them with a seed from the eval ID.
+func (l *ledger) loadNodes() error {
+	env := l.env
+	nodes, err := env.st.Nodes()
+	if err != nil {
+		return fmt.Errorf("schedule eval %s: read nodes: %w", env.eval.ID, err)
+	}
+	l.idx.all = make(map[string]*api.Node, len(nodes))
+	l.dcAvail = map[string]int{}
+	l.byID = map[string]*nodeState{}
+	store := make([]nodeState, 0, len(nodes))
+	for _, n := range nodes {
+		l.idx.all[n.ID] = n
+		if !n.Ready() || !dcMatch(env.job.Datacenters, n.Datacenter) || !poolMatch(env.job.NodePool, n.NodePool) {
+			continue
+		}
+		l.dcAvail[n.Datacenter]++
+		store = append(store, nodeState{node: n})
+	}
+	l.nodes = make([]*nodeState, len(store))
+	for i := range store {
+		l.nodes[i] = &store[i]
+	}
+	// Sort by ID first so the shuffle depends only on the seed, not on
+	// the order the state returned nodes in.
+	sort.Slice(l.nodes, func(i, j int) bool { return l.nodes[i].node.ID < l.nodes[j].node.ID })
+	r := rand.New(rand.NewPCG(env.shuffleK, 0x9e3779b97f4a7c15))
+	for i := len(l.nodes) - 1; i > 0; i-- {
+		j := r.IntN(i + 1)
+		l.nodes[i], l.nodes[j] = l.nodes[j], l.nodes[i]
+	}
+	for i, ns := range l.nodes {
+		ns.pos = i
+		l.byID[ns.node.ID] = ns
+	}
+	return nil
+}
+
 // load computes the node's usage once.
-func (s *sched) load(ns *nodeState) {
+func (l *ledger) load(ns *nodeState) {
 	if ns.loaded {
 		return
 	}
 	ns.loaded = true
 	ns.cap = capacity.NewNode(ns.node)
-	allocs, err := s.st.AllocsByNode(ns.node.ID)
+	allocs, err := l.env.st.AllocsByNode(ns.node.ID)
 	if err != nil {
-		s.err = err
+		l.env.err = err
 		return
 	}
 	for _, a := range allocs {
-		if a.TerminalStatus() || s.stopped[a.ID] {
+		if a.TerminalStatus() || l.stopped[a.ID] {
 			continue
 		}
-		ns.addAlloc(a, s.job)
+		ns.addAlloc(a, l.env.job)
 	}
-	ns.changed = &s.changed
+	ns.changed = &l.changed
 }
+
+// size is the number of candidate nodes.
+func (l *ledger) size() int { return len(l.nodes) }
+
+// candidates are the candidate nodes in the pass's shuffled order (a
+// node's pos is its index).
+func (l *ledger) candidates() []*nodeState { return l.nodes }
+
+// candidate returns the candidate node of an ID, nil when it is not one.
+func (l *ledger) candidate(id string) *nodeState { return l.byID[id] }
+
+// available is the number of candidate nodes by datacenter
+// (AllocMetric.NodesAvailable).
+func (l *ledger) available() map[string]int { return l.dcAvail }
+
+// isStopped reports whether this plan stops the alloc.
+func (l *ledger) isStopped(id string) bool { return l.stopped[id] }
+
+// changes turns on the log of changed nodes (for device indexes) and
+// returns it: the positions of loaded nodes whose usage changed, in
+// order; entries are only appended.
+func (l *ledger) changes() []int32 {
+	l.changed.on = true
+	return l.changed.nodes
+}
+
+// stoppedCount is the number of allocs this plan stops.
+func (l *ledger) stoppedCount() int { return len(l.stopped) }
 
 // changeLog lists the positions of loaded nodes whose usage changed, in
 // order, once on (a device index exists; other passes keep no log).

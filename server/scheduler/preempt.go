@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/fairshare"
 )
 
 // PreemptionConfig says which job types may evict lower-priority allocs
@@ -33,21 +34,57 @@ const (
 // a GPU job is dearer than any amount of CPU-only work on a node.
 const deviceCostWeight = 1 << 20
 
-func (s *sched) preemptionEnabled() bool {
-	cfg := DefaultPreemptionConfig
-	if s.opts.Preemption != nil {
-		cfg = *s.opts.Preemption
-	}
-	switch s.job.Type {
-	case api.JobTypeSystem:
-		return cfg.SystemSchedulerEnabled
-	case api.JobTypeSysBatch:
-		return cfg.SysBatchSchedulerEnabled
-	case api.JobTypeBatch:
-		return cfg.BatchSchedulerEnabled
-	default:
-		return cfg.ServiceSchedulerEnabled
-	}
+// preemptor is the preemption stage: for a group that fits nowhere, the
+// node where evicting the cheapest victim set (victimCost) makes room,
+// by priority within a queue and by fair share across queues
+// (reclaim.go). It reads the placer through preemptView and may probe a
+// node's usage (take victims out, check the fit, put them back, restore
+// the alloc order) but leaves it as it found it: the evictions are the
+// placer's (placer.evict) and the plan's (output.recordEvictions). It
+// keeps the queues' fair-share tally current as the pass places.
+type preemptor struct {
+	env  *passEnv
+	room preemptView
+	// victimGangs caches other jobs' gangs the search looked at; unitBuf
+	// and singleBuf are its scratch buffers.
+	victimGangs map[string]*victimGang
+	unitBuf     []victimUnit
+	singleBuf   []*api.Allocation
+	// tally is what each queue holds as this pass places and evicts
+	// (reclaim.go; nil without Options.FairShare).
+	tally *fairshare.Tally
+}
+
+// preemptView is what the preemptor reads of the placer: the same
+// feasibility checks and scores placement uses, and the plan's stops.
+type preemptView interface {
+	// eligible reports whether the group may run on ns, resources aside
+	// (and loads the node's usage when it may).
+	eligible(tc *tgCtx, ns *nodeState) bool
+	// fits checks the group's resources on ns (with the queue limits when
+	// quota is set): the device picks, or the exhausted dimension.
+	fits(tc *tgCtx, ns *nodeState, quota bool) ([]devPick, string)
+	score(tc *tgCtx, ns *nodeState, picks []devPick, prevNode string, desired int) cand
+	// stopped reports whether this plan stops the alloc.
+	stopped(id string) bool
+}
+
+// victimRule is which allocs a victim search may take. The zero value is
+// the scheduler's rule: allocs of jobs at least preemptPriorityDelta lower
+// in priority within the job's queue, of queues above their fair share
+// across queues, never protected ones, with the queue limits checked.
+// Relaxed is why pending's counterfactual search (explain_pending.go):
+// every lower-priority alloc of another job, protected or not, without the
+// queue-limit check, and only of queue's subtree when queue is set.
+type victimRule struct {
+	relaxed bool
+	queue   string
+}
+
+// inQueue reports whether a counts against the rule's queue (itself or a
+// queue below it); every alloc does when the rule names none.
+func (r victimRule) inQueue(a *api.Allocation) bool {
+	return r.queue == "" || inQueueTree(api.JobQueue(a.Job), r.queue)
 }
 
 func allocPriority(a *api.Allocation) int {
@@ -92,57 +129,55 @@ type victimUnit struct {
 	cost  victimCost
 }
 
-// preempt looks for the node where evicting the cheapest set of
-// lower-priority victims (victimCost) lets the group fit. It returns the
-// scored candidate and the victims (gang members on other nodes
-// included), leaving every node's usage and the plan unchanged: evict
-// releases the victims, recordEvictions writes them to the plan.
-func (s *sched) preempt(tc *tgCtx, nodes []*nodeState, prevNode string) (*cand, []*api.Allocation) {
-	var best *cand
+// preempt looks, under rule, for the node where evicting the cheapest set
+// of victims (victimCost) lets the group fit. It returns the scored
+// candidate and the victims (gang members on other nodes included),
+// leaving every node's usage and the plan unchanged: placer.evict
+// releases the victims, output.recordEvictions writes them to the plan.
+func (pr *preemptor) preempt(tc *tgCtx, nodes []*nodeState, prevNode string, rule victimRule) (cand, []*api.Allocation, bool) {
+	job := pr.env.job
+	var best cand
+	found := false
 	var bestVictims []*api.Allocation
 	var bestCost victimCost
 	examined := 0
 	for i, ns := range nodes {
-		if examined >= maxPreemptNodes || i >= maxPreemptVisits || s.err != nil {
+		if examined >= maxPreemptNodes || i >= maxPreemptVisits || pr.env.err != nil {
 			break
 		}
-		if !s.eligible(tc, ns) {
+		if !pr.room.eligible(tc, ns) {
 			continue
 		}
-		units := s.victimUnits(ns)
+		units := pr.victimUnits(ns, rule)
 		if len(units) == 0 {
 			continue
 		}
 		examined++
 		order := slices.Clone(ns.allocs) // probing below reorders the list
-		victims, cost, ok := s.cheapestOn(tc, ns, units)
-		if ok && (best == nil || !bestCost.less(cost)) && s.reclaimOK(tc, victims) {
+		victims, cost, ok := pr.cheapestOn(tc, ns, units, rule)
+		if ok && (!found || !bestCost.less(cost)) && pr.reclaimOK(tc, victims) {
 			for _, v := range victims {
 				if v.NodeID == ns.node.ID {
-					ns.removeAlloc(v, s.job)
+					ns.removeAlloc(v, job)
 				}
 			}
-			picks, dim := s.fits(tc, ns)
+			picks, dim := pr.room.fits(tc, ns, !rule.relaxed)
 			if dim == "" {
 				// Equal costs: the better scored node.
-				c := s.score(tc, ns, picks, prevNode, tc.tg.Count)
-				if best == nil || cost.less(bestCost) || c.score > best.score {
-					best, bestVictims, bestCost = &c, victims, cost
+				c := pr.room.score(tc, ns, picks, prevNode, tc.tg.Count)
+				if !found || cost.less(bestCost) || c.score > best.score {
+					best, bestVictims, bestCost, found = c, victims, cost, true
 				}
 			}
 			for _, v := range victims {
 				if v.NodeID == ns.node.ID {
-					ns.addAlloc(v, s.job)
+					ns.addAlloc(v, job)
 				}
 			}
 		}
 		ns.allocs = order
 	}
-	if best != nil {
-		tc.cands = append(tc.cands[:0], *best)
-		best = &tc.cands[0]
-	}
-	return best, bestVictims
+	return best, bestVictims, found
 }
 
 // cheapestOn picks the cheapest set of units whose eviction lets the
@@ -152,17 +187,18 @@ func (s *sched) preempt(tc *tgCtx, nodes []*nodeState, prevNode string) (*cand, 
 // cheapest single unit of priority p or lower that frees enough alone.
 // The node's usage is restored (its alloc order is the caller's to
 // restore).
-func (s *sched) cheapestOn(tc *tgCtx, ns *nodeState, units []victimUnit) ([]*api.Allocation, victimCost, bool) {
+func (pr *preemptor) cheapestOn(tc *tgCtx, ns *nodeState, units []victimUnit, rule victimRule) ([]*api.Allocation, victimCost, bool) {
+	job := pr.env.job
 	sort.SliceStable(units, func(i, j int) bool { return units[i].cost.less(units[j].cost) })
-	fit := func() bool { _, dim := s.fits(tc, ns); return dim == "" }
+	fit := func() bool { _, dim := pr.room.fits(tc, ns, !rule.relaxed); return dim == "" }
 	remove := func(u *victimUnit) {
 		for _, a := range u.local {
-			ns.removeAlloc(a, s.job)
+			ns.removeAlloc(a, job)
 		}
 	}
 	restore := func(u *victimUnit) {
 		for _, a := range u.local {
-			ns.addAlloc(a, s.job)
+			ns.addAlloc(a, job)
 		}
 	}
 	// With fair shares, a unit whose eviction (with those taken before it)
@@ -171,7 +207,7 @@ func (s *sched) cheapestOn(tc *tgCtx, ns *nodeState, units []victimUnit) ([]*api
 	var taken []*victimUnit
 	k, ok := 0, false
 	for k < len(units) && !ok {
-		if !s.reclaimAdmits(taken, &units[k]) {
+		if !pr.reclaimAdmits(taken, &units[k]) {
 			if skipped == nil {
 				skipped = make([]bool, len(units))
 			}
@@ -217,16 +253,16 @@ func (s *sched) cheapestOn(tc *tgCtx, ns *nodeState, units []victimUnit) ([]*api
 			restore(&units[i])
 		}
 	}
-	victims, cost := s.victimSet(set)
+	victims, cost := pr.victimSet(set)
 	// (b) One unit alone, when cheaper.
 	for i := 0; i < tier; i++ {
 		u := &units[i]
-		if !u.cost.less(cost) || !s.reclaimAdmits(nil, u) {
+		if !u.cost.less(cost) || !pr.reclaimAdmits(nil, u) {
 			continue
 		}
 		remove(u)
 		if fit() {
-			victims, cost = s.victimSet([]*victimUnit{u})
+			victims, cost = pr.victimSet([]*victimUnit{u})
 		}
 		restore(u)
 	}
@@ -235,7 +271,7 @@ func (s *sched) cheapestOn(tc *tgCtx, ns *nodeState, units []victimUnit) ([]*api
 
 // victimSet merges units into the allocs they evict (each once) and
 // their cost.
-func (s *sched) victimSet(units []*victimUnit) ([]*api.Allocation, victimCost) {
+func (pr *preemptor) victimSet(units []*victimUnit) ([]*api.Allocation, victimCost) {
 	n, gang := 0, false
 	for _, u := range units {
 		n += len(u.all)
@@ -256,15 +292,15 @@ func (s *sched) victimSet(units []*victimUnit) ([]*api.Allocation, victimCost) {
 			}
 		}
 	}
-	c := s.allocsCost(out)
+	c := pr.allocsCost(out)
 	c.units = len(units)
 	return out, c
 }
 
 // allocsCost is the cost of evicting allocs (units left at 1).
-func (s *sched) allocsCost(allocs []*api.Allocation) victimCost {
+func (pr *preemptor) allocsCost(allocs []*api.Allocation) victimCost {
 	c := victimCost{units: 1, allocs: len(allocs)}
-	now := s.opts.Now.UnixNano()
+	now := pr.env.opts.Now.UnixNano()
 	for _, a := range allocs {
 		c.maxPri = max(c.maxPri, allocPriority(a))
 		c.res += allocWeight(a)
@@ -292,9 +328,10 @@ func allocWeight(a *api.Allocation) int64 {
 	return w
 }
 
-// victimUnits lists what may be evicted from ns for the job being placed:
-// allocs of other jobs at least preemptPriorityDelta lower in priority
-// that are not protected (preemptible = false, younger than min_runtime).
+// victimUnits lists what rule lets evict from ns for the job being
+// placed: by default allocs of other jobs at least preemptPriorityDelta
+// lower in priority that are not protected (preemptible = false, younger
+// than min_runtime).
 // A gang member is a unit alone only while its gang stays at or above its
 // min without it (an elastic gang's surplus); otherwise the unit is the
 // whole gang, every live member on every node, and only when none of them
@@ -302,25 +339,25 @@ func allocWeight(a *api.Allocation) int64 {
 //
 // The units and their one-alloc slices live in scratch buffers reused for
 // every node (victimSet copies what it returns).
-func (s *sched) victimUnits(ns *nodeState) []victimUnit {
-	units := s.unitBuf[:0]
-	singles := s.singleBuf[:0]
+func (pr *preemptor) victimUnits(ns *nodeState, rule victimRule) []victimUnit {
+	units := pr.unitBuf[:0]
+	singles := pr.singleBuf[:0]
 	if cap(singles) < len(ns.allocs) {
 		singles = make([]*api.Allocation, 0, len(ns.allocs)) // never grown below: the unit slices stay put
 	}
 	single := func(a *api.Allocation) victimUnit {
 		singles = append(singles, a)
 		one := singles[len(singles)-1 : len(singles) : len(singles)]
-		return victimUnit{local: one, all: one, cost: s.allocsCost(one)}
+		return victimUnit{local: one, all: one, cost: pr.allocsCost(one)}
 	}
-	defer func() { s.unitBuf, s.singleBuf = units[:0], singles[:0] }()
+	defer func() { pr.unitBuf, pr.singleBuf = units[:0], singles[:0] }()
 	var gangs []*victimGang
 	var local map[*victimGang][]*api.Allocation
 	for _, a := range ns.allocs {
-		if !s.evictable(a) {
+		if !pr.evictable(a, rule) {
 			continue
 		}
-		if g := s.victimGangOf(a); g != nil {
+		if g := pr.victimGangOf(a); g != nil {
 			if local == nil {
 				local = map[*victimGang][]*api.Allocation{}
 			}
@@ -334,7 +371,7 @@ func (s *sched) victimUnits(ns *nodeState) []victimUnit {
 	}
 	for _, g := range gangs {
 		mine := local[g]
-		live := s.gangLive(g)
+		live := pr.gangLive(g)
 		surplus := min(max(len(live)-g.min, 0), len(mine))
 		// The biggest members are the surplus offered alone.
 		sort.SliceStable(mine, func(i, j int) bool { return allocWeight(mine[i]) > allocWeight(mine[j]) })
@@ -346,37 +383,39 @@ func (s *sched) victimUnits(ns *nodeState) []victimUnit {
 		}
 		whole := true
 		for _, m := range live {
-			if !s.evictable(m) {
+			if !pr.evictable(m, rule) {
 				whole = false
 				break
 			}
 		}
 		if whole {
-			units = append(units, victimUnit{local: mine[surplus:], all: live, cost: s.allocsCost(live)})
+			units = append(units, victimUnit{local: mine[surplus:], all: live, cost: pr.allocsCost(live)})
 		}
 	}
 	return units
 }
 
-// evictable reports whether a may be preempted for the job being placed:
-// by priority within a queue, by fair share across queues (reclaim.go).
-func (s *sched) evictable(a *api.Allocation) bool {
-	if a.JobID == s.job.ID && a.Namespace == s.job.Namespace {
+// evictable reports whether rule lets a be preempted for the job being
+// placed: by priority within a queue, by fair share across queues
+// (reclaim.go).
+func (pr *preemptor) evictable(a *api.Allocation, rule victimRule) bool {
+	job := pr.env.job
+	if a.JobID == job.ID && a.Namespace == job.Namespace {
 		return false
 	}
-	if s.relaxedPreempt { // explain_pending.go: what would make room, protected or not
-		if s.crossQueue(a) {
-			return s.reclaimable(a) && s.inExplainQueue(a)
+	if rule.relaxed { // explain_pending.go: what would make room, protected or not
+		if pr.crossQueue(a) {
+			return pr.reclaimable(a) && rule.inQueue(a)
 		}
-		return allocPriority(a) < s.job.Priority && s.inExplainQueue(a)
+		return allocPriority(a) < job.Priority && rule.inQueue(a)
 	}
-	if s.crossQueue(a) { // a reclaim (reclaim.go): by fair share, not priority
-		return s.reclaimable(a) && !preemptProtected(a, s.opts.Now.UnixNano())
+	if pr.crossQueue(a) { // a reclaim (reclaim.go): by fair share, not priority
+		return pr.reclaimable(a) && !preemptProtected(a, pr.env.opts.Now.UnixNano())
 	}
-	if allocPriority(a) > s.job.Priority-preemptPriorityDelta {
+	if allocPriority(a) > job.Priority-preemptPriorityDelta {
 		return false
 	}
-	return !preemptProtected(a, s.opts.Now.UnixNano())
+	return !preemptProtected(a, pr.env.opts.Now.UnixNano())
 }
 
 // preemptProtected reports whether the alloc's job protects it from
@@ -419,18 +458,18 @@ func allocGangID(a *api.Allocation) (string, *api.Gang) {
 }
 
 // victimGangOf returns the gang of a (read once per pass), or nil.
-func (s *sched) victimGangOf(a *api.Allocation) *victimGang {
+func (pr *preemptor) victimGangOf(a *api.Allocation) *victimGang {
 	id, spec := allocGangID(a)
 	if id == "" {
 		return nil
 	}
 	key := a.Namespace + "\x00" + a.JobID + "\x00" + id
-	if g, ok := s.victimGangs[key]; ok {
+	if g, ok := pr.victimGangs[key]; ok {
 		return g
 	}
-	allocs, err := s.st.AllocsByJob(a.Namespace, a.JobID)
+	allocs, err := pr.env.st.AllocsByJob(a.Namespace, a.JobID)
 	if err != nil {
-		s.err = err
+		pr.env.err = err
 		return nil
 	}
 	g := &victimGang{}
@@ -443,10 +482,10 @@ func (s *sched) victimGangOf(a *api.Allocation) *victimGang {
 		}
 	}
 	g.min = gangMin(a, id, spec)
-	if s.victimGangs == nil {
-		s.victimGangs = map[string]*victimGang{}
+	if pr.victimGangs == nil {
+		pr.victimGangs = map[string]*victimGang{}
 	}
-	s.victimGangs[key] = g
+	pr.victimGangs[key] = g
 	return g
 }
 
@@ -473,73 +512,12 @@ func gangMin(a *api.Allocation, id string, spec *api.Gang) int {
 }
 
 // gangLive returns the gang's members not stopped by this plan.
-func (s *sched) gangLive(g *victimGang) []*api.Allocation {
+func (pr *preemptor) gangLive(g *victimGang) []*api.Allocation {
 	out := make([]*api.Allocation, 0, len(g.members))
 	for _, m := range g.members {
-		if !s.stopped[m.ID] {
+		if !pr.room.stopped(m.ID) {
 			out = append(out, m)
 		}
 	}
 	return out
-}
-
-// evict releases the victims preempt chose from their nodes' usage (any
-// node: a gang's members) and marks them stopped, journaled so a rollback
-// undoes it; recordEvictions then writes them to the plan.
-//
-// The victims' nodes have room again, so every group looks at them anew
-// (a whole gang's members on other nodes serve the next placements
-// instead of more evictions).
-func (s *sched) evict(victims []*api.Allocation) {
-	for _, v := range victims {
-		ns := s.byID[v.NodeID]
-		if ns != nil && ns.loaded {
-			s.removeFrom(ns, v)
-		}
-		s.markStopped(v)
-		if ns == nil {
-			continue
-		}
-		for _, tc := range s.groups {
-			if ns.pos < len(tc.skip) {
-				s.unskipNode(tc, ns.pos)
-			}
-		}
-	}
-}
-
-// eligible reports whether the group may run on ns at all (class and
-// node checks, resources aside) and loads the node's usage when it may:
-// the first step of every search over nodes with room to make.
-func (s *sched) eligible(tc *tgCtx, ns *nodeState) bool {
-	if ok, _ := s.classOK(tc, ns); !ok {
-		return false
-	}
-	if ok, _ := s.nodeOK(tc, ns); !ok {
-		return false
-	}
-	s.load(ns)
-	return true
-}
-
-// recordEvictions adds the victims (already released by evict) to the
-// plan as preempted by a, each on its own node's NodePreemptions. It is
-// the one place preemptions enter the plan (a gang or all-at-once
-// attempt calls it only for placements it keeps).
-func (s *sched) recordEvictions(a *api.Allocation, victims []*api.Allocation) {
-	d := s.annotate(a.TaskGroup)
-	for _, v := range victims {
-		c := v.Copy()
-		c.DesiredStatus = api.AllocDesiredStatusEvict
-		c.DesiredDescription = "preempted by alloc " + a.ID
-		c.PreemptedByAllocation = a.ID
-		c.ModifyTime = s.opts.Now.UnixNano()
-		if s.plan.NodePreemptions == nil {
-			s.plan.NodePreemptions = map[string][]*api.Allocation{}
-		}
-		s.plan.NodePreemptions[v.NodeID] = append(s.plan.NodePreemptions[v.NodeID], c)
-		a.PreemptedAllocations = append(a.PreemptedAllocations, v.ID)
-		s.plan.Annotations.PreemptedAllocs = append(s.plan.Annotations.PreemptedAllocs, v.Stub())
-		d.Preemptions++
-	}
 }

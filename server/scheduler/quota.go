@@ -29,41 +29,42 @@ type quotaLevel struct {
 	used  api.QueueResources // the subtree's holding, with this plan's changes
 }
 
-// quotaState is the pass's view of the job's queue chain limits.
-type quotaState struct {
+// queueLimits is the pass's view of the job's queue chain limits: a
+// ledger of what each limited queue's subtree holds, kept current by the
+// ledger (countQuota, journaled) as the pass places and stops. The
+// explainer may move it to try a release and puts it back.
+type queueLimits struct {
 	loaded  bool
 	levels  []quotaLevel // the job's queue first, then its ancestors; only limited ones
-	blocked bool         // some placement failed on a limit
+	atLimit bool         // some placement failed on a limit
 }
 
-// quotaLoad reads the queues and their usage on first use.
-func (s *sched) quotaLoad() {
-	q := &s.quota
-	if q.loaded || s.job == nil {
-		return
+// load reads the queues and their usage on first use (nothing without
+// a job).
+func (q *queueLimits) load(st State, job *api.Job) error {
+	if q.loaded || job == nil {
+		return nil
 	}
 	q.loaded = true
-	queues, err := s.st.Queues()
+	queues, err := st.Queues()
 	if err != nil {
-		s.err = fmt.Errorf("read queues: %w", err)
-		return
+		return fmt.Errorf("read queues: %w", err)
 	}
 	byName := make(map[string]*api.Queue, len(queues))
 	for _, x := range queues {
 		byName[x.Name] = x
 	}
-	for _, name := range api.QueueAncestry(api.JobQueue(s.job)) {
+	for _, name := range api.QueueAncestry(api.JobQueue(job)) {
 		if x := byName[name]; x != nil && limits(x.Limit) {
 			q.levels = append(q.levels, quotaLevel{name: name, limit: x.Limit})
 		}
 	}
 	if len(q.levels) == 0 {
-		return
+		return nil
 	}
-	usage, err := s.st.QueueUsage()
+	usage, err := st.QueueUsage()
 	if err != nil {
-		s.err = fmt.Errorf("read queue usage: %w", err)
-		return
+		return fmt.Errorf("read queue usage: %w", err)
 	}
 	for name, u := range usage {
 		for i := range q.levels {
@@ -72,7 +73,16 @@ func (s *sched) quotaLoad() {
 			}
 		}
 	}
+	return nil
 }
+
+// limited reports whether some queue of the job's chain has a limit.
+func (q *queueLimits) limited() bool { return len(q.levels) > 0 }
+
+// markAtLimit records that a placement failed on a limit; isAtLimit
+// reports it (no reservation then: holding nodes would serve nothing).
+func (q *queueLimits) markAtLimit()    { q.atLimit = true }
+func (q *queueLimits) isAtLimit() bool { return q.atLimit }
 
 // limits reports whether l caps anything.
 func limits(l *api.QueueResources) bool {
@@ -84,22 +94,13 @@ func inQueueTree(queue, root string) bool {
 	return queue == root || strings.HasPrefix(queue, root+"/")
 }
 
-// quotaCount adds sign times what a holds to the limited queues whose
-// subtree a's queue is in, journaled (a placement: +1; a stop or an
-// eviction of a live alloc: -1).
-func (s *sched) quotaCount(a *api.Allocation, sign int) {
-	if len(s.quota.levels) == 0 || a == nil {
-		return
-	}
-	s.quotaApply(a, sign)
-	s.journal(undoEntry{kind: undoQuota, alloc: a, pos: sign})
-}
-
-func (s *sched) quotaApply(a *api.Allocation, sign int) {
+// apply adds sign times what a holds to the limited queues whose subtree
+// a's queue is in (not journaled: see ledger.countQuota).
+func (q *queueLimits) apply(a *api.Allocation, sign int) {
 	name := api.JobQueue(a.Job)
 	var u api.QueueResources
-	for i := range s.quota.levels {
-		l := &s.quota.levels[i]
+	for i := range q.levels {
+		l := &q.levels[i]
 		if !inQueueTree(name, l.name) {
 			continue
 		}
@@ -127,15 +128,15 @@ func quotaAsk(tc *tgCtx, ns *nodeState, picks []devPick) api.QueueResources {
 	return r
 }
 
-// quotaFits checks a placement on ns against the limits; it returns the
+// fits checks a placement on ns against the limits; it returns the
 // exhausted dimension ("quota: queue team-a gpu") or "".
-func (s *sched) quotaFits(tc *tgCtx, ns *nodeState, picks []devPick) string {
-	if len(s.quota.levels) == 0 {
+func (q *queueLimits) fits(tc *tgCtx, ns *nodeState, picks []devPick) string {
+	if len(q.levels) == 0 {
 		return ""
 	}
 	ask := quotaAsk(tc, ns, picks)
-	for i := range s.quota.levels {
-		l := &s.quota.levels[i]
+	for i := range q.levels {
+		l := &q.levels[i]
 		if over := quotaOver(l.used, ask, l.limit); len(over) > 0 {
 			return "quota: queue " + l.name + " " + strings.SplitN(over[0], " ", 2)[0]
 		}
@@ -143,22 +144,11 @@ func (s *sched) quotaFits(tc *tgCtx, ns *nodeState, picks []devPick) string {
 	return ""
 }
 
-// quotaPrecheck tells, before any node is looked at, whether the group's
-// smallest possible ask (its direct CPU, memory and GPU count) is over a
-// limit already; it returns the explanation lines.
-func (s *sched) quotaPrecheck(tc *tgCtx) []string {
-	s.quotaLoad()
-	if len(s.quota.levels) == 0 {
-		return nil
-	}
-	return s.quotaLines(groupAsk(tc))
-}
-
-// quotaLines explains each limit the ask would pass.
-func (s *sched) quotaLines(ask api.QueueResources) []string {
+// lines explains each limit the ask would pass.
+func (q *queueLimits) lines(ask api.QueueResources) []string {
 	var out []string
-	for i := range s.quota.levels {
-		l := &s.quota.levels[i]
+	for i := range q.levels {
+		l := &q.levels[i]
 		for _, o := range quotaOver(l.used, ask, l.limit) {
 			out = append(out, "queue "+l.name+": "+o)
 		}
@@ -205,29 +195,47 @@ func isGPUAsk(name string) bool {
 // isQuotaDim reports whether an exhausted dimension is a queue limit.
 func isQuotaDim(why string) bool { return strings.HasPrefix(why, "quota: ") }
 
+// loadQuota reads the queue limits on first use (queueLimits.load).
+func (pl *placer) loadQuota() {
+	if err := pl.quota.load(pl.env.st, pl.env.job); err != nil {
+		pl.env.err = err
+	}
+}
+
+// quotaPrecheck tells, before any node is looked at, whether the group's
+// smallest possible ask (its direct CPU, memory and GPU count) is over a
+// limit already; it returns the explanation lines.
+func (pl *placer) quotaPrecheck(tc *tgCtx) []string {
+	pl.loadQuota()
+	if !pl.quota.limited() {
+		return nil
+	}
+	return pl.quota.lines(groupAsk(tc))
+}
+
 // quotaFail records a group failing on a limit before any node was
 // looked at.
-func (s *sched) quotaFail(tc *tgCtx, lines []string) {
-	s.quota.blocked = true
-	s.escape = true
-	s.failGroup(tc)
-	s.failed[tc.tg.Name] = &api.AllocMetric{NodesInPool: len(s.nodes), NodesAvailable: s.dcAvail, QuotaExhausted: lines}
-	s.queued[tc.tg.Name]++
+func (pl *placer) quotaFail(tc *tgCtx, lines []string) {
+	pl.quota.markAtLimit()
+	pl.out.escape = true
+	pl.led.failGroup(tc)
+	pl.out.failed[tc.tg.Name] = &api.AllocMetric{NodesInPool: pl.led.size(), NodesAvailable: pl.led.available(), QuotaExhausted: lines}
+	pl.out.queued[tc.tg.Name]++
 }
 
 // quotaExplain adds the limit lines of a node rejected on a quota
 // dimension to m (each line once) and marks the pass quota-blocked.
-func (s *sched) quotaExplain(m *api.AllocMetric, tc *tgCtx, ns *nodeState, why string) {
+func (pl *placer) quotaExplain(m *api.AllocMetric, tc *tgCtx, ns *nodeState, why string) {
 	if !isQuotaDim(why) {
 		return
 	}
-	s.quota.blocked = true
-	s.escape = true
+	pl.quota.markAtLimit()
+	pl.out.escape = true
 	var picks []devPick
 	if len(tc.devs) > 0 {
-		picks, _ = s.pickDevices(ns, tc.devs)
+		picks, _ = pl.dev.pick(ns, tc.devs)
 	}
-	for _, l := range s.quotaLines(quotaAsk(tc, ns, picks)) {
+	for _, l := range pl.quota.lines(quotaAsk(tc, ns, picks)) {
 		if !slices.Contains(m.QuotaExhausted, l) {
 			m.QuotaExhausted = append(m.QuotaExhausted, l)
 		}

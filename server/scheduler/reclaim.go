@@ -23,40 +23,40 @@ import (
 
 // fairTally is the pass's tally of what each queue holds (nil without
 // fair shares), created on first use.
-func (s *sched) fairTally() *fairshare.Tally {
-	if s.opts.FairShare == nil {
+func (pr *preemptor) fairTally() *fairshare.Tally {
+	if pr.env.opts.FairShare == nil {
 		return nil
 	}
-	if s.tally == nil {
-		s.tally = s.opts.FairShare.Tally()
+	if pr.tally == nil {
+		pr.tally = pr.env.opts.FairShare.Tally()
 	}
-	return s.tally
+	return pr.tally
 }
 
 // crossQueue reports whether a belongs to another queue than the job
 // being placed, with fair shares on (its eviction is a reclaim).
-func (s *sched) crossQueue(a *api.Allocation) bool {
-	return s.opts.FairShare != nil && api.JobQueue(a.Job) != api.JobQueue(s.job)
+func (pr *preemptor) crossQueue(a *api.Allocation) bool {
+	return pr.env.opts.FairShare != nil && api.JobQueue(a.Job) != api.JobQueue(pr.env.job)
 }
 
 // reclaimable reports whether a, of another queue, may be reclaimed for
 // the job being placed: its queue is above its fair share and the job's
 // below.
-func (s *sched) reclaimable(a *api.Allocation) bool {
-	t := s.fairTally()
-	return t.Above(api.JobQueue(a.Job)) && t.Below(api.JobQueue(s.job))
+func (pr *preemptor) reclaimable(a *api.Allocation) bool {
+	t := pr.fairTally()
+	return t.Above(api.JobQueue(a.Job)) && t.Below(api.JobQueue(pr.env.job))
 }
 
 // reclaimOK checks a victim set for tc's placement against the fair
 // shares (true without them, or when every victim is of the job's own
 // queue).
-func (s *sched) reclaimOK(tc *tgCtx, victims []*api.Allocation) bool {
-	t := s.fairTally()
+func (pr *preemptor) reclaimOK(tc *tgCtx, victims []*api.Allocation) bool {
+	t := pr.fairTally()
 	if t == nil {
 		return true
 	}
 	ask := groupAsk(tc)
-	return t.Reclaim(api.JobQueue(s.job), &ask, victimsByQueue(victims))
+	return t.Reclaim(api.JobQueue(pr.env.job), &ask, victimsByQueue(victims))
 }
 
 // groupAsk is what one alloc of tc's group asks as queues count it
@@ -88,8 +88,8 @@ func victimsByQueue(allocs ...[]*api.Allocation) map[string]*api.QueueResources 
 
 // countPlacement keeps the tally current: a placed and the victims it
 // evicted.
-func (s *sched) countPlacement(a *api.Allocation, victims []*api.Allocation) {
-	t := s.fairTally()
+func (pr *preemptor) countPlacement(a *api.Allocation, victims []*api.Allocation) {
+	t := pr.fairTally()
 	if t == nil {
 		return
 	}
@@ -98,14 +98,14 @@ func (s *sched) countPlacement(a *api.Allocation, victims []*api.Allocation) {
 		t.Sub(api.JobQueue(v.Job), &u)
 	}
 	u := a.QueueUsage()
-	t.Add(api.JobQueue(s.job), &u)
+	t.Add(api.JobQueue(pr.env.job), &u)
 }
 
 // reclaimAdmits reports whether evicting u after taken keeps every victim
 // queue at or above its share (fairshare.Tally.Keeps; true without fair
 // shares), so cheapestOn builds only victim sets a reclaim may take.
-func (s *sched) reclaimAdmits(taken []*victimUnit, u *victimUnit) bool {
-	t := s.fairTally()
+func (pr *preemptor) reclaimAdmits(taken []*victimUnit, u *victimUnit) bool {
+	t := pr.fairTally()
 	if t == nil {
 		return true
 	}
@@ -114,5 +114,5 @@ func (s *sched) reclaimAdmits(taken []*victimUnit, u *victimUnit) bool {
 		sets = append(sets, x.all)
 	}
 	by := victimsByQueue(sets...)
-	return t.Keeps(api.JobQueue(s.job), by)
+	return t.Keeps(api.JobQueue(pr.env.job), by)
 }

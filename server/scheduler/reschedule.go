@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"slices"
 	"time"
 
 	"github.com/drover/drover/api"
@@ -106,23 +105,40 @@ func decideReschedule(job *api.Job, tg *api.TaskGroup, a *api.Allocation, evalID
 }
 
 // followUp returns the delayed eval for time at, reusing one created in
-// this pass for a time within the window.
-func (s *sched) followUp(r *groupResult, at time.Time) *api.Evaluation {
-	for _, f := range slices.Concat(s.res.FollowUps, r.followUps) {
-		if d := f.WaitUntil.Sub(at); d > -rescheduleWindow && d < rescheduleWindow {
-			return f
+// this pass (earlier groups, this group) for a time within the window.
+func (rc *reconciler) followUp(r *groupResult, at time.Time) *api.Evaluation {
+	if f := findFollowUp(at, rc.made, r.followUps); f != nil {
+		return f
+	}
+	f := newFollowUp(rc.env, at)
+	r.followUps = append(r.followUps, f)
+	return f
+}
+
+// findFollowUp returns the first eval of lists due within
+// rescheduleWindow of at, or nil.
+func findFollowUp(at time.Time, lists ...[]*api.Evaluation) *api.Evaluation {
+	for _, list := range lists {
+		for _, f := range list {
+			if d := f.WaitUntil.Sub(at); d > -rescheduleWindow && d < rescheduleWindow {
+				return f
+			}
 		}
 	}
-	ns := s.eval.Namespace
+	return nil
+}
+
+// newFollowUp is a delayed eval of the pass's job at at.
+func newFollowUp(env *passEnv, at time.Time) *api.Evaluation {
+	ns := env.eval.Namespace
 	if ns == "" {
 		ns = api.DefaultNamespace
 	}
-	f := &api.Evaluation{
-		ID: s.newID(), Namespace: ns, Priority: s.job.Priority, Type: s.job.Type,
-		TriggeredBy: api.EvalTriggerRetryFailedAlloc, JobID: s.job.ID, JobModifyIndex: s.job.JobModifyIndex,
+	job, now := env.job, env.opts.Now.UnixNano()
+	return &api.Evaluation{
+		ID: env.newID(), Namespace: ns, Priority: job.Priority, Type: job.Type,
+		TriggeredBy: api.EvalTriggerRetryFailedAlloc, JobID: job.ID, JobModifyIndex: job.JobModifyIndex,
 		Status: api.EvalStatusPending, StatusDescription: "created for delayed rescheduling",
-		WaitUntil: at, CreateTime: s.opts.Now.UnixNano(), ModifyTime: s.opts.Now.UnixNano(),
+		WaitUntil: at, CreateTime: now, ModifyTime: now,
 	}
-	r.followUps = append(r.followUps, f)
-	return f
 }

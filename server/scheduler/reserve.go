@@ -28,8 +28,10 @@ const DimReserved = "reserved for a pending gang"
 // maxReserveVisits bounds the nodes examined to reserve for one group.
 const maxReserveVisits = 2048
 
-// reserveState is the pass's view of reservations.
-type reserveState struct {
+// reservations is the pass's view of the active reservations: what they
+// hold back from the job being placed, node by node (read once per pass).
+type reservations struct {
+	env   *passEnv
 	read  bool
 	holds map[string]*nodeHold // node ID -> what reservations holding back this job need there
 }
@@ -40,34 +42,35 @@ type nodeHold struct {
 	devs           map[string]int // requested device name -> instances
 }
 
-// holds returns, by node ID, the capacity held by active reservations
+// get returns, by node ID, the capacity held by active reservations
 // against the job being placed (read once per pass; nil when none).
-func (s *sched) holds() map[string]*nodeHold {
-	if s.resv.read {
-		return s.resv.holds
+func (rv *reservations) get() map[string]*nodeHold {
+	if rv.read {
+		return rv.holds
 	}
-	s.resv.read = true
-	rs, err := s.st.Reservations()
+	rv.read = true
+	rs, err := rv.env.st.Reservations()
 	if err != nil {
-		s.err = fmt.Errorf("read reservations: %w", err)
+		rv.env.err = fmt.Errorf("read reservations: %w", err)
 		return nil
 	}
-	ns := s.job.Namespace
+	job := rv.env.job
+	ns := job.Namespace
 	if ns == "" {
 		ns = api.DefaultNamespace
 	}
 	for _, r := range rs {
-		if !r.Holds(ns, s.job.ID, s.job.Priority, s.job.CreateIndex) {
+		if !r.Holds(ns, job.ID, job.Priority, job.CreateIndex) {
 			continue
 		}
 		for _, n := range r.Nodes {
-			if s.resv.holds == nil {
-				s.resv.holds = map[string]*nodeHold{}
+			if rv.holds == nil {
+				rv.holds = map[string]*nodeHold{}
 			}
-			h := s.resv.holds[n.NodeID]
+			h := rv.holds[n.NodeID]
 			if h == nil {
 				h = &nodeHold{}
-				s.resv.holds[n.NodeID] = h
+				rv.holds[n.NodeID] = h
 			}
 			h.cpu += n.CPU
 			h.mem += n.MemoryMB
@@ -80,15 +83,15 @@ func (s *sched) holds() map[string]*nodeHold {
 			}
 		}
 	}
-	return s.resv.holds
+	return rv.holds
 }
 
 // holdOK reports whether placing the group on ns (with the device picks)
 // leaves room for what reservations hold there, in every dimension the
 // placement takes from: a CPU-only job may still use a GPU node's spare
 // CPU and memory while its GPUs wait for a gang, never the GPUs.
-func (s *sched) holdOK(tc *tgCtx, ns *nodeState, picks []devPick) bool {
-	h := s.holds()[ns.node.ID]
+func (rv *reservations) holdOK(tc *tgCtx, ns *nodeState, picks []devPick) bool {
+	h := rv.get()[ns.node.ID]
 	if h == nil {
 		return true
 	}
@@ -142,38 +145,39 @@ func freeDevices(ns *nodeState, name string, released map[string]bool) int {
 // members still to place (an elastic gang's min) on the nodes that can
 // take them once work of the job's priority or lower leaves them. A group
 // those nodes cannot cover gets none (it would hold capacity for nothing).
-func (s *sched) reservation() *api.Reservation {
-	if s.quota.blocked {
+func (pl *placer) reservation() *api.Reservation {
+	if pl.quota.isAtLimit() {
 		return nil // at a queue limit: holding nodes would serve nothing
 	}
+	job, failed, queued := pl.env.job, pl.out.failed, pl.out.queued
 	jobGangFailed := false
-	if s.job.Gang != nil {
-		for _, tg := range s.job.TaskGroups {
-			jobGangFailed = jobGangFailed || s.failed[tg.Name] != nil
+	if job.Gang != nil {
+		for _, tg := range job.TaskGroups {
+			jobGangFailed = jobGangFailed || failed[tg.Name] != nil
 		}
 	}
 	var r *api.Reservation
 	taken := map[string]*api.ReservedNode{}
-	for _, tg := range s.job.TaskGroups {
-		spec, id := s.job.GangOf(tg)
-		if spec == nil || s.queued[tg.Name] <= 0 || (s.failed[tg.Name] == nil && !jobGangFailed) {
+	for _, tg := range job.TaskGroups {
+		spec, id := job.GangOf(tg)
+		if spec == nil || queued[tg.Name] <= 0 || (failed[tg.Name] == nil && !jobGangFailed) {
 			continue
 		}
-		need := s.queued[tg.Name]
+		need := queued[tg.Name]
 		if id != api.GangJobWide && spec.Min > 0 && spec.Min < need {
 			need = spec.Min
 		}
-		nodes := s.reserveNodes(s.newTG(tg), need, taken)
+		nodes := pl.reserveNodes(pl.rk.group(tg), need, taken)
 		if len(nodes) == 0 {
 			continue
 		}
 		if r == nil {
-			ns := s.job.Namespace
+			ns := job.Namespace
 			if ns == "" {
 				ns = api.DefaultNamespace
 			}
-			r = &api.Reservation{Namespace: ns, JobID: s.job.ID, JobCreateIndex: s.job.CreateIndex,
-				Priority: s.job.Priority, CreateTime: s.opts.Now.UnixNano()}
+			r = &api.Reservation{Namespace: ns, JobID: job.ID, JobCreateIndex: job.CreateIndex,
+				Priority: job.Priority, CreateTime: pl.env.opts.Now.UnixNano()}
 		}
 		r.Groups = append(r.Groups, tg.Name)
 		for _, n := range nodes {
@@ -203,18 +207,18 @@ type reserveOption struct {
 // reserveNodes picks the nodes for need members of the group: previous
 // reservation nodes first, then the nodes where a member misses the least
 // now; nil when the nodes examined cannot take them all.
-func (s *sched) reserveNodes(tc *tgCtx, need int, taken map[string]*api.ReservedNode) []*api.ReservedNode {
+func (pl *placer) reserveNodes(tc *tgCtx, need int, taken map[string]*api.ReservedNode) []*api.ReservedNode {
 	prev := map[string]bool{}
 	var order []*nodeState
-	if r := s.eval.Reservation; r != nil {
+	if r := pl.env.eval.Reservation; r != nil {
 		for _, n := range r.Nodes {
-			if ns := s.byID[n.NodeID]; ns != nil && !prev[n.NodeID] {
+			if ns := pl.led.candidate(n.NodeID); ns != nil && !prev[n.NodeID] {
 				prev[n.NodeID] = true
 				order = append(order, ns)
 			}
 		}
 	}
-	for i, ns := range s.nodes {
+	for i, ns := range pl.led.candidates() {
 		if i >= maxReserveVisits {
 			break
 		}
@@ -224,13 +228,13 @@ func (s *sched) reserveNodes(tc *tgCtx, need int, taken map[string]*api.Reserved
 	}
 	var opts []reserveOption
 	for _, ns := range order {
-		if !s.eligible(tc, ns) {
+		if !pl.rk.eligible(tc, ns) {
 			continue
 		}
-		if s.err != nil {
+		if pl.env.err != nil {
 			return nil
 		}
-		fit, missing := s.reserveFit(tc, ns, taken[ns.node.ID])
+		fit, missing := pl.resv.reserveFit(tc, ns, taken[ns.node.ID])
 		if fit > 0 {
 			opts = append(opts, reserveOption{ns: ns, fit: fit, missing: missing, prev: prev[ns.node.ID]})
 		}
@@ -281,18 +285,19 @@ func devCount(r *api.RequestedDevice) int {
 // evict is preempted once its min_runtime has passed. Service work of
 // about the same priority may run for ever, so a reservation never counts
 // on it (it would hold the node's spare room for nothing).
-func (s *sched) releases(a *api.Allocation) bool {
-	if a.JobID == s.job.ID && a.Namespace == s.job.Namespace {
+func (rv *reservations) releases(a *api.Allocation) bool {
+	job := rv.env.job
+	if a.JobID == job.ID && a.Namespace == job.Namespace {
 		return false
 	}
 	p := allocPriority(a)
-	if p > s.job.Priority {
+	if p > job.Priority {
 		return false
 	}
 	if a.Job != nil && (a.Job.Type == api.JobTypeBatch || a.Job.Type == api.JobTypeSysBatch) {
 		return true
 	}
-	return p <= s.job.Priority-preemptPriorityDelta && s.preemptionEnabled() &&
+	return p <= job.Priority-preemptPriorityDelta && rv.env.preemptionEnabled() &&
 		(a.Job == nil || a.Job.Preemptible == nil || *a.Job.Preemptible)
 }
 
@@ -301,10 +306,10 @@ func (s *sched) releases(a *api.Allocation) bool {
 // what other reservations holding this job back and this reservation's
 // other groups need there), and the share of one member's ask that is
 // not free now.
-func (s *sched) reserveFit(tc *tgCtx, ns *nodeState, mine *api.ReservedNode) (int, float64) {
+func (rv *reservations) reserveFit(tc *tgCtx, ns *nodeState, mine *api.ReservedNode) (int, float64) {
 	u := ns.cap.Used()
 	now := [3]int64{ns.cap.CPU - u.CPU, ns.cap.MemoryMB - u.MemoryMB, ns.cap.DiskMB - u.DiskMB}
-	if h := s.holds()[ns.node.ID]; h != nil {
+	if h := rv.get()[ns.node.ID]; h != nil {
 		now[0], now[1], now[2] = now[0]-h.cpu, now[1]-h.mem, now[2]-h.disk
 	}
 	if mine != nil {
@@ -313,7 +318,7 @@ func (s *sched) reserveFit(tc *tgCtx, ns *nodeState, mine *api.ReservedNode) (in
 	later := now
 	released := map[string]bool{}
 	for _, a := range ns.allocs {
-		if !s.releases(a) {
+		if !rv.releases(a) {
 			continue
 		}
 		v := capacity.AllocVector(a.AllocatedResources)
@@ -340,7 +345,7 @@ func (s *sched) reserveFit(tc *tgCtx, ns *nodeState, mine *api.ReservedNode) (in
 	for _, d := range tc.devs {
 		want := devCount(d.req)
 		held := 0
-		if h := s.holds()[ns.node.ID]; h != nil {
+		if h := rv.get()[ns.node.ID]; h != nil {
 			held += h.devs[d.req.Name]
 		}
 		if mine != nil {

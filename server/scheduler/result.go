@@ -2,15 +2,19 @@ package scheduler
 
 import "github.com/drover/drover/api"
 
-// groupResult is what reconciling one task group decided. reconcileGroup
-// only decides; applyGroup (the planner) turns the decisions into plan
-// edits and node-state changes, and the placements are made after every
-// group was applied (so capacity freed by stops is reusable).
+// groupResult is what reconciling one task group decided: the
+// reconciler's output. The reconciler only decides; pass.applyGroup turns
+// the decisions into plan edits and node-state changes, and the placer
+// makes the placements after every group was applied (so capacity freed
+// by stops is reusable).
 type groupResult struct {
 	tg *api.TaskGroup
-	// stops are live allocs to stop, in decision order: lost (client
-	// status lost), migrating, duplicate indexes, over the count, replaced
-	// by a promoted canary, destructively updated.
+	// stops are live allocs to stop, in decision order: originals whose
+	// replacement runs since their node reconnected, lost (client status
+	// lost), migrating, duplicate indexes, over the count, replaced by a
+	// promoted canary, destructively updated. A system job's: lost,
+	// migrating, duplicates on a node, out of the job's datacenters or
+	// pool or constraints, destructively updated, in alloc order.
 	stops []stopDecision
 	// updates are new versions of existing allocs written as they are:
 	// in-place updates to the job version, a failed alloc's follow-up
@@ -19,6 +23,8 @@ type groupResult struct {
 	// places are the allocs to place: replacements of lost, migrating and
 	// destructively updated allocs (prev set, stopped), reschedules of
 	// failed and lost allocs, canaries, and new allocs up to the count.
+	// A system job's are its destructive updates (on their node); its new
+	// allocs come after the stops are applied (reconciler.systemNew).
 	places []*placement
 	// followUps are new delayed evals (reschedules after their delay).
 	followUps []*api.Evaluation
@@ -29,6 +35,10 @@ type groupResult struct {
 	// failDeployment: an alloc of the version's active deployment is
 	// unhealthy or failed; the deployment is marked failed.
 	failDeployment bool
+	// system jobs: nodes that keep a live or finished (sysbatch) alloc
+	// of the group, and the terminal alloc a new one on a node follows.
+	covered  map[string]bool
+	prevTerm map[string]*api.Allocation
 }
 
 // stopDecision is one stop: the alloc with its description and the
@@ -40,27 +50,6 @@ type stopDecision struct {
 
 func (r *groupResult) stop(a *api.Allocation, desc, clientStatus string) {
 	r.stops = append(r.stops, stopDecision{alloc: a, desc: desc, client: clientStatus})
-}
-
-// applyGroup writes one group's decisions into the plan: the annotation,
-// the stops (releasing their node usage), the updates, the follow-up evals
-// and the deployment verdict. It returns the placements to make.
-func (s *sched) applyGroup(r *groupResult) []*placement {
-	addDesired(s.annotate(r.tg.Name), &r.desired)
-	for _, st := range r.stops {
-		s.stop(st.alloc, st.desc, st.client)
-	}
-	for _, c := range r.updates {
-		s.plan.AppendAlloc(c)
-	}
-	s.res.FollowUps = append(s.res.FollowUps, r.followUps...)
-	if r.failDeployment {
-		s.failDeployment(r.tg.Name)
-	}
-	if r.deployBusy {
-		s.deployBusy = true
-	}
-	return r.places
 }
 
 func addDesired(d, add *api.DesiredUpdates) {

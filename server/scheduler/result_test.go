@@ -7,7 +7,7 @@ import (
 	"github.com/drover/drover/api"
 )
 
-// reconcileGroup only decides: the plan is untouched until applyGroup
+// reconciler.group only decides: the plan is untouched until applyGroup
 // writes the stops, updates and annotation; the placements come back.
 func TestReconcileReturnsResult(t *testing.T) {
 	st := newMemState()
@@ -30,9 +30,9 @@ func TestReconcileReturnsResult(t *testing.T) {
 	if err := s.loadNodes(); err != nil {
 		t.Fatal(err)
 	}
-	r := s.reconcileGroup(job.TaskGroups[0], allocs)
-	if len(s.plan.NodeUpdate) != 0 || len(s.plan.NodeAllocation) != 0 || s.plan.Annotations != nil || len(s.stopped) != 0 {
-		t.Fatalf("reconcile wrote the plan: %+v", s.plan)
+	r := s.rec.group(job.TaskGroups[0], allocs)
+	if len(s.out.plan.NodeUpdate) != 0 || len(s.out.plan.NodeAllocation) != 0 || s.out.plan.Annotations != nil || len(s.led.stopped) != 0 {
+		t.Fatalf("reconcile wrote the plan: %+v", s.out.plan)
 	}
 	var stops []string
 	for _, st := range r.stops {
@@ -48,11 +48,11 @@ func TestReconcileReturnsResult(t *testing.T) {
 		t.Fatalf("desired %+v, want stop 1 place 1 ignore 1", r.desired)
 	}
 	places := s.applyGroup(r)
-	if len(places) != 1 || len(s.plan.NodeUpdate["node-2"]) != 1 || len(s.plan.NodeUpdate["node-1"]) != 1 ||
-		s.plan.NodeUpdate["node-2"][0].ClientStatus != api.AllocClientStatusLost || !s.stopped["extra"] {
-		t.Fatalf("applied plan: %+v", s.plan.NodeUpdate)
+	if len(places) != 1 || len(s.out.plan.NodeUpdate["node-2"]) != 1 || len(s.out.plan.NodeUpdate["node-1"]) != 1 ||
+		s.out.plan.NodeUpdate["node-2"][0].ClientStatus != api.AllocClientStatusLost || !s.led.stopped["extra"] {
+		t.Fatalf("applied plan: %+v", s.out.plan.NodeUpdate)
 	}
-	if got := *s.plan.Annotations.DesiredTGUpdates["web"]; got != r.desired {
+	if got := *s.out.plan.Annotations.DesiredTGUpdates["web"]; got != r.desired {
 		t.Fatalf("annotation %+v, want %+v", got, r.desired)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/drover/drover/api"
-	"github.com/drover/drover/server/fairshare"
 )
 
 // ErrBadEval is returned for an evaluation the scheduler cannot work on
@@ -24,69 +23,32 @@ var ErrBadEval = errors.New("scheduler: bad evaluation")
 // (an unknown Algorithm).
 var ErrBadOptions = errors.New("scheduler: bad options")
 
-// sched is one scheduling pass: the state it reads, the plan it builds
-// and the per-node bookkeeping placement needs. Single-threaded.
-type sched struct {
-	st   State
-	eval *api.Evaluation
-	opts Options
-	job  *api.Job
-	err  error
-	// ctx is the pass's context (ScheduleContext); done is its Done
-	// channel, nil when it cannot end (see cancelled).
-	ctx  context.Context
-	done <-chan struct{}
+// pass is one scheduling pass: it wires the stages (see doc.go) and runs
+// them in order: reconcile each group and apply its decisions, place,
+// then explain what stayed pending and finish the eval. The stages and
+// the records they share are allocated with it, in one piece, and point
+// at each other. Single-threaded.
+type pass struct {
+	env   passEnv
+	out   output
+	nodes nodeIndex
+	quota queueLimits
+	led   ledger
+	m     matcher
+	dev   devicePicker
+	resv  reservations
+	rec   reconciler
+	rk    ranker
+	pre   preemptor
+	pl    placer
+	gangs gangPlacer
+	ex    explainer
 	// refused are the groups left alone because a count is above
 	// Options.MaxGroupCount (refuseOverLimit).
 	refused map[string]bool
-
-	rng      *rand.Rand // ids and dynamic ports; seeded from eval ID and snapshot index
-	shuffleK uint64
-
-	plan *api.Plan
-	res  *Result
-	m    matcher
-
-	nodes    []*nodeState // ready nodes in the job's datacenters and pool, shuffled
-	byID     map[string]*nodeState
-	allNodes map[string]*api.Node
-	dcAvail  map[string]int
-
-	stopped map[string]bool // alloc IDs stopped by this plan
-	jobLive []*api.Allocation
-
-	failed map[string]*api.AllocMetric
-	queued map[string]int
-	class  map[string]bool // computed class -> eligible for some group
-	escape bool
 	// deployBusy: some group still has rollout work (placements,
 	// destructive updates waiting, allocs not yet healthy).
 	deployBusy bool
-	groups     map[string]*tgCtx
-	// victimGangs caches other jobs' gangs preemption looked at; unitBuf
-	// and singleBuf are its scratch buffers (preempt.go).
-	victimGangs map[string]*victimGang
-	unitBuf     []victimUnit
-	singleBuf   []*api.Allocation
-	resv        reserveState // reservations (reserve.go)
-	quota       quotaState   // queue limits (quota.go)
-	// tally is what each queue holds as this pass places and evicts
-	// (reclaim.go; nil without Options.FairShare).
-	tally *fairshare.Tally
-
-	changed   changeLog   // nodes whose usage changed, for device indexes
-	undo      []undoEntry // node-state changes since the outermost open checkpoint
-	undoDepth int         // open checkpoints
-
-	attempt   *gangAttempt    // an open gang attempt: placements held apart from the plan
-	noRetry   map[string]bool // failed groups not to retry (timed-out gangs): no blocked eval for them
-	gangNotes []string        // for the eval's status description
-	// gangsFailed: some gang (or all_at_once job) was not placed.
-	gangsFailed bool
-	// relaxedPreempt: preemption's victim rules relaxed to every
-	// lower-priority alloc, to explain a pending group (explain_pending.go).
-	relaxedPreempt bool
-	explainQueue   string // the queue whose limit a group explained now is at
 }
 
 // Schedule is ScheduleContext with a context that never ends.
@@ -121,8 +83,8 @@ func ScheduleContext(ctx context.Context, st State, eval *api.Evaluation, opts O
 	if err != nil {
 		return nil, fmt.Errorf("schedule eval %s: read job %q: %w", eval.ID, eval.JobID, err)
 	}
-	s := newPass(st, eval, opts, job)
-	s.ctx, s.done = ctx, ctx.Done()
+	p := newPass(st, eval, opts, job)
+	p.env.ctx, p.env.done = ctx, ctx.Done()
 	allocs, err := st.AllocsByJob(ns, eval.JobID)
 	if err != nil {
 		return nil, fmt.Errorf("schedule eval %s: read allocs: %w", eval.ID, err)
@@ -130,215 +92,259 @@ func ScheduleContext(ctx context.Context, st State, eval *api.Evaluation, opts O
 	if job == nil || job.Stop {
 		for _, a := range allocs {
 			if !a.TerminalStatus() {
-				s.stop(a, "alloc not needed since job is stopped", "")
+				p.pl.stop(a, "alloc not needed since job is stopped", "")
 			}
 		}
-		return s.finish(), nil
+		return p.finish(), nil
 	}
 	if job.IsPeriodic() || job.IsParameterized() {
 		// Templates: their launches (child jobs) are what get placed.
-		return s.finish(), nil
+		return p.finish(), nil
 	}
-	if err := s.loadNodes(); err != nil {
+	if err := p.loadNodes(); err != nil {
 		return nil, err
 	}
-	s.quotaLoad() // before any stop: stops give back queue usage
+	p.pl.loadQuota() // before any stop: stops give back queue usage
 	switch job.Type {
 	case api.JobTypeSystem, api.JobTypeSysBatch:
-		s.scheduleSystem(allocs)
+		p.scheduleSystem(allocs)
 	default:
-		s.scheduleGeneric(allocs)
+		p.scheduleGeneric(allocs)
 	}
-	if s.err != nil {
-		return nil, fmt.Errorf("schedule eval %s: %w", eval.ID, s.err)
+	if p.env.err != nil {
+		return nil, fmt.Errorf("schedule eval %s: %w", eval.ID, p.env.err)
 	}
-	return s.finish(), nil
+	return p.finish(), nil
 }
 
-// newPass sets up one scheduling pass of eval for job (nil when gone).
-func newPass(st State, eval *api.Evaluation, opts Options, job *api.Job) *sched {
-	s := &sched{
-		st: st, eval: eval, opts: opts, job: job,
-		stopped: map[string]bool{},
-		failed:  map[string]*api.AllocMetric{},
-		queued:  map[string]int{},
-		class:   map[string]bool{},
-		groups:  map[string]*tgCtx{},
-		noRetry: map[string]bool{},
-		refused: map[string]bool{},
-	}
+// newPass sets up one scheduling pass of eval for job (nil when gone):
+// the shared inputs, the plan, and the stages wired to them.
+func newPass(st State, eval *api.Evaluation, opts Options, job *api.Job) *pass {
+	p := &pass{refused: map[string]bool{}}
+	env := &p.env
+	*env = passEnv{st: st, eval: eval, opts: opts, job: job}
 	h := fnv.New64a()
 	h.Write([]byte(eval.ID))
-	s.shuffleK = h.Sum64()
+	env.shuffleK = h.Sum64()
 	var idx [8]byte
 	binary.LittleEndian.PutUint64(idx[:], st.Index())
 	h.Write(idx[:])
-	s.rng = rand.New(rand.NewPCG(s.shuffleK, h.Sum64()))
-	s.plan = &api.Plan{EvalID: eval.ID, Priority: eval.Priority, SnapshotIndex: st.Index()}
+	env.rng = rand.New(rand.NewPCG(env.shuffleK, h.Sum64()))
+	plan := &api.Plan{EvalID: eval.ID, Priority: eval.Priority, SnapshotIndex: st.Index()}
 	if job != nil {
-		s.plan.Job = job
-		s.plan.Priority = job.Priority
+		plan.Job = job
+		plan.Priority = job.Priority
 	}
-	s.res = &Result{Plan: s.plan}
-	return s
+	out := &p.out
+	*out = output{
+		plan: plan, res: &Result{Plan: plan},
+		failed: map[string]*api.AllocMetric{}, queued: map[string]int{},
+		noRetry: map[string]bool{}, class: map[string]bool{},
+	}
+	p.led = ledger{env: env, idx: &p.nodes, quota: &p.quota, stopped: map[string]bool{}}
+	p.dev = devicePicker{m: &p.m}
+	p.resv = reservations{env: env}
+	p.rec = reconciler{env: env, nodes: &p.nodes, plan: plan}
+	p.rk = ranker{env: env, out: out, led: &p.led, nodes: &p.nodes, quota: &p.quota, resv: &p.resv,
+		dev: &p.dev, m: &p.m, groups: map[string]*tgCtx{}}
+	p.pre = preemptor{env: env, room: &p.rk}
+	p.pl = placer{env: env, out: out, led: &p.led, rk: &p.rk, pre: &p.pre, quota: &p.quota, resv: &p.resv,
+		dev: &p.dev, gangs: &p.gangs}
+	p.gangs = gangPlacer{env: env, out: out, pl: &p.pl, rk: &p.rk, led: &p.led, nodes: &p.nodes}
+	p.ex = explainer{env: env, room: &p.rk, pre: &p.pre, quota: &p.quota}
+	return p
 }
 
-// loadNodes reads every node, keeps the ready ones in the job's
-// datacenters and pool, and shuffles them with a seed from the eval ID.
-func (s *sched) loadNodes() error {
-	nodes, err := s.st.Nodes()
-	if err != nil {
-		return fmt.Errorf("schedule eval %s: read nodes: %w", s.eval.ID, err)
+// loadNodes reads every node and keeps the placement candidates (see
+// ledger.loadNodes).
+func (p *pass) loadNodes() error {
+	return p.led.loadNodes()
+}
+
+// scheduleGeneric reconciles a service or batch job group by group, then
+// makes the placements (stops first, so freed capacity is reusable).
+func (p *pass) scheduleGeneric(allocs []*api.Allocation) {
+	job := p.env.job
+	byGroup := map[string][]*api.Allocation{}
+	var names []string
+	var live []*api.Allocation
+	for _, a := range allocs {
+		if !a.TerminalStatus() {
+			live = append(live, a)
+		}
+		if _, ok := byGroup[a.TaskGroup]; !ok {
+			names = append(names, a.TaskGroup)
+		}
+		byGroup[a.TaskGroup] = append(byGroup[a.TaskGroup], a)
 	}
-	s.allNodes = make(map[string]*api.Node, len(nodes))
-	s.dcAvail = map[string]int{}
-	s.byID = map[string]*nodeState{}
-	store := make([]nodeState, 0, len(nodes))
-	for _, n := range nodes {
-		s.allNodes[n.ID] = n
-		if !n.Ready() || !dcMatch(s.job.Datacenters, n.Datacenter) || !poolMatch(s.job.NodePool, n.NodePool) {
+	p.rk.setJobLive(live)
+	sort.Strings(names)
+	for _, g := range names {
+		if job.LookupTaskGroup(g) != nil {
 			continue
 		}
-		s.dcAvail[n.Datacenter]++
-		store = append(store, nodeState{node: n})
-	}
-	s.nodes = make([]*nodeState, len(store))
-	for i := range store {
-		s.nodes[i] = &store[i]
-	}
-	// Sort by ID first so the shuffle depends only on the seed, not on
-	// the order the state returned nodes in.
-	sort.Slice(s.nodes, func(i, j int) bool { return s.nodes[i].node.ID < s.nodes[j].node.ID })
-	r := rand.New(rand.NewPCG(s.shuffleK, 0x9e3779b97f4a7c15))
-	for i := len(s.nodes) - 1; i > 0; i-- {
-		j := r.IntN(i + 1)
-		s.nodes[i], s.nodes[j] = s.nodes[j], s.nodes[i]
-	}
-	for i, ns := range s.nodes {
-		ns.pos = i
-		s.byID[ns.node.ID] = ns
-	}
-	return nil
-}
-
-// stop records a stop of a live alloc and frees its resources.
-func (s *sched) stop(a *api.Allocation, desc, clientStatus string) *api.Allocation {
-	s.markStopped(a)
-	s.plan.AppendStoppedAlloc(a, desc, clientStatus)
-	list := s.plan.NodeUpdate[a.NodeID]
-	c := list[len(list)-1]
-	c.ModifyTime = s.opts.Now.UnixNano()
-	if ns := s.byID[a.NodeID]; ns != nil && ns.loaded {
-		s.removeFrom(ns, a)
-	}
-	return c
-}
-
-// cancelled reports whether the pass's context ended, recording its
-// error as the pass's. Placement loops check it before each placement (a
-// non-blocking receive: cheap enough for every one).
-func (s *sched) cancelled() bool {
-	select {
-	case <-s.done:
-		if s.err == nil {
-			s.err = fmt.Errorf("placement stopped: %w", s.ctx.Err())
+		for _, a := range byGroup[g] {
+			if !a.TerminalStatus() {
+				p.pl.stop(a, "alloc not needed since its group was removed from the job", "")
+				p.out.annotate(g).Stop++
+			}
 		}
-		return true
-	default:
-		return false
+	}
+	p.refuseOverLimit()
+	var places []*placement
+	for _, tg := range job.TaskGroups {
+		if p.refused[tg.Name] {
+			continue
+		}
+		places = append(places, p.applyGroup(p.rec.group(tg, byGroup[tg.Name]))...)
+	}
+	p.rec.completeDeployment(p.deployBusy, len(p.out.failed) > 0)
+	// Every group's context exists before the first placement so that
+	// job-wide counters (distinct_property) see all of this pass's allocs.
+	for _, tg := range job.TaskGroups {
+		p.rk.group(tg)
+	}
+	// Place the groups in job order, each group's allocs by index; a
+	// gang's groups together, all-or-nothing (gang.go).
+	p.pl.placeAll(places, byGroup, p.refused)
+}
+
+// applyGroup writes one group's decisions into the plan: the annotation,
+// the stops (releasing their node usage), the updates, the follow-up evals
+// and the deployment verdict. It returns the placements to make.
+func (p *pass) applyGroup(r *groupResult) []*placement {
+	addDesired(p.out.annotate(r.tg.Name), &r.desired)
+	for _, st := range r.stops {
+		p.pl.stop(st.alloc, st.desc, st.client)
+	}
+	for _, c := range r.updates {
+		p.out.plan.AppendAlloc(c)
+	}
+	p.out.res.FollowUps = append(p.out.res.FollowUps, r.followUps...)
+	if r.failDeployment {
+		p.rec.failDeployment(r.tg.Name)
+	}
+	if r.deployBusy {
+		p.deployBusy = true
+	}
+	return r.places
+}
+
+// refuseOverLimit leaves alone every group whose count is above
+// Options.MaxGroupCount, with the other groups of its gang (all groups of
+// an all_at_once job): nothing of them is reconciled or placed, each fails
+// with an api.PendingCountLimit reason and no blocked eval (more capacity
+// would not help; a new job version brings a new eval). Running allocs
+// keep running: a job stored before the bound was set or lowered is not
+// cut down by it.
+func (p *pass) refuseOverLimit() {
+	limit := p.env.opts.MaxGroupCount
+	if limit <= 0 {
+		limit = DefaultMaxGroupCount
+	}
+	job := p.env.job
+	why := map[string]string{} // gang ID -> the reason its groups are refused
+	for _, tg := range job.TaskGroups {
+		if tg.Count <= limit {
+			continue
+		}
+		msg := fmt.Sprintf("group %q count %d is above the server's limit of %d (job_max_group_count): nothing of it is placed until the job is changed",
+			tg.Name, tg.Count, limit)
+		p.refuseGroup(tg, msg)
+		if id := gangID(job, tg); id != "" && why[id] == "" {
+			why[id] = msg
+		}
+	}
+	for _, tg := range job.TaskGroups {
+		if id := gangID(job, tg); id != "" && why[id] != "" && !p.refused[tg.Name] {
+			p.refuseGroup(tg, fmt.Sprintf("placed together with another group: %s", why[id]))
+		}
 	}
 }
 
-// newID returns a random UUID v4 from the pass's seeded generator.
-func (s *sched) newID() string {
-	var b [16]byte
-	binary.LittleEndian.PutUint64(b[:8], s.rng.Uint64())
-	binary.LittleEndian.PutUint64(b[8:], s.rng.Uint64())
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	const hex = "0123456789abcdef"
-	out := make([]byte, 36)
-	j := 0
-	for i, c := range b {
-		if i == 4 || i == 6 || i == 8 || i == 10 {
-			out[j] = '-'
-			j++
-		}
-		out[j], out[j+1] = hex[c>>4], hex[c&0xf]
-		j += 2
+// gangID names the gang a group is placed with (the job-wide one of an
+// all_at_once job without gang blocks, as placeAll), or "".
+func gangID(job *api.Job, tg *api.TaskGroup) string {
+	g, id := job.GangOf(tg)
+	if g == nil && job.AllAtOnce {
+		return api.GangJobWide
 	}
-	return string(out)
+	return id
+}
+
+func (p *pass) refuseGroup(tg *api.TaskGroup, msg string) {
+	p.refused[tg.Name] = true
+	p.out.failed[tg.Name] = &api.AllocMetric{NodesInPool: p.led.size(),
+		Reasons: []api.PendingReason{{Kind: api.PendingCountLimit, Message: msg}}}
+	p.out.noRetry[tg.Name] = true
+	p.out.queued[tg.Name] = 0
+}
+
+// explainPending fills the Reasons and Counterfactuals of every failed
+// group (the explainer).
+func (p *pass) explainPending() {
+	p.ex.pending(p.out.failed, p.refused)
 }
 
 // finish fills the eval copy, blocked eval and annotations.
-func (s *sched) finish() *Result {
-	e := s.eval.Copy()
+func (p *pass) finish() *Result {
+	env, out := p.env, p.out
+	e := env.eval.Copy()
 	e.Status = api.EvalStatusComplete
 	e.StatusDescription = ""
-	e.SnapshotIndex = s.st.Index()
-	e.ModifyTime = s.opts.Now.UnixNano()
+	e.SnapshotIndex = env.st.Index()
+	e.ModifyTime = env.opts.Now.UnixNano()
 	e.Reservation = nil // a blocked eval's reservation ends when it is evaluated
-	if len(s.failed) > 0 {
-		s.explainPending()
-		e.FailedTGAllocs = s.failed
+	if len(out.failed) > 0 {
+		p.explainPending()
+		e.FailedTGAllocs = out.failed
 		e.StatusDescription = "some allocations could not be placed"
 	}
-	if len(s.queued) > 0 {
-		e.QueuedAllocations = s.queued
+	if len(out.queued) > 0 {
+		e.QueuedAllocations = out.queued
 	}
-	for _, n := range s.gangNotes {
+	for _, n := range out.notes {
 		e.StatusDescription += "; " + n
 	}
 	retry := false
-	for g := range s.failed {
-		if !s.noRetry[g] {
+	for g := range out.failed {
+		if !out.noRetry[g] {
 			retry = true
 		}
 	}
-	if retry && s.job != nil {
+	res := out.res
+	if retry && env.job != nil {
 		b := &api.Evaluation{
-			ID: s.newID(), Namespace: e.Namespace, Priority: e.Priority, Type: e.Type,
-			TriggeredBy: api.EvalTriggerQueuedAllocs, JobID: e.JobID, JobModifyIndex: s.job.JobModifyIndex,
+			ID: env.newID(), Namespace: e.Namespace, Priority: e.Priority, Type: e.Type,
+			TriggeredBy: api.EvalTriggerQueuedAllocs, JobID: e.JobID, JobModifyIndex: env.job.JobModifyIndex,
 			Status: api.EvalStatusBlocked, StatusDescription: "created to place remaining allocations",
-			PreviousEval: e.ID, ClassEligibility: s.class, EscapedComputedClass: s.escape,
-			QueuedAllocations: maps.Clone(s.queued), CreateTime: s.opts.Now.UnixNano(), ModifyTime: s.opts.Now.UnixNano(),
+			PreviousEval: e.ID, ClassEligibility: out.class, EscapedComputedClass: out.escape,
+			QueuedAllocations: maps.Clone(out.queued), CreateTime: env.opts.Now.UnixNano(), ModifyTime: env.opts.Now.UnixNano(),
 		}
 		if b.Namespace == "" {
 			b.Namespace = api.DefaultNamespace
 		}
-		b.Reservation = s.reservation()
-		s.res.Blocked = b
+		b.Reservation = p.pl.reservation()
+		res.Blocked = b
 		e.BlockedEval = b.ID
 	}
-	for _, f := range s.res.FollowUps {
+	for _, f := range res.FollowUps {
 		f.PreviousEval = e.ID
 	}
-	if len(s.res.FollowUps) > 0 {
-		e.NextEval = s.res.FollowUps[0].ID
+	if len(res.FollowUps) > 0 {
+		e.NextEval = res.FollowUps[0].ID
 	}
-	s.res.Eval = e
-	if l := s.opts.Logger; l != nil {
+	res.Eval = e
+	if l := env.opts.Logger; l != nil {
 		placed := 0
-		for _, list := range s.plan.NodeAllocation {
+		for _, list := range out.plan.NodeAllocation {
 			placed += len(list)
 		}
-		l.Debug("scheduled eval", "eval", e.ID, "job", e.JobID, "nodes", len(s.nodes),
-			"allocs_placed_or_updated", placed, "stopped", len(s.stopped), "failed_groups", len(s.failed),
-			"followups", len(s.res.FollowUps))
+		l.Debug("scheduled eval", "eval", e.ID, "job", e.JobID, "nodes", p.led.size(),
+			"allocs_placed_or_updated", placed, "stopped", p.led.stoppedCount(), "failed_groups", len(out.failed),
+			"followups", len(res.FollowUps))
 	}
-	return s.res
-}
-
-func (s *sched) annotate(group string) *api.DesiredUpdates {
-	if s.plan.Annotations == nil {
-		s.plan.Annotations = &api.PlanAnnotations{DesiredTGUpdates: map[string]*api.DesiredUpdates{}}
-	}
-	d := s.plan.Annotations.DesiredTGUpdates[group]
-	if d == nil {
-		d = &api.DesiredUpdates{}
-		s.plan.Annotations.DesiredTGUpdates[group] = d
-	}
-	return d
+	return res
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }

@@ -17,26 +17,26 @@ import (
 // maxDomainTries bounds the single domains tried for one gang.
 const maxDomainTries = 8
 
-// attemptGang places the gang's members, packed by its topology when it
-// has one. It returns the held placements, whether at least need fit
+// attempt places the gang's members, packed by its topology when it has
+// one. It returns the held placements, whether at least need fit
 // (then they are kept in node state, not yet in the plan) and, when
 // none did, why topology ruled the rest out.
-func (s *sched) attemptGang(run *gangRun, need int) ([]heldAlloc, bool, string) {
+func (g *gangPlacer) attempt(run *gangRun, need int) ([]heldAlloc, bool, string) {
 	t := run.gang.Topology
 	if t == nil || run.plain {
-		held, ok, got := s.tryGang(run, need, nil)
+		held, ok, got := g.tryGang(run, need, nil)
 		if !ok {
-			s.applyAttemptMetrics(got)
+			g.applyAttemptMetrics(got)
 		}
 		return held, ok, ""
 	}
 	key := api.TopologyMetaPrefix + t.Level
-	doms, room := s.domainRoom(run, key)
+	doms, room := g.domainRoom(run, key)
 	want := len(run.places)
 	// Replacements go to the running members' domains first.
 	home := map[string]bool{}
 	for _, a := range run.live {
-		if n := s.allNodes[a.NodeID]; n != nil && n.Meta[key] != "" {
+		if n := g.nodes.node(a.NodeID); n != nil && n.Meta[key] != "" {
 			home[n.Meta[key]] = true
 		}
 	}
@@ -66,8 +66,8 @@ func (s *sched) attemptGang(run *gangRun, need int) ([]heldAlloc, bool, string) 
 			break
 		}
 		var ok bool
-		held, ok, last = s.tryGang(run, need, func(ns *nodeState) bool { return ns.node.Meta[key] == d })
-		if ok || s.err != nil {
+		held, ok, last = g.tryGang(run, need, func(ns *nodeState) bool { return ns.node.Meta[key] == d })
+		if ok || g.env.err != nil {
 			return held, ok, ""
 		}
 	}
@@ -75,13 +75,13 @@ func (s *sched) attemptGang(run *gangRun, need int) ([]heldAlloc, bool, string) 
 	if t.Mode == api.TopologyRequired {
 		if last == nil {
 			// Nothing tried: explain with one unrestricted attempt.
-			_, ok, got := s.tryGangDry(run, need)
+			_, ok, got := g.tryGangDry(run, need)
 			if ok {
 				why += " (it would fit across domains)"
 			}
 			last = got
 		}
-		s.applyAttemptMetrics(last)
+		g.applyAttemptMetrics(last)
 		return nil, false, why
 	}
 	// Preferred: the fewest domains, largest first.
@@ -95,38 +95,38 @@ func (s *sched) attemptGang(run *gangRun, need int) ([]heldAlloc, bool, string) 
 		sum += room[d]
 	}
 	if sum >= need && len(set) > 1 {
-		held, ok, got := s.tryGang(run, need, func(ns *nodeState) bool { return set[ns.node.Meta[key]] })
-		if ok || s.err != nil {
+		held, ok, got := g.tryGang(run, need, func(ns *nodeState) bool { return set[ns.node.Meta[key]] })
+		if ok || g.env.err != nil {
 			return held, ok, ""
 		}
 		last = got
 	}
-	held, ok, got := s.tryGang(run, need, nil)
+	held, ok, got := g.tryGang(run, need, nil)
 	if !ok {
 		if got == nil {
 			got = last
 		}
-		s.applyAttemptMetrics(got)
+		g.applyAttemptMetrics(got)
 	}
 	return held, ok, ""
 }
 
 // tryGangDry is an unrestricted attempt that is always rolled back.
-func (s *sched) tryGangDry(run *gangRun, need int) ([]heldAlloc, bool, map[string]*api.AllocMetric) {
-	saved := s.saveGangMetrics(run)
-	cp := s.checkpoint()
-	held := s.placeHeld(run)
-	s.rollback(cp)
-	s.dropCanaries(held)
-	return held, len(held) >= need, s.restoreGangMetrics(run, saved)
+func (g *gangPlacer) tryGangDry(run *gangRun, need int) ([]heldAlloc, bool, map[string]*api.AllocMetric) {
+	saved := g.saveMetrics(run)
+	cp := g.led.checkpoint()
+	held := g.placeHeld(run)
+	g.led.rollback(cp)
+	g.dropCanaries(held)
+	return held, len(held) >= need, g.restoreMetrics(run, saved)
 }
 
 // applyAttemptMetrics writes an attempt's failure metrics back (the
 // attempt restored the earlier ones when it rolled back).
-func (s *sched) applyAttemptMetrics(got map[string]*api.AllocMetric) {
-	for g, m := range got {
+func (g *gangPlacer) applyAttemptMetrics(got map[string]*api.AllocMetric) {
+	for name, m := range got {
 		if m != nil {
-			s.failed[g] = m
+			g.out.failed[name] = m
 		}
 	}
 }
@@ -135,7 +135,7 @@ func (s *sched) applyAttemptMetrics(got map[string]*api.AllocMetric) {
 // (in node order of first appearance) and an estimate of how many gang
 // members each holds now: per feasible node, how many times the largest
 // group's ask fits its free cpu, memory, disk and devices.
-func (s *sched) domainRoom(run *gangRun, key string) ([]string, map[string]int) {
+func (g *gangPlacer) domainRoom(run *gangRun, key string) ([]string, map[string]int) {
 	var ref *api.TaskGroup
 	n := map[string]int{}
 	for _, p := range run.places {
@@ -144,11 +144,11 @@ func (s *sched) domainRoom(run *gangRun, key string) ([]string, map[string]int) 
 			ref = p.tg
 		}
 	}
-	tc := s.newTG(ref)
+	tc := g.rk.group(ref)
 	want := len(run.places)
 	var doms []string
 	room := map[string]int{}
-	for _, ns := range s.nodes {
+	for _, ns := range g.led.candidates() {
 		d := ns.node.Meta[key]
 		if d == "" {
 			continue
@@ -157,7 +157,7 @@ func (s *sched) domainRoom(run *gangRun, key string) ([]string, map[string]int) 
 			doms = append(doms, d)
 			room[d] = 0
 		}
-		room[d] += s.slots(tc, ns, want)
+		room[d] += g.slots(tc, ns, want)
 	}
 	return doms, room
 }
@@ -166,8 +166,8 @@ func (s *sched) domainRoom(run *gangRun, key string) ([]string, map[string]int) 
 // the feasibility checks and the ledger's fit, then the free amounts over
 // the ask; devices are counted as free healthy instances, not picked
 // (cheaper; the attempt that follows places for real).
-func (s *sched) slots(tc *tgCtx, ns *nodeState, limit int) int {
-	if !s.eligible(tc, ns) {
+func (g *gangPlacer) slots(tc *tgCtx, ns *nodeState, limit int) int {
+	if !g.rk.eligible(tc, ns) {
 		return 0
 	}
 	ask := tc.ask

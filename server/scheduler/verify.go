@@ -30,17 +30,17 @@ func NodePlanFits(st State, plan *api.Plan, nodeID string) (bool, string, error)
 	if n.NodeResources == nil {
 		return false, "node has no resources", nil
 	}
-	s := &sched{st: st, stopped: map[string]bool{}}
+	l := &ledger{env: &passEnv{st: st}, idx: &nodeIndex{}, quota: &queueLimits{}, stopped: map[string]bool{}}
 	for _, a := range plan.NodeUpdate[nodeID] {
-		s.stopped[a.ID] = true
+		l.stopped[a.ID] = true
 	}
 	for _, a := range plan.NodePreemptions[nodeID] {
-		s.stopped[a.ID] = true
+		l.stopped[a.ID] = true
 	}
 	ns := &nodeState{node: n}
-	s.load(ns)
-	if s.err != nil {
-		return false, "", fmt.Errorf("allocs of node %s: %w", nodeID, s.err)
+	l.load(ns)
+	if l.env.err != nil {
+		return false, "", fmt.Errorf("allocs of node %s: %w", nodeID, l.env.err)
 	}
 	for _, a := range placed {
 		ns.removeAlloc(a, nil) // an in-place update: the plan's copy replaces it
