@@ -132,6 +132,15 @@ type NodeDevice struct {
 	// Links describes the interconnect to every peer device on the node,
 	// keyed by the peer's ID (drover addition for topology-aware placement).
 	Links map[string]DeviceLink `json:"Links,omitempty"`
+	// Minor is the device minor number the driver gave the GPU
+	// (/dev/nvidia<Minor>); a MIG instance's is its GPU's. Nil when the
+	// fingerprint does not know it.
+	Minor *int `json:"Minor,omitempty"`
+	// DevicePaths are the host device nodes a task given this instance
+	// needs, besides the vendor's control devices: /dev/nvidia3 for a
+	// GPU; for a MIG instance its GPU's node and the /dev/nvidia-caps
+	// nodes of its GPU and compute instance. Clients expose exactly these.
+	DevicePaths []string `json:"DevicePaths,omitempty"`
 }
 
 // NodeDeviceLocality places a device on the host.

@@ -8,7 +8,10 @@
 // runtime.
 //
 // OwnSecrets is shared by the drivers that run a task as some user: it
-// hands the task's secrets/ to that user.
+// hands the task's secrets/ to that user. NvidiaControlDevices is the one
+// list of NVIDIA control device nodes: the client puts them, with the
+// allocated GPUs' own nodes, in TaskConfig.Devices, and drivers expose
+// that list as given.
 //
 // Imports: no drover package but api (a test enforces this).
 //

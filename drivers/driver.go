@@ -142,6 +142,11 @@ type DeviceSpec struct {
 	HostPath    string
 	TaskPath    string
 	Permissions string // "rwm"
+	// Vendor is the vendor of the allocated device the node belongs to
+	// (VendorNvidia for a GPU's nodes and the control devices), "" for
+	// other nodes. Drivers that need a vendor's user-space libraries
+	// decide from it.
+	Vendor string
 }
 
 // MountSpec is a bind mount.

@@ -2,7 +2,9 @@
 // it builds the task's environment (DROVER_* and NOMAD_* variables, GPU
 // visibility, a gang member's DROVER_GANG_* and torch.distributed
 // MASTER_ADDR/MASTER_PORT/WORLD_SIZE/RANK, which the job's env overrides),
-// interpolates ${...} in driver config and env, fetches
+// hands the driver the device nodes of its GPUs (the paths the node's
+// fingerprint gives each allocated instance, plus the NVIDIA control
+// devices), interpolates ${...} in driver config and env, fetches
 // http(s) artifacts and the dispatch payload, renders templates, starts
 // the task (or reattaches to it after an agent
 // restart), waits for it, applies the restart policy, kills it with the

@@ -172,55 +172,57 @@ func addPorts(set func(k, v string), ip string, ports []api.Port) {
 func GPUIDs(tr *api.AllocatedTaskResources) []string {
 	var ids []string
 	for _, d := range tr.Devices {
-		if d.Vendor == "nvidia" {
+		if d.Vendor == drivers.VendorNvidia {
 			ids = append(ids, d.DeviceIDs...)
 		}
 	}
 	return ids
 }
 
-// GPUDeviceSpecs returns the device nodes a task with GPUs needs: for
-// each assigned GPU /dev/nvidia<N>, where N is the minor number the NVIDIA
-// driver reports for the device's PCI address (see gpuMinor), else the
-// GPU's position among the node's fingerprinted NVIDIA instances, plus
-// /dev/nvidiactl, /dev/nvidia-uvm and /dev/nvidia-uvm-tools. Only nodes
-// present on the host (under devRoot, "" = "/") are returned.
+// GPUDeviceSpecs returns the device nodes a task given GPUs needs: the
+// device paths the node's fingerprint gives each assigned instance
+// (api.NodeDevice.DevicePaths: /dev/nvidia<minor>, a MIG instance's
+// capability nodes), each once, then drivers.NvidiaControlDevices. An
+// instance the fingerprint gives no paths adds none. Only nodes present
+// on the host (under devRoot, "" = "/") are returned.
 func GPUDeviceSpecs(tr *api.AllocatedTaskResources, node *api.Node, devRoot string) []*drivers.DeviceSpec {
 	ids := GPUIDs(tr)
 	if len(ids) == 0 {
 		return nil
 	}
-	index := map[string]int{}
+	instPaths := map[string][]string{}
 	if node != nil && node.NodeResources != nil {
-		i := 0
 		for _, d := range node.NodeResources.Devices {
-			if d.Vendor != "nvidia" {
+			if d.Vendor != drivers.VendorNvidia {
 				continue
 			}
 			for _, inst := range d.Instances {
-				index[inst.ID] = i
-				if m, ok := gpuMinor(orDefault(devRoot, "/"), inst); ok {
-					index[inst.ID] = m
-				}
-				i++
+				instPaths[inst.ID] = inst.DevicePaths
 			}
 		}
 	}
 	var paths []string
-	seen := map[int]bool{}
-	for _, id := range ids {
-		if i, ok := index[id]; ok && !seen[i] { // MIG instances share their GPU's node
-			seen[i] = true
-			paths = append(paths, "/dev/nvidia"+strconv.Itoa(i))
+	seen := map[string]bool{}
+	add := func(p string) {
+		if !seen[p] { // MIG instances share their GPU's node
+			seen[p] = true
+			paths = append(paths, p)
 		}
 	}
-	paths = append(paths, "/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools")
+	for _, id := range ids {
+		for _, p := range instPaths[id] {
+			add(p)
+		}
+	}
+	for _, p := range drivers.NvidiaControlDevices {
+		add(p)
+	}
 	var out []*drivers.DeviceSpec
 	for _, p := range paths {
 		if _, err := os.Stat(filepath.Join(orDefault(devRoot, "/"), p)); err != nil {
 			continue
 		}
-		out = append(out, &drivers.DeviceSpec{HostPath: p, TaskPath: p, Permissions: "rwm"})
+		out = append(out, &drivers.DeviceSpec{HostPath: p, TaskPath: p, Permissions: "rwm", Vendor: drivers.VendorNvidia})
 	}
 	return out
 }

@@ -27,7 +27,8 @@ func testAlloc() (*api.Allocation, *api.Task, *api.Node) {
 	n := &api.Node{ID: "node-1", Name: "n1", Datacenter: "dc9", NodeClass: "gpu", NodePool: "ml",
 		Attributes: map[string]string{"kernel.name": "linux", "unique.hostname": "box"}, Meta: map[string]string{"rack": "r7"},
 		NodeResources: &api.NodeResources{Devices: []*api.NodeDeviceResource{{Vendor: "nvidia", Type: "gpu", Name: "H100",
-			Instances: []*api.NodeDevice{{ID: "GPU-z"}, {ID: "GPU-a"}, {ID: "GPU-b"}}}}}}
+			Instances: []*api.NodeDevice{{ID: "GPU-z", DevicePaths: []string{"/dev/nvidia0"}},
+				{ID: "GPU-a", DevicePaths: []string{"/dev/nvidia1"}}, {ID: "GPU-b", DevicePaths: []string{"/dev/nvidia2"}}}}}}}
 	return a, t, n
 }
 
@@ -79,13 +80,78 @@ func TestGPUDeviceSpecs(t *testing.T) {
 	for _, s := range specs {
 		got = append(got, s.HostPath)
 	}
-	// GPU-a and GPU-b are instances 1 and 2; nvidia-uvm-tools is absent.
+	// GPU-a and GPU-b are /dev/nvidia1 and 2; nvidia-uvm-tools is absent.
 	want := []string{"/dev/nvidia1", "/dev/nvidia2", "/dev/nvidiactl", "/dev/nvidia-uvm"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("device specs (-want +got):\n%s", diff)
 	}
 	if s := GPUDeviceSpecs(&api.AllocatedTaskResources{}, n, dev); s != nil {
 		t.Errorf("specs without GPUs = %v, want none", s)
+	}
+}
+
+// TestGPUDeviceSpecsFromFingerprint: a task's device nodes are the
+// fingerprinted paths of its instances, whatever their position: the GPU
+// with minor 5 listed first gets /dev/nvidia5, MIG instances their GPU's
+// node once and their own capability nodes; then the control devices.
+// The task sees the instances' UUIDs.
+func TestGPUDeviceSpecsFromFingerprint(t *testing.T) {
+	root := t.TempDir()
+	for _, f := range []string{"dev/nvidia0", "dev/nvidia3", "dev/nvidia5", "dev/nvidiactl", "dev/nvidia-uvm", "dev/nvidia-uvm-tools",
+		"dev/nvidia-caps/nvidia-cap30", "dev/nvidia-caps/nvidia-cap31", "dev/nvidia-caps/nvidia-cap39", "dev/nvidia-caps/nvidia-cap40"} {
+		p := filepath.Join(root, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	minor := func(n int) *int { return &n }
+	n := &api.Node{NodeResources: &api.NodeResources{Devices: []*api.NodeDeviceResource{
+		{Vendor: "nvidia", Type: "gpu", Name: "H100", Instances: []*api.NodeDevice{
+			{ID: "GPU-h", Minor: minor(5), DevicePaths: []string{"/dev/nvidia5"}},
+			{ID: "GPU-x", Minor: minor(0), DevicePaths: []string{"/dev/nvidia0"}},
+			{ID: "GPU-nominor"}}},
+		{Vendor: "nvidia", Type: "mig", Name: "A100 MIG 1g.5gb", Instances: []*api.NodeDevice{
+			{ID: "MIG-1", Minor: minor(3), DevicePaths: []string{"/dev/nvidia3", "/dev/nvidia-caps/nvidia-cap30", "/dev/nvidia-caps/nvidia-cap31"}},
+			{ID: "MIG-2", Minor: minor(3), DevicePaths: []string{"/dev/nvidia3", "/dev/nvidia-caps/nvidia-cap39", "/dev/nvidia-caps/nvidia-cap40"}}}},
+	}}}
+	for _, c := range []struct {
+		name  string
+		devs  []*api.AllocatedDeviceResource
+		paths []string
+		ids   string
+	}{
+		{"gpu with minor 5 at position 0", []*api.AllocatedDeviceResource{{Vendor: "nvidia", Type: "gpu", Name: "H100", DeviceIDs: []string{"GPU-h"}}},
+			[]string{"/dev/nvidia5", "/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"}, "GPU-h"},
+		{"gpu without a fingerprinted minor", []*api.AllocatedDeviceResource{{Vendor: "nvidia", Type: "gpu", Name: "H100", DeviceIDs: []string{"GPU-nominor"}}},
+			[]string{"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"}, "GPU-nominor"},
+		{"two MIG instances of one GPU", []*api.AllocatedDeviceResource{{Vendor: "nvidia", Type: "mig", Name: "A100 MIG 1g.5gb", DeviceIDs: []string{"MIG-1", "MIG-2"}}},
+			[]string{"/dev/nvidia3", "/dev/nvidia-caps/nvidia-cap30", "/dev/nvidia-caps/nvidia-cap31", "/dev/nvidia-caps/nvidia-cap39",
+				"/dev/nvidia-caps/nvidia-cap40", "/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"}, "MIG-1,MIG-2"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tk := &api.Task{Name: "train"}
+			a := &api.Allocation{ID: "a1", AllocatedResources: &api.AllocatedResources{
+				Tasks: map[string]*api.AllocatedTaskResources{"train": {Devices: c.devs}}}}
+			var got []string
+			for _, s := range GPUDeviceSpecs(a.AllocatedResources.Tasks["train"], n, root) {
+				got = append(got, s.HostPath)
+				if s.TaskPath != s.HostPath || s.Vendor != "nvidia" || s.Permissions != "rwm" {
+					t.Errorf("spec %+v: want the host path in the task, vendor nvidia, rwm", s)
+				}
+			}
+			if diff := cmp.Diff(c.paths, got); diff != "" {
+				t.Errorf("device specs (-want +got):\n%s", diff)
+			}
+			env := BuildEnv(EnvInput{Alloc: a, Task: tk, Node: n, Dirs: MountedDirs()})
+			for _, k := range []string{"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES"} {
+				if env[k] != c.ids {
+					t.Errorf("%s = %q, want %q", k, env[k], c.ids)
+				}
+			}
+		})
 	}
 }
 

@@ -151,9 +151,10 @@ func TestMemoryLimits(t *testing.T) {
 	}
 }
 
-// The NVIDIA libraries of a fake host root are mounted read-only and its
-// control devices exposed when the task has an NVIDIA device.
-func TestNvidiaLibrariesAndDevices(t *testing.T) {
+// nvidiaRoot is a fake host root with NVIDIA libraries, nvidia-smi and a
+// /dev/nvidiactl that is a symlink to a real char device.
+func nvidiaRoot(t *testing.T) string {
+	t.Helper()
 	root := t.TempDir()
 	for _, f := range []string{"usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54", "usr/lib/x86_64-linux-gnu/libcuda.so.1", "usr/bin/nvidia-smi"} {
 		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(f)), 0o755); err != nil {
@@ -170,12 +171,20 @@ func TestNvidiaLibrariesAndDevices(t *testing.T) {
 	if err := os.Symlink("/dev/null", filepath.Join(root, "dev", "nvidiactl")); err != nil {
 		t.Fatal(err)
 	}
+	return root
+}
+
+// The NVIDIA libraries of a fake host root are mounted read-only and the
+// device list's nodes (a GPU's and a control device) exposed when the
+// task has an NVIDIA device.
+func TestNvidiaLibrariesAndDevices(t *testing.T) {
+	root := nvidiaRoot(t)
 	s := &oci.Spec{Linux: &specs.Linux{}}
-	gpus := []*drivers.DeviceSpec{{HostPath: "/dev/zero", TaskPath: "/dev/nvidia0"}}
-	if err := withDevices(gpus)(context.Background(), nil, nil, s); err != nil {
-		t.Fatal(err)
-	}
-	if err := withNvidiaLibraries(root, gpus)(context.Background(), nil, nil, s); err != nil {
+	// As the client builds the list: the GPU's node, then the control
+	// devices present on the host.
+	gpus := []*drivers.DeviceSpec{{HostPath: "/dev/zero", TaskPath: "/dev/nvidia0", Vendor: drivers.VendorNvidia},
+		{HostPath: filepath.Join(root, "dev", "nvidiactl"), TaskPath: "/dev/nvidiactl", Permissions: "rwm", Vendor: drivers.VendorNvidia}}
+	if err := withTaskDevices(root, gpus)(context.Background(), nil, nil, s); err != nil {
 		t.Fatal(err)
 	}
 	var dests []string
@@ -203,6 +212,45 @@ func TestNvidiaLibrariesAndDevices(t *testing.T) {
 	s2 := &oci.Spec{Linux: &specs.Linux{}}
 	if err := withNvidiaLibraries(root, []*drivers.DeviceSpec{{HostPath: "/dev/fuse"}})(context.Background(), nil, nil, s2); err != nil || len(s2.Mounts) != 0 {
 		t.Errorf("non-NVIDIA device: mounts %v, err %v", s2.Mounts, err)
+	}
+}
+
+// TestDevicesComeFromTheDeviceList: the container's device nodes are the
+// task's device list and nothing else (the driver adds no control devices
+// of its own), and whether the NVIDIA libraries are mounted follows the
+// list's NVIDIA marks, not the names of the nodes.
+func TestDevicesComeFromTheDeviceList(t *testing.T) {
+	root := nvidiaRoot(t)
+	for _, c := range []struct {
+		name string
+		devs []*drivers.DeviceSpec
+		want []string // device nodes in the container
+		libs bool
+	}{
+		{"nvidia device at any path", []*drivers.DeviceSpec{{HostPath: "/dev/null", TaskPath: "/dev/gpu-a", Vendor: drivers.VendorNvidia}},
+			[]string{"/dev/gpu-a"}, true},
+		{"unmarked node named nvidia", []*drivers.DeviceSpec{{HostPath: "/dev/null", TaskPath: "/dev/nvidia0"}},
+			[]string{"/dev/nvidia0"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := &oci.Spec{Linux: &specs.Linux{}}
+			if err := withTaskDevices(root, c.devs)(context.Background(), nil, nil, s); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, d := range s.Linux.Devices {
+				got = append(got, d.Path)
+			}
+			if diff := cmp.Diff(c.want, got); diff != "" {
+				t.Errorf("devices (-want +got):\n%s", diff)
+			}
+			if n := len(s.Linux.Resources.Devices); n != len(c.want) {
+				t.Errorf("%d device cgroup rules, want %d: %+v", n, len(c.want), s.Linux.Resources.Devices)
+			}
+			if got := len(s.Mounts) > 0; got != c.libs {
+				t.Errorf("NVIDIA libraries mounted = %v (%v), want %v", got, s.Mounts, c.libs)
+			}
+		})
 	}
 }
 

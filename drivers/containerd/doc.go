@@ -52,9 +52,11 @@
 //     SIGKILLs after the timeout. Signal in ExitResult is set (code-128)
 //     only when the driver signalled the task.
 //   - OOM: read from the task cgroup's oom_kill counter at exit.
-//   - GPUs: TaskConfig.Devices become device nodes (+ cgroup rules); with an
-//     NVIDIA device, the host's libnvidia-*/libcuda libraries, nvidia-smi
-//     and /dev/nvidiactl, /dev/nvidia-uvm* are added read-only.
+//   - GPUs: TaskConfig.Devices become device nodes (+ cgroup rules),
+//     exactly the list the client built (a GPU's nodes and the NVIDIA
+//     control devices); when a device of it is marked NVIDIA
+//     (DeviceSpec.Vendor), the host's libnvidia-*/libcuda libraries and
+//     nvidia-smi are mounted read-only.
 //   - Events: OnEvent(func(Event)) receives task events (image import,
 //     pull start, one per layer, pull done with duration, unpack) for the
 //     client to turn into task events.

@@ -272,7 +272,7 @@ func (d *Driver) specOpts(cfg *drivers.TaskConfig, tc *TaskConfig, img container
 		opts = append(opts, withCgroupMounts(cgroupRoot, id))
 	}
 	if len(cfg.Devices) > 0 {
-		opts = append(opts, withDevices(cfg.Devices), withNvidiaLibraries(d.hostRoot, cfg.Devices))
+		opts = append(opts, withTaskDevices(d.hostRoot, cfg.Devices))
 	}
 	return append(opts, withUserCaps), nil
 }
@@ -336,6 +336,19 @@ func (d *Driver) withResources(cfg *drivers.TaskConfig, tc *TaskConfig) oci.Spec
 	}
 }
 
+// withTaskDevices exposes the task's device list, exactly as the client
+// built it (a GPU's nodes and the NVIDIA control devices included), and
+// mounts the host's NVIDIA libraries (under root, "" = /) when a device
+// of the list is an NVIDIA one.
+func withTaskDevices(root string, devs []*drivers.DeviceSpec) oci.SpecOpts {
+	return func(ctx context.Context, c oci.Client, ctr *containers.Container, s *oci.Spec) error {
+		if err := withDevices(devs)(ctx, c, ctr, s); err != nil {
+			return err
+		}
+		return withNvidiaLibraries(root, devs)(ctx, c, ctr, s)
+	}
+}
+
 // withDevices exposes host device nodes at their task paths.
 func withDevices(devs []*drivers.DeviceSpec) oci.SpecOpts {
 	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
@@ -382,9 +395,6 @@ var nvidiaLibGlobs = []string{
 	"/usr/bin/nvidia-smi",
 }
 
-// nvidiaControlDevices come along with any NVIDIA GPU.
-var nvidiaControlDevices = []string{"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"}
-
 // nvidiaHostFiles lists the NVIDIA files under root ("" = /) to mount.
 func nvidiaHostFiles(root string) []string {
 	var out []string
@@ -400,19 +410,16 @@ func nvidiaHostFiles(root string) []string {
 	return out
 }
 
+// hasNvidia: the device list holds a device the client marked NVIDIA
+// (a GPU's node or a control device), whatever its path.
 func hasNvidia(devs []*drivers.DeviceSpec) bool {
-	for _, dv := range devs {
-		if strings.HasPrefix(filepath.Base(dv.HostPath), "nvidia") || strings.HasPrefix(filepath.Base(dv.TaskPath), "nvidia") {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(devs, func(dv *drivers.DeviceSpec) bool { return dv.Vendor == drivers.VendorNvidia })
 }
 
-// withNvidiaLibraries mounts the host's NVIDIA user-space libraries and
-// control devices when the task has an NVIDIA device.
+// withNvidiaLibraries mounts the host's NVIDIA user-space libraries when
+// the task has an NVIDIA device. Device nodes come from the list alone.
 func withNvidiaLibraries(root string, devs []*drivers.DeviceSpec) oci.SpecOpts {
-	return func(ctx context.Context, c oci.Client, ctr *containers.Container, s *oci.Spec) error {
+	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
 		if !hasNvidia(devs) {
 			return nil
 		}
@@ -422,13 +429,7 @@ func withNvidiaLibraries(root string, devs []*drivers.DeviceSpec) oci.SpecOpts {
 				Options: []string{"rbind", "rprivate", "ro", "nosuid", "nodev"},
 			})
 		}
-		var extra []*drivers.DeviceSpec
-		for _, p := range nvidiaControlDevices {
-			if _, err := os.Stat(filepath.Join(root, p)); err == nil {
-				extra = append(extra, &drivers.DeviceSpec{HostPath: filepath.Join(root, p), TaskPath: p, Permissions: "rwm"})
-			}
-		}
-		return withDevices(extra)(ctx, c, ctr, s)
+		return nil
 	}
 }
 

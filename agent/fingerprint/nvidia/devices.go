@@ -27,8 +27,10 @@ const (
 // BuildDevices turns a snapshot into the node's device groups: one group
 // per GPU model (Type "gpu") and one per MIG model+profile (Type "mig",
 // Name "<model> MIG <profile>"). GPUs in MIG mode are represented only by
-// their instances. unhealthy maps a device UUID to the reason it is
-// unhealthy; a GPU's reason also covers its MIG instances.
+// their instances. Each instance carries its device minor and device
+// nodes (see devicePaths), the one source the client's drivers expose.
+// unhealthy maps a device UUID to the reason it is unhealthy; a GPU's
+// reason also covers its MIG instances.
 func BuildDevices(sys *System, unhealthy map[string]string) []*api.NodeDeviceResource {
 	if sys == nil || len(sys.GPUs) == 0 {
 		return nil
@@ -84,6 +86,7 @@ func BuildDevices(sys *System, unhealthy map[string]string) []*api.NodeDeviceRes
 				a[AttrParentModel] = strAttr(g.Name)
 				grp := group(TypeMIG, g.Name+" MIG "+m.Profile, a)
 				d := &api.NodeDevice{ID: m.UUID, Locality: loc}
+				d.Minor, d.DevicePaths = devicePaths(g, &m)
 				health(d, g, m.UUID)
 				grp.Instances = append(grp.Instances, d)
 			}
@@ -91,6 +94,7 @@ func BuildDevices(sys *System, unhealthy map[string]string) []*api.NodeDeviceRes
 		}
 		grp := group(TypeGPU, g.Name, common(g, g.MemoryMiB))
 		d := &api.NodeDevice{ID: g.UUID, Locality: loc}
+		d.Minor, d.DevicePaths = devicePaths(g, nil)
 		health(d, g, g.UUID)
 		for j, peer := range sys.GPUs {
 			if j == i || peer.MIGEnabled {
@@ -108,6 +112,28 @@ func BuildDevices(sys *System, unhealthy map[string]string) []*api.NodeDeviceRes
 		grp.Instances = append(grp.Instances, d)
 	}
 	return groups
+}
+
+// devicePaths are the device minor and the device nodes of GPU g, or of
+// its MIG instance m: the GPU's /dev/nvidia<minor>, and for an instance
+// the capability nodes of its GPU instance and compute instance
+// (/dev/nvidia-caps/nvidia-cap<N>) where the driver has them. Nothing
+// when NVML did not give the GPU's minor: a task is never handed a node
+// guessed from a position.
+func devicePaths(g GPU, m *MIGDevice) (*int, []string) {
+	if g.Minor < 0 {
+		return nil, nil
+	}
+	minor := g.Minor
+	paths := []string{"/dev/nvidia" + strconv.Itoa(minor)}
+	if m != nil {
+		for _, c := range []int{m.GICap, m.CICap} {
+			if c > 0 {
+				paths = append(paths, "/dev/nvidia-caps/nvidia-cap"+strconv.Itoa(c))
+			}
+		}
+	}
+	return &minor, paths
 }
 
 // DeviceLink maps an NVML link to the scheduler's link kinds: NVLink,

@@ -3,6 +3,11 @@
 // PCI bus ID, NUMA node and the interconnect to every peer (NVLink count,
 // or the PCIe common ancestor), as api.NodeDeviceResource groups; and it
 // watches their health (XID critical errors, uncorrected ECC errors).
+// Each instance also carries its device minor (NVML's GetMinorNumber) and
+// its device nodes (api.NodeDevice.DevicePaths: /dev/nvidia<minor>, and a
+// MIG instance's capability nodes, numbered by the driver's
+// /proc/driver/nvidia-caps/mig-minors): the only place the client learns
+// which nodes to give a task.
 //
 // NVML is reached through the small Library interface. Three
 // implementations exist:

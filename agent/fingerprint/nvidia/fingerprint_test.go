@@ -323,3 +323,110 @@ func TestSimTopology(t *testing.T) {
 		}
 	}
 }
+
+// outOfOrder are device minors that do not follow NVML's (PCI) order, as
+// on hosts where the driver probed the GPUs in another order.
+var outOfOrder = &[8]int{5, 3, 7, 1, 0, 2, 6, 4}
+
+// TestMinorsAndDevicePaths: every GPU instance carries the minor NVML
+// reports and its device node /dev/nvidia<minor>, whatever its position.
+func TestMinorsAndDevicePaths(t *testing.T) {
+	forEachSim(t, func(t *testing.T, ctor simCtor) {
+		for _, minors := range []*[8]int{nil, outOfOrder} {
+			f, _ := newFP(t, ctor, SimConfig{Shape: "dgxh100", NodeID: "n", Minors: minors})
+			ins := f.Devices()[0].Instances
+			if len(ins) != 8 {
+				t.Fatalf("got %d instances, want 8", len(ins))
+			}
+			for i, in := range ins {
+				want := i
+				if minors != nil {
+					want = minors[i]
+				}
+				if in.Minor == nil || *in.Minor != want {
+					t.Errorf("minors %v: GPU %d minor = %s, want %d", minors, i, minorStr(in.Minor), want)
+				}
+				if got, wantPaths := strings.Join(in.DevicePaths, ","), "/dev/nvidia"+itoa(int64(want)); got != wantPaths {
+					t.Errorf("minors %v: GPU %d device paths = %q, want %q", minors, i, got, wantPaths)
+				}
+			}
+		}
+	})
+}
+
+// TestMIGDevicePaths: a MIG instance's device nodes are its GPU's node
+// and the capability nodes of its GPU instance and compute instance,
+// numbered from the GPU's minor, not its position.
+func TestMIGDevicePaths(t *testing.T) {
+	forEachSim(t, func(t *testing.T, ctor simCtor) {
+		sh := Shapes["dgxa100"]
+		f, _ := newFP(t, ctor, SimConfig{Shape: "dgxa100", NodeID: "n", MIG: true, Minors: outOfOrder})
+		ins := f.Devices()[0].Instances
+		if got, want := len(ins), 8*sh.MIGCount; got != want {
+			t.Fatalf("got %d MIG instances, want %d", got, want)
+		}
+		for k, in := range ins {
+			gpu, gi := k/sh.MIGCount, k%sh.MIGCount
+			m := outOfOrder[gpu]
+			if in.Minor == nil || *in.Minor != m {
+				t.Errorf("MIG %d (GPU %d) minor = %s, want its GPU's %d", k, gpu, minorStr(in.Minor), m)
+			}
+			// mig-minors: gpu<m>/gi<gi>/access, then its ci0.
+			giCap := 3 + (m*15+gi)*9
+			want := []string{"/dev/nvidia" + itoa(int64(m)),
+				"/dev/nvidia-caps/nvidia-cap" + itoa(int64(giCap)), "/dev/nvidia-caps/nvidia-cap" + itoa(int64(giCap+1))}
+			if got := strings.Join(in.DevicePaths, ","); got != strings.Join(want, ",") {
+				t.Errorf("MIG %d (GPU %d gi %d) device paths = %q, want %q", k, gpu, gi, got, strings.Join(want, ","))
+			}
+		}
+	})
+}
+
+// TestNoMinorNoDevicePaths: a GPU whose minor NVML did not give gets no
+// device node rather than one guessed from its position.
+func TestNoMinorNoDevicePaths(t *testing.T) {
+	sys := &System{GPUs: []GPU{{Index: 0, Minor: -1, UUID: "GPU-a", Name: "X"}, {Index: 1, Minor: 4, UUID: "GPU-b", Name: "X"}}}
+	ins := BuildDevices(sys, nil)[0].Instances
+	if ins[0].Minor != nil || ins[0].DevicePaths != nil {
+		t.Errorf("GPU without a minor: minor %s paths %v, want none", minorStr(ins[0].Minor), ins[0].DevicePaths)
+	}
+	if ins[1].Minor == nil || *ins[1].Minor != 4 || strings.Join(ins[1].DevicePaths, ",") != "/dev/nvidia4" {
+		t.Errorf("GPU with minor 4: minor %s paths %v, want 4 and /dev/nvidia4", minorStr(ins[1].Minor), ins[1].DevicePaths)
+	}
+}
+
+// TestMIGMinorsFile: the host's mig-minors file is read as the driver
+// writes it, and the simulators' numbering matches the driver's layout.
+func TestMIGMinorsFile(t *testing.T) {
+	file := "config 1\nmonitor 2\ngpu0/gi0/access 3\ngpu0/gi0/ci0/access 4\ngpu0/gi0/ci1/access 5\n" +
+		"gpu3/gi3/access 435\ngpu3/gi3/ci3/access 439\ngpu6/gi11/access 912\ngpu6/gi11/ci7/access 920\n" +
+		"garbage\ngpu31/gi14/access 4314\ngpu31/gi14/ci7/access 4322\n"
+	caps, err := parseMIGMinors(strings.NewReader(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ gpu, gi, ci, giCap, ciCap int }{
+		{0, 0, 0, 3, 4}, {0, 0, 1, 3, 5}, {3, 3, 3, 435, 439}, {6, 11, 7, 912, 920}, {31, 14, 7, 4314, 4322},
+	} {
+		g, ci := caps(c.gpu, c.gi, c.ci)
+		if g != c.giCap || ci != c.ciCap {
+			t.Errorf("file: gpu%d/gi%d/ci%d = %d, %d; want %d, %d", c.gpu, c.gi, c.ci, g, ci, c.giCap, c.ciCap)
+		}
+		if g, ci := driverMIGCaps(c.gpu, c.gi, c.ci); g != c.giCap || ci != c.ciCap {
+			t.Errorf("driver numbering: gpu%d/gi%d/ci%d = %d, %d; want %d, %d", c.gpu, c.gi, c.ci, g, ci, c.giCap, c.ciCap)
+		}
+	}
+	if g, ci := caps(1, 0, 0); g != 0 || ci != 0 {
+		t.Errorf("entry not in the file = %d, %d; want 0, 0", g, ci)
+	}
+	if g, ci := driverMIGCaps(32, 0, 0); g != 0 || ci != 0 {
+		t.Errorf("driver numbering past 32 GPUs = %d, %d; want 0, 0", g, ci)
+	}
+}
+
+func minorStr(p *int) string {
+	if p == nil {
+		return "<nil>"
+	}
+	return itoa(int64(*p))
+}

@@ -39,7 +39,7 @@ type System struct {
 // GPU is one physical GPU.
 type GPU struct {
 	Index     int
-	Minor     int // /dev/nvidia<Minor>
+	Minor     int // the device minor: /dev/nvidia<Minor>; -1 when NVML does not say
 	UUID      string
 	Name      string // "NVIDIA H100 80GB HBM3"
 	MemoryMiB uint64
@@ -61,6 +61,10 @@ type MIGDevice struct {
 	Profile   string // "1g.10gb"
 	MemoryMiB uint64
 	GI, CI    int
+	// GICap and CICap are the minors of the capability device nodes
+	// (/dev/nvidia-caps/nvidia-cap<N>) that grant access to the GPU
+	// instance and the compute instance; 0 when unknown.
+	GICap, CICap int
 }
 
 // Topology is NVML's PCIe common-ancestor level between two GPUs.

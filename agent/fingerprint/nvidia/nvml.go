@@ -25,15 +25,38 @@ func Open() (Library, error) {
 		}
 		return nil, fmt.Errorf("nvml init: %v: %w", ret, ErrNoNVML)
 	}
-	return FromNVML(lib), nil
+	return &nvmlLib{lib: lib, caps: fileMIGCaps(migMinorsFile)}, nil
 }
 
 // FromNVML adapts an initialised nvml.Interface (the real library or a
-// go-nvml mock) to Library. Close shuts it down.
-func FromNVML(lib nvml.Interface) Library { return &nvmlLib{lib: lib} }
+// go-nvml mock) to Library. Close shuts it down. MIG capability minors
+// follow the driver's numbering (Open reads the host's instead).
+func FromNVML(lib nvml.Interface) Library { return &nvmlLib{lib: lib, caps: driverMIGCaps} }
+
+// migMinorsFile is where the NVIDIA driver lists the minor numbers of its
+// MIG capability device nodes (/dev/nvidia-caps/nvidia-cap<N>).
+const migMinorsFile = "/proc/driver/nvidia-caps/mig-minors"
+
+// fileMIGCaps reads the host's mig-minors file once. A driver without it
+// has no /dev based MIG capabilities: the lookup then knows nothing, and
+// a MIG instance's device nodes are its GPU's alone.
+func fileMIGCaps(path string) migCaps {
+	none := func(int, int, int) (int, int) { return 0, 0 }
+	f, err := os.Open(path)
+	if err != nil {
+		return none
+	}
+	defer f.Close()
+	caps, err := parseMIGMinors(f)
+	if err != nil {
+		return none
+	}
+	return caps
+}
 
 type nvmlLib struct {
-	lib nvml.Interface
+	lib  nvml.Interface
+	caps migCaps
 
 	evOnce sync.Once
 	evSet  nvml.EventSet
@@ -62,7 +85,7 @@ func (l *nvmlLib) Snapshot() (*System, error) {
 		if ret != nvml.SUCCESS {
 			return nil, fmt.Errorf("nvml device %d: %v", i, ret)
 		}
-		g, err := readGPU(d, i)
+		g, err := readGPU(d, i, l.caps)
 		if err != nil {
 			return nil, err
 		}
@@ -83,8 +106,8 @@ func (l *nvmlLib) Snapshot() (*System, error) {
 	return sys, nil
 }
 
-func readGPU(d nvml.Device, i int) (GPU, error) {
-	g := GPU{Index: i, Minor: i, NUMANode: -1}
+func readGPU(d nvml.Device, i int, caps migCaps) (GPU, error) {
+	g := GPU{Index: i, Minor: -1, NUMANode: -1}
 	var ret nvml.Return
 	if g.UUID, ret = d.GetUUID(); ret != nvml.SUCCESS {
 		return g, fmt.Errorf("nvml device %d uuid: %v", i, ret)
@@ -110,7 +133,7 @@ func readGPU(d nvml.Device, i int) (GPU, error) {
 	}
 	if cur, _, ret := d.GetMigMode(); ret == nvml.SUCCESS && cur == nvml.DEVICE_MIG_ENABLE {
 		g.MIGEnabled = true
-		mig, err := readMIG(d)
+		mig, err := readMIG(d, g.Minor, caps)
 		if err != nil {
 			return g, fmt.Errorf("nvml device %d mig: %w", i, err)
 		}
@@ -119,7 +142,7 @@ func readGPU(d nvml.Device, i int) (GPU, error) {
 	return g, nil
 }
 
-func readMIG(d nvml.Device) ([]MIGDevice, error) {
+func readMIG(d nvml.Device, minor int, caps migCaps) ([]MIGDevice, error) {
 	max, ret := d.GetMaxMigDeviceCount()
 	if ret != nvml.SUCCESS {
 		return nil, fmt.Errorf("max mig devices: %v", ret)
@@ -162,6 +185,9 @@ func readMIG(d nvml.Device) ([]MIGDevice, error) {
 					}
 				}
 			}
+		}
+		if minor >= 0 {
+			md.GICap, md.CICap = caps(minor, md.GI, md.CI)
 		}
 		out = append(out, md)
 	}

@@ -64,6 +64,19 @@ type SimConfig struct {
 	NodeID string
 	// MIG puts every GPU in MIG mode with Shape.MIGCount instances.
 	MIG bool
+	// Minors, when set, are the GPUs' device minor numbers by NVML index
+	// (default: the index). NVML orders GPUs by PCI address and the
+	// driver numbers them as it probes them, so on a host the two orders
+	// can differ.
+	Minors *[8]int
+}
+
+// minor is the device minor of the simulated GPU at NVML index i.
+func (c SimConfig) minor(i int) int {
+	if c.Minors != nil {
+		return c.Minors[i]
+	}
+	return i
 }
 
 // ParseSimSpec parses the -dev-gpus value: a shape name, optionally with

@@ -41,13 +41,14 @@ func (s *pureSim) Snapshot() (*System, error) {
 	defer s.mu.Unlock()
 	sys := &System{DriverVersion: s.shape.Driver, CUDAVersion: cudaVersion(s.shape.CUDA), Links: map[[2]int]Link{}}
 	for i := range 8 {
-		g := GPU{Index: i, Minor: i, UUID: simUUID("GPU", s.cfg.NodeID, i), Name: s.shape.Model,
+		g := GPU{Index: i, Minor: s.cfg.minor(i), UUID: simUUID("GPU", s.cfg.NodeID, i), Name: s.shape.Model,
 			MemoryMiB: s.shape.MemoryMiB, CCMajor: s.shape.CCMajor, CCMinor: s.shape.CCMinor,
 			PCIBusID: simBusIDs[i], NUMANode: simNUMA(i), MIGEnabled: s.cfg.MIG, ECCUncorrected: s.ecc[i]}
 		if s.cfg.MIG {
 			for gi := range s.shape.MIGCount {
+				giCap, ciCap := driverMIGCaps(g.Minor, gi, 0)
 				g.MIG = append(g.MIG, MIGDevice{UUID: simUUID("MIG", s.cfg.NodeID, i, gi), Profile: s.shape.MIGProfile,
-					MemoryMiB: s.shape.MIGMemMiB, GI: gi, CI: 0})
+					MemoryMiB: s.shape.MIGMemMiB, GI: gi, CI: 0, GICap: giCap, CICap: ciCap})
 			}
 		}
 		sys.GPUs = append(sys.GPUs, g)

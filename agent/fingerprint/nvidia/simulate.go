@@ -66,6 +66,7 @@ func (s *mockSim) setup() error {
 	}
 	for i, d := range devs {
 		d.UUID = simUUID("GPU", s.cfg.NodeID, i)
+		d.Minor = s.cfg.minor(i)
 		d.PciBusID = simBusIDs[i]
 		d.Config.Name = strings.TrimPrefix(d.Config.Name, "Mock ")
 		s.device(d)
