@@ -133,9 +133,8 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 			}
 			hcfg.Keyring, hcfg.ForceLeave = a.KeyringOperation, a.ForceLeave
 		}
-		hcfg.Server = s
-		hcfg.ACL = s
-		hcfg.State, hcfg.Events = serverstate.New(s)
+		hcfg.Server = serverstate.Bind(s)
+		hcfg.ACL = s.ACL()
 	}
 	var remote *agenthttp.RemoteACL
 	if !cfg.Server.Enabled {

@@ -104,7 +104,7 @@ func (a *Agent) clientIntro(ctx context.Context) (string, error) {
 	if cfg.Client.IntroToken != "" || a.server == nil || !a.requireNodeIntro() {
 		return cfg.Client.IntroToken, nil
 	}
-	resp, err := a.server.CreateNodeIntro(ctx, &api.NodeIntroRequest{NodeName: cfg.Name, NodePool: cfg.Client.NodePool, TTL: time.Minute})
+	resp, err := a.server.Nodes().CreateNodeIntro(ctx, &api.NodeIntroRequest{NodeName: cfg.Name, NodePool: cfg.Client.NodePool, TTL: time.Minute})
 	if err != nil {
 		return "", fmt.Errorf("introduce this agent's own client: %w", err)
 	}

@@ -18,13 +18,13 @@ func TestBootstrapACLRefusedBeforeRaft(t *testing.T) {
 	s := newTestServer(t, func(c *Config) { c.ACLEnabled = true })
 	waitLeader(t, s)
 	ctx := context.Background()
-	boot, err := s.BootstrapACL(ctx)
+	boot, err := s.ACL().BootstrapACL(ctx)
 	if err != nil || boot.Type != api.ACLTokenManagement {
 		t.Fatalf("first bootstrap: %+v, %v", boot, err)
 	}
 	before := s.rs.raft.LastIndex()
 	for i := range 200 {
-		_, err := s.BootstrapACL(ctx)
+		_, err := s.ACL().BootstrapACL(ctx)
 		var e *api.Error
 		if !errors.As(err, &e) || e.Code != api.ErrBadRequest.Code || e.Status != 400 {
 			t.Fatalf("bootstrap %d again: %v, want a 400 bad_request", i+1, err)
@@ -40,7 +40,7 @@ func TestBootstrapACLRefusedBeforeRaft(t *testing.T) {
 	// A bootstrap write that passed the check before the first one
 	// committed is refused by the FSM.
 	late := &api.ACLToken{AccessorID: newID(), SecretID: newID(), Type: api.ACLTokenManagement}
-	_, err = s.applyACL(ctx, &state.ACLWrite{Tokens: []*api.ACLToken{late}, Bootstrap: true})
+	_, err = s.core.applyACL(ctx, &state.ACLWrite{Tokens: []*api.ACLToken{late}, Bootstrap: true})
 	wantCode(t, err, api.ErrBadRequest.Code)
 	if toks, _ := s.State().ACLTokens(nil); len(toks) != 1 || toks[0].AccessorID != boot.AccessorID {
 		t.Fatalf("tokens after the racing bootstrap: %v, want only the first bootstrap's", toks)

@@ -66,8 +66,17 @@ func (c *serverCore) applyPlanResults(ctx context.Context, req *state.ApplyPlanR
 	return c.apply(ctx, fsm.ApplyPlanResultsType, req)
 }
 
-func (s *Server) applySchedulerConfig(ctx context.Context, c *api.SchedulerConfiguration, cas bool, casIndex uint64) (uint64, error) {
-	return s.apply(ctx, fsm.SchedulerConfigType, &fsm.SchedulerConfigRequest{Config: c, CAS: cas, CASIndex: casIndex})
+func (c *serverCore) applySchedulerConfig(ctx context.Context, sc *api.SchedulerConfiguration, cas bool, casIndex uint64) (uint64, error) {
+	return c.apply(ctx, fsm.SchedulerConfigType, &fsm.SchedulerConfigRequest{Config: sc, CAS: cas, CASIndex: casIndex})
+}
+
+// applyACL commits an ACL write (tokens, policies, roles, auth methods,
+// binding rules) on the leader.
+func (c *serverCore) applyACL(ctx context.Context, w *state.ACLWrite) (uint64, error) {
+	if !c.isLeader() {
+		return 0, errNotLeader()
+	}
+	return c.apply(ctx, fsm.ACLWriteType, w)
 }
 
 // evalIDs lists the IDs of evals.

@@ -36,7 +36,7 @@ type autopilot struct {
 	maxTrailing   uint64        // MaxTrailingLogs
 	client        func(addr string) *api.Client
 	// verify proves a server's Raft endpoint before it is added or
-	// promoted (Server.verifyRaftPeer).
+	// promoted (raftPeerVerifier).
 	verify func(ctx context.Context, raftAddr string) error
 	log    *slog.Logger
 
@@ -44,25 +44,21 @@ type autopilot struct {
 	failedSince   map[raft.ServerID]time.Time
 }
 
-// newAutopilot returns the duty, nil without gossip (dev mode: the
-// configuration never changes).
-func (s *Server) newAutopilot() *autopilot {
-	m := s.cluster.membership()
-	if m == nil {
-		return nil
-	}
-	a := &autopilot{raft: s.rs.raft, members: m, region: s.cfg.Region,
+// newAutopilot returns the duty over gossip membership m (a server
+// without gossip, in dev mode, runs none: its configuration never changes).
+func newAutopilot(cfg *Config, r *raftstore.Raft, m Membership, log *slog.Logger) *autopilot {
+	a := &autopilot{raft: r, members: m, region: cfg.Region,
 		grace: defaultDeadServerGrace, stabilization: defaultServerStabilization, maxTrailing: defaultMaxTrailingLogs,
-		log: s.log.With("component", "autopilot"), client: s.peerClient, verify: s.verifyRaftPeer,
+		log: log.With("component", "autopilot"), client: cfg.PeerClient, verify: raftPeerVerifier(cfg.RaftTLS),
 		nonvoterSince: map[raft.ServerID]time.Time{}, failedSince: map[raft.ServerID]time.Time{}}
-	if s.cfg.DeadServerGrace > 0 {
-		a.grace = s.cfg.DeadServerGrace
+	if cfg.DeadServerGrace > 0 {
+		a.grace = cfg.DeadServerGrace
 	}
-	if s.cfg.ServerStabilization > 0 {
-		a.stabilization = s.cfg.ServerStabilization
+	if cfg.ServerStabilization > 0 {
+		a.stabilization = cfg.ServerStabilization
 	}
-	if s.cfg.MaxTrailingLogs > 0 {
-		a.maxTrailing = uint64(s.cfg.MaxTrailingLogs)
+	if cfg.MaxTrailingLogs > 0 {
+		a.maxTrailing = uint64(cfg.MaxTrailingLogs)
 	}
 	return a
 }
@@ -245,70 +241,5 @@ func (a *autopilot) caughtUp(ctx context.Context, mb Member) error {
 	if ours > theirs && ours-theirs > a.maxTrailing {
 		return fmt.Errorf("%d entries behind", ours-theirs)
 	}
-	return nil
-}
-
-// RaftConfiguration lists the Raft peers with their gossip names.
-func (s *Server) RaftConfiguration() (*api.RaftConfiguration, error) {
-	f := s.rs.raft.GetConfiguration()
-	if err := f.Error(); err != nil {
-		return nil, fmt.Errorf("raft configuration: %w", err)
-	}
-	names := map[string]string{}
-	for _, m := range s.Members() {
-		names[m.ID] = m.Name
-	}
-	if _, ok := names[s.RaftID()]; !ok {
-		names[s.RaftID()] = s.cfg.NodeName + "." + s.cfg.Region
-	}
-	leader := s.Leader()
-	out := &api.RaftConfiguration{Index: f.Index(), Servers: []*api.RaftServer{}}
-	for _, sv := range f.Configuration().Servers {
-		out.Servers = append(out.Servers, &api.RaftServer{
-			ID: string(sv.ID), Node: names[string(sv.ID)], Address: string(sv.Address),
-			Leader: string(sv.Address) == leader, Voter: sv.Suffrage == raft.Voter, RaftProtocol: "3",
-		})
-	}
-	return out, nil
-}
-
-// RaftConfigurationIndex is the index of the latest Raft configuration
-// (RaftConfiguration's Index), read without the member lookups.
-func (s *Server) RaftConfigurationIndex() uint64 { return s.rs.raft.GetConfiguration().Index() }
-
-// RemoveRaftPeer removes a server from the Raft configuration by ID or
-// address (leader only: writes are forwarded to it).
-func (s *Server) RemoveRaftPeer(ctx context.Context, id, addr string) error {
-	if !s.IsLeader() {
-		return errNotLeader()
-	}
-	if (id == "") == (addr == "") {
-		return api.Errorf(api.ErrBadRequest, "give exactly one of id or address")
-	}
-	f := s.rs.raft.GetConfiguration()
-	if err := f.Error(); err != nil {
-		return fmt.Errorf("raft configuration: %w", err)
-	}
-	var found *raft.Server
-	for _, sv := range f.Configuration().Servers {
-		if (id != "" && string(sv.ID) == id) || (addr != "" && string(sv.Address) == addr) {
-			found = &sv
-			break
-		}
-	}
-	if found == nil {
-		return fmt.Errorf("raft peer %q: %w", id+addr, api.Errorf(api.ErrNotFound, "no such raft peer"))
-	}
-	timeout := raftChangeTimeout
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
-		timeout = time.Until(dl)
-	}
-	if err := s.rs.raft.RemoveServer(found.ID, 0, timeout).Error(); err != nil {
-		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
-			return fmt.Errorf("remove raft peer: %v: %w", err, errNotLeader())
-		}
-		return fmt.Errorf("remove raft peer %s: %w", found.ID, err)
-	}
-	s.log.Info("raft peer removed by operator", "id", found.ID, "addr", found.Address)
 	return nil
 }

@@ -27,11 +27,11 @@ func BenchmarkPlanApply(b *testing.B) {
 	}
 	ctx := context.Background()
 	for i := range nodes {
-		if _, err := s.RegisterNode(ctx, testNode(fmt.Sprintf("node-%04d", i), 64000, 256000), api.NodeIntro{}); err != nil {
+		if _, err := s.Nodes().RegisterNode(ctx, testNode(fmt.Sprintf("node-%04d", i), 64000, 256000), api.NodeIntro{}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	if _, err := s.RegisterJob(ctx, &api.JobRegisterRequest{Job: testJob("bench", 0, 100, 64)}); err != nil {
+	if _, err := s.Jobs().RegisterJob(ctx, &api.JobRegisterRequest{Job: testJob("bench", 0, 100, 64)}); err != nil {
 		b.Fatal(err)
 	}
 	job, _ := s.State().JobByID(nil, api.DefaultNamespace, "bench")
@@ -88,7 +88,7 @@ func BenchmarkEvaluatePlan(b *testing.B) {
 	}
 	ctx := context.Background()
 	for i := range 1000 {
-		if _, err := s.RegisterNode(ctx, testNode(fmt.Sprintf("node-%04d", i), 64000, 256000), api.NodeIntro{}); err != nil {
+		if _, err := s.Nodes().RegisterNode(ctx, testNode(fmt.Sprintf("node-%04d", i), 64000, 256000), api.NodeIntro{}); err != nil {
 			b.Fatal(err)
 		}
 	}

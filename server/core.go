@@ -10,14 +10,19 @@ import (
 	"github.com/drover/drover/server/state"
 )
 
-// serverCore is what the server's parts share, and all that a leader duty
-// gets of the server: the current state, the Raft write path (typed
-// commands, apply.go), the injected clock, a logger and the apply timeout.
-// *Server embeds it; each duty (drainer, periodic launcher, deployment
-// watcher, GC, eval reaper) embeds a copy with its own logger instead of
+// serverCore is what the server's parts share, and all that a component
+// or a leader duty gets of the server: the current state, whether this
+// server leads, the Raft write path (typed commands, apply.go), the
+// injected clock, a logger and the apply timeout. The Server holds one;
+// each component (Jobs, Nodes, ACL ...) and each duty (drainer, periodic
+// launcher, deployment watcher, GC, eval reaper) embeds a copy instead of
 // holding the whole server.
 type serverCore struct {
-	state func() *state.StateStore
+	current func() *state.StateStore
+	// isLeader reports whether this server is the Raft leader now
+	// (Server.IsLeader); writes check it first to answer not-leader
+	// before doing any work.
+	isLeader func() bool
 	// commit appends one encoded command to the Raft log and waits for
 	// the FSM (Server.raftApply).
 	commit  func(ctx context.Context, buf []byte) (uint64, any, error)
@@ -26,9 +31,9 @@ type serverCore struct {
 	timeout time.Duration // bound of one Raft apply (Config.RaftApplyTimeout)
 }
 
-// State returns the current state store (it changes after a snapshot
+// state returns the current state store (it changes after a snapshot
 // restore, so call it for each read).
-func (c *serverCore) State() *state.StateStore { return c.state() }
+func (c *serverCore) state() *state.StateStore { return c.current() }
 
 // named returns a copy of the core logging as component name.
 func (c *serverCore) named(name string) serverCore {

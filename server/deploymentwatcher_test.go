@@ -51,7 +51,7 @@ func reportTasks(t *testing.T, s *Server, status string, at time.Time, allocs ..
 			ts = &api.TaskState{State: api.TaskStateDead, Failed: true, StartedAt: at, FinishedAt: at}
 		}
 		up := &api.Allocation{ID: a.ID, ClientStatus: status, TaskStates: map[string]*api.TaskState{"srv": ts}}
-		if _, err := s.UpdateAllocsFromClient(context.Background(), a.NodeID, "secret-"+a.NodeID, []*api.Allocation{up}); err != nil {
+		if _, err := s.Nodes().UpdateAllocsFromClient(context.Background(), a.NodeID, "secret-"+a.NodeID, []*api.Allocation{up}); err != nil {
 			t.Fatalf("update alloc %s from client: %v", a.ID, err)
 		}
 	}
@@ -236,17 +236,17 @@ func TestDeploymentEndpoints(t *testing.T) {
 	deployV0(t, s, clk, true)
 	ctx := context.Background()
 	old := waitDeployment(t, s, 0, api.DeploymentStatusSuccessful)
-	if _, err := s.FailDeployment(ctx, old.ID); !errors.Is(err, api.ErrConflict) {
+	if _, err := s.Deployments().FailDeployment(ctx, old.ID); !errors.Is(err, api.ErrConflict) {
 		t.Errorf("fail a successful deployment: err = %v, want ErrConflict", err)
 	}
-	if _, err := s.PauseDeployment(ctx, "nope", true); !errors.Is(err, api.ErrDeploymentNotFound) {
+	if _, err := s.Deployments().PauseDeployment(ctx, "nope", true); !errors.Is(err, api.ErrDeploymentNotFound) {
 		t.Errorf("pause a missing deployment: err = %v, want ErrDeploymentNotFound", err)
 	}
 	registerJob(t, s, rollingJob("v1", true))
 	v1 := waitVersions(t, s, 1, 1)
 	d := waitDeployment(t, s, 1, api.DeploymentStatusRunning)
 
-	if _, err := s.PauseDeployment(ctx, d.ID, true); err != nil {
+	if _, err := s.Deployments().PauseDeployment(ctx, d.ID, true); err != nil {
 		t.Fatalf("pause: %v", err)
 	}
 	waitDeployment(t, s, 1, api.DeploymentStatusPaused)
@@ -256,17 +256,17 @@ func TestDeploymentEndpoints(t *testing.T) {
 	if a, _ := s.State().AllocByID(nil, v1[0].ID); a.DeploymentStatus != nil && a.DeploymentStatus.Healthy != nil {
 		t.Fatalf("paused deployment: alloc got a verdict %v", *a.DeploymentStatus.Healthy)
 	}
-	if _, err := s.PromoteDeployment(ctx, d.ID, []string{"nope"}); !errors.Is(err, api.ErrBadRequest) {
+	if _, err := s.Deployments().PromoteDeployment(ctx, d.ID, []string{"nope"}); !errors.Is(err, api.ErrBadRequest) {
 		t.Errorf("promote an unknown group: err = %v, want ErrBadRequest", err)
 	}
-	if _, err := s.PauseDeployment(ctx, d.ID, false); err != nil {
+	if _, err := s.Deployments().PauseDeployment(ctx, d.ID, false); err != nil {
 		t.Fatalf("resume: %v", err)
 	}
 	// Resumed: the alloc is judged (running for a minute: healthy) and
 	// the rollout goes on.
 	waitVersions(t, s, 1, 2)
 
-	resp, err := s.FailDeployment(ctx, d.ID)
+	resp, err := s.Deployments().FailDeployment(ctx, d.ID)
 	if err != nil {
 		t.Fatalf("fail: %v", err)
 	}
@@ -333,7 +333,7 @@ func TestDeploymentFailedHaltsRollout(t *testing.T) {
 	// Later evals of the same version neither replace more old allocs
 	// nor start a new deployment; the failed alloc's reschedule (after
 	// its delay) is placed outside any deployment.
-	resp, err := s.EvaluateJob(context.Background(), api.DefaultNamespace, "web")
+	resp, err := s.Jobs().EvaluateJob(context.Background(), api.DefaultNamespace, "web")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,7 +389,7 @@ func TestDeploymentCanaryPromote(t *testing.T) {
 		t.Fatalf("new alloc is not a canary: %+v", canary.DeploymentStatus)
 	}
 	d := waitDeployment(t, s, 1, api.DeploymentStatusRunning)
-	if _, err := s.PromoteDeployment(ctx, d.ID, nil); !errors.Is(err, api.ErrConflict) {
+	if _, err := s.Deployments().PromoteDeployment(ctx, d.ID, nil); !errors.Is(err, api.ErrConflict) {
 		t.Errorf("promote before the canary is healthy: err = %v, want ErrConflict", err)
 	}
 	reportTasks(t, s, api.AllocClientStatusRunning, clk.Now(), canary)
@@ -403,7 +403,7 @@ func TestDeploymentCanaryPromote(t *testing.T) {
 	if d := waitDeployment(t, s, 1, api.DeploymentStatusRunning); d.TaskGroups["web"].Promoted {
 		t.Fatal("deployment promoted by itself")
 	}
-	if _, err := s.PromoteDeployment(ctx, d.ID, []string{"web"}); err != nil {
+	if _, err := s.Deployments().PromoteDeployment(ctx, d.ID, []string{"web"}); err != nil {
 		t.Fatalf("promote: %v", err)
 	}
 	// The canary replaces one old alloc; then one at a time.

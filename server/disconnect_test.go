@@ -25,7 +25,7 @@ func disconnectSetup(t *testing.T, s *Server, clk *broker.FakeClock) *api.Alloca
 	reportAllocs(t, s, "a", api.AllocClientStatusRunning, first)
 	registerNode(t, s, testNode("b", 4000, 8192))
 	clk.Advance(19 * time.Second)
-	if _, err := s.HeartbeatNode(ctx, "b", "secret-b", nil); err != nil {
+	if _, err := s.Nodes().HeartbeatNode(ctx, "b", "secret-b", nil); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(11 * time.Second) // a: 30 s without heartbeat (TTL <= 25 s)
@@ -63,14 +63,14 @@ func disconnectSetup(t *testing.T, s *Server, clk *broker.FakeClock) *api.Alloca
 func advanceB(t *testing.T, s *Server, clk *broker.FakeClock, d time.Duration) {
 	t.Helper()
 	for d > 0 {
-		if _, err := s.HeartbeatNode(context.Background(), "b", "secret-b", nil); err != nil {
+		if _, err := s.Nodes().HeartbeatNode(context.Background(), "b", "secret-b", nil); err != nil {
 			t.Fatal(err)
 		}
 		step := min(d, 15*time.Second)
 		clk.Advance(step)
 		d -= step
 	}
-	if _, err := s.HeartbeatNode(context.Background(), "b", "secret-b", nil); err != nil {
+	if _, err := s.Nodes().HeartbeatNode(context.Background(), "b", "secret-b", nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -105,7 +105,7 @@ func TestDisconnectReconnectOlderCopyStops(t *testing.T) {
 	s := newTestServer(t, withClock(clk))
 	first := disconnectSetup(t, s, clk)
 	advanceB(t, s, clk, 30*time.Second)
-	if _, err := s.HeartbeatNode(context.Background(), "a", "secret-a", nil); err != nil {
+	if _, err := s.Nodes().HeartbeatNode(context.Background(), "a", "secret-a", nil); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := s.State().NodeByID(nil, "a"); n.Status != api.NodeStatusReady {

@@ -1,52 +1,76 @@
 // Package server is the server role: Raft-replicated state, the leader's
-// evaluation broker, scheduler workers, the plan applier, heartbeats,
-// drains and the endpoints the HTTP layer calls.
+// evaluation broker and scheduler workers, the plan applier, and the
+// components the HTTP layer calls.
 //
-// Owns: Config/New/Shutdown; the server core every part shares (core.go:
-// current state, typed Raft writes in apply.go, clock, log); the one
-// commit-reaction path (reactions.go: the FSM's hooks); the leader loop
-// (leader.go, which only starts and stops the leader duties); the duties,
-// each a component with narrow dependencies and Run(ctx): scheduler workers
-// (worker.go), the plan applier (plan_apply.go, fit.go over
-// server/capacity; plan_quota.go re-checks queue limits), node heartbeats (heartbeat.go), the drainer
-// (drain.go), eval GC (gc.go), the eval reaper (reaper.go), the periodic
-// launcher (periodic.go; cron parsing is api.PeriodicConfig.Next), the
-// deployment watcher (deploymentwatcher.go: alloc health, rollout evals,
-// failure, auto-revert, stable versions) and autopilot (autopilot.go: new
-// servers join as non-voters and are promoted once caught up, left ones
-// are removed, failed ones after DeadServerGrace without risking quorum).
-// The queues' fair shares (fair.go: computed per Raft index from state
-// with server/fairshare, handed to the scheduler as Options.FairShare and
-// to the broker as its queue-deficit order). Also the scheduler
-// configuration (scheduler_config.go), the job diff
-// (jobdiff.go), the endpoint methods (endpoints_*.go, deployment endpoints
-// in deploymentwatcher.go) and metrics (metrics_queue.go: per-queue usage
-// from the ledger and queue-status gauges, collected at scrape time). Multi-server: membership.go
-// (Membership, the consumer view of gossip the agent adapts; bootstrap
-// with BootstrapExpect; leader lookup by Raft address) and
-// membership_snapshot.go (operator snapshot save/restore, verified before
-// use; leader duties pause around a restore). Every write goes through
-// Server.raftApply; on a follower it fails with api.ErrNotLeader —
-// forwarding to the leader hooks in there.
+// Shape. Server is a shell. It owns the lifecycle (New, Shutdown), Raft
+// (status, peers, and raftApply: the one write path, which fails with
+// api.ErrNotLeader on a follower, where forwarding to the leader hooks
+// in), leadership (the leader loop, the leader-change signal, snapshot
+// restores pausing the duties) and gossip membership (bootstrap with
+// BootstrapExpect, the leader's HTTP address). Everything else is a
+// component it builds in New and hands out:
 //
-// Reactions: endpoints and duties write a change and the evals it calls
-// for in one Raft entry; the FSM then tells the commit reactor, which hands
-// pending evals to the broker, blocked ones to the blocked tracker, and
-// wakes blocked evals when a node can take work, an alloc freed capacity
-// (or room in a limited queue) or a queue changed. Nothing else enqueues or unblocks (a test enforces this); a new
-// leader restores both from state.
+//   - Jobs: register, deregister, evaluate, plan (a dry run of the
+//     scheduler), dispatch, periodic force, revert, scale, job diffs.
+//   - Nodes: node registration (with an introduction token or a client
+//     certificate where required), heartbeats, drain, eligibility, the
+//     clients' alloc updates (group-committed), introduction tokens, and a
+//     node leaving service when its TTL runs out (down, or disconnected
+//     for its allocs' max_client_disconnect).
+//   - Allocs: stop one allocation. Deployments: promote, fail, pause.
+//   - ACL: tokens, policies, roles; resolving a secret to an acl.ACL.
+//     SSO: OIDC auth methods, binding rules and logins.
+//   - Keyring: the root keys; workload identities, JWKS, and the
+//     signatures of node introductions.
+//   - Tenancy: namespaces, node pools, queues (and their fair shares);
+//     the checks a job passes against them.
+//   - Services: native service registrations.
+//   - Operator: Raft peers, snapshot save and restore (a verified file
+//     format), the scheduler configuration, GC now, eval delete.
 //
-// Imports: api, server/{state,fsm,raftstore,scheduler,broker,capacity,fairshare},
-// hashicorp raft/memdb and prometheus. Never agent or drivers (a test
-// enforces this).
+// Each component embeds a copy of serverCore (the current state store,
+// whether this server leads, typed Raft writes, the injected clock, a
+// logger) and holds only the other parts it needs (Nodes the heartbeat
+// timers and the Keyring, Tenancy the fair shares, Operator the Raft node
+// and the blocked tracker); none holds the Server. agent/http consumes
+// them through its own narrow interfaces, wired in
+// agent/http/serverstate.
 //
-// Concurrency: endpoint methods are safe for concurrent use. One goroutine
-// (monitorLeadership, owned by New/Shutdown) turns leader duties on and
-// off; each leadership term runs every duty under one context and waits
-// for all of them on revocation. Heartbeat timers come from the injected
-// clock; a missed TTL spawns a node-down write the heartbeat duty waits for
-// (node-disconnected first when its allocs' groups set
-// max_client_disconnect: they become unknown, and the node goes down when
-// the window passes). The commit reactor runs on the FSM's goroutine and
-// only takes the broker's and tracker's short locks.
+// Leader duties: each a component with narrow dependencies and Run(ctx),
+// started by the leader loop for one leadership term: node heartbeat
+// timers, scheduler workers, the plan applier (re-checks every node of a
+// plan with server/capacity and queue limits before it commits), the
+// drainer, eval GC, the eval reaper (failed and superseded evals), the
+// periodic launcher (cron parsing is api.PeriodicConfig.Next), the
+// deployment watcher (alloc health, rollout evals, failure, auto-revert,
+// stable versions) and autopilot (new servers join as non-voters and are
+// promoted once caught up, left ones are removed, failed ones after
+// DeadServerGrace without risking quorum). The queues' fair shares are
+// computed per Raft index from state with server/fairshare, handed to the
+// scheduler as Options.FairShare and to the broker as its queue-deficit
+// order. Metrics are collected at scrape time (per-queue usage from the
+// ledger, queue-status gauges).
+//
+// Reactions: components and duties write a change and the evals it calls
+// for in one Raft entry; the FSM then tells the commit reactor, which
+// hands pending evals to the broker, blocked ones to the blocked tracker,
+// and wakes blocked evals when a node can take work, an alloc freed
+// capacity (or room in a limited queue) or a queue changed. Nothing else
+// enqueues or unblocks (a test enforces this); a new leader restores both
+// from state.
+//
+// Imports: api, server/{state,fsm,raftstore,scheduler,broker,capacity,
+// fairshare,acl}, hashicorp raft/memdb and prometheus. Never agent or
+// drivers (a test enforces this).
+//
+// Concurrency: components are safe for concurrent use; their own state is
+// a cache or a table under its lock (parsed ACL policies, OIDC logins in
+// progress, parsed root keys, the alloc update batch). Server owns three
+// kinds of goroutines and waits for them on Shutdown: the leader loop
+// (one goroutine that turns leader duties on and off), the leader-change
+// watch, and the bootstrap loop. Each leadership term runs every duty
+// under one context and waits for all of them on revocation. Heartbeat
+// timers come from the injected clock; a missed TTL spawns a node-down
+// write the heartbeat duty waits for. The commit reactor runs on the
+// FSM's goroutine and only takes the broker's and tracker's short locks.
 package server

@@ -22,7 +22,7 @@ func TestSystemJobReturnsAfterDrainDisabled(t *testing.T) {
 	first := waitLive(t, s, "agent", 1)
 	reportAllocs(t, s, "a", api.AllocClientStatusRunning, first...)
 
-	if _, err := s.UpdateNodeDrain(ctx, &api.NodeUpdateDrainRequest{NodeID: "a", DrainSpec: &api.DrainSpec{Deadline: time.Hour}}); err != nil {
+	if _, err := s.Nodes().UpdateNodeDrain(ctx, &api.NodeUpdateDrainRequest{NodeID: "a", DrainSpec: &api.DrainSpec{Deadline: time.Hour}}); err != nil {
 		t.Fatal(err)
 	}
 	waitLive(t, s, "agent", 0)
@@ -32,7 +32,7 @@ func TestSystemJobReturnsAfterDrainDisabled(t *testing.T) {
 		return n != nil && n.DrainStrategy == nil && n.LastDrain != nil && n.LastDrain.Status == "complete", err
 	})
 
-	resp, err := s.UpdateNodeDrain(ctx, &api.NodeUpdateDrainRequest{NodeID: "a", MarkEligible: true})
+	resp, err := s.Nodes().UpdateNodeDrain(ctx, &api.NodeUpdateDrainRequest{NodeID: "a", MarkEligible: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,21 +30,21 @@ func TestDispatchJob(t *testing.T) {
 		"unknown meta": {&api.JobDispatchRequest{Payload: []byte("p"), Meta: map[string]string{"customer": "x", "zz": "1"}}, "zz"},
 		"too big":      {&api.JobDispatchRequest{Payload: make([]byte, api.DispatchPayloadSizeLimit+1), Meta: map[string]string{"customer": "x"}}, "limit"},
 	} {
-		_, err := s.DispatchJob(ctx, api.DefaultNamespace, "report", c.req)
+		_, err := s.Jobs().DispatchJob(ctx, api.DefaultNamespace, "report", c.req)
 		if !errors.Is(err, api.ErrBadRequest) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err %v, want a bad request naming %q", name, err, c.want)
 		}
 	}
-	if _, err := s.DispatchJob(ctx, api.DefaultNamespace, "nope", nil); !errors.Is(err, api.ErrJobNotFound) {
+	if _, err := s.Jobs().DispatchJob(ctx, api.DefaultNamespace, "nope", nil); !errors.Is(err, api.ErrJobNotFound) {
 		t.Errorf("dispatch of a missing job: %v", err)
 	}
 	plain := testJob("plain", 1, 100, 64)
 	registerJob(t, s, plain)
-	if _, err := s.DispatchJob(ctx, api.DefaultNamespace, "plain", nil); !errors.Is(err, api.ErrBadRequest) {
+	if _, err := s.Jobs().DispatchJob(ctx, api.DefaultNamespace, "plain", nil); !errors.Is(err, api.ErrBadRequest) {
 		t.Errorf("dispatch of a job that is not parameterized: %v", err)
 	}
 
-	resp, err := s.DispatchJob(ctx, api.DefaultNamespace, "report",
+	resp, err := s.Jobs().DispatchJob(ctx, api.DefaultNamespace, "report",
 		&api.JobDispatchRequest{Payload: []byte("hello"), Meta: map[string]string{"customer": "acme"}, IdPrefixTemplate: "nightly"})
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +73,7 @@ func TestForcePeriodic(t *testing.T) {
 	job.Type = api.JobTypeBatch
 	job.Periodic = &api.PeriodicConfig{Enabled: true, Spec: "0 0 1 1 *"} // once a year
 	registerJob(t, s, job)
-	resp, err := s.ForcePeriodic(ctx, api.DefaultNamespace, "cron")
+	resp, err := s.Jobs().ForcePeriodic(ctx, api.DefaultNamespace, "cron")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestForcePeriodic(t *testing.T) {
 	}
 	waitLive(t, s, resp.DispatchedJobID, 1)
 	registerJob(t, s, testJob("svc", 1, 100, 64))
-	if _, err := s.ForcePeriodic(ctx, api.DefaultNamespace, "svc"); !errors.Is(err, api.ErrBadRequest) {
+	if _, err := s.Jobs().ForcePeriodic(ctx, api.DefaultNamespace, "svc"); !errors.Is(err, api.ErrBadRequest) {
 		t.Errorf("force of a job that is not periodic: %v", err)
 	}
 }
@@ -96,17 +96,17 @@ func TestRevertAndScaleJob(t *testing.T) {
 	v1.TaskGroups[0].Tasks[0].Resources.CPU = 200
 	registerJob(t, s, v1) // version 1
 
-	if _, err := s.RevertJob(ctx, api.DefaultNamespace, "web", &api.JobRevertRequest{JobVersion: 1}); !errors.Is(err, api.ErrBadRequest) {
+	if _, err := s.Jobs().RevertJob(ctx, api.DefaultNamespace, "web", &api.JobRevertRequest{JobVersion: 1}); !errors.Is(err, api.ErrBadRequest) {
 		t.Errorf("revert to the current version: %v", err)
 	}
-	if _, err := s.RevertJob(ctx, api.DefaultNamespace, "web", &api.JobRevertRequest{JobVersion: 9}); !errors.Is(err, api.ErrBadRequest) {
+	if _, err := s.Jobs().RevertJob(ctx, api.DefaultNamespace, "web", &api.JobRevertRequest{JobVersion: 9}); !errors.Is(err, api.ErrBadRequest) {
 		t.Errorf("revert to a missing version: %v", err)
 	}
 	wrong := uint64(0)
-	if _, err := s.RevertJob(ctx, api.DefaultNamespace, "web", &api.JobRevertRequest{JobVersion: 0, EnforcePriorVersion: &wrong}); !errors.Is(err, api.ErrIndexConflict) {
+	if _, err := s.Jobs().RevertJob(ctx, api.DefaultNamespace, "web", &api.JobRevertRequest{JobVersion: 0, EnforcePriorVersion: &wrong}); !errors.Is(err, api.ErrIndexConflict) {
 		t.Errorf("revert enforcing a prior version that is not current: %v", err)
 	}
-	if _, err := s.RevertJob(ctx, api.DefaultNamespace, "web", &api.JobRevertRequest{JobVersion: 0}); err != nil {
+	if _, err := s.Jobs().RevertJob(ctx, api.DefaultNamespace, "web", &api.JobRevertRequest{JobVersion: 0}); err != nil {
 		t.Fatal(err)
 	}
 	cur, _ := s.State().JobByID(nil, api.DefaultNamespace, "web")
@@ -115,7 +115,7 @@ func TestRevertAndScaleJob(t *testing.T) {
 	}
 
 	three := int64(3)
-	resp, err := s.ScaleJob(ctx, api.DefaultNamespace, "web", &api.JobScaleRequest{Target: api.ScalingTarget{"Group": "web"}, Count: &three})
+	resp, err := s.Jobs().ScaleJob(ctx, api.DefaultNamespace, "web", &api.JobScaleRequest{Target: api.ScalingTarget{"Group": "web"}, Count: &three})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestRevertAndScaleJob(t *testing.T) {
 		"unknown group": {Target: api.ScalingTarget{"Group": "db"}, Count: &three},
 		"no count":      {Target: api.ScalingTarget{"Group": "web"}},
 	} {
-		if _, err := s.ScaleJob(ctx, api.DefaultNamespace, "web", req); !errors.Is(err, api.ErrBadRequest) {
+		if _, err := s.Jobs().ScaleJob(ctx, api.DefaultNamespace, "web", req); !errors.Is(err, api.ErrBadRequest) {
 			t.Errorf("%s: %v, want a bad request", name, err)
 		}
 	}

@@ -197,9 +197,3 @@ func (f *fairShares) share(q string) *api.QueueResources {
 	}
 	return f.base.Share(q)
 }
-
-// QueueFairShare is queue name's current fair share as the leader's
-// workers schedule with it (api.QueueStatus.FairShare, gauges); nil on a
-// follower, before the first scheduling pass, or with only the default
-// queue.
-func (s *Server) QueueFairShare(name string) *api.QueueResources { return s.fair.share(name) }

@@ -120,7 +120,7 @@ func TestQueueReclaimEndToEnd(t *testing.T) {
 	s := newTestServer(t)
 	ctx := context.Background()
 	registerNode(t, s, testNode("n", 4000, 8192))
-	if _, err := s.UpsertQueues(ctx, []*api.Queue{{Name: "a"}, {Name: "b"}}); err != nil {
+	if _, err := s.Tenancy().UpsertQueues(ctx, []*api.Queue{{Name: "a"}, {Name: "b"}}); err != nil {
 		t.Fatal(err)
 	}
 	borrow := testJob("borrow", 4, 1000, 128)

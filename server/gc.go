@@ -42,7 +42,7 @@ func (g *evalGC) Run(ctx context.Context) {
 
 // collect does one collection and returns how many evals it deleted.
 func (g *evalGC) collect(ctx context.Context) (int, error) {
-	st := g.State()
+	st := g.state()
 	evals, err := st.Evals(nil, state.AllNamespaces, "")
 	if err != nil {
 		return 0, fmt.Errorf("list evals: %w", err)

@@ -11,12 +11,11 @@ import (
 
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/server/broker"
-	"github.com/drover/drover/server/state"
 )
 
 // heartbeats holds one TTL timer per live node on the leader, a leader
 // duty: enable arms the timers when leadership starts, Run disarms them
-// when it ends. A timer that fires hands the node to expired (the server
+// when it ends. A timer that fires hands the node to expired (Nodes
 // marks it down, or disconnected when some of its allocs' groups set
 // max_client_disconnect, and re-arms the timer for that window), in a
 // goroutine the heartbeats own and wait for on disable.
@@ -40,10 +39,11 @@ type heartbeats struct {
 	wg      sync.WaitGroup // node-down writes in flight
 }
 
-func newHeartbeats(s *Server) *heartbeats {
-	return &heartbeats{ttlMin: s.cfg.HeartbeatTTLMin, grace: s.cfg.HeartbeatGrace, maxPerSecond: s.cfg.MaxHeartbeatsPerSecond,
-		clock: s.clock, log: s.log.With("component", "heartbeats"), missed: s.metrics.heartbeatMisses,
-		expired: s.nodeExpired, windowLeft: s.disconnectLeft,
+// newHeartbeats returns the duty; its owner sets expired and windowLeft
+// (Nodes) before leadership can enable it.
+func newHeartbeats(cfg *Config, core serverCore, missed prometheus.Counter) *heartbeats {
+	return &heartbeats{ttlMin: cfg.HeartbeatTTLMin, grace: cfg.HeartbeatGrace, maxPerSecond: cfg.MaxHeartbeatsPerSecond,
+		clock: core.clock, log: core.log.With("component", "heartbeats"), missed: missed,
 		timers: map[string]broker.Timer{}, gens: map[string]uint64{}}
 }
 
@@ -155,205 +155,4 @@ func (h *heartbeats) expire(nodeID string, gen uint64) {
 			h.log.Warn("mark node down", "node", nodeID, "err", err)
 		}
 	}()
-}
-
-// nodeExpired handles a node whose timer ran out: a ready node whose live
-// allocs' groups set max_client_disconnect goes disconnected (and its
-// timer is re-armed for the longest such window); a disconnected node
-// whose window passed, or a node without such allocs, goes down.
-func (s *Server) nodeExpired(ctx context.Context, nodeID string) error {
-	st := s.State()
-	node, err := st.NodeByID(nil, nodeID)
-	if err != nil || node == nil || node.Status == api.NodeStatusDown {
-		return err
-	}
-	if node.Status == api.NodeStatusDisconnected {
-		return s.nodeDown(ctx, nodeID, "node did not reconnect within max_client_disconnect")
-	}
-	allocs, err := st.AllocsByNode(nil, nodeID)
-	if err != nil {
-		return err
-	}
-	w := disconnectWindow(allocs)
-	if w <= 0 {
-		return s.nodeDown(ctx, nodeID, "node heartbeat missed")
-	}
-	return s.nodeDisconnect(ctx, node, allocs, w)
-}
-
-// nodeDisconnect marks the node disconnected: live allocs whose group
-// sets max_client_disconnect become unknown (the scheduler places a
-// replacement but does not stop them: the client may still run them),
-// the others lost; every affected job gets an eval. The node's timer is
-// re-armed for the window w: without a heartbeat by then it goes down.
-func (s *Server) nodeDisconnect(ctx context.Context, node *api.Node, allocs []*api.Allocation, w time.Duration) error {
-	unknown := 0
-	why := "node heartbeat missed; disconnected for up to " + w.String() + " (max_client_disconnect)"
-	ups, evals, err := s.writeNodeLoss(ctx, node, allocs, api.NodeStatusDisconnected, why, func(a *api.Allocation) (string, string) {
-		switch {
-		case a.ClientStatus == api.AllocClientStatusUnknown:
-			return "", "" // marked on an earlier disconnect
-		case allocMaxDisconnect(a) > 0:
-			unknown++
-			return api.AllocClientStatusUnknown, "alloc is unknown since its node is disconnected"
-		}
-		return api.AllocClientStatusLost, state.AllocLostDescription
-	})
-	if err != nil {
-		return err
-	}
-	s.log.Info("node disconnected", "node", node.ID, "unknown_allocs", unknown, "lost_allocs", len(ups)-unknown,
-		"window", w, "evals", len(evals))
-	s.hb.reset(node.ID, w)
-	return nil
-}
-
-// disconnectLeft is what is left of a disconnected node's window.
-func (s *Server) disconnectLeft(n *api.Node) time.Duration {
-	allocs, err := s.State().AllocsByNode(nil, n.ID)
-	if err != nil {
-		return 0
-	}
-	since := s.clock.Now().Sub(time.Unix(n.StatusUpdatedAt, 0))
-	return disconnectWindow(allocs) - since
-}
-
-// disconnectWindow is the longest max_client_disconnect among the groups
-// of the live allocs (0 when none sets one).
-func disconnectWindow(allocs []*api.Allocation) time.Duration {
-	var w time.Duration
-	for _, a := range allocs {
-		if !a.TerminalStatus() {
-			w = max(w, allocMaxDisconnect(a))
-		}
-	}
-	return w
-}
-
-// allocMaxDisconnect is the max_client_disconnect of the alloc's group.
-func allocMaxDisconnect(a *api.Allocation) time.Duration {
-	if a.Job == nil {
-		return 0
-	}
-	if tg := a.Job.LookupTaskGroup(a.TaskGroup); tg != nil {
-		return tg.MaxClientDisconnect
-	}
-	return 0
-}
-
-// reconnectTrigger is the trigger of the evals for a node that sends a
-// heartbeat again: reconnect when it was disconnected.
-func reconnectTrigger(node *api.Node) string {
-	if node.Status == api.NodeStatusDisconnected {
-		return api.EvalTriggerReconnect
-	}
-	return api.EvalTriggerNodeUpdate
-}
-
-// reconnected reports whether a client's update of an alloc the server
-// marked unknown brings its real status back (its node reconnected).
-func reconnected(cur, u *api.Allocation) bool {
-	return cur.ClientStatus == api.AllocClientStatusUnknown && u.ClientStatus != api.AllocClientStatusUnknown &&
-		cur.DesiredStatus == api.AllocDesiredStatusRun
-}
-
-// nodeDown marks the node's live allocs lost, sets the node down and
-// creates an eval for every job that had allocs on it, so the scheduler
-// replaces them elsewhere.
-func (s *Server) nodeDown(ctx context.Context, nodeID, why string) error {
-	st := s.State()
-	node, err := st.NodeByID(nil, nodeID)
-	if err != nil || node == nil || node.Status == api.NodeStatusDown {
-		return err
-	}
-	allocs, err := st.AllocsByNode(nil, nodeID)
-	if err != nil {
-		return err
-	}
-	_, evals, err := s.writeNodeLoss(ctx, node, allocs, api.NodeStatusDown, why, nil)
-	if err != nil {
-		return err
-	}
-	s.log.Info("node down", "node", nodeID, "evals", len(evals))
-	return nil
-}
-
-// writeNodeLoss is a node leaving service (down or disconnected): each of
-// its live allocs gets the client status mark says ("" leaves it as it
-// is), then the node gets status with one eval per job that had allocs
-// there (and per system job), so the scheduler replaces them. It returns
-// the alloc updates and the evals written. Going down, mark is nil: the
-// status write itself loses every live alloc on the node, those placed
-// since allocs was read included (state.Txn.LoseNodeAllocs).
-func (s *Server) writeNodeLoss(ctx context.Context, node *api.Node, allocs []*api.Allocation, status, why string,
-	mark func(*api.Allocation) (clientStatus, desc string)) ([]*api.Allocation, []*api.Evaluation, error) {
-	now := s.clock.Now()
-	var ups []*api.Allocation
-	for _, a := range allocs {
-		if a.TerminalStatus() || mark == nil {
-			continue
-		}
-		cs, desc := mark(a)
-		if cs == "" {
-			continue
-		}
-		ups = append(ups, &api.Allocation{ID: a.ID, NodeID: node.ID, Namespace: a.Namespace, JobID: a.JobID,
-			TaskGroup: a.TaskGroup, ClientStatus: cs, ClientDescription: desc, TaskStates: a.TaskStates,
-			ModifyTime: now.UnixNano()}) // the usage ledger's end of a lost alloc
-	}
-	evals := s.nodeEvals(node, allocs, api.EvalTriggerNodeUpdate, now)
-	actx, cancel := s.applyCtx(ctx)
-	defer cancel()
-	if len(ups) > 0 {
-		if _, err := s.applyAllocClientUpdate(actx, ups, nil); err != nil {
-			return nil, nil, err
-		}
-	}
-	ev := &api.NodeEvent{Message: why, Subsystem: "Cluster", Timestamp: now}
-	if _, err := s.applyNodeStatus(actx, node.ID, status, now.Unix(), ev, evals); err != nil {
-		return nil, nil, err
-	}
-	return ups, evals, nil
-}
-
-// nodeEvals builds one eval per job with a live alloc on node, plus one
-// per system/sysbatch job (they may need to place on or leave the node).
-func (s *Server) nodeEvals(node *api.Node, allocs []*api.Allocation, trigger string, now time.Time) []*api.Evaluation {
-	type key struct{ ns, id string }
-	seen := map[key]bool{}
-	var out []*api.Evaluation
-	add := func(job *api.Job) {
-		k := key{job.Namespace, job.ID}
-		if seen[k] {
-			return
-		}
-		seen[k] = true
-		out = append(out, &api.Evaluation{
-			ID: newID(), Namespace: job.Namespace, Priority: job.Priority, Type: job.Type, TriggeredBy: trigger,
-			JobID: job.ID, NodeID: node.ID, NodeModifyIndex: node.ModifyIndex, Status: api.EvalStatusPending,
-			CreateTime: now.UnixNano(), ModifyTime: now.UnixNano(),
-		})
-	}
-	st := s.State()
-	for _, a := range allocs {
-		if a.TerminalStatus() {
-			continue
-		}
-		job := a.Job
-		if j, err := st.JobByID(nil, a.Namespace, a.JobID); err == nil && j != nil {
-			job = j
-		}
-		if job != nil {
-			add(job)
-		}
-	}
-	jobs, err := st.Jobs(nil, "*", "")
-	if err == nil {
-		for _, j := range jobs {
-			if (j.Type == api.JobTypeSystem || j.Type == api.JobTypeSysBatch) && !j.Stop {
-				add(j)
-			}
-		}
-	}
-	return out
 }

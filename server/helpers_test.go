@@ -110,7 +110,7 @@ func testNode(id string, cpu, memMB int64) *api.Node {
 
 func registerNode(t *testing.T, s *Server, n *api.Node) *api.NodeRegisterResponse {
 	t.Helper()
-	resp, err := s.RegisterNode(context.Background(), n, api.NodeIntro{})
+	resp, err := s.Nodes().RegisterNode(context.Background(), n, api.NodeIntro{})
 	if err != nil {
 		t.Fatalf("register node %s: %v", n.ID, err)
 	}
@@ -130,7 +130,7 @@ func testJob(id string, count, cpu, memMB int) *api.Job {
 
 func registerJob(t *testing.T, s *Server, j *api.Job) *api.JobRegisterResponse {
 	t.Helper()
-	resp, err := s.RegisterJob(context.Background(), &api.JobRegisterRequest{Job: j})
+	resp, err := s.Jobs().RegisterJob(context.Background(), &api.JobRegisterRequest{Job: j})
 	if err != nil {
 		t.Fatalf("register job %s: %v", j.ID, err)
 	}
@@ -183,7 +183,7 @@ func reportAllocs(t *testing.T, s *Server, nodeID, status string, allocs ...*api
 	for _, a := range allocs {
 		ups = append(ups, &api.Allocation{ID: a.ID, ClientStatus: status})
 	}
-	if _, err := s.UpdateAllocsFromClient(context.Background(), nodeID, "secret-"+nodeID, ups); err != nil {
+	if _, err := s.Nodes().UpdateAllocsFromClient(context.Background(), nodeID, "secret-"+nodeID, ups); err != nil {
 		t.Fatalf("update allocs from client: %v", err)
 	}
 }

@@ -34,9 +34,9 @@ func storeJob(t *testing.T, s *Server, j *api.Job) {
 	j.Canonicalize()
 	var eval *api.Evaluation
 	if !j.IsParameterized() && !j.IsPeriodic() {
-		eval = s.newJobEval(j, api.EvalTriggerJobRegister)
+		eval = s.core.newJobEval(j, api.EvalTriggerJobRegister)
 	}
-	if _, err := s.applyJobRegister(context.Background(), j, eval); err != nil {
+	if _, err := s.core.applyJobRegister(context.Background(), j, eval); err != nil {
 		t.Fatalf("store job %s: %v", j.ID, err)
 	}
 }
@@ -52,11 +52,11 @@ func TestJobMaxGroupCountEndpoints(t *testing.T) {
 	ctx := context.Background()
 	registerNode(t, s, testNode("a", 8000, 16384))
 
-	_, err := s.RegisterJob(ctx, &api.JobRegisterRequest{Job: testJob("web", limit+1, 10, 16)})
+	_, err := s.Jobs().RegisterJob(ctx, &api.JobRegisterRequest{Job: testJob("web", limit+1, 10, 16)})
 	wantCountLimit(t, "register", err, "web", limit+1, limit)
-	_, err = s.PlanJob(ctx, &api.JobPlanRequest{Job: testJob("web", 2_000_000_000, 10, 16)})
+	_, err = s.Jobs().PlanJob(ctx, &api.JobPlanRequest{Job: testJob("web", 2_000_000_000, 10, 16)})
 	wantCountLimit(t, "plan", err, "web", 2_000_000_000, limit)
-	if _, err := s.PlanJob(ctx, &api.JobPlanRequest{Job: testJob("web", limit, 10, 16)}); err != nil {
+	if _, err := s.Jobs().PlanJob(ctx, &api.JobPlanRequest{Job: testJob("web", limit, 10, 16)}); err != nil {
 		t.Errorf("plan at the bound: %v", err)
 	}
 
@@ -64,19 +64,19 @@ func TestJobMaxGroupCountEndpoints(t *testing.T) {
 	job.TaskGroups[0].Scaling = &api.ScalingPolicy{Min: 1, Max: 5}
 	registerJob(t, s, job) // version 0
 	big := int64(2_000_000_000)
-	_, err = s.ScaleJob(ctx, api.DefaultNamespace, "web", &api.JobScaleRequest{Target: api.ScalingTarget{"Group": "web"}, Count: &big})
+	_, err = s.Jobs().ScaleJob(ctx, api.DefaultNamespace, "web", &api.JobScaleRequest{Target: api.ScalingTarget{"Group": "web"}, Count: &big})
 	if !errors.Is(err, api.ErrBadRequest) || !strings.Contains(err.Error(), "scaling policy") {
 		t.Errorf("scale outside the scaling policy: %v, want a bad request naming the policy", err)
 	}
 	job.TaskGroups[0].Scaling = nil
 	registerJob(t, s, job) // version 1, no scaling block
-	_, err = s.ScaleJob(ctx, api.DefaultNamespace, "web", &api.JobScaleRequest{Target: api.ScalingTarget{"Group": "web"}, Count: &big})
+	_, err = s.Jobs().ScaleJob(ctx, api.DefaultNamespace, "web", &api.JobScaleRequest{Target: api.ScalingTarget{"Group": "web"}, Count: &big})
 	wantCountLimit(t, "scale", err, "web", 2_000_000_000, limit)
 	over := int64(limit + 1)
-	_, err = s.ScaleJob(ctx, api.DefaultNamespace, "web", &api.JobScaleRequest{Target: api.ScalingTarget{"Group": "web"}, Count: &over})
+	_, err = s.Jobs().ScaleJob(ctx, api.DefaultNamespace, "web", &api.JobScaleRequest{Target: api.ScalingTarget{"Group": "web"}, Count: &over})
 	wantCountLimit(t, "scale", err, "web", limit+1, limit)
 	at := int64(limit)
-	if _, err := s.ScaleJob(ctx, api.DefaultNamespace, "web", &api.JobScaleRequest{Target: api.ScalingTarget{"Group": "web"}, Count: &at}); err != nil {
+	if _, err := s.Jobs().ScaleJob(ctx, api.DefaultNamespace, "web", &api.JobScaleRequest{Target: api.ScalingTarget{"Group": "web"}, Count: &at}); err != nil {
 		t.Errorf("scale to the bound: %v", err)
 	}
 
@@ -86,10 +86,10 @@ func TestJobMaxGroupCountEndpoints(t *testing.T) {
 	storeJob(t, s, testJob("web", 50, 10, 16))
 	cur, _ := s.State().JobByID(nil, api.DefaultNamespace, "web")
 	registerJob(t, s, testJob("web", 1, 20, 16))
-	_, err = s.RevertJob(ctx, api.DefaultNamespace, "web", &api.JobRevertRequest{JobVersion: cur.Version})
+	_, err = s.Jobs().RevertJob(ctx, api.DefaultNamespace, "web", &api.JobRevertRequest{JobVersion: cur.Version})
 	wantCountLimit(t, "revert", err, "web", 50, limit)
 	storeJob(t, s, testJob("web", 50, 10, 16))
-	_, err = s.RegisterJob(ctx, &api.JobRegisterRequest{Job: testJob("web", 1, 30, 16), PreserveCounts: true})
+	_, err = s.Jobs().RegisterJob(ctx, &api.JobRegisterRequest{Job: testJob("web", 1, 30, 16), PreserveCounts: true})
 	wantCountLimit(t, "register preserving counts", err, "web", 50, limit)
 
 	// Templates stored above the bound launch nothing.
@@ -97,19 +97,19 @@ func TestJobMaxGroupCountEndpoints(t *testing.T) {
 	tmpl.Type = api.JobTypeBatch
 	tmpl.ParameterizedJob = &api.ParameterizedJobConfig{}
 	storeJob(t, s, tmpl)
-	_, err = s.DispatchJob(ctx, api.DefaultNamespace, "report", nil)
+	_, err = s.Jobs().DispatchJob(ctx, api.DefaultNamespace, "report", nil)
 	wantCountLimit(t, "dispatch", err, "web", 50, limit)
 	cron := testJob("cron", 50, 10, 16)
 	cron.Type = api.JobTypeBatch
 	cron.Periodic = &api.PeriodicConfig{Enabled: true, Spec: "0 0 1 1 *"}
 	storeJob(t, s, cron)
-	_, err = s.ForcePeriodic(ctx, api.DefaultNamespace, "cron")
+	_, err = s.Jobs().ForcePeriodic(ctx, api.DefaultNamespace, "cron")
 	wantCountLimit(t, "periodic force", err, "web", 50, limit)
 
 	// System jobs read the count too (fair-share demand, summaries).
 	sys := testJob("sys", limit+1, 10, 16)
 	sys.Type = api.JobTypeSystem
-	_, err = s.RegisterJob(ctx, &api.JobRegisterRequest{Job: sys})
+	_, err = s.Jobs().RegisterJob(ctx, &api.JobRegisterRequest{Job: sys})
 	wantCountLimit(t, "register a system job", err, "web", limit+1, limit)
 }
 
@@ -120,10 +120,10 @@ func TestJobMaxGroupCountDefault(t *testing.T) {
 	s := newTestServer(t)
 	ctx := context.Background()
 	registerNode(t, s, testNode("a", 8000, 16384))
-	if _, err := s.PlanJob(ctx, &api.JobPlanRequest{Job: testJob("web", scheduler.DefaultMaxGroupCount, 10, 16)}); err != nil {
+	if _, err := s.Jobs().PlanJob(ctx, &api.JobPlanRequest{Job: testJob("web", scheduler.DefaultMaxGroupCount, 10, 16)}); err != nil {
 		t.Errorf("plan of %d: %v", scheduler.DefaultMaxGroupCount, err)
 	}
-	_, err := s.RegisterJob(ctx, &api.JobRegisterRequest{Job: testJob("web", 2_000_000_000, 10, 16)})
+	_, err := s.Jobs().RegisterJob(ctx, &api.JobRegisterRequest{Job: testJob("web", 2_000_000_000, 10, 16)})
 	wantCountLimit(t, "register", err, "web", 2_000_000_000, scheduler.DefaultMaxGroupCount)
 }
 

@@ -18,12 +18,6 @@ var serverSetJobFields = map[string]bool{
 	"CreateIndex": true, "ModifyIndex": true, "JobModifyIndex": true, "TaskGroups": true,
 }
 
-// JobDiff compares two versions of a job (either may be nil) as the plan
-// endpoint does: GET /v1/job/{id}/versions?diffs=true uses it for the diff
-// of each version against the one before. It is pure and safe for
-// concurrent use.
-func (s *Server) JobDiff(old, new *api.Job) *api.JobDiff { return jobDiff(old, new) }
-
 // jobDiff compares the registered job (old, may be nil) with a proposed
 // one (new, may be nil). Fields are compared flattened to dotted paths
 // ("Update.MaxParallel", "Meta.owner", "Config.args[0]"); groups and tasks

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/drover/drover/api"
-	"github.com/drover/drover/server/state"
 )
 
 // errNotLeader names the leader when one is known.
@@ -44,8 +43,9 @@ func (s *Server) monitorLeadership() {
 // the broker, blocked tracker and plan queue, restores evals from state,
 // arms heartbeat timers and starts every leader duty (leaderDuties).
 func (s *Server) establishLeadership() {
+	log := s.core.log
 	if err := s.rs.raft.Barrier(s.cfg.RaftApplyTimeout).Error(); err != nil {
-		s.log.Error("leadership barrier failed", "err", err)
+		log.Error("leadership barrier failed", "err", err)
 		return
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
@@ -56,65 +56,67 @@ func (s *Server) establishLeadership() {
 	// Periodic launches count from here, read before the broker is
 	// enabled (what tests take for "leader ready"), not when a goroutine
 	// happens to run.
-	since := s.clock.Now()
+	since := s.core.clock.Now()
 	s.planQueue.SetEnabled(true)
 	s.broker.SetEnabled(true)
 	s.blocked.SetEnabled(true)
-	if err := s.restoreEvals(); err != nil {
-		s.log.Error("restore evals", "err", err)
+	// Every stored eval goes to the commit reactor, as if just committed:
+	// pending ones to the broker, blocked ones to the tracker.
+	if err := s.reactor.restore(); err != nil {
+		log.Error("restore evals", "err", err)
 	}
 	nodes, err := s.State().Nodes(nil, "")
 	if err != nil {
-		s.log.Error("list nodes for heartbeats", "err", err)
+		log.Error("list nodes for heartbeats", "err", err)
 	}
 	s.hb.enable(ctx, nodes) // armed before anything can advance the clock
 
+	run := func(f func()) {
+		s.leaderWG.Add(1)
+		go func() {
+			defer s.leaderWG.Done()
+			f()
+		}()
+	}
 	for _, d := range s.leaderDuties(since) {
-		s.leaderGo(func() { d.Run(ctx) })
+		run(func() { d.Run(ctx) })
 	}
 	if s.cfg.RequireNodeIntro {
 		// Introductions are signed with the keyring: its first key is
 		// made now, so that followers can sign them from the start.
-		s.leaderGo(func() {
-			if _, _, err := s.activeKey(ctx); err != nil && ctx.Err() == nil {
-				s.log.Error("create the keyring's first key", "err", err)
+		run(func() {
+			if _, _, err := s.keyring.activeKey(ctx); err != nil && ctx.Err() == nil {
+				log.Error("create the keyring's first key", "err", err)
 			}
 		})
 	}
-	s.log.Info("leadership established", "workers", s.cfg.NumSchedulers, "nodes", len(nodes))
+	log.Info("leadership established", "workers", s.cfg.NumSchedulers, "nodes", len(nodes))
 }
 
 // leaderDuties builds the duties of one leadership term. The state-driven
 // ones get the server's core (state, Raft writes, clock, log), workers the
-// broker, plan queue and blocked tracker besides, autopilot the Raft node
-// and gossip membership; none gets the whole server.
+// broker, plan queue and blocked tracker besides, autopilot (with gossip
+// only) the Raft node and the membership; none gets the whole server.
 func (s *Server) leaderDuties(since time.Time) []leaderDuty {
+	c := &s.core
 	duties := []leaderDuty{
 		s.hb,
-		&planApplier{serverCore: s.named("planapplier"), plans: s.planQueue, tokens: s.broker, hook: &s.planHook,
+		&planApplier{serverCore: c.named("planapplier"), plans: s.planQueue, tokens: s.broker, hook: &s.planHook,
 			predecode: s.rs.fsm.Predecode, applied: s.metrics.planApply, placed: s.metrics.placements},
-		&drainer{serverCore: s.named("drainer")},
-		&evalReaper{serverCore: s.named("evalreaper"), queue: &s.reap},
-		&evalGC{serverCore: s.named("evalgc"), interval: s.cfg.EvalGCInterval, threshold: s.cfg.EvalGCThreshold},
-		&periodicLauncher{serverCore: s.named("periodic"), since: since},
-		&deploymentWatcher{serverCore: s.named("deploymentwatcher")},
+		&drainer{serverCore: c.named("drainer")},
+		&evalReaper{serverCore: c.named("evalreaper"), queue: &s.reap},
+		&evalGC{serverCore: c.named("evalgc"), interval: s.cfg.EvalGCInterval, threshold: s.cfg.EvalGCThreshold},
+		&periodicLauncher{serverCore: c.named("periodic"), since: since},
+		&deploymentWatcher{serverCore: c.named("deploymentwatcher")},
 	}
 	for range s.cfg.NumSchedulers {
-		duties = append(duties, &worker{serverCore: s.named("worker"), evals: s.broker, plans: s.planQueue,
-			blocked: s.blocked, obsolete: s.cancelDuplicateBlocked, fair: s.fair, maxGroupCount: s.cfg.JobMaxGroupCount})
+		duties = append(duties, &worker{serverCore: c.named("worker"), evals: s.broker, plans: s.planQueue,
+			blocked: s.blocked, obsolete: s.reap.superseded, fair: s.fair, maxGroupCount: s.cfg.JobMaxGroupCount})
 	}
-	if a := s.newAutopilot(); a != nil {
-		duties = append(duties, a)
+	if m := s.cluster.membership(); m != nil {
+		duties = append(duties, newAutopilot(&s.cfg, s.rs.raft, m, c.log))
 	}
 	return duties
-}
-
-func (s *Server) leaderGo(f func()) {
-	s.leaderWG.Add(1)
-	go func() {
-		defer s.leaderWG.Done()
-		f()
-	}()
 }
 
 // revokeLeadership stops every leader duty and waits for its goroutines.
@@ -131,19 +133,48 @@ func (s *Server) revokeLeadership() {
 	s.blocked.SetEnabled(false)
 	s.planQueue.SetEnabled(false)
 	s.leaderWG.Wait() // the heartbeats duty disarms its timers on the way out
-	s.log.Info("leadership revoked")
+	s.core.log.Info("leadership revoked")
 }
 
-// restoreEvals hands every stored eval to the commit reactor, as if it
-// had just been committed: pending ones go to the broker, blocked ones to
-// the tracker.
-func (s *Server) restoreEvals() error {
-	evals, err := s.State().Evals(nil, state.AllNamespaces, "")
-	if err != nil {
-		return fmt.Errorf("list evals: %w", err)
+// pauseRequest stops leader duties: paused is closed once they stopped;
+// closing resume restarts them (if still leader).
+type pauseRequest struct {
+	paused chan struct{}
+	resume chan struct{}
+}
+
+// pauseLeadership runs on the leader loop.
+func (s *Server) pauseLeadership(req pauseRequest) {
+	s.revokeLeadership()
+	close(req.paused)
+	select {
+	case <-req.resume:
+	case <-s.ctx.Done():
+		return
 	}
-	s.reactor.dispatch(evals)
-	return nil
+	if s.IsLeader() {
+		s.establishLeadership()
+	}
+}
+
+// withLeaderDutiesPaused runs fn while no leader duty (worker, plan
+// applier, heartbeat timer ...) runs, so nothing writes from old state.
+func (s *Server) withLeaderDutiesPaused(ctx context.Context, fn func() error) error {
+	req := pauseRequest{paused: make(chan struct{}), resume: make(chan struct{})}
+	select {
+	case s.cluster.pause <- req:
+	case <-ctx.Done():
+		return fmt.Errorf("pause leader duties: %w", ctx.Err())
+	case <-s.ctx.Done():
+		return fmt.Errorf("pause leader duties: %w", api.ErrUnavailable)
+	}
+	defer close(req.resume)
+	select {
+	case <-req.paused:
+	case <-s.ctx.Done():
+		return fmt.Errorf("pause leader duties: %w", api.ErrUnavailable)
+	}
+	return fn()
 }
 
 // planRetryBackoff is the WaitUntil delay of a max-plan-attempts follow-up.

@@ -1,9 +1,12 @@
 package server
 
 import (
+	"context"
 	"sync"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/drover/drover/server/raftstore"
 )
 
 // leaderChanges tells waiters that the leader changed: a request held for
@@ -34,26 +37,26 @@ func (l *leaderChanges) notify() {
 	}
 }
 
-// watchLeaderChanges feeds Raft's leader observations (this server
-// winning an election, a follower learning the leader, or losing it) to
-// s.leaderChanges until the server stops.
-func (s *Server) watchLeaderChanges() {
+// watch feeds r's leader observations (this server winning an election,
+// a follower learning the leader, or losing it) to the waiters until ctx
+// ends, in a goroutine wg tracks.
+func (l *leaderChanges) watch(ctx context.Context, wg *sync.WaitGroup, r *raftstore.Raft) {
 	obs := make(chan raft.Observation, 16)
 	o := raft.NewObserver(obs, false, func(o *raft.Observation) bool {
 		_, ok := o.Data.(raft.LeaderObservation)
 		return ok
 	})
-	s.rs.raft.RegisterObserver(o)
-	s.wg.Add(1)
+	r.RegisterObserver(o)
+	wg.Add(1)
 	go func() {
-		defer s.wg.Done()
-		defer s.rs.raft.DeregisterObserver(o)
+		defer wg.Done()
+		defer r.DeregisterObserver(o)
 		for {
 			select {
-			case <-s.ctx.Done():
+			case <-ctx.Done():
 				return
 			case <-obs:
-				s.leaderChanges.notify()
+				l.notify()
 			}
 		}
 	}()

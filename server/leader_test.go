@@ -28,7 +28,7 @@ func TestHeartbeatMissReschedulesElsewhere(t *testing.T) {
 	registerNode(t, s, testNode("b", 4000, 8192))
 	// TTL is at most 15 s (10 s + stagger) plus 10 s grace: 25 s.
 	clk.Advance(19 * time.Second)
-	if _, err := s.HeartbeatNode(ctx, "b", "secret-b", nil); err != nil {
+	if _, err := s.Nodes().HeartbeatNode(ctx, "b", "secret-b", nil); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := s.State().NodeByID(nil, "a"); n.Status != api.NodeStatusReady {
@@ -51,7 +51,7 @@ func TestHeartbeatMissReschedulesElsewhere(t *testing.T) {
 		t.Fatalf("node b is %s, want ready", n.Status)
 	}
 	// The node comes back with a heartbeat.
-	if _, err := s.HeartbeatNode(ctx, "a", "secret-a", nil); err != nil {
+	if _, err := s.Nodes().HeartbeatNode(ctx, "a", "secret-a", nil); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := s.State().NodeByID(nil, "a"); n.Status != api.NodeStatusReady {
@@ -129,7 +129,7 @@ func TestDrainCompletesOnlyAfterClientStops(t *testing.T) {
 	reportAllocs(t, s, "a", api.AllocClientStatusRunning, onA...)
 	registerNode(t, s, testNode("b", 4000, 8192))
 
-	if _, err := s.UpdateNodeDrain(ctx, &api.NodeUpdateDrainRequest{NodeID: "a", DrainSpec: &api.DrainSpec{Deadline: time.Hour}}); err != nil {
+	if _, err := s.Nodes().UpdateNodeDrain(ctx, &api.NodeUpdateDrainRequest{NodeID: "a", DrainSpec: &api.DrainSpec{Deadline: time.Hour}}); err != nil {
 		t.Fatal(err)
 	}
 	// max_parallel 1: exactly one alloc is migrated and replaced on b.
@@ -215,7 +215,7 @@ func TestDrainDeadlineForcesAll(t *testing.T) {
 	registerJob(t, s, job)
 	onA := waitLive(t, s, "web", 3)
 	reportAllocs(t, s, "a", api.AllocClientStatusRunning, onA...)
-	if _, err := s.UpdateNodeDrain(ctx, &api.NodeUpdateDrainRequest{NodeID: "a", DrainSpec: &api.DrainSpec{Deadline: time.Minute}}); err != nil {
+	if _, err := s.Nodes().UpdateNodeDrain(ctx, &api.NodeUpdateDrainRequest{NodeID: "a", DrainSpec: &api.DrainSpec{Deadline: time.Minute}}); err != nil {
 		t.Fatal(err)
 	}
 	countMigrating := func(ws memdb.WatchSet) (int, error) {
@@ -235,7 +235,7 @@ func TestDrainDeadlineForcesAll(t *testing.T) {
 	// Reach the deadline in steps, heartbeating so the node stays up.
 	for range 4 {
 		clk.Advance(15 * time.Second)
-		if _, err := s.HeartbeatNode(ctx, "a", "secret-a", nil); err != nil {
+		if _, err := s.Nodes().HeartbeatNode(ctx, "a", "secret-a", nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -50,7 +50,7 @@ func quiescentSave(t *testing.T, s *Server) (map[string][]string, []byte) {
 		before := s.State().LatestIndex()
 		dump := dumpTables(t, s)
 		var buf bytes.Buffer
-		idx, err := s.SaveSnapshot(context.Background(), &buf)
+		idx, err := s.Operator().SaveSnapshot(context.Background(), &buf)
 		if err != nil {
 			t.Fatalf("SaveSnapshot: %v", err)
 		}
@@ -80,7 +80,7 @@ func TestSnapshotSaveRestoreExact(t *testing.T) {
 	// Change the state after the save: a new job, a purged one.
 	registerJob(t, s, testJob("later", 1, 500, 256))
 	waitLive(t, s, "later", 1)
-	if _, err := s.DeregisterJob(ctx, api.DefaultNamespace, "gone", true); err != nil {
+	if _, err := s.Jobs().DeregisterJob(ctx, api.DefaultNamespace, "gone", true); err != nil {
 		t.Fatal(err)
 	}
 
@@ -97,7 +97,7 @@ func TestSnapshotSaveRestoreExact(t *testing.T) {
 		idx := s.State().LatestIndex()
 		changed := dumpTables(t, s)
 		for name, b := range bad {
-			_, err := s.RestoreSnapshot(ctx, bytes.NewReader(b))
+			_, err := s.Operator().RestoreSnapshot(ctx, bytes.NewReader(b))
 			if !errors.Is(err, ErrBadSnapshotFile) || !errors.Is(err, api.ErrBadRequest) {
 				t.Errorf("restore %s file: err = %v, want ErrBadSnapshotFile (bad_request)", name, err)
 			}
@@ -114,7 +114,7 @@ func TestSnapshotSaveRestoreExact(t *testing.T) {
 		break
 	}
 
-	if _, err := s.RestoreSnapshot(ctx, bytes.NewReader(file)); err != nil {
+	if _, err := s.Operator().RestoreSnapshot(ctx, bytes.NewReader(file)); err != nil {
 		t.Fatalf("RestoreSnapshot: %v", err)
 	}
 	if diff := cmp.Diff(want, dumpTables(t, s)); diff != "" {

@@ -65,7 +65,7 @@ func (c queueCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c queueCollector) Collect(ch chan<- prometheus.Metric) {
-	collectUsage(ch, c.s.State(), c.s.clock.Now().UnixNano())
+	collectUsage(ch, c.s.State(), c.s.core.clock.Now().UnixNano())
 	f := c.s.queueStatus
 	if f == nil {
 		f = func() ([]*api.QueueStatus, error) {
@@ -73,7 +73,7 @@ func (c queueCollector) Collect(ch chan<- prometheus.Metric) {
 			for i, q := range qs {
 				if q != nil && q.Queue != nil && q.FairShare == nil {
 					cp := *q
-					cp.FairShare = c.s.QueueFairShare(q.Queue.Name)
+					cp.FairShare = c.s.fair.share(q.Queue.Name)
 					qs[i] = &cp
 				}
 			}
@@ -82,7 +82,7 @@ func (c queueCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	qs, err := f()
 	if err != nil {
-		c.s.log.Warn("queue gauges", "err", err)
+		c.s.core.log.Warn("queue gauges", "err", err)
 		return
 	}
 	collectQueueStatus(ch, qs)

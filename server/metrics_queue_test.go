@@ -49,7 +49,7 @@ func TestQueueUsageGauges(t *testing.T) {
 	n.NodeResources.Devices = []*api.NodeDeviceResource{{Vendor: "nvidia", Type: "gpu", Name: "H100",
 		Instances: []*api.NodeDevice{{ID: "g0", Healthy: true}, {ID: "g1", Healthy: true}}}}
 	registerNode(t, s, n)
-	if _, err := s.UpsertQueues(context.Background(), []*api.Queue{{Name: "team-a", Guaranteed: &api.QueueResources{GPUs: 1}}}); err != nil {
+	if _, err := s.Tenancy().UpsertQueues(context.Background(), []*api.Queue{{Name: "team-a", Guaranteed: &api.QueueResources{GPUs: 1}}}); err != nil {
 		t.Fatal(err)
 	}
 	j := testJob("train", 1, 2000, 1024)
@@ -61,7 +61,7 @@ func TestQueueUsageGauges(t *testing.T) {
 	started := clk.Now().Add(-time.Hour)
 	u := &api.Allocation{ID: al.ID, ClientStatus: api.AllocClientStatusRunning,
 		TaskStates: map[string]*api.TaskState{"srv": {State: api.TaskStateRunning, StartedAt: started}}}
-	if _, err := s.UpdateAllocsFromClient(context.Background(), "a", "secret-a", []*api.Allocation{u}); err != nil {
+	if _, err := s.Nodes().UpdateAllocsFromClient(context.Background(), "a", "secret-a", []*api.Allocation{u}); err != nil {
 		t.Fatal(err)
 	}
 	const gpuKey = "drover_queue_usage_gpu_seconds{model=nvidia/gpu/H100,queue=team-a}"
@@ -74,7 +74,7 @@ func TestQueueUsageGauges(t *testing.T) {
 	if got := gaugeValues(t, reg)[gpuKey]; got != 2*5400 {
 		t.Fatalf("after 90 minutes: %v GPU-seconds, want %v", got, 2*5400)
 	}
-	if err := s.nodeDown(context.Background(), "a", "test"); err != nil {
+	if err := s.nodes.down(context.Background(), "a", "test"); err != nil {
 		t.Fatal(err)
 	}
 	waitState(t, s, "alloc lost", func(ws memdb.WatchSet) (bool, error) {
@@ -97,7 +97,7 @@ func TestQueueUsageGauges(t *testing.T) {
 	}
 	// The fair share is the leader's, as its workers last computed it.
 	v, ok := got["drover_queue_fair_share_gpus{model=,queue=team-a}"]
-	if fs := s.QueueFairShare("team-a"); fs == nil && ok {
+	if fs := s.Tenancy().QueueFairShare("team-a"); fs == nil && ok {
 		t.Error("a fair-share gauge without a fair share")
 	} else if fs != nil && (!ok || v != float64(fs.GPUs)) {
 		t.Errorf("fair-share GPUs of team-a = %v (present %v), want %d", v, ok, fs.GPUs)

@@ -33,7 +33,7 @@ func TestRegisterJobRefusesPathNames(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			j := testJob("names", 1, 100, 64)
 			c.set(j)
-			_, err := s.RegisterJob(ctx, &api.JobRegisterRequest{Job: j})
+			_, err := s.Jobs().RegisterJob(ctx, &api.JobRegisterRequest{Job: j})
 			if !errors.Is(err, api.ErrInvalidJob) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("RegisterJob = %v, want ErrInvalidJob naming %q", err, c.want)
 			}
@@ -54,12 +54,12 @@ func TestRegisterJobRefusesPathNames(t *testing.T) {
 	p.ParameterizedJob = &api.ParameterizedJobConfig{Payload: "optional"}
 	registerJob(t, s, p)
 	for _, prefix := range []string{"a/b", "x\x00", "two words"} {
-		_, err := s.DispatchJob(ctx, api.DefaultNamespace, "report", &api.JobDispatchRequest{IdPrefixTemplate: prefix})
+		_, err := s.Jobs().DispatchJob(ctx, api.DefaultNamespace, "report", &api.JobDispatchRequest{IdPrefixTemplate: prefix})
 		if !errors.Is(err, api.ErrBadRequest) || !strings.Contains(err.Error(), "id_prefix_template") {
 			t.Errorf("dispatch with prefix %q: %v, want a bad request", prefix, err)
 		}
 	}
-	resp, err := s.DispatchJob(ctx, api.DefaultNamespace, "report", &api.JobDispatchRequest{IdPrefixTemplate: "nightly.v2"})
+	resp, err := s.Jobs().DispatchJob(ctx, api.DefaultNamespace, "report", &api.JobDispatchRequest{IdPrefixTemplate: "nightly.v2"})
 	if err != nil || !strings.HasPrefix(resp.DispatchedJobID, "report/dispatch-nightly.v2-") {
 		t.Errorf("dispatch with prefix nightly.v2 = %+v, %v", resp, err)
 	}

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/rsa"
 	"fmt"
 	"time"
 
@@ -33,9 +32,16 @@ type introClaims struct {
 	NodeName string `json:"drover_node_name,omitempty"`
 }
 
-// CreateNodeIntro signs an introduction token for a node of req.NodePool
-// (which must exist) named req.NodeName ("" = any name).
-func (s *Server) CreateNodeIntro(ctx context.Context, req *api.NodeIntroRequest) (*api.NodeIntroResponse, error) {
+// nodeIntros makes and checks introduction tokens, signed with the
+// keyring's active key. It is safe for concurrent use.
+type nodeIntros struct {
+	serverCore
+	keys *Keyring
+}
+
+// create signs an introduction token for a node of req.NodePool (which
+// must exist) named req.NodeName ("" = any name).
+func (ni *nodeIntros) create(ctx context.Context, req *api.NodeIntroRequest) (*api.NodeIntroResponse, error) {
 	ttl := req.TTL
 	if ttl == 0 {
 		ttl = api.DefaultNodeIntroTTL
@@ -47,18 +53,18 @@ func (s *Server) CreateNodeIntro(ctx context.Context, req *api.NodeIntroRequest)
 	if pool == "" {
 		pool = api.DefaultNodePool
 	}
-	p, err := s.State().NodePoolByName(nil, pool)
+	p, err := ni.state().NodePoolByName(nil, pool)
 	if err != nil {
 		return nil, err
 	}
 	if p == nil {
 		return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("node pool %q does not exist", pool))
 	}
-	signer, err := s.jwtSigner(ctx)
+	signer, err := ni.keys.signer(ctx)
 	if err != nil {
 		return nil, err
 	}
-	now := s.clock.Now()
+	now := ni.clock.Now()
 	exp := now.Add(ttl)
 	c := introClaims{
 		Claims: jwt.Claims{Subject: "node-introduction:" + pool + ":" + req.NodeName, Audience: jwt.Audience{introAudience},
@@ -72,10 +78,10 @@ func (s *Server) CreateNodeIntro(ctx context.Context, req *api.NodeIntroRequest)
 	return &api.NodeIntroResponse{Token: tok, Expiration: exp.UTC().Truncate(time.Second)}, nil
 }
 
-// checkIntro says whether n may join (or move to its node pool) with
+// check says whether n may join (or move to its node pool) with
 // intro: a certified peer may; else the token must be one of the
 // keyring's, unexpired, for n's pool and, when it names one, n's name.
-func (s *Server) checkIntro(n *api.Node, intro api.NodeIntro) error {
+func (ni *nodeIntros) check(n *api.Node, intro api.NodeIntro) error {
 	if intro.Certified {
 		return nil
 	}
@@ -93,7 +99,7 @@ func (s *Server) checkIntro(n *api.Node, intro api.NodeIntro) error {
 	if err != nil || len(tok.Headers) != 1 {
 		return deny("malformed introduction token")
 	}
-	key, err := s.rootPublicKey(tok.Headers[0].KeyID)
+	key, err := ni.keys.publicKey(tok.Headers[0].KeyID)
 	if err != nil {
 		return err
 	}
@@ -104,7 +110,7 @@ func (s *Server) checkIntro(n *api.Node, intro api.NodeIntro) error {
 	if err := tok.Claims(key, &c); err != nil {
 		return deny("introduction token signature invalid")
 	}
-	if err := c.ValidateWithLeeway(jwt.Expected{AnyAudience: jwt.Audience{introAudience}, Time: s.clock.Now()}, 0); err != nil {
+	if err := c.ValidateWithLeeway(jwt.Expected{AnyAudience: jwt.Audience{introAudience}, Time: ni.clock.Now()}, 0); err != nil {
 		return deny(fmt.Sprintf("introduction token not valid: %v", err))
 	}
 	if c.NodePool != n.NodePool {
@@ -114,22 +120,4 @@ func (s *Server) checkIntro(n *api.Node, intro api.NodeIntro) error {
 		return deny(fmt.Sprintf("introduction token is for node %q, not %q", c.NodeName, n.Name))
 	}
 	return nil
-}
-
-// rootPublicKey is the public half of the keyring's key kid (nil: none).
-func (s *Server) rootPublicKey(kid string) (*rsa.PublicKey, error) {
-	keys, err := s.State().RootKeys(nil)
-	if err != nil {
-		return nil, err
-	}
-	for _, rk := range keys {
-		if rk.KeyID == kid {
-			p, err := s.keys.private(rk)
-			if err != nil {
-				return nil, err
-			}
-			return &p.PublicKey, nil
-		}
-	}
-	return nil, nil
 }

@@ -61,7 +61,7 @@ func TestFailedAllocCreatesEval(t *testing.T) {
 	if failures != 1 || len(evals) < n {
 		t.Fatalf("%d alloc-failure evals after a repeated report, want 1", failures)
 	}
-	if _, err := s.UpdateAllocsFromClient(context.Background(), "a", "secret-a", []*api.Allocation{{ID: "nope", ClientStatus: "running"}}); err == nil {
+	if _, err := s.Nodes().UpdateAllocsFromClient(context.Background(), "a", "secret-a", []*api.Allocation{{ID: "nope", ClientStatus: "running"}}); err == nil {
 		t.Fatal("update of an unknown alloc succeeded")
 	}
 }
@@ -72,7 +72,7 @@ func TestMetricsRegistered(t *testing.T) {
 	registerNode(t, s, testNode("a", 4000, 8192))
 	registerJob(t, s, testJob("web", 2, 100, 64))
 	waitLive(t, s, "web", 2)
-	if _, err := s.HeartbeatNode(context.Background(), "a", "secret-a", nil); err != nil {
+	if _, err := s.Nodes().HeartbeatNode(context.Background(), "a", "secret-a", nil); err != nil {
 		t.Fatal(err)
 	}
 	gather := func() map[string]float64 {
@@ -120,7 +120,7 @@ func TestDeliveryLimitMarksEvalFailed(t *testing.T) {
 	registerNode(t, s, testNode("a", 4000, 8192))
 	resp := registerJob(t, s, testJob("web", 1, 100, 64))
 	e := waitEvalStatus(t, s, resp.EvalID, api.EvalStatusComplete)
-	s.evalDeliveryFailed(e)
+	s.reap.failed(e)
 	got := waitEvalStatus(t, s, e.ID, api.EvalStatusFailed)
 	if got.StatusDescription == "" {
 		t.Fatal("failed eval has no description")
@@ -135,14 +135,14 @@ func TestEvalGC(t *testing.T) {
 	first := registerJob(t, s, testJob("web", 1, 100, 64))
 	live := waitLive(t, s, "web", 1)
 	reportAllocs(t, s, "a", api.AllocClientStatusRunning, live[0])
-	stop, err := s.DeregisterJob(ctx, "", "web", false)
+	stop, err := s.Jobs().DeregisterJob(ctx, "", "web", false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitEvalStatus(t, s, stop.EvalID, api.EvalStatusComplete)
 	waitLive(t, s, "web", 0)
 	// Too young, and the alloc still runs on the client: nothing goes.
-	if n, err := (&evalGC{serverCore: s.serverCore, interval: s.cfg.EvalGCInterval, threshold: s.cfg.EvalGCThreshold}).collect(ctx); err != nil || n != 0 {
+	if n, err := (&evalGC{serverCore: s.core, interval: s.cfg.EvalGCInterval, threshold: s.cfg.EvalGCThreshold}).collect(ctx); err != nil || n != 0 {
 		t.Fatalf("gc of young evals = %d, %v", n, err)
 	}
 	reportAllocs(t, s, "a", api.AllocClientStatusComplete, live[0])
@@ -151,7 +151,7 @@ func TestEvalGC(t *testing.T) {
 	clk.Advance(2 * time.Hour)
 	// Collect now too (the background pass may have read the clock while
 	// Advance was still on its way): whichever runs first deletes.
-	if _, err := (&evalGC{serverCore: s.serverCore, interval: s.cfg.EvalGCInterval, threshold: s.cfg.EvalGCThreshold}).collect(ctx); err != nil {
+	if _, err := (&evalGC{serverCore: s.core, interval: s.cfg.EvalGCInterval, threshold: s.cfg.EvalGCThreshold}).collect(ctx); err != nil {
 		t.Fatal(err)
 	}
 	waitState(t, s, "evals and alloc collected", func(ws memdb.WatchSet) (bool, error) {

@@ -46,7 +46,7 @@ func (p *periodicLauncher) Run(ctx context.Context) {
 		if !next.IsZero() {
 			t = p.clock.AtFunc(next, func() { close(wake) })
 		}
-		ws.Add(p.State().AbandonCh())
+		ws.Add(p.state().AbandonCh())
 		wctx, cancel := context.WithCancel(ctx)
 		select {
 		case <-ctx.Done():
@@ -65,7 +65,7 @@ func (p *periodicLauncher) Run(ctx context.Context) {
 
 // periodicPass launches the due children and returns the next launch time.
 func (p *periodicLauncher) periodicPass(ctx context.Context, ws memdb.WatchSet, since time.Time) (time.Time, error) {
-	st := p.State()
+	st := p.state()
 	jobs, err := st.Jobs(ws, state.AllNamespaces, "")
 	if err != nil {
 		return time.Time{}, fmt.Errorf("list jobs: %w", err)
@@ -116,7 +116,7 @@ func (p *periodicLauncher) periodicNext(j *api.Job, since time.Time) (time.Time,
 
 // lastPeriodicLaunch reads the newest child's launch time from its ID.
 func (p *periodicLauncher) lastPeriodicLaunch(j *api.Job) time.Time {
-	children, err := p.State().Jobs(nil, j.Namespace, j.ID+periodicChildPrefix)
+	children, err := p.state().Jobs(nil, j.Namespace, j.ID+periodicChildPrefix)
 	if err != nil {
 		return time.Time{}
 	}
@@ -138,7 +138,7 @@ func (p *periodicLauncher) lastPeriodicLaunch(j *api.Job) time.Time {
 
 func (p *periodicLauncher) launchPeriodic(ctx context.Context, parent *api.Job, at time.Time) error {
 	if parent.Periodic.ProhibitOverlap {
-		children, err := p.State().Jobs(nil, parent.Namespace, parent.ID+periodicChildPrefix)
+		children, err := p.state().Jobs(nil, parent.Namespace, parent.ID+periodicChildPrefix)
 		if err != nil {
 			return err
 		}

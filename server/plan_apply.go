@@ -139,7 +139,7 @@ func (ap *planApplier) verifyPlan(plan *api.Plan, overlay *planCommit) (*state.S
 	if h := ap.hook.Load(); h != nil {
 		(*h)(plan)
 	}
-	snap, err := ap.State().Snapshot()
+	snap, err := ap.state().Snapshot()
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("snapshot: %w", err)
 	}

@@ -49,7 +49,7 @@ func TestPlanRejectedAndRetriedOnFreshState(t *testing.T) {
 		}
 		// Another commit takes the capacity first.
 		req := &state.ApplyPlanResultsRequest{Job: squatJob, AllocsPlaced: []*api.Allocation{squatAlloc(squatJob, node, 600)}}
-		if _, err := s.applyPlanResults(context.Background(), req); err != nil {
+		if _, err := s.core.applyPlanResults(context.Background(), req); err != nil {
 			t.Errorf("squat: %v", err)
 		}
 	}
@@ -155,7 +155,7 @@ func TestEvaluatePlanWithInflightOverlay(t *testing.T) {
 	}
 
 	// Once the in-flight plan is in the snapshot too, it is counted once.
-	if _, err := s.applyPlanResults(context.Background(), &state.ApplyPlanResultsRequest{Job: job, AllocsPlaced: []*api.Allocation{inflight.Copy()}}); err != nil {
+	if _, err := s.core.applyPlanResults(context.Background(), &state.ApplyPlanResultsRequest{Job: job, AllocsPlaced: []*api.Allocation{inflight.Copy()}}); err != nil {
 		t.Fatal(err)
 	}
 	snap, _ = s.State().Snapshot()

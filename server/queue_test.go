@@ -23,7 +23,7 @@ func TestQueueLimitBlocksThenWakes(t *testing.T) {
 	s := newTestServer(t)
 	ctx := context.Background()
 	registerNode(t, s, testNode("a", 4000, 8192))
-	if _, err := s.UpsertQueues(ctx, []*api.Queue{{Name: "team", Limit: &api.QueueResources{CPU: 1000}}, {Name: "team/x"}}); err != nil {
+	if _, err := s.Tenancy().UpsertQueues(ctx, []*api.Queue{{Name: "team", Limit: &api.QueueResources{CPU: 1000}}, {Name: "team/x"}}); err != nil {
 		t.Fatal(err)
 	}
 	first := testJob("first", 2, 500, 128)
@@ -47,7 +47,7 @@ func TestQueueLimitBlocksThenWakes(t *testing.T) {
 	if e := waitEvalStatus(t, s, resp.EvalID, api.EvalStatusComplete); e.BlockedEval == "" {
 		t.Fatalf("third: %+v, want blocked on the limit", e.FailedTGAllocs)
 	}
-	if _, err := s.UpsertQueues(ctx, []*api.Queue{{Name: "team", Limit: &api.QueueResources{CPU: 2000}}}); err != nil {
+	if _, err := s.Tenancy().UpsertQueues(ctx, []*api.Queue{{Name: "team", Limit: &api.QueueResources{CPU: 2000}}}); err != nil {
 		t.Fatal(err)
 	}
 	waitLive(t, s, "third", 1)
@@ -55,7 +55,7 @@ func TestQueueLimitBlocksThenWakes(t *testing.T) {
 	if err != nil || st.Allocated.CPU != 2000 || st.RunningAllocs != 3 {
 		t.Fatalf("team status %+v (%v), want 2000 MHz in 3 allocs", st, err)
 	}
-	if _, err := s.UpsertQueues(ctx, []*api.Queue{{Name: "team", Limit: &api.QueueResources{CPU: 100}, Guaranteed: &api.QueueResources{CPU: 200}}}); err == nil ||
+	if _, err := s.Tenancy().UpsertQueues(ctx, []*api.Queue{{Name: "team", Limit: &api.QueueResources{CPU: 100}, Guaranteed: &api.QueueResources{CPU: 200}}}); err == nil ||
 		!strings.Contains(err.Error(), "above the limit") {
 		t.Fatalf("guarantee above limit: %v", err)
 	}
@@ -103,7 +103,7 @@ func TestQueueLimitNodeLoss(t *testing.T) {
 	clk := broker.NewFakeClock(testT0)
 	s := newTestServer(t, withClock(clk))
 	ctx := context.Background()
-	if _, err := s.UpsertQueues(ctx, []*api.Queue{{Name: "team", Limit: &api.QueueResources{CPU: 500}}}); err != nil {
+	if _, err := s.Tenancy().UpsertQueues(ctx, []*api.Queue{{Name: "team", Limit: &api.QueueResources{CPU: 500}}}); err != nil {
 		t.Fatal(err)
 	}
 	registerNode(t, s, testNode("a", 4000, 8192))

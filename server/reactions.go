@@ -1,6 +1,8 @@
 package server
 
 import (
+	"fmt"
+
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/server/fsm"
 	"github.com/drover/drover/server/state"
@@ -26,7 +28,7 @@ type capacityWaiters interface {
 // blocked tracker, and capacity that appears (a node that is ready and
 // eligible, an alloc that stopped) wakes blocked evals. On a follower the
 // broker and the tracker are disabled and drop what they get; the new
-// leader restores both from state (restoreEvals). Endpoints and leader
+// leader restores both from state (restore). Endpoints and leader
 // duties never enqueue or unblock by hand: they write the evals in the
 // same Raft entry as the change and this reactor does the rest.
 //
@@ -62,6 +64,17 @@ func (r *commitReactor) EvalsUpserted(evals []*api.Evaluation) {
 		}
 	}
 	r.dispatch(evals)
+}
+
+// restore hands every stored eval to dispatch, as if it had just been
+// committed (a new leader's broker and tracker start from state).
+func (r *commitReactor) restore() error {
+	evals, err := r.state().Evals(nil, state.AllNamespaces, "")
+	if err != nil {
+		return fmt.Errorf("list evals: %w", err)
+	}
+	r.dispatch(evals)
+	return nil
 }
 
 // dispatch hands evals to the broker (pending) or the tracker (blocked).

@@ -34,18 +34,21 @@ func (q *evalStatusQueue) take() []*api.Evaluation {
 	return out
 }
 
-func (s *Server) evalDeliveryFailed(e *api.Evaluation) {
+// failed queues e as failed: it reached the broker's delivery limit.
+func (q *evalStatusQueue) failed(e *api.Evaluation) {
 	c := e.Copy()
 	c.Status = api.EvalStatusFailed
 	c.StatusDescription = "evaluation reached its delivery limit"
-	s.reap.push(c)
+	q.push(c)
 }
 
-func (s *Server) cancelDuplicateBlocked(e *api.Evaluation) {
+// superseded queues e, a blocked eval, as cancelled: a newer blocked eval
+// of its job (or the job's deregistration) replaced it.
+func (q *evalStatusQueue) superseded(e *api.Evaluation) {
 	c := e.Copy()
 	c.Status = api.EvalStatusCancelled
 	c.StatusDescription = "superseded by a newer blocked evaluation"
-	s.reap.push(c)
+	q.push(c)
 }
 
 // evalReaper writes the queued eval status changes.

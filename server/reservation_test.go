@@ -42,7 +42,7 @@ func TestGangReservationHoldsBackLowerPriority(t *testing.T) {
 		t.Fatalf("small placed %d allocs in the gang's reserved room", len(live))
 	}
 
-	if _, err := s.DeregisterJob(ctx, api.DefaultNamespace, "old", false); err != nil {
+	if _, err := s.Jobs().DeregisterJob(ctx, api.DefaultNamespace, "old", false); err != nil {
 		t.Fatal(err)
 	}
 	waitLive(t, s, "gang", 1)

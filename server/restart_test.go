@@ -59,7 +59,7 @@ func TestPlanJobAndStopAlloc(t *testing.T) {
 	registerJob(t, s, testJob("web", 1, 500, 256))
 	live := waitLive(t, s, "web", 1)
 
-	resp, err := s.PlanJob(ctx, &api.JobPlanRequest{Job: testJob("web", 3, 500, 256), Diff: true})
+	resp, err := s.Jobs().PlanJob(ctx, &api.JobPlanRequest{Job: testJob("web", 3, 500, 256), Diff: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestPlanJobAndStopAlloc(t *testing.T) {
 	if got, _ := liveAllocs(s, nil, "web"); len(got) != 1 {
 		t.Fatalf("plan committed something: %d live allocs", len(got))
 	}
-	huge, err := s.PlanJob(ctx, &api.JobPlanRequest{Job: testJob("huge", 1, 100000, 256)})
+	huge, err := s.Jobs().PlanJob(ctx, &api.JobPlanRequest{Job: testJob("huge", 1, 100000, 256)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestPlanJobAndStopAlloc(t *testing.T) {
 		t.Fatalf("plan of an unplaceable job has no FailedTGAllocs: %+v", huge)
 	}
 
-	stop, err := s.StopAlloc(ctx, live[0].ID)
+	stop, err := s.Allocs().StopAlloc(ctx, live[0].ID)
 	if err != nil {
 		t.Fatal(err)
 	}

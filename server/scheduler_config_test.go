@@ -40,7 +40,7 @@ func TestServicePreemptionReplacesPreemptedJob(t *testing.T) {
 	ctx := context.Background()
 	conf := api.DefaultSchedulerConfiguration()
 	conf.PreemptionConfig.ServiceSchedulerEnabled = true
-	if resp, err := s.SetSchedulerConfig(ctx, conf, false, 0); err != nil || !resp.Updated {
+	if resp, err := s.Operator().SetSchedulerConfig(ctx, conf, false, 0); err != nil || !resp.Updated {
 		t.Fatalf("set scheduler config: %+v, %v", resp, err)
 	}
 	registerNode(t, s, testNode("n1", 1000, 4096))
@@ -101,7 +101,7 @@ func TestServicePreemptionReplacesPreemptedJob(t *testing.T) {
 // priority 90 batch job evicts priority 50 service work from a full node.
 func TestDefaultSchedulerConfigBatchPreemptsService(t *testing.T) {
 	s := newTestServer(t)
-	conf, idx, err := s.SchedulerConfig()
+	conf, idx, err := s.Operator().SchedulerConfig()
 	if err != nil || idx != 0 || conf.PreemptionConfig != api.DefaultPreemptionConfig() ||
 		!conf.PreemptionConfig.ServiceSchedulerEnabled || !conf.PreemptionConfig.BatchSchedulerEnabled {
 		t.Fatalf("default config: %+v at %d, %v", conf, idx, err)
@@ -127,7 +127,7 @@ func TestSchedulerConfigTurnsPreemptionOff(t *testing.T) {
 	s := newTestServer(t)
 	conf := api.DefaultSchedulerConfiguration()
 	conf.PreemptionConfig.ServiceSchedulerEnabled = false
-	if resp, err := s.SetSchedulerConfig(context.Background(), conf, false, 0); err != nil || !resp.Updated {
+	if resp, err := s.Operator().SetSchedulerConfig(context.Background(), conf, false, 0); err != nil || !resp.Updated {
 		t.Fatalf("set scheduler config: %+v, %v", resp, err)
 	}
 	registerNode(t, s, testNode("n1", 1000, 4096))
@@ -150,27 +150,27 @@ func TestSetSchedulerConfigCAS(t *testing.T) {
 	s := newTestServer(t)
 	ctx := context.Background()
 	spread := &api.SchedulerConfiguration{SchedulerAlgorithm: api.SchedulerAlgorithmSpread}
-	resp, err := s.SetSchedulerConfig(ctx, spread, true, 0)
+	resp, err := s.Operator().SetSchedulerConfig(ctx, spread, true, 0)
 	if err != nil || !resp.Updated || resp.Index == 0 {
 		t.Fatalf("CAS 0 on an unset config: %+v, %v, want updated", resp, err)
 	}
 	first := resp.Index
-	resp, err = s.SetSchedulerConfig(ctx, api.DefaultSchedulerConfiguration(), true, first-1)
+	resp, err = s.Operator().SetSchedulerConfig(ctx, api.DefaultSchedulerConfiguration(), true, first-1)
 	if err != nil || resp.Updated {
 		t.Fatalf("stale CAS: %+v, %v, want not updated and no error", resp, err)
 	}
-	if c, _, _ := s.SchedulerConfig(); c.SchedulerAlgorithm != api.SchedulerAlgorithmSpread || c.ModifyIndex != first {
+	if c, _, _ := s.Operator().SchedulerConfig(); c.SchedulerAlgorithm != api.SchedulerAlgorithmSpread || c.ModifyIndex != first {
 		t.Errorf("after stale CAS: %+v", c)
 	}
-	resp, err = s.SetSchedulerConfig(ctx, api.DefaultSchedulerConfiguration(), true, first)
+	resp, err = s.Operator().SetSchedulerConfig(ctx, api.DefaultSchedulerConfiguration(), true, first)
 	if err != nil || !resp.Updated {
 		t.Fatalf("CAS at the current index: %+v, %v", resp, err)
 	}
-	c, idx, _ := s.SchedulerConfig()
+	c, idx, _ := s.Operator().SchedulerConfig()
 	if c.SchedulerAlgorithm != api.SchedulerAlgorithmBinpack || c.CreateIndex != first || c.ModifyIndex != resp.Index || idx != resp.Index {
 		t.Errorf("after CAS: %+v at %d, want binpack created %d modified %d", c, idx, first, resp.Index)
 	}
-	if _, err := s.SetSchedulerConfig(ctx, &api.SchedulerConfiguration{SchedulerAlgorithm: "fifo"}, false, 0); !errors.Is(err, api.ErrBadRequest) {
+	if _, err := s.Operator().SetSchedulerConfig(ctx, &api.SchedulerConfiguration{SchedulerAlgorithm: "fifo"}, false, 0); !errors.Is(err, api.ErrBadRequest) {
 		t.Errorf("unknown algorithm: %v, want ErrBadRequest", err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -13,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/drover/drover/api"
@@ -157,22 +155,31 @@ func (c *Config) setDefaults() {
 	}
 }
 
-// Server is one server process's share of the cluster.
+// Server is one server process's share of the cluster: a shell that owns
+// the lifecycle (New, Shutdown), Raft and leadership (raft.go, leader.go,
+// membership.go), and hands out the components that do the work (Jobs,
+// Nodes, ACL ...). See doc.go for who owns what.
 type Server struct {
-	serverCore // state, Raft writes, clock, log (core.go)
-	cfg        Config
+	cfg  Config
+	core serverCore  // what every component and duty gets a copy of (core.go)
+	rs   *raftSystem // raft + fsm (raft.go)
 
-	rs *raftSystem // raft + fsm (raft.go)
+	// The components (accessors below).
+	jobs        *Jobs
+	nodes       *Nodes
+	allocs      *Allocs
+	deployments *Deployments
+	acl         *ACL
+	sso         *SSO
+	keyring     *Keyring
+	tenancy     *Tenancy
+	services    *Services
+	operator    *Operator
+
 	// leaderChanges wakes requests held for a leader (leader_changes.go).
 	leaderChanges leaderChanges
-	// allocUpdates group-commits clients' alloc updates (allocbatch.go).
-	allocUpdates allocUpdateBatcher
-	keys         keyring // workload identity signing (identity.go)
-	// aclPolicies caches parsed ACL policies (endpoints_acl.go).
-	aclPolicies aclCache
-	// oidc keeps OIDC providers and pending logins (sso.go).
-	oidc oidcFlows
 
+	// The leader's machinery, enabled while this server leads.
 	broker    *broker.EvalBroker
 	blocked   *broker.BlockedEvals
 	planQueue *broker.PlanQueue
@@ -187,7 +194,7 @@ type Server struct {
 
 	ctx    context.Context
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // leader-loop goroutine and async failed-eval writes
+	wg     sync.WaitGroup // leader loop, leader-change watch, bootstrap
 
 	leaderMu     sync.Mutex
 	leaderCancel context.CancelFunc
@@ -199,7 +206,8 @@ type Server struct {
 	// each plan before it is verified.
 	planHook atomic.Pointer[func(*api.Plan)]
 
-	// cluster is gossip membership, bootstrap and autopilot (membership.go).
+	// cluster is gossip membership and the leader loop's requests
+	// (membership.go).
 	cluster cluster
 }
 
@@ -212,11 +220,10 @@ func New(cfg *Config) (*Server, error) {
 	c := *cfg
 	c.setDefaults()
 	s := &Server{cfg: c}
-	s.serverCore = serverCore{
-		state:  func() *state.StateStore { return s.rs.state() },
+	s.core = serverCore{
+		current: func() *state.StateStore { return s.rs.state() }, isLeader: s.IsLeader,
 		commit: s.raftApply, clock: c.Clock, log: c.Logger.With("component", "server"), timeout: c.RaftApplyTimeout,
 	}
-	s.allocUpdates.apply = s.applyAllocClientUpdate
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.reap.notify = make(chan struct{}, 1)
 	s.cluster.init()
@@ -224,13 +231,13 @@ func New(cfg *Config) (*Server, error) {
 	s.broker = broker.NewEvalBroker(broker.Config{
 		NackTimeout: c.NackTimeout, DeliveryLimit: c.DeliveryLimit, Clock: c.Clock,
 		InitialNackDelay: time.Second, SubsequentNackDelay: 20 * time.Second,
-		OnFailed: s.evalDeliveryFailed, QueueDeficit: s.fair.deficits,
+		OnFailed: s.reap.failed, QueueDeficit: s.fair.deficits,
 	})
-	s.blocked = broker.NewBlockedEvals(s.broker.Enqueue, s.cancelDuplicateBlocked)
+	s.blocked = broker.NewBlockedEvals(s.broker.Enqueue, s.reap.superseded)
 	s.fair.blocked = s.blocked
 	s.planQueue = broker.NewPlanQueue()
 	s.metrics = newMetrics(s)
-	s.hb = newHeartbeats(s)
+	s.hb = newHeartbeats(&c, s.core, s.metrics.heartbeatMisses)
 	if c.Registry != nil {
 		if err := s.metrics.register(c.Registry); err != nil {
 			s.cancel()
@@ -240,14 +247,15 @@ func New(cfg *Config) (*Server, error) {
 			return nil, fmt.Errorf("register metrics: %w", err)
 		}
 	}
-	s.reactor = &commitReactor{evals: s.broker, blocked: s.blocked, obsolete: s.cancelDuplicateBlocked}
-	rs, err := newRaftSystem(&s.cfg, s.log, s.reactor)
+	s.reactor = &commitReactor{evals: s.broker, blocked: s.blocked, obsolete: s.reap.superseded}
+	rs, err := newRaftSystem(&s.cfg, s.core.log, s.reactor)
 	if err != nil {
 		s.cancel()
 		return nil, err
 	}
 	s.rs = rs
-	s.watchLeaderChanges()
+	s.newComponents()
+	s.leaderChanges.watch(s.ctx, &s.wg, rs.raft)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -255,6 +263,61 @@ func New(cfg *Config) (*Server, error) {
 	}()
 	return s, nil
 }
+
+// newComponents builds the components, each with a copy of the core and
+// only the parts of the server it needs.
+func (s *Server) newComponents() {
+	c, core := &s.cfg, s.core
+	s.keyring = &Keyring{serverCore: core, region: c.Region, issuer: c.OIDCIssuer}
+	s.jobs = &Jobs{serverCore: core, region: c.Region, maxGroupCount: c.JobMaxGroupCount}
+	s.nodes = &Nodes{serverCore: core, requireIntro: c.RequireNodeIntro, grace: c.HeartbeatGrace, hb: s.hb,
+		intro: &nodeIntros{serverCore: core, keys: s.keyring}, servers: s, beats: s.metrics.heartbeats}
+	s.nodes.allocUpdates.apply = core.applyAllocClientUpdate
+	s.hb.expired, s.hb.windowLeft = s.nodes.expired, s.nodes.disconnectLeft
+	s.allocs = &Allocs{serverCore: core}
+	s.deployments = &Deployments{serverCore: core}
+	s.acl = &ACL{serverCore: core, enabled: c.ACLEnabled}
+	s.sso = &SSO{serverCore: core}
+	s.tenancy = &Tenancy{serverCore: core, fair: s.fair}
+	s.services = &Services{serverCore: core}
+	s.operator = &Operator{serverCore: core, rs: s.rs, peers: s.RaftConfiguration, pause: s.withLeaderDutiesPaused,
+		blocked: s.blocked, gc: &evalGC{serverCore: core.named("evalgc")}}
+}
+
+// Jobs registers, stops, plans and evaluates jobs and runs their verbs.
+func (s *Server) Jobs() *Jobs { return s.jobs }
+
+// Nodes registers client nodes and takes their heartbeats and updates.
+func (s *Server) Nodes() *Nodes { return s.nodes }
+
+// Allocs stops single allocations.
+func (s *Server) Allocs() *Allocs { return s.allocs }
+
+// Deployments promotes, fails and pauses deployments.
+func (s *Server) Deployments() *Deployments { return s.deployments }
+
+// ACL writes tokens, policies and roles and resolves secrets.
+func (s *Server) ACL() *ACL { return s.acl }
+
+// SSO writes auth methods and binding rules and runs OIDC logins.
+func (s *Server) SSO() *SSO { return s.sso }
+
+// Keyring signs workload identities and publishes the public keys.
+func (s *Server) Keyring() *Keyring { return s.keyring }
+
+// Tenancy writes namespaces, node pools and queues.
+func (s *Server) Tenancy() *Tenancy { return s.tenancy }
+
+// Services writes native service registrations.
+func (s *Server) Services() *Services { return s.services }
+
+// Operator runs the operator's cluster-wide actions (Raft peers,
+// snapshots, scheduler configuration, GC, eval delete).
+func (s *Server) Operator() *Operator { return s.operator }
+
+// State returns the current state store (it changes after a snapshot
+// restore, so call it for each read).
+func (s *Server) State() *state.StateStore { return s.core.state() }
 
 // Shutdown stops leader duties, then Raft. It is idempotent.
 func (s *Server) Shutdown(ctx context.Context) error {
@@ -280,40 +343,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// IsLeader reports whether this server is the Raft leader.
-func (s *Server) IsLeader() bool { return s.rs.raft.State() == raft.Leader }
-
-// Leader returns the leader's Raft address, or "".
-func (s *Server) Leader() string {
-	addr, _ := s.rs.raft.LeaderWithID()
-	return string(addr)
-}
-
-// Peers returns the Raft addresses of the voters.
-func (s *Server) Peers() []string {
-	f := s.rs.raft.GetConfiguration()
-	if err := f.Error(); err != nil {
-		return nil
-	}
-	var out []string
-	for _, srv := range f.Configuration().Servers {
-		out = append(out, string(srv.Address))
-	}
-	return out
-}
-
-// LastContact is how long ago the leader was heard from (0 on the leader).
-func (s *Server) LastContact() time.Duration {
-	if s.IsLeader() {
-		return 0
-	}
-	lc := s.rs.raft.LastContact()
-	if lc.IsZero() {
-		return 0
-	}
-	return time.Since(lc)
-}
-
 // Stats returns "raft", "broker" and "runtime" sections for /v1/agent/self.
 func (s *Server) Stats() map[string]map[string]string {
 	bs := s.broker.Stats()
@@ -333,37 +362,6 @@ func (s *Server) Stats() map[string]map[string]string {
 		"server": {"leader": fmt.Sprint(s.IsLeader()), "schedulers": fmt.Sprint(s.cfg.NumSchedulers),
 			"known_nodes": fmt.Sprint(s.hb.count())},
 	}
-}
-
-// raftApply is the single place every write goes through. On a follower
-// it fails with api.ErrNotLeader (forwarding to the leader hooks in here).
-// It returns the log index and the FSM's response; an error response from
-// the FSM is returned as the error.
-func (s *Server) raftApply(ctx context.Context, buf []byte) (uint64, any, error) {
-	if !s.IsLeader() {
-		return 0, nil, errNotLeader()
-	}
-	timeout := s.cfg.RaftApplyTimeout
-	if dl, ok := ctx.Deadline(); ok {
-		if d := time.Until(dl); d < timeout {
-			timeout = d
-		}
-	}
-	if timeout <= 0 {
-		return 0, nil, fmt.Errorf("raft apply: %w", ctx.Err())
-	}
-	f := s.rs.raft.Apply(buf, timeout)
-	if err := f.Error(); err != nil {
-		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
-			return 0, nil, fmt.Errorf("raft apply: %v: %w", err, errNotLeader())
-		}
-		return 0, nil, fmt.Errorf("raft apply: %w", err)
-	}
-	resp := f.Response()
-	if err, ok := resp.(error); ok && err != nil {
-		return f.Index(), nil, err
-	}
-	return f.Index(), resp, nil
 }
 
 // newID returns a random UUID.

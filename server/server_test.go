@@ -38,40 +38,40 @@ func TestEndpointErrors(t *testing.T) {
 	registerNode(t, s, testNode("n1", 4000, 8192))
 
 	bad := testJob("bad", -1, 100, 100)
-	if _, err := s.RegisterJob(ctx, &api.JobRegisterRequest{Job: bad}); !errors.Is(err, api.ErrInvalidJob) {
+	if _, err := s.Jobs().RegisterJob(ctx, &api.JobRegisterRequest{Job: bad}); !errors.Is(err, api.ErrInvalidJob) {
 		t.Fatalf("count -1: %v, want ErrInvalidJob", err)
 	}
 	if j, _ := s.State().JobByID(nil, api.DefaultNamespace, "bad"); j != nil {
 		t.Fatal("invalid job was stored")
 	}
 	resp := registerJob(t, s, testJob("web", 1, 100, 100))
-	_, err := s.RegisterJob(ctx, &api.JobRegisterRequest{Job: testJob("web", 2, 100, 100), EnforceIndex: true,
+	_, err := s.Jobs().RegisterJob(ctx, &api.JobRegisterRequest{Job: testJob("web", 2, 100, 100), EnforceIndex: true,
 		JobModifyIndex: resp.JobModifyIndex + 100})
 	if !errors.Is(err, api.ErrIndexConflict) {
 		t.Fatalf("enforce index mismatch: %v, want ErrIndexConflict", err)
 	}
-	if _, err := s.RegisterJob(ctx, &api.JobRegisterRequest{Job: testJob("web", 2, 100, 100), EnforceIndex: true,
+	if _, err := s.Jobs().RegisterJob(ctx, &api.JobRegisterRequest{Job: testJob("web", 2, 100, 100), EnforceIndex: true,
 		JobModifyIndex: resp.JobModifyIndex}); err != nil {
 		t.Fatalf("enforce index match: %v", err)
 	}
-	if _, err := s.HeartbeatNode(ctx, "n1", "wrong", nil); !errors.Is(err, api.ErrPermissionDenied) {
+	if _, err := s.Nodes().HeartbeatNode(ctx, "n1", "wrong", nil); !errors.Is(err, api.ErrPermissionDenied) {
 		t.Fatalf("heartbeat with wrong secret: %v, want ErrPermissionDenied", err)
 	}
-	if _, err := s.UpdateAllocsFromClient(ctx, "n1", "wrong", nil); !errors.Is(err, api.ErrPermissionDenied) {
+	if _, err := s.Nodes().UpdateAllocsFromClient(ctx, "n1", "wrong", nil); !errors.Is(err, api.ErrPermissionDenied) {
 		t.Fatalf("alloc update with wrong secret: %v", err)
 	}
 	n := testNode("n1", 1, 1)
 	n.SecretID = "other"
-	if _, err := s.RegisterNode(ctx, n, api.NodeIntro{}); !errors.Is(err, api.ErrPermissionDenied) {
+	if _, err := s.Nodes().RegisterNode(ctx, n, api.NodeIntro{}); !errors.Is(err, api.ErrPermissionDenied) {
 		t.Fatalf("re-register with another secret: %v", err)
 	}
-	if _, err := s.DeregisterJob(ctx, "", "missing", false); !errors.Is(err, api.ErrJobNotFound) {
+	if _, err := s.Jobs().DeregisterJob(ctx, "", "missing", false); !errors.Is(err, api.ErrJobNotFound) {
 		t.Fatalf("deregister missing: %v", err)
 	}
-	if _, err := s.StopAlloc(ctx, "missing"); !errors.Is(err, api.ErrAllocNotFound) {
+	if _, err := s.Allocs().StopAlloc(ctx, "missing"); !errors.Is(err, api.ErrAllocNotFound) {
 		t.Fatalf("stop missing alloc: %v", err)
 	}
-	if _, err := s.UpdateNodeEligibility(ctx, &api.NodeUpdateEligibilityRequest{NodeID: "n1", Eligibility: "maybe"}); !errors.Is(err, api.ErrBadRequest) {
+	if _, err := s.Nodes().UpdateNodeEligibility(ctx, &api.NodeUpdateEligibilityRequest{NodeID: "n1", Eligibility: "maybe"}); !errors.Is(err, api.ErrBadRequest) {
 		t.Fatalf("bad eligibility: %v", err)
 	}
 }
@@ -81,7 +81,7 @@ func TestDeregisterPurge(t *testing.T) {
 	registerNode(t, s, testNode("n1", 4000, 8192))
 	registerJob(t, s, testJob("web", 2, 100, 100))
 	waitLive(t, s, "web", 2)
-	resp, err := s.DeregisterJob(context.Background(), "", "web", true)
+	resp, err := s.Jobs().DeregisterJob(context.Background(), "", "web", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,10 +139,10 @@ func TestWritesOnNonLeaderFail(t *testing.T) {
 		t.Fatal("still leader after shutdown")
 	}
 	ctx := context.Background()
-	if _, err := s.RegisterJob(ctx, &api.JobRegisterRequest{Job: testJob("web", 1, 100, 64)}); !errors.Is(err, api.ErrNotLeader) {
+	if _, err := s.Jobs().RegisterJob(ctx, &api.JobRegisterRequest{Job: testJob("web", 1, 100, 64)}); !errors.Is(err, api.ErrNotLeader) {
 		t.Fatalf("register job: %v, want ErrNotLeader", err)
 	}
-	if _, err := s.HeartbeatNode(ctx, "a", "secret-a", nil); !errors.Is(err, api.ErrNotLeader) {
+	if _, err := s.Nodes().HeartbeatNode(ctx, "a", "secret-a", nil); !errors.Is(err, api.ErrNotLeader) {
 		t.Fatalf("heartbeat: %v, want ErrNotLeader", err)
 	}
 	if _, _, err := s.raftApply(ctx, []byte{1}); !errors.Is(err, api.ErrNotLeader) {

@@ -52,6 +52,15 @@ const (
 	maxAuthMethodTTL = 30 * 24 * time.Hour
 )
 
+// SSO is the component of single sign-on: OIDC auth methods and binding
+// rules (their writes through Raft) and the logins that turn a provider's
+// ID token into an ACL token. Logins in progress live on this server (the
+// leader); it is safe for concurrent use.
+type SSO struct {
+	serverCore
+	flows oidcFlows
+}
+
 // oidcFlows keeps the discovered providers (by method, until the method
 // changes) and the pending logins (by state).
 type oidcFlows struct {
@@ -150,12 +159,12 @@ func caPool(pems []string) (*x509.CertPool, error) {
 
 // UpsertACLAuthMethod validates and stores an auth method. update: the
 // method must exist (PUT /v1/acl/auth-method/NAME).
-func (s *Server) UpsertACLAuthMethod(ctx context.Context, m *api.ACLAuthMethod, update bool) (*api.ACLAuthMethod, error) {
+func (s *SSO) UpsertACLAuthMethod(ctx context.Context, m *api.ACLAuthMethod, update bool) (*api.ACLAuthMethod, error) {
 	c := *m
 	if err := validateAuthMethod(&c); err != nil {
 		return nil, err
 	}
-	old, err := s.State().ACLAuthMethodByName(nil, c.Name)
+	old, err := s.state().ACLAuthMethodByName(nil, c.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +190,7 @@ func (s *Server) UpsertACLAuthMethod(ctx context.Context, m *api.ACLAuthMethod, 
 }
 
 // DeleteACLAuthMethod removes an auth method and its binding rules.
-func (s *Server) DeleteACLAuthMethod(ctx context.Context, name string) (uint64, error) {
+func (s *SSO) DeleteACLAuthMethod(ctx context.Context, name string) (uint64, error) {
 	return s.applyACL(ctx, &state.ACLWrite{DeleteAuthMethods: []string{name}})
 }
 
@@ -214,7 +223,7 @@ func validateBindingRule(r *api.ACLBindingRule) error {
 }
 
 // UpsertACLBindingRule creates (ID empty) or replaces a binding rule.
-func (s *Server) UpsertACLBindingRule(ctx context.Context, r *api.ACLBindingRule) (*api.ACLBindingRule, error) {
+func (s *SSO) UpsertACLBindingRule(ctx context.Context, r *api.ACLBindingRule) (*api.ACLBindingRule, error) {
 	c := *r
 	if err := validateBindingRule(&c); err != nil {
 		return nil, err
@@ -222,7 +231,7 @@ func (s *Server) UpsertACLBindingRule(ctx context.Context, r *api.ACLBindingRule
 	now := s.clock.Now().UTC()
 	if c.ID == "" {
 		c.ID = newID()
-	} else if old, err := s.State().ACLBindingRuleByID(nil, c.ID); err != nil {
+	} else if old, err := s.state().ACLBindingRuleByID(nil, c.ID); err != nil {
 		return nil, err
 	} else if old == nil {
 		return nil, api.Errorf(api.ErrNotFound, fmt.Sprintf("ACL binding rule %q not found", c.ID))
@@ -245,17 +254,17 @@ func (s *Server) UpsertACLBindingRule(ctx context.Context, r *api.ACLBindingRule
 }
 
 // DeleteACLBindingRule removes a binding rule by ID.
-func (s *Server) DeleteACLBindingRule(ctx context.Context, id string) (uint64, error) {
+func (s *SSO) DeleteACLBindingRule(ctx context.Context, id string) (uint64, error) {
 	return s.applyACL(ctx, &state.ACLWrite{DeleteBindingRules: []string{id}})
 }
 
 // oidcMethod returns the named OIDC auth method and its provider,
 // discovering it on first use (and again after the method changes).
-func (s *Server) oidcMethod(ctx context.Context, name string) (*api.ACLAuthMethod, *oidcProvider, error) {
-	if !s.IsLeader() {
+func (s *SSO) oidcMethod(ctx context.Context, name string) (*api.ACLAuthMethod, *oidcProvider, error) {
+	if !s.isLeader() {
 		return nil, nil, errNotLeader()
 	}
-	m, err := s.State().ACLAuthMethodByName(nil, name)
+	m, err := s.state().ACLAuthMethodByName(nil, name)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -265,7 +274,7 @@ func (s *Server) oidcMethod(ctx context.Context, name string) (*api.ACLAuthMetho
 	if m.Type != api.ACLAuthMethodTypeOIDC || m.Config == nil {
 		return nil, nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("ACL auth method %q is not an OIDC method", name))
 	}
-	f := &s.oidc
+	f := &s.flows
 	f.mu.Lock()
 	p := f.providers[name]
 	f.mu.Unlock()
@@ -310,7 +319,7 @@ func oauthConfig(m *api.ACLAuthMethod, p *oidcProvider, redirect string) *oauth2
 // OIDCAuthURL starts an OIDC login: the provider URL the user's browser
 // goes to. clientAddr is the caller's IP address, which the logins in
 // progress are counted against.
-func (s *Server) OIDCAuthURL(ctx context.Context, req *api.ACLOIDCAuthURLRequest, clientAddr string) (*api.ACLOIDCAuthURLResponse, error) {
+func (s *SSO) OIDCAuthURL(ctx context.Context, req *api.ACLOIDCAuthURLRequest, clientAddr string) (*api.ACLOIDCAuthURLResponse, error) {
 	if len(req.ClientNonce) < oidcMinNonce || len(req.ClientNonce) > 256 {
 		return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("ClientNonce: want %d to 256 characters", oidcMinNonce))
 	}
@@ -324,7 +333,7 @@ func (s *Server) OIDCAuthURL(ctx context.Context, req *api.ACLOIDCAuthURLRequest
 	now := s.clock.Now()
 	pend := &oidcPending{state: newID(), client: oidcClientKey(clientAddr), method: m.Name, redirectURI: req.RedirectURI,
 		clientNonce: req.ClientNonce, nonce: newID(), verifier: oauth2.GenerateVerifier(), expires: now.Add(oidcLoginTTL)}
-	f := &s.oidc
+	f := &s.flows
 	f.mu.Lock()
 	err = f.pending.add(now, pend)
 	f.mu.Unlock()
@@ -337,8 +346,8 @@ func (s *Server) OIDCAuthURL(ctx context.Context, req *api.ACLOIDCAuthURLRequest
 
 // OIDCCompleteAuth ends an OIDC login: it exchanges the code, verifies
 // the ID token, applies the binding rules and mints a token.
-func (s *Server) OIDCCompleteAuth(ctx context.Context, req *api.ACLOIDCCompleteAuthRequest) (*api.ACLToken, error) {
-	f := &s.oidc
+func (s *SSO) OIDCCompleteAuth(ctx context.Context, req *api.ACLOIDCCompleteAuthRequest) (*api.ACLToken, error) {
+	f := &s.flows
 	f.mu.Lock()
 	pend := f.pending.take(req.State) // one try per state
 	f.mu.Unlock()
@@ -489,8 +498,8 @@ func interpolate(s string, m *api.ACLAuthMethod, id *identity) (string, bool) {
 // bindToken evaluates an auth method's binding rules against an identity
 // and mints the token they grant (api.ErrPermissionDenied when none
 // matches). Roles and policies that do not exist are skipped, as Nomad.
-func (s *Server) bindToken(ctx context.Context, m *api.ACLAuthMethod, id *identity) (*api.ACLToken, error) {
-	st := s.State()
+func (s *SSO) bindToken(ctx context.Context, m *api.ACLAuthMethod, id *identity) (*api.ACLToken, error) {
+	st := s.state()
 	rules, err := st.ACLBindingRules(nil, m.Name)
 	if err != nil {
 		return nil, err

@@ -74,27 +74,27 @@ func TestAuthMethodsInState(t *testing.T) {
 	ctx := context.Background()
 	m := oidcMethod("sso")
 	m.Default = true
-	if _, err := s.UpsertACLAuthMethod(ctx, m, false); err != nil {
+	if _, err := s.SSO().UpsertACLAuthMethod(ctx, m, false); err != nil {
 		t.Fatal(err)
 	}
-	_, err := s.UpsertACLAuthMethod(ctx, m, false)
+	_, err := s.SSO().UpsertACLAuthMethod(ctx, m, false)
 	wantCode(t, err, "bad_request") // exists
-	_, err = s.UpsertACLAuthMethod(ctx, oidcMethod("missing"), true)
+	_, err = s.SSO().UpsertACLAuthMethod(ctx, oidcMethod("missing"), true)
 	wantCode(t, err, "not_found")
 	other := oidcMethod("other")
 	other.Default = true
-	_, err = s.UpsertACLAuthMethod(ctx, other, false)
+	_, err = s.SSO().UpsertACLAuthMethod(ctx, other, false)
 	wantCode(t, err, "bad_request") // a second default
-	_, err = s.UpsertACLBindingRule(ctx, &api.ACLBindingRule{AuthMethod: "nope", BindType: api.ACLBindTypeManagement})
+	_, err = s.SSO().UpsertACLBindingRule(ctx, &api.ACLBindingRule{AuthMethod: "nope", BindType: api.ACLBindTypeManagement})
 	wantCode(t, err, "bad_request")
-	r, err := s.UpsertACLBindingRule(ctx, &api.ACLBindingRule{AuthMethod: "sso", BindType: api.ACLBindTypeManagement})
+	r, err := s.SSO().UpsertACLBindingRule(ctx, &api.ACLBindingRule{AuthMethod: "sso", BindType: api.ACLBindTypeManagement})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := s.State().ACLBindingRules(nil, "sso"); len(got) != 1 || got[0].ID != r.ID {
 		t.Fatalf("rules of sso = %v", got)
 	}
-	if _, err := s.DeleteACLAuthMethod(ctx, "sso"); err != nil {
+	if _, err := s.SSO().DeleteACLAuthMethod(ctx, "sso"); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := s.State().ACLBindingRules(nil, ""); len(got) != 0 {
@@ -110,16 +110,16 @@ func TestBindToken(t *testing.T) {
 	waitLeader(t, s)
 	ctx := context.Background()
 	for _, p := range []string{"eng", "ml", "infra"} {
-		if _, err := s.UpsertACLPolicy(ctx, &api.ACLPolicy{Name: p, Rules: `namespace "` + p + `" { policy = "read" }`}); err != nil {
+		if _, err := s.ACL().UpsertACLPolicy(ctx, &api.ACLPolicy{Name: p, Rules: `namespace "` + p + `" { policy = "read" }`}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.UpsertACLRole(ctx, &api.ACLRole{Name: "team-infra", Policies: []*api.ACLRolePolicyLink{{Name: "infra"}}}); err != nil {
+	if _, err := s.ACL().UpsertACLRole(ctx, &api.ACLRole{Name: "team-infra", Policies: []*api.ACLRolePolicyLink{{Name: "infra"}}}); err != nil {
 		t.Fatal(err)
 	}
 	m := oidcMethod("sso")
 	m.TokenNameFormat = "${auth_method_name}-${value.email}"
-	if _, err := s.UpsertACLAuthMethod(ctx, m, false); err != nil {
+	if _, err := s.SSO().UpsertACLAuthMethod(ctx, m, false); err != nil {
 		t.Fatal(err)
 	}
 	stored, _ := s.State().ACLAuthMethodByName(nil, "sso")
@@ -131,7 +131,7 @@ func TestBindToken(t *testing.T) {
 		{Selector: `value.email == "root@example.com"`, BindType: api.ACLBindTypeManagement},
 	} {
 		r.AuthMethod = "sso"
-		if _, err := s.UpsertACLBindingRule(ctx, r); err != nil {
+		if _, err := s.SSO().UpsertACLBindingRule(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -152,7 +152,7 @@ func TestBindToken(t *testing.T) {
 		{name: "management", claims: map[string]any{"email": "root@example.com", "groups": []any{"eng"}}, mgmt: true},
 		{name: "a scalar groups claim", claims: map[string]any{"email": "g@example.com", "groups": "ml"}, policies: []string{"ml"}},
 	} {
-		tok, err := s.bindToken(ctx, stored, mapClaims(stored.Config, tc.claims))
+		tok, err := s.sso.bindToken(ctx, stored, mapClaims(stored.Config, tc.claims))
 		if tc.denied {
 			wantCode(t, err, "permission_denied")
 			continue
@@ -171,7 +171,7 @@ func TestBindToken(t *testing.T) {
 		if tok.ExpirationTime == nil || tok.AuthMethod != "sso" || tok.Name != "sso-"+tc.claims["email"].(string) {
 			t.Errorf("%s: token %+v: want an expiry, AuthMethod sso and the formatted name", tc.name, tok)
 		}
-		a, _, err := s.ResolveToken(tok.SecretID)
+		a, _, err := s.ACL().ResolveToken(tok.SecretID)
 		if err != nil || a == nil {
 			t.Fatalf("%s: the minted token does not resolve: %v", tc.name, err)
 		}

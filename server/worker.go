@@ -104,8 +104,8 @@ func (w *worker) Run(ctx context.Context) {
 func (w *worker) unpaused(ctx context.Context) (context.Context, context.CancelFunc, bool) {
 	for ctx.Err() == nil {
 		ws := memdb.NewWatchSet()
-		c, err := w.State().SchedulerConfig(ws) // an error leaves only ctx and the abandon channel
-		ws.Add(w.State().AbandonCh())
+		c, err := w.state().SchedulerConfig(ws) // an error leaves only ctx and the abandon channel
+		ws.Add(w.state().AbandonCh())
 		if err != nil || c == nil || !c.PauseEvalBroker {
 			dctx, cancel := context.WithCancel(ctx)
 			go func() {
@@ -132,11 +132,11 @@ const pausedHoldReset = 10 * time.Second
 func (w *worker) holdWhilePaused(ctx context.Context, e *api.Evaluation, tok string) bool {
 	for {
 		ws := memdb.NewWatchSet()
-		c, err := w.State().SchedulerConfig(ws)
+		c, err := w.state().SchedulerConfig(ws)
 		if err != nil || c == nil || !c.PauseEvalBroker {
 			return true
 		}
-		ws.Add(w.State().AbandonCh())
+		ws.Add(w.state().AbandonCh())
 		wctx, cancel := context.WithTimeout(ctx, pausedHoldReset)
 		_ = ws.WatchCtx(wctx)
 		cancel()
@@ -154,7 +154,7 @@ func (w *worker) holdWhilePaused(ctx context.Context, e *api.Evaluation, tok str
 // eval, submits the plan (retrying on fresh state when nodes were
 // rejected) and commits the eval's outcome.
 func (w *worker) processEval(ctx context.Context, e *api.Evaluation, token string) error {
-	st := w.State()
+	st := w.state()
 	wctx, cancel := context.WithTimeout(ctx, snapshotWait)
 	snap, err := st.SnapshotMinIndex(wctx, e.ModifyIndex)
 	cancel()

@@ -23,6 +23,7 @@ import (
 	"github.com/drover/drover/agent/client"
 	"github.com/drover/drover/agent/execclient"
 	agenthttp "github.com/drover/drover/agent/http"
+	"github.com/drover/drover/agent/http/serverstate"
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/drivers"
 	"github.com/drover/drover/drivers/drivertest"
@@ -55,14 +56,14 @@ func TestAllocExecRawExec(t *testing.T) {
 	})
 	poll(t, "leadership", s.IsLeader)
 	lazy := &lazyClient{}
-	h, err := agenthttp.New(agenthttp.Config{Server: s, State: s.State(), Client: lazy, Logger: log})
+	h, err := agenthttp.New(agenthttp.Config{Server: serverstate.Bind(s), Client: lazy, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(h.Handler())
 	t.Cleanup(ts.Close)
 	// A server-only agent: /v1/client/... for the alloc is proxied to ts.
-	hp, err := agenthttp.New(agenthttp.Config{Server: s, State: s.State(), Logger: log})
+	hp, err := agenthttp.New(agenthttp.Config{Server: serverstate.Bind(s), Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/drover/drover/agent/client"
 	agenthttp "github.com/drover/drover/agent/http"
+	"github.com/drover/drover/agent/http/serverstate"
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/drivers"
 	"github.com/drover/drover/drivers/mock"
@@ -59,10 +60,8 @@ func TestClientWithRealServer(t *testing.T) {
 		_ = s.Shutdown(ctx)
 	})
 	poll(t, "leadership", s.IsLeader)
-	// The state store itself serves reads (no snapshot restore happens
-	// here, so the agent's store-swapping adapter is not needed).
 	lazy := &lazyClient{}
-	h, err := agenthttp.New(agenthttp.Config{Server: s, State: s.State(), Client: lazy, Logger: log})
+	h, err := agenthttp.New(agenthttp.Config{Server: serverstate.Bind(s), Client: lazy, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

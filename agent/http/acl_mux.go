@@ -10,31 +10,10 @@ import (
 	"github.com/drover/drover/server/acl"
 )
 
-// ACLResolver turns a request's secret into its ACL (server.Server).
+// ACLResolver turns a request's secret into its ACL (server.ACL).
 type ACLResolver interface {
 	ACLEnabled() bool
 	ResolveToken(secret string) (*acl.ACL, *api.ACLToken, error)
-}
-
-// aclMux is the routes' ServeMux: every route is registered with the
-// capability it needs (routeCaps, by pattern); registering one that has
-// none is a programming error and panics, so a test that starts the
-// server fails when a new route forgets to declare it.
-type aclMux struct {
-	*nethttp.ServeMux
-	s *HTTPServer
-}
-
-func (m *aclMux) HandleFunc(pattern string, f func(nethttp.ResponseWriter, *nethttp.Request)) {
-	m.Handle(pattern, nethttp.HandlerFunc(f))
-}
-
-func (m *aclMux) Handle(pattern string, h nethttp.Handler) {
-	c, ok := routeCaps[pattern]
-	if !ok {
-		panic(fmt.Sprintf("http route %q declares no ACL capability (add it to routeCaps)", pattern))
-	}
-	m.ServeMux.Handle(pattern, m.s.enforce(c, h))
 }
 
 // tokenOf is the request's secret: X-Drover-Token, X-Nomad-Token or
@@ -64,7 +43,8 @@ func tokenOf(r *nethttp.Request) string {
 }
 
 // enforce checks c before h when ACLs are on; the handler sees the
-// request's ACL and the route's capability (aclOf, checkObject).
+// request's ACL and the route's capability (aclOf, checkObject). Every
+// route of the table is registered behind it (routes.go).
 func (s *HTTPServer) enforce(c capability, h nethttp.Handler) nethttp.Handler {
 	return nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
 		res := s.cfg.ACL
@@ -192,10 +172,10 @@ func (s *HTTPServer) allow(c capability, a *acl.ACL, r *nethttp.Request) bool {
 // nodeRunsIn reports whether the node holds a live alloc in namespace ns
 // (only a server knows; a client-only agent forwards such reads).
 func (s *HTTPServer) nodeRunsIn(nodeID, ns string) bool {
-	if s.cfg.State == nil {
+	if s.role.State == nil {
 		return false
 	}
-	allocs, err := s.cfg.State.AllocsByNode(nil, nodeID)
+	allocs, err := s.state(nil).AllocsByNode(nil, nodeID)
 	if err != nil {
 		return false
 	}
@@ -347,8 +327,8 @@ func (s *HTTPServer) allowQueue(r *nethttp.Request, job *api.Job) error {
 	q := job.Queue
 	if q == "" {
 		q = api.DefaultQueue
-		if st, ok := s.cfg.State.(NamespaceState); ok {
-			if n, _ := st.NamespaceByName(nil, job.Namespace); n != nil && n.Queue != "" {
+		if s.role.State != nil {
+			if n, _ := s.state(nil).NamespaceByName(nil, job.Namespace); n != nil && n.Queue != "" {
 				q = n.Queue
 			}
 		}
@@ -363,10 +343,10 @@ func (s *HTTPServer) allowQueue(r *nethttp.Request, job *api.Job) error {
 // force, scale): nothing to check when the job does not exist (the
 // server says so).
 func (s *HTTPServer) allowStoredJobQueue(r *nethttp.Request, ns, id string) error {
-	if aclOf(r) == nil || s.cfg.State == nil {
+	if aclOf(r) == nil || s.role.State == nil {
 		return nil
 	}
-	job, err := s.cfg.State.JobByID(nil, ns, id)
+	job, err := s.state(nil).JobByID(nil, ns, id)
 	if err != nil || job == nil {
 		return err
 	}

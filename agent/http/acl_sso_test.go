@@ -44,16 +44,16 @@ func TestOIDCLoginsCappedPerClient(t *testing.T) {
 
 	a := newTestAPIWith(t, server.Config{ACLEnabled: true})
 	ctx := t.Context()
-	if _, err := a.srv.UpsertACLPolicy(ctx, &api.ACLPolicy{Name: "dev", Rules: `namespace "default" { policy = "read" }`}); err != nil {
+	if _, err := a.srv.ACL().UpsertACLPolicy(ctx, &api.ACLPolicy{Name: "dev", Rules: `namespace "default" { policy = "read" }`}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.srv.UpsertACLAuthMethod(ctx, &api.ACLAuthMethod{Name: "sso", Type: api.ACLAuthMethodTypeOIDC, MaxTokenTTL: time.Hour,
+	if _, err := a.srv.SSO().UpsertACLAuthMethod(ctx, &api.ACLAuthMethod{Name: "sso", Type: api.ACLAuthMethodTypeOIDC, MaxTokenTTL: time.Hour,
 		Config: &api.ACLAuthMethodConfig{OIDCDiscoveryURL: op.Issuer, OIDCClientID: op.ClientID, OIDCClientSecret: op.ClientSecret,
 			OIDCScopes: []string{"email"}, BoundAudiences: []string{op.ClientID}, AllowedRedirectURIs: []string{redirect},
 			ClaimMappings: map[string]string{"email": "email"}}}, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.srv.UpsertACLBindingRule(ctx, &api.ACLBindingRule{AuthMethod: "sso", BindType: api.ACLBindTypePolicy,
+	if _, err := a.srv.SSO().UpsertACLBindingRule(ctx, &api.ACLBindingRule{AuthMethod: "sso", BindType: api.ACLBindTypePolicy,
 		BindName: "dev", Selector: `value.email == "alice@example.com"`}); err != nil {
 		t.Fatal(err)
 	}

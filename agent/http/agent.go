@@ -6,57 +6,66 @@ import (
 	"github.com/drover/drover/api"
 )
 
-func (s *HTTPServer) statusLeader(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	if err := s.needServer(); err != nil {
-		return nil, err
-	}
-	return s.cfg.Server.Leader(), nil
+// agentHandlers serve the agent's own endpoints (/v1/agent/*, metrics)
+// and /v1/status/*.
+type agentHandlers struct {
+	s    *HTTPServer
+	prom nethttp.Handler // Prometheus text of Config.Registry
 }
 
-func (s *HTTPServer) statusPeers(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	if err := s.needServer(); err != nil {
+func (h *agentHandlers) statusLeader(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	c := h.s.role.Cluster
+	if err := h.s.need(c != nil, "the cluster status is not available on this agent"); err != nil {
 		return nil, err
 	}
-	p := s.cfg.Server.Peers()
+	return c.Leader(), nil
+}
+
+func (h *agentHandlers) statusPeers(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	c := h.s.role.Cluster
+	if err := h.s.need(c != nil, "the cluster status is not available on this agent"); err != nil {
+		return nil, err
+	}
+	p := c.Peers()
 	if p == nil {
 		p = []string{}
 	}
 	return p, nil
 }
 
-func (s *HTTPServer) agentSelf(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	if s.cfg.Self == nil {
+func (h *agentHandlers) self(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if h.s.cfg.Self == nil {
 		return &api.AgentSelf{Config: map[string]any{}}, nil
 	}
-	return s.cfg.Self(), nil
+	return h.s.cfg.Self(), nil
 }
 
-// agentHealth is 200 when every role this agent runs is healthy, else 500
+// health is 200 when every role this agent runs is healthy, else 500
 // with the same body (as Nomad's).
-func (s *HTTPServer) agentHealth(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	h := &api.AgentHealth{}
+func (h *agentHandlers) health(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	out := &api.AgentHealth{}
 	ok := true
-	if s.cfg.Server != nil {
-		st := &api.AgentHealthStatus{Ok: s.cfg.Server.Leader() != "", Message: "ok"}
+	if c := h.s.role.Cluster; c != nil {
+		st := &api.AgentHealthStatus{Ok: c.Leader() != "", Message: "ok"}
 		if !st.Ok {
 			st.Message = "no known cluster leader"
 		}
 		ok = ok && st.Ok
-		h.Server = st
+		out.Server = st
 	}
-	if s.cfg.Client != nil {
-		h.Client = &api.AgentHealthStatus{Ok: true, Message: "ok"}
+	if h.s.cfg.Client != nil {
+		out.Client = &api.AgentHealthStatus{Ok: true, Message: "ok"}
 	}
 	if !ok {
-		writeJSON(w, nethttp.StatusInternalServerError, h)
+		writeJSON(w, nethttp.StatusInternalServerError, out)
 		return nil, errWritten
 	}
-	return h, nil
+	return out, nil
 }
 
-func (s *HTTPServer) agentMembers(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	if s.cfg.Members != nil {
-		return s.cfg.Members(), nil
+func (h *agentHandlers) members(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if h.s.cfg.Members != nil {
+		return h.s.cfg.Members(), nil
 	}
 	return &api.ServerMembers{Members: []*api.AgentMember{}}, nil
 }

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	"fmt"
 	nethttp "net/http"
 	"strings"
@@ -11,11 +12,40 @@ import (
 	"github.com/drover/drover/server/acl"
 )
 
-func (s *HTTPServer) allocList(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+// AllocState is the alloc read side of Store.
+type AllocState interface {
+	AllocByID(ws memdb.WatchSet, id string) (*api.Allocation, error)
+	AllocsByIDPrefix(ws memdb.WatchSet, ns, prefix string) ([]*api.Allocation, error)
+	Allocs(ws memdb.WatchSet, ns, prefix string) ([]*api.Allocation, error)
+	AllocsByJob(ws memdb.WatchSet, ns, jobID string, all bool) ([]*api.Allocation, error)
+	AllocsByNode(ws memdb.WatchSet, nodeID string) ([]*api.Allocation, error)
+	AllocsByEval(ws memdb.WatchSet, evalID string) ([]*api.Allocation, error)
+}
+
+// AllocsBackend is the alloc write side of the server role.
+type AllocsBackend interface {
+	StopAlloc(ctx context.Context, id string) (*api.AllocStopResponse, error)
+}
+
+// EvalState is the evaluation read side of Store.
+type EvalState interface {
+	EvalByID(ws memdb.WatchSet, id string) (*api.Evaluation, error)
+	EvalsByIDPrefix(ws memdb.WatchSet, ns, prefix string) ([]*api.Evaluation, error)
+	Evals(ws memdb.WatchSet, ns, prefix string) ([]*api.Evaluation, error)
+	EvalsByJob(ws memdb.WatchSet, ns, jobID string) ([]*api.Evaluation, error)
+}
+
+// allocHandlers serve /v1/allocations and /v1/allocation/{id}.
+type allocHandlers struct {
+	s *HTTPServer
+	b AllocsBackend
+}
+
+func (h *allocHandlers) list(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
 	ns, prefix := nsParam(r), r.URL.Query().Get("prefix")
-	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
-		idx := s.maxIndex("allocs")
-		allocs, err := s.cfg.State.Allocs(ws, ns, prefix)
+	return h.s.blocking(w, r, func(st Store, ws memdb.WatchSet) (any, uint64, error) {
+		idx := maxIndex(st, "allocs")
+		allocs, err := st.Allocs(ws, ns, prefix)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -28,11 +58,11 @@ func (s *HTTPServer) allocList(w nethttp.ResponseWriter, r *nethttp.Request) (an
 // uuidLen is the length of a full ID; shorter ones are prefixes.
 const uuidLen = 36
 
-func (s *HTTPServer) allocGet(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+func (h *allocHandlers) get(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
 	id := r.PathValue("id")
-	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
-		idx := s.maxIndex("allocs")
-		a, err := s.lookupAlloc(ws, r, id)
+	return h.s.blocking(w, r, func(st Store, ws memdb.WatchSet) (any, uint64, error) {
+		idx := maxIndex(st, "allocs")
+		a, err := lookupAlloc(st, ws, r, id)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -42,14 +72,14 @@ func (s *HTTPServer) allocGet(w nethttp.ResponseWriter, r *nethttp.Request) (any
 
 // lookupAlloc finds an alloc by ID or unambiguous prefix (read-job in
 // its namespace).
-func (s *HTTPServer) lookupAlloc(ws memdb.WatchSet, r *nethttp.Request, id string) (*api.Allocation, error) {
-	return s.lookupAllocFor(ws, r, id, acl.CapReadJob)
+func lookupAlloc(st AllocState, ws memdb.WatchSet, r *nethttp.Request, id string) (*api.Allocation, error) {
+	return lookupAllocFor(st, ws, r, id, acl.CapReadJob)
 }
 
 // lookupAllocFor is lookupAlloc for an action that needs capability c in
 // the alloc's namespace (read-logs for its logs, ...).
-func (s *HTTPServer) lookupAllocFor(ws memdb.WatchSet, r *nethttp.Request, id, c string) (*api.Allocation, error) {
-	a, err := s.cfg.State.AllocByID(ws, id)
+func lookupAllocFor(st AllocState, ws memdb.WatchSet, r *nethttp.Request, id, c string) (*api.Allocation, error) {
+	a, err := st.AllocByID(ws, id)
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +95,7 @@ func (s *HTTPServer) lookupAllocFor(ws memdb.WatchSet, r *nethttp.Request, id, c
 		if ns == "" {
 			ns = allNamespaces
 		}
-		list, err := s.cfg.State.AllocsByIDPrefix(ws, ns, id)
+		list, err := st.AllocsByIDPrefix(ws, ns, id)
 		if err != nil {
 			return nil, err
 		}
@@ -87,30 +117,37 @@ func (s *HTTPServer) lookupAllocFor(ws memdb.WatchSet, r *nethttp.Request, id, c
 	return nil, notFound(api.ErrAllocNotFound, "allocation", id)
 }
 
-func (s *HTTPServer) allocStop(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	if err := s.needServer(); err != nil {
+func (h *allocHandlers) stop(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := h.s.need(h.b != nil && h.s.role.State != nil, "alloc writes are not available on this agent"); err != nil {
 		return nil, err
 	}
 	id := r.PathValue("id")
-	a, err := s.lookupAlloc(nil, r, id)
+	a, err := lookupAlloc(h.s.state(nil), nil, r, id)
 	if err != nil {
 		return nil, err
 	}
 	if err := allowObject(r, a.Namespace, acl.CapAllocLifecycle); err != nil {
 		return nil, err
 	}
-	resp, err := s.cfg.Server.StopAlloc(r.Context(), a.ID)
+	resp, err := h.b.StopAlloc(r.Context(), a.ID)
 	if err != nil {
 		return nil, fmt.Errorf("stop allocation %q: %w", id, err)
 	}
 	return resp, nil
 }
 
-func (s *HTTPServer) evalList(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+// evalHandlers serve /v1/evaluations and /v1/evaluation/{id}
+// (eval_delete.go: the delete).
+type evalHandlers struct {
+	s *HTTPServer
+	b EvalsBackend
+}
+
+func (h *evalHandlers) list(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
 	ns, prefix := nsParam(r), r.URL.Query().Get("prefix")
-	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
-		idx := s.maxIndex("evals")
-		evals, err := s.cfg.State.Evals(ws, ns, prefix)
+	return h.s.blocking(w, r, func(st Store, ws memdb.WatchSet) (any, uint64, error) {
+		idx := maxIndex(st, "evals")
+		evals, err := st.Evals(ws, ns, prefix)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -123,8 +160,8 @@ func (s *HTTPServer) evalList(w nethttp.ResponseWriter, r *nethttp.Request) (any
 	})
 }
 
-func (s *HTTPServer) lookupEval(ws memdb.WatchSet, r *nethttp.Request, id string) (*api.Evaluation, error) {
-	e, err := s.cfg.State.EvalByID(ws, id)
+func lookupEval(st EvalState, ws memdb.WatchSet, r *nethttp.Request, id string) (*api.Evaluation, error) {
+	e, err := st.EvalByID(ws, id)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +173,7 @@ func (s *HTTPServer) lookupEval(ws memdb.WatchSet, r *nethttp.Request, id string
 		if ns == "" {
 			ns = allNamespaces
 		}
-		list, err := s.cfg.State.EvalsByIDPrefix(ws, ns, id)
+		list, err := st.EvalsByIDPrefix(ws, ns, id)
 		if err != nil {
 			return nil, err
 		}
@@ -150,11 +187,11 @@ func (s *HTTPServer) lookupEval(ws memdb.WatchSet, r *nethttp.Request, id string
 	return nil, notFound(api.ErrEvalNotFound, "evaluation", id)
 }
 
-func (s *HTTPServer) evalGet(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+func (h *evalHandlers) get(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
 	id := r.PathValue("id")
-	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
-		idx := s.maxIndex("evals")
-		e, err := s.lookupEval(ws, r, id)
+	return h.s.blocking(w, r, func(st Store, ws memdb.WatchSet) (any, uint64, error) {
+		idx := maxIndex(st, "evals")
+		e, err := lookupEval(st, ws, r, id)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -162,15 +199,15 @@ func (s *HTTPServer) evalGet(w nethttp.ResponseWriter, r *nethttp.Request) (any,
 	})
 }
 
-func (s *HTTPServer) evalAllocs(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+func (h *evalHandlers) allocs(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
 	id := r.PathValue("id")
-	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
-		idx := s.maxIndex("evals", "allocs")
-		e, err := s.lookupEval(ws, r, id)
+	return h.s.blocking(w, r, func(st Store, ws memdb.WatchSet) (any, uint64, error) {
+		idx := maxIndex(st, "evals", "allocs")
+		e, err := lookupEval(st, ws, r, id)
 		if err != nil {
 			return nil, 0, err
 		}
-		allocs, err := s.cfg.State.AllocsByEval(ws, e.ID)
+		allocs, err := st.AllocsByEval(ws, e.ID)
 		if err != nil {
 			return nil, 0, err
 		}

@@ -10,75 +10,105 @@ import (
 	"github.com/drover/drover/api"
 )
 
-// State is the read side of the server's state store. Every read takes a
-// watch set (may be nil) that fires when what was read changes; blocking
-// queries wait on it. Missing single objects are (nil, nil).
-type State interface {
-	JobByID(ws memdb.WatchSet, ns, id string) (*api.Job, error)
-	Jobs(ws memdb.WatchSet, ns, prefix string) ([]*api.Job, error)
-	JobVersionsByID(ws memdb.WatchSet, ns, id string) ([]*api.Job, error)
-	JobSummaryByID(ws memdb.WatchSet, ns, id string) (*api.JobSummary, error)
-	NodeByID(ws memdb.WatchSet, id string) (*api.Node, error)
-	Nodes(ws memdb.WatchSet, prefix string) ([]*api.Node, error)
-	AllocByID(ws memdb.WatchSet, id string) (*api.Allocation, error)
-	AllocsByIDPrefix(ws memdb.WatchSet, ns, prefix string) ([]*api.Allocation, error)
-	Allocs(ws memdb.WatchSet, ns, prefix string) ([]*api.Allocation, error)
-	AllocsByJob(ws memdb.WatchSet, ns, jobID string, all bool) ([]*api.Allocation, error)
-	AllocsByNode(ws memdb.WatchSet, nodeID string) ([]*api.Allocation, error)
-	// NodeAllocsByID returns each ID's alloc when it is on nodeID, else
-	// nil, in ids' order.
-	NodeAllocsByID(nodeID string, ids []string) ([]*api.Allocation, error)
-	// NodeAllocIndex is the last index at which the servers changed an
-	// alloc of the node (0: never); a client's own status reports do not
-	// move it.
-	NodeAllocIndex(ws memdb.WatchSet, nodeID string) (uint64, error)
-	AllocsByEval(ws memdb.WatchSet, evalID string) ([]*api.Allocation, error)
-	EvalByID(ws memdb.WatchSet, id string) (*api.Evaluation, error)
-	EvalsByIDPrefix(ws memdb.WatchSet, ns, prefix string) ([]*api.Evaluation, error)
-	Evals(ws memdb.WatchSet, ns, prefix string) ([]*api.Evaluation, error)
-	EvalsByJob(ws memdb.WatchSet, ns, jobID string) ([]*api.Evaluation, error)
-	// Index is the last Raft index that changed table ("jobs", "nodes",
-	// "allocs", "evals", "deployments").
-	Index(table string) uint64
+// ServerRole is the server role as the handlers see it, wired explicitly
+// (agent/http/serverstate.Bind binds a *server.Server's parts to every field):
+// the state store's reads, its event stream, the cluster view, and one
+// backend per resource for the writes of that resource's routes. A nil
+// field answers that resource's routes 503 (a test wires only what it
+// needs).
+type ServerRole struct {
+	// State is the state store, asked for the current one on every read.
+	State  StateSource
+	Events EventSource
+	// Cluster says who leads (query meta, /v1/status); Leadership forwards
+	// a follower's requests to the leader; Raft lists the peers the
+	// connection limit exempts.
+	Cluster    Cluster
+	Leadership Leadership
+	Raft       RaftPeers
+
+	Jobs            JobsBackend
+	JobVerbs        JobVerbsBackend
+	Nodes           NodesBackend
+	Allocs          AllocsBackend
+	Evals           EvalsBackend
+	Deployments     DeploymentsBackend
+	ACL             ACLBackend
+	SSO             SSOBackend
+	Namespaces      NamespacesBackend
+	NodePools       NodePoolsBackend
+	Queues          QueuesBackend
+	Services        ServicesBackend
+	Operator        OperatorBackend
+	SchedulerConfig SchedulerConfigBackend
+	Identity        IdentityBackend
 }
 
-// IndexWaiter is an optional ability of State (found by type assertion):
-// waiting until the state has applied a Raft index, for reads that name
-// the index their caller saw (NodeAllocFetchRequest.MinIndex).
-type IndexWaiter interface {
+// StateSource is the server's state store as it is now. The server swaps
+// its store on a snapshot restore: every read asks for the current one,
+// and a blocking query also watches abandoned, closed when that store is
+// replaced, so it wakes up and reads the new one.
+type StateSource interface {
+	CurrentState() (st Store, abandoned <-chan struct{})
+}
+
+// Store is the read side of the server's state store, by resource (the
+// XxxState interfaces beside each resource's handlers). Every read takes
+// a watch set (may be nil) that fires when what was read changes;
+// blocking queries wait on it. Missing single objects are (nil, nil).
+type Store interface {
+	JobState
+	NodeState
+	AllocState
+	EvalState
+	DeploymentState
+	ACLState
+	SSOState
+	NamespaceState
+	NodePoolState
+	QueueState
+	ServiceState
+	SchedulerConfigState
+	UsageState
+	// Index is the last Raft index that changed table ("jobs", "nodes",
+	// "allocs", "evals", "deployments", ...).
+	Index(table string) uint64
+	// WaitIndex waits until the store has applied index; it fails with
+	// ctx's error, or when the store is abandoned meanwhile.
 	WaitIndex(ctx context.Context, index uint64) error
 }
 
-// Server is the write side and the cluster view of the server role. All
-// writes go through Raft; errors wrap api sentinels.
-type Server interface {
-	RegisterJob(ctx context.Context, req *api.JobRegisterRequest) (*api.JobRegisterResponse, error)
-	DeregisterJob(ctx context.Context, ns, id string, purge bool) (*api.JobDeregisterResponse, error)
-	EvaluateJob(ctx context.Context, ns, id string) (*api.JobEvaluateResponse, error)
-	PlanJob(ctx context.Context, req *api.JobPlanRequest) (*api.JobPlanResponse, error)
-	RegisterNode(ctx context.Context, n *api.Node, intro api.NodeIntro) (*api.NodeRegisterResponse, error)
-	// CreateNodeIntro signs an introduction token for new nodes.
-	CreateNodeIntro(ctx context.Context, req *api.NodeIntroRequest) (*api.NodeIntroResponse, error)
-	HeartbeatNode(ctx context.Context, id, secret string, req *api.NodeHeartbeatRequest) (*api.NodeRegisterResponse, error)
-	UpdateAllocsFromClient(ctx context.Context, nodeID, secret string, allocs []*api.Allocation) (uint64, error)
-	UpdateNodeDrain(ctx context.Context, req *api.NodeUpdateDrainRequest) (*api.NodeUpdateResponse, error)
-	UpdateNodeEligibility(ctx context.Context, req *api.NodeUpdateEligibilityRequest) (*api.NodeUpdateResponse, error)
-	StopAlloc(ctx context.Context, id string) (*api.AllocStopResponse, error)
-	DispatchJob(ctx context.Context, ns, id string, req *api.JobDispatchRequest) (*api.JobDispatchResponse, error)
-	ForcePeriodic(ctx context.Context, ns, id string) (*api.PeriodicForceResponse, error)
-	RevertJob(ctx context.Context, ns, id string, req *api.JobRevertRequest) (*api.JobRegisterResponse, error)
-	ScaleJob(ctx context.Context, ns, id string, req *api.JobScaleRequest) (*api.JobRegisterResponse, error)
-	SystemGC(ctx context.Context) (int, error)
+// Cluster is the server's view of who leads, for the query meta headers,
+// GET /v1/status/* and /v1/agent/health.
+type Cluster interface {
+	// Leader is the leader's Raft address ("" when none is known).
 	Leader() string
 	Peers() []string
 	LastContact() time.Duration
 }
 
-// JobDiffer is an optional ability of Server (found by type assertion):
-// the diff between two versions of a job (either may be nil), for
-// GET /v1/job/{id}/versions?diffs=true. It must be pure.
-type JobDiffer interface {
-	JobDiff(old, new *api.Job) *api.JobDiff
+// Leadership lets a follower forward writes and plain reads to the
+// leader's HTTP address and the leader check ?consistent reads (leader.go).
+type Leadership interface {
+	IsLeader() bool
+	// LeaderHTTPAddr is the leader's HTTP host:port ("" when unknown).
+	LeaderHTTPAddr() string
+	// VerifyLeader confirms leadership with a quorum (api.ErrNotLeader).
+	VerifyLeader(ctx context.Context) error
+	// LeaderChanged returns a channel closed at the next change of
+	// leader (a request held for one goes on at once); take it before
+	// looking at the leader.
+	LeaderChanged() <-chan struct{}
+}
+
+// RaftPeers is the Raft configuration, whose other servers the
+// per-client connection limit does not count (connlimit_peers.go).
+type RaftPeers interface {
+	// RaftID is this server's own ID in the configuration.
+	RaftID() string
+	RaftConfiguration() (*api.RaftConfiguration, error)
+	// RaftConfigurationIndex is the configuration's index (a cheap read).
+	RaftConfigurationIndex() uint64
 }
 
 // EventSource streams state change events: topics maps topic -> keys
@@ -95,7 +125,8 @@ type EventSub interface {
 }
 
 // ClientRole is the local client role: it serves /v1/client/... for the
-// allocations it holds.
+// allocations it holds. Its optional abilities (allocNamespacer,
+// nodeIdentifier, grantSecrets) are found by type assertion.
 type ClientRole interface {
 	Handler() nethttp.Handler
 	HasAlloc(id string) bool
@@ -103,3 +134,26 @@ type ClientRole interface {
 
 // Parser converts job HCL to a job (POST /v1/jobs/parse).
 type Parser func(req *api.JobsParseRequest) (*api.Job, error)
+
+// readFunc performs one read from st, registering what it read in ws,
+// and returns the value (or a lazyAnswer that builds it) and the index
+// of the data (the index of the tables read).
+type readFunc func(st Store, ws memdb.WatchSet) (any, uint64, error)
+
+// errNoServer answers server routes on an agent without the server role
+// (and without servers to forward them to).
+func errNoServer() error {
+	return api.Errorf(api.ErrUnavailable, "this agent does not run the server role")
+}
+
+// need fails with errNoServer on an agent without the server role, else
+// with msg (503) unless ok: the resource's backend is wired.
+func (s *HTTPServer) need(ok bool, msg string) error {
+	if s.cfg.Server == nil {
+		return errNoServer()
+	}
+	if !ok {
+		return api.Errorf(api.ErrUnavailable, msg)
+	}
+	return nil
+}

@@ -50,18 +50,25 @@ func (s *HTTPServer) parseQuery(r *nethttp.Request) (*queryParams, error) {
 	return p, nil
 }
 
-// readFunc performs one read, registering what it read in ws, and returns
-// the value (or a lazyAnswer that builds it) and the index of the data
-// (the index of the tables read).
-type readFunc func(ws memdb.WatchSet) (any, uint64, error)
+// state is the server's current state store; with ws, it also watches
+// the store's abandon channel (a snapshot restore replaced the store: a
+// blocking query wakes up and reads the new one). The server role's State
+// must be wired.
+func (s *HTTPServer) state(ws memdb.WatchSet) Store {
+	st, abandoned := s.role.State.CurrentState()
+	if ws != nil {
+		ws.Add(abandoned)
+	}
+	return st
+}
 
 // blocking answers a read, as a blocking query when ?index= is given: it
-// re-runs read each time the watch set fires and returns once the index
-// exceeds the asked one, or when the wait elapses (then with the current
-// data), or when the client goes away.
+// re-runs read (on the current store) each time the watch set fires and
+// returns once the index exceeds the asked one, or when the wait elapses
+// (then with the current data), or when the client goes away.
 func (s *HTTPServer) blocking(w nethttp.ResponseWriter, r *nethttp.Request, read readFunc) (any, error) {
-	if s.cfg.State == nil {
-		return nil, api.Errorf(api.ErrUnavailable, "this agent does not run the server role")
+	if s.role.State == nil {
+		return nil, errNoServer()
 	}
 	p, err := s.parseQuery(r)
 	if err != nil {
@@ -76,7 +83,7 @@ func (s *HTTPServer) blocking(w nethttp.ResponseWriter, r *nethttp.Request, read
 	ws := memdb.NewWatchSet()
 	for {
 		clear(ws) // a fired set is not waited on again
-		out, idx, err := read(ws)
+		out, idx, err := read(s.state(ws), ws)
 		if err != nil {
 			return nil, err
 		}
@@ -92,7 +99,7 @@ func (s *HTTPServer) blocking(w nethttp.ResponseWriter, r *nethttp.Request, read
 				return nil, fmt.Errorf("blocking query: %w", api.Errorf(api.ErrTimeout, "client went away"))
 			}
 			// The wait elapsed: answer with the current data.
-			out, idx, err := read(nil)
+			out, idx, err := read(s.state(nil), nil)
 			if err == nil {
 				out, err = answer(out)
 			}
@@ -155,9 +162,9 @@ func (s *HTTPServer) setMeta(w nethttp.ResponseWriter, idx uint64) {
 	h := w.Header()
 	h.Set(api.HeaderIndex, strconv.FormatUint(idx, 10))
 	known, contact := false, time.Duration(0)
-	if s.cfg.Server != nil {
-		known = s.cfg.Server.Leader() != ""
-		contact = s.cfg.Server.LastContact()
+	if c := s.role.Cluster; c != nil {
+		known = c.Leader() != ""
+		contact = c.LastContact()
 	}
 	h.Set(api.HeaderKnownLeader, strconv.FormatBool(known))
 	h.Set(api.HeaderLastContact, strconv.FormatInt(contact.Milliseconds(), 10))
@@ -174,10 +181,10 @@ func objIndex(modify, table uint64) uint64 {
 }
 
 // maxIndex returns the largest index of the named tables.
-func (s *HTTPServer) maxIndex(tables ...string) uint64 {
+func maxIndex(st Store, tables ...string) uint64 {
 	var m uint64
 	for _, t := range tables {
-		if i := s.cfg.State.Index(t); i > m {
+		if i := st.Index(t); i > m {
 			m = i
 		}
 	}

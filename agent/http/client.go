@@ -28,12 +28,17 @@ func clientAllocID(path string) string {
 	return ""
 }
 
-// clientRoute serves /v1/client/... locally when this agent's client holds
-// the allocation (or the path is about the node itself) and otherwise
+// clientHandlers serve /v1/client/...: on this agent's client, or
+// forwarded to the node that holds the allocation.
+type clientHandlers struct{ s *HTTPServer }
+
+// serve serves /v1/client/... locally when this agent's client holds the
+// allocation (or the path is about the node itself) and otherwise
 // forwards it to the HTTP address of the node running the allocation.
-func (s *HTTPServer) clientRoute(w nethttp.ResponseWriter, r *nethttp.Request) {
+func (h *clientHandlers) serve(w nethttp.ResponseWriter, r *nethttp.Request) {
+	s := h.s
 	if r.URL.Path == "/v1/client/metadata" {
-		s.clientMetadata(w, r)
+		h.metadata(w, r)
 		return
 	}
 	allocID := clientAllocID(r.URL.Path)
@@ -51,10 +56,10 @@ func (s *HTTPServer) clientRoute(w nethttp.ResponseWriter, r *nethttp.Request) {
 	var a *api.Allocation // looked up once, when ACLs or forwarding need it
 	if aclOf(r) != nil && allocID != "" {
 		var err error
-		if s.cfg.State != nil {
-			a, err = s.lookupAllocFor(nil, r, allocID, need)
+		if s.role.State != nil {
+			a, err = lookupAllocFor(s.state(nil), nil, r, allocID, need)
 		} else {
-			err = s.checkLocalAlloc(r, allocID, need)
+			err = h.checkLocalAlloc(r, allocID, need)
 		}
 		if err != nil {
 			writeError(w, api.AsError(err))
@@ -70,13 +75,13 @@ func (s *HTTPServer) clientRoute(w nethttp.ResponseWriter, r *nethttp.Request) {
 		writeError(w, api.Errorf(api.ErrNotFound, fmt.Sprintf("%s: this agent does not run the client role", r.URL.Path)))
 		return
 	}
-	if s.cfg.State == nil || r.Header.Get(headerForwarded) != "" {
+	if s.role.State == nil || r.Header.Get(headerForwarded) != "" {
 		writeError(w, api.AsError(notFound(api.ErrAllocNotFound, "allocation", allocID)))
 		return
 	}
 	if a == nil {
 		var err error
-		if a, err = s.lookupAllocFor(nil, r, allocID, need); err != nil {
+		if a, err = lookupAllocFor(s.state(nil), nil, r, allocID, need); err != nil {
 			writeError(w, api.AsError(err))
 			return
 		}
@@ -87,7 +92,7 @@ func (s *HTTPServer) clientRoute(w nethttp.ResponseWriter, r *nethttp.Request) {
 		local.Handler().ServeHTTP(w, r)
 		return
 	}
-	n, err := s.cfg.State.NodeByID(nil, a.NodeID)
+	n, err := s.state(nil).NodeByID(nil, a.NodeID)
 	if err != nil {
 		writeError(w, api.AsError(err))
 		return
@@ -109,8 +114,8 @@ func (s *HTTPServer) clientRoute(w nethttp.ResponseWriter, r *nethttp.Request) {
 // capability in the namespace of the alloc as this agent's client holds
 // it, whatever the request's ?namespace= says. An alloc it does not hold
 // is not found here.
-func (s *HTTPServer) checkLocalAlloc(r *nethttp.Request, allocID, need string) error {
-	nsOf, ok := s.cfg.Client.(allocNamespacer)
+func (h *clientHandlers) checkLocalAlloc(r *nethttp.Request, allocID, need string) error {
+	nsOf, ok := h.s.cfg.Client.(allocNamespacer)
 	if !ok {
 		return notFound(api.ErrAllocNotFound, "allocation", allocID)
 	}

@@ -13,11 +13,12 @@ import (
 // nodeIdentifier is the optional ability of a ClientRole to name its node.
 type nodeIdentifier interface{ NodeID() string }
 
-// clientMetadata serves GET and POST /v1/client/metadata (Nomad's dynamic
-// node metadata) on this agent's client when the request names no node or
-// this one (?node_id=, or NodeID in the POST body), and otherwise forwards
-// it to the named node's HTTP address.
-func (s *HTTPServer) clientMetadata(w nethttp.ResponseWriter, r *nethttp.Request) {
+// metadata serves GET and POST /v1/client/metadata (Nomad's dynamic node
+// metadata) on this agent's client when the request names no node or
+// this one (?node_id=, or NodeID in the POST body), and otherwise
+// forwards it to the named node's HTTP address.
+func (h *clientHandlers) metadata(w nethttp.ResponseWriter, r *nethttp.Request) {
+	s := h.s
 	nodeID := r.URL.Query().Get("node_id")
 	if r.Method == nethttp.MethodPost || r.Method == nethttp.MethodPut {
 		body, err := io.ReadAll(r.Body) // bounded by the body limit middleware
@@ -50,11 +51,11 @@ func (s *HTTPServer) clientMetadata(w nethttp.ResponseWriter, r *nethttp.Request
 		writeError(w, api.Errorf(api.ErrBadRequest, "this agent does not run the client role: name a node with node_id"))
 		return
 	}
-	if s.cfg.State == nil || r.Header.Get(headerForwarded) != "" {
+	if s.role.State == nil || r.Header.Get(headerForwarded) != "" {
 		writeError(w, api.Errorf(api.ErrNodeNotFound, fmt.Sprintf("node %q not found", nodeID)))
 		return
 	}
-	n, err := s.cfg.State.NodeByID(nil, nodeID)
+	n, err := s.state(nil).NodeByID(nil, nodeID)
 	if err != nil {
 		writeError(w, api.AsError(err))
 		return

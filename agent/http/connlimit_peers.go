@@ -83,8 +83,8 @@ func (p *peerIPs) exempt(ip string) bool {
 	if p.servers[ip] {
 		return true
 	}
-	o, ok := p.s.cfg.Server.(OperatorServer)
-	if !ok {
+	o := p.s.role.Raft
+	if o == nil {
 		return false
 	}
 	age := time.Since(p.fetched)
@@ -94,10 +94,7 @@ func (p *peerIPs) exempt(ip string) bool {
 	}
 	if stale {
 		p.fetched = time.Now()
-		self := ""
-		if r, ok := p.s.cfg.Server.(interface{ RaftID() string }); ok {
-			self = r.RaftID()
-		}
+		self := o.RaftID()
 		if rc, err := o.RaftConfiguration(); err == nil {
 			p.index = rc.Index
 			p.ips = map[string]bool{}
@@ -117,8 +114,7 @@ func (p *peerIPs) exempt(ip string) bool {
 }
 
 // configChanged reports whether the Raft configuration moved past the one
-// the set was built from (a cheap read; false when the server cannot say).
+// the set was built from (a cheap read).
 func (p *peerIPs) configChanged() bool {
-	c, ok := p.s.cfg.Server.(interface{ RaftConfigurationIndex() uint64 })
-	return ok && c.RaftConfigurationIndex() != p.index
+	return p.s.role.Raft.RaftConfigurationIndex() != p.index
 }

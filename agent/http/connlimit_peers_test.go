@@ -1,8 +1,6 @@
 package http
 
 import (
-	"context"
-	"io"
 	"sync"
 	"testing"
 
@@ -11,8 +9,6 @@ import (
 
 // peerFake is a server whose Raft configuration the test changes.
 type peerFake struct {
-	Server // not called
-
 	mu sync.Mutex
 	rc api.RaftConfiguration
 }
@@ -39,12 +35,7 @@ func (f *peerFake) RaftConfigurationIndex() uint64 {
 	return f.rc.Index
 }
 
-func (f *peerFake) RaftID() string                                          { return "a" }
-func (f *peerFake) RemoveRaftPeer(context.Context, string, string) error    { return nil }
-func (f *peerFake) SaveSnapshot(context.Context, io.Writer) (uint64, error) { return 0, nil }
-func (f *peerFake) RestoreSnapshot(context.Context, io.Reader) (uint64, error) {
-	return 0, nil
-}
+func (f *peerFake) RaftID() string { return "a" }
 
 // TestPeerIPsFollowRaftConfiguration: a peer that joins is exempt from
 // its first connection after the configuration changed, not only after
@@ -53,7 +44,7 @@ func (f *peerFake) RestoreSnapshot(context.Context, io.Reader) (uint64, error) {
 func TestPeerIPsFollowRaftConfiguration(t *testing.T) {
 	f := &peerFake{}
 	f.set(1, "10.0.0.1:4647")
-	p := &peerIPs{s: &HTTPServer{cfg: Config{Server: f}}}
+	p := &peerIPs{s: &HTTPServer{role: &ServerRole{Raft: f}}}
 	if p.exempt("10.0.0.2") || p.exempt("10.0.0.1") {
 		t.Fatal("exempt before 10.0.0.2 joined, or this server's own address")
 	}

@@ -11,8 +11,7 @@ import (
 	"github.com/drover/drover/server/acl"
 )
 
-// DeploymentState is the optional deployment read side of State (found by
-// type assertion). Missing single objects are (nil, nil).
+// DeploymentState is the deployment read side of Store.
 type DeploymentState interface {
 	DeploymentByID(ws memdb.WatchSet, id string) (*api.Deployment, error)
 	// Deployments lists deployments in ns ("*": all) whose ID has prefix.
@@ -22,61 +21,32 @@ type DeploymentState interface {
 	AllocsByDeployment(ws memdb.WatchSet, deploymentID string) ([]*api.Allocation, error)
 }
 
-// DeploymentServer is the optional deployment write side of Server (found
-// by type assertion). Errors wrap api sentinels (ErrDeploymentNotFound,
-// ErrConflict for a deployment that is not active or unhealthy canaries).
-type DeploymentServer interface {
+// DeploymentsBackend is the deployment write side of the server role.
+// Errors wrap api sentinels (ErrDeploymentNotFound, ErrConflict for a
+// deployment that is not active or unhealthy canaries).
+type DeploymentsBackend interface {
 	// PromoteDeployment promotes the canaries of groups (empty: all).
 	PromoteDeployment(ctx context.Context, id string, groups []string) (*api.DeploymentUpdateResponse, error)
 	FailDeployment(ctx context.Context, id string) (*api.DeploymentUpdateResponse, error)
 	PauseDeployment(ctx context.Context, id string, pause bool) (*api.DeploymentUpdateResponse, error)
 }
 
-func (s *HTTPServer) deploymentRoutes() {
-	h := func(pattern string, f apiFunc) { s.mux.HandleFunc(pattern, s.wrap(f)) }
-	h("GET /v1/deployments", s.deploymentList)
-	h("GET /v1/deployment/{id}", s.deploymentGet)
-	h("GET /v1/deployment/allocations/{id}", s.deploymentAllocs)
-	h("GET /v1/job/{id}/deployments", s.jobDeployments)
-	h("GET /v1/job/{id}/deployment", s.jobLatestDeployment)
-	for _, m := range []string{"POST", "PUT"} {
-		h(m+" /v1/deployment/promote/{id}", s.deploymentPromote)
-		h(m+" /v1/deployment/fail/{id}", s.deploymentFail)
-		h(m+" /v1/deployment/pause/{id}", s.deploymentPause)
-	}
+// deploymentHandlers serve /v1/deployments, /v1/deployment/... and a
+// job's deployments.
+type deploymentHandlers struct {
+	s *HTTPServer
+	b DeploymentsBackend
 }
 
-func (s *HTTPServer) deploymentState() (DeploymentState, error) {
-	if s.cfg.State == nil {
-		return nil, api.Errorf(api.ErrUnavailable, "this agent does not run the server role")
-	}
-	d, ok := s.cfg.State.(DeploymentState)
-	if !ok {
-		return nil, api.Errorf(api.ErrUnavailable, "deployments are not available on this agent")
-	}
-	return d, nil
+func (h *deploymentHandlers) ready() error {
+	return h.s.need(h.b != nil && h.s.role.State != nil, "deployment writes are not available on this agent")
 }
 
-func (s *HTTPServer) deploymentServer() (DeploymentServer, error) {
-	if err := s.needServer(); err != nil {
-		return nil, err
-	}
-	d, ok := s.cfg.Server.(DeploymentServer)
-	if !ok {
-		return nil, api.Errorf(api.ErrUnavailable, "deployment writes are not available on this agent")
-	}
-	return d, nil
-}
-
-func (s *HTTPServer) deploymentList(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	ds, err := s.deploymentState()
-	if err != nil {
-		return nil, err
-	}
+func (h *deploymentHandlers) list(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
 	ns, prefix := nsParam(r), r.URL.Query().Get("prefix")
-	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
-		idx := s.maxIndex("deployments")
-		out, err := ds.Deployments(ws, ns, prefix)
+	return h.s.blocking(w, r, func(st Store, ws memdb.WatchSet) (any, uint64, error) {
+		idx := maxIndex(st, "deployments")
+		out, err := st.Deployments(ws, ns, prefix)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -89,15 +59,11 @@ func (s *HTTPServer) deploymentList(w nethttp.ResponseWriter, r *nethttp.Request
 	})
 }
 
-func (s *HTTPServer) deploymentGet(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	ds, err := s.deploymentState()
-	if err != nil {
-		return nil, err
-	}
+func (h *deploymentHandlers) get(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
 	id := r.PathValue("id")
-	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
-		idx := s.maxIndex("deployments")
-		d, err := lookupDeployment(ws, r, ds, id)
+	return h.s.blocking(w, r, func(st Store, ws memdb.WatchSet) (any, uint64, error) {
+		idx := maxIndex(st, "deployments")
+		d, err := lookupDeployment(ws, r, st, id)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -118,29 +84,21 @@ func lookupDeployment(ws memdb.WatchSet, r *nethttp.Request, ds DeploymentState,
 	return d, checkObject(r, d.Namespace)
 }
 
-// checkDeployment checks the route's capability in the namespace of the
+// check checks the route's capability in the namespace of the
 // deployment a write is about, before it is made.
-func (s *HTTPServer) checkDeployment(r *nethttp.Request, id string) error {
-	ds, err := s.deploymentState()
-	if err != nil {
-		return err
-	}
-	_, err = lookupDeployment(nil, r, ds, id)
+func (h *deploymentHandlers) check(r *nethttp.Request, id string) error {
+	_, err := lookupDeployment(nil, r, h.s.state(nil), id)
 	return err
 }
 
-func (s *HTTPServer) deploymentAllocs(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	ds, err := s.deploymentState()
-	if err != nil {
-		return nil, err
-	}
+func (h *deploymentHandlers) allocs(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
 	id := r.PathValue("id")
-	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
-		idx := s.maxIndex("deployments", "allocs")
-		if _, err := lookupDeployment(ws, r, ds, id); err != nil {
+	return h.s.blocking(w, r, func(st Store, ws memdb.WatchSet) (any, uint64, error) {
+		idx := maxIndex(st, "deployments", "allocs")
+		if _, err := lookupDeployment(ws, r, st, id); err != nil {
 			return nil, 0, err
 		}
-		allocs, err := ds.AllocsByDeployment(ws, id)
+		allocs, err := st.AllocsByDeployment(ws, id)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -152,8 +110,8 @@ func (s *HTTPServer) deploymentAllocs(w nethttp.ResponseWriter, r *nethttp.Reque
 	})
 }
 
-func (s *HTTPServer) jobDeployments(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	return s.readJobDeployments(w, r, func(ds []*api.Deployment) any {
+func (h *deploymentHandlers) ofJob(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	return h.readJobDeployments(w, r, func(ds []*api.Deployment) any {
 		if ds == nil {
 			return []*api.Deployment{}
 		}
@@ -161,10 +119,10 @@ func (s *HTTPServer) jobDeployments(w nethttp.ResponseWriter, r *nethttp.Request
 	})
 }
 
-// jobLatestDeployment answers the job's newest deployment, or null when
-// it has none (a missing job is a 404).
-func (s *HTTPServer) jobLatestDeployment(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	return s.readJobDeployments(w, r, func(ds []*api.Deployment) any {
+// latestOfJob answers the job's newest deployment, or null when it has
+// none (a missing job is a 404).
+func (h *deploymentHandlers) latestOfJob(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	return h.readJobDeployments(w, r, func(ds []*api.Deployment) any {
 		if len(ds) == 0 {
 			return nil
 		}
@@ -174,18 +132,14 @@ func (s *HTTPServer) jobLatestDeployment(w nethttp.ResponseWriter, r *nethttp.Re
 
 // readJobDeployments is a blocking read of a job's deployments, newest
 // first, answered as pick makes of them.
-func (s *HTTPServer) readJobDeployments(w nethttp.ResponseWriter, r *nethttp.Request, pick func([]*api.Deployment) any) (any, error) {
-	ds, err := s.deploymentState()
-	if err != nil {
-		return nil, err
-	}
+func (h *deploymentHandlers) readJobDeployments(w nethttp.ResponseWriter, r *nethttp.Request, pick func([]*api.Deployment) any) (any, error) {
 	ns, id := nsParam(r), r.PathValue("id")
-	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
-		idx := s.maxIndex("jobs", "deployments")
-		if err := s.jobExists(ws, ns, id); err != nil {
+	return h.s.blocking(w, r, func(st Store, ws memdb.WatchSet) (any, uint64, error) {
+		idx := maxIndex(st, "jobs", "deployments")
+		if err := jobExists(st, ws, ns, id); err != nil {
 			return nil, 0, err
 		}
-		out, err := ds.DeploymentsByJobID(ws, ns, id)
+		out, err := st.DeploymentsByJobID(ws, ns, id)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -193,13 +147,12 @@ func (s *HTTPServer) readJobDeployments(w nethttp.ResponseWriter, r *nethttp.Req
 	})
 }
 
-func (s *HTTPServer) deploymentPromote(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	d, err := s.deploymentServer()
-	if err != nil {
+func (h *deploymentHandlers) promote(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := h.ready(); err != nil {
 		return nil, err
 	}
 	id := r.PathValue("id")
-	if err := s.checkDeployment(r, id); err != nil {
+	if err := h.check(r, id); err != nil {
 		return nil, err
 	}
 	var req api.DeploymentPromoteRequest
@@ -214,36 +167,34 @@ func (s *HTTPServer) deploymentPromote(w nethttp.ResponseWriter, r *nethttp.Requ
 	if req.All && len(req.Groups) > 0 {
 		return nil, api.Errorf(api.ErrBadRequest, "give All or Groups, not both")
 	}
-	resp, err := d.PromoteDeployment(r.Context(), id, req.Groups)
+	resp, err := h.b.PromoteDeployment(r.Context(), id, req.Groups)
 	if err != nil {
 		return nil, fmt.Errorf("promote deployment %q: %w", id, err)
 	}
 	return resp, nil
 }
 
-func (s *HTTPServer) deploymentFail(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	d, err := s.deploymentServer()
-	if err != nil {
+func (h *deploymentHandlers) fail(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := h.ready(); err != nil {
 		return nil, err
 	}
 	id := r.PathValue("id")
-	if err := s.checkDeployment(r, id); err != nil {
+	if err := h.check(r, id); err != nil {
 		return nil, err
 	}
-	resp, err := d.FailDeployment(r.Context(), id)
+	resp, err := h.b.FailDeployment(r.Context(), id)
 	if err != nil {
 		return nil, fmt.Errorf("fail deployment %q: %w", id, err)
 	}
 	return resp, nil
 }
 
-func (s *HTTPServer) deploymentPause(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	d, err := s.deploymentServer()
-	if err != nil {
+func (h *deploymentHandlers) pause(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := h.ready(); err != nil {
 		return nil, err
 	}
 	id := r.PathValue("id")
-	if err := s.checkDeployment(r, id); err != nil {
+	if err := h.check(r, id); err != nil {
 		return nil, err
 	}
 	var req api.DeploymentPauseRequest
@@ -253,7 +204,7 @@ func (s *HTTPServer) deploymentPause(w nethttp.ResponseWriter, r *nethttp.Reques
 	if req.DeploymentID != "" && req.DeploymentID != id {
 		return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("deployment ID %q in the body does not match %q in the path", req.DeploymentID, id))
 	}
-	resp, err := d.PauseDeployment(r.Context(), id, req.Pause)
+	resp, err := h.b.PauseDeployment(r.Context(), id, req.Pause)
 	if err != nil {
 		return nil, fmt.Errorf("pause deployment %q: %w", id, err)
 	}

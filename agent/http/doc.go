@@ -8,27 +8,47 @@
 // body limits, request logging, metrics and blocking queries (?index=&wait=,
 // woken by go-memdb watch sets, never by polling).
 //
-// It consumes the server role through the interfaces in backend.go
-// (*server.Server satisfies Server; agent/http/serverstate adapts its state
-// store to State and EventSource) and the client role through ClientRole.
-// An agent without the server role proxies server API calls to
-// Config.Servers. On a server (leader.go), writes and every read but
-// ?stale ones (blocking queries included; /v1/status/* and the event
-// stream excepted) that arrive at a follower are reverse-proxied to the
-// leader's HTTP address, as Nomad does (held through an election for up to
-// LeaderHoldTimeout, retrying only requests the leader never saw), so a
-// write a server acknowledged is visible to a plain read on it at once;
-// ?consistent on the leader verifies leadership first; ?stale reads are
-// served locally.
-// operator.go serves Raft peers, snapshots, the gossip keyring and
-// force-leave through optional interfaces found by type assertion;
-// usage.go serves the usage ledger (GET /v1/usage, JSON or CSV) the same
-// way, pricing GPU hours with Config.UsagePrices. It must not import package agent, server/* or drivers/*
-// (serverstate may): the agent wires concrete types in. It imports jobspec
-// for POST /v1/jobs/parse.
+// Routes: routes.go declares every route once, in one table of {pattern,
+// capability, handler}; one loop registers each behind enforce, which
+// checks the capability (acl_mux.go: ns, nsList, nodeReadable, self,
+// nodeSub, client, nodeRegister, public, ...) before the handler runs. A
+// route without a capability does not compile (the table's literals are
+// unkeyed) and a zero one panics at New. RoutePatterns lists the table for
+// the tenancy matrix tests. Handlers that serve an object by ID check the
+// route's capability again in the object's own namespace (checkObject,
+// allowObject).
 //
-// Concurrency: a *Server is safe for concurrent use; net/http runs each
-// request on its own goroutine. Start launches one serving goroutine that
-// Shutdown waits for. Event-stream handlers own their subscription and end
-// when the request's context ends.
+// Backends: the handlers of each resource are a small type (jobHandlers,
+// nodeHandlers, aclHandlers, ...) holding the narrow interface it writes
+// through (JobsBackend, NodesBackend, ACLBackend, ...); reads go to the
+// state store (Store, made of the resources' XxxState interfaces), which
+// StateSource gives anew on every read: the server swaps its store on a
+// snapshot restore, and blocking queries also watch the old store's
+// abandon channel. Config.Server (a ServerRole) wires every one of them
+// explicitly; agent/http/serverstate binds a *server.Server's parts to all and
+// holds the compile-time checks. The client role is ClientRole (its
+// optional abilities, the namespace of an alloc and the node's ID and
+// secret for grants, are found by type assertion). An agent without the
+// server role proxies server API calls to Config.Servers.
+//
+// On a server (leader.go), writes and every read but ?stale ones (blocking
+// queries included; /v1/status/* and the event stream excepted) that
+// arrive at a follower are reverse-proxied to the leader's HTTP address,
+// as Nomad does (held through an election for up to LeaderHoldTimeout,
+// retrying only requests the leader never saw), so a write a server
+// acknowledged is visible to a plain read on it at once; ?consistent on
+// the leader verifies leadership first; ?stale reads are served locally.
+// usage.go serves the usage ledger (GET /v1/usage, JSON or CSV), pricing
+// GPU hours with Config.UsagePrices.
+//
+// It must not import package agent, server/* (but server/acl and
+// server/codec) or drivers/*; agent/http/serverstate may import server.
+// It imports jobspec for POST /v1/jobs/parse.
+//
+// Concurrency: a *HTTPServer is safe for concurrent use; net/http runs
+// each request on its own goroutine, and the handler types hold nothing
+// but their backends, fixed at New. Backends must be safe for concurrent
+// use. Start launches one serving goroutine that Shutdown waits for.
+// Event-stream handlers own their subscription and end when the request's
+// context ends.
 package http

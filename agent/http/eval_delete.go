@@ -7,21 +7,17 @@ import (
 	"github.com/drover/drover/api"
 )
 
-// EvalDeleter is the optional eval-delete ability of Server (errors wrap
-// api sentinels: ErrBadRequest while the eval broker is not paused).
-type EvalDeleter interface {
+// EvalsBackend is the evaluation write side of the server role (errors
+// wrap api sentinels: ErrBadRequest while the eval broker is not paused).
+type EvalsBackend interface {
 	DeleteEvals(ctx context.Context, ids []string) (uint64, error)
 }
 
-// evalDelete serves DELETE /v1/evaluations (Nomad's): the body names the
+// delete serves DELETE /v1/evaluations (Nomad's): the body names the
 // evals by ID or selects them with a filter (across namespaces).
-func (s *HTTPServer) evalDelete(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	if err := s.needServer(); err != nil {
+func (h *evalHandlers) delete(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := h.s.need(h.b != nil && h.s.role.State != nil, "this server cannot delete evaluations"); err != nil {
 		return nil, err
-	}
-	del, ok := s.cfg.Server.(EvalDeleter)
-	if !ok {
-		return nil, api.Errorf(api.ErrUnavailable, "this server cannot delete evaluations")
 	}
 	var req api.EvalDeleteRequest
 	if err := decodeBody(r, &req); err != nil {
@@ -32,7 +28,7 @@ func (s *HTTPServer) evalDelete(w nethttp.ResponseWriter, r *nethttp.Request) (a
 	}
 	ids := req.EvalIDs
 	if req.Filter != "" {
-		evals, err := s.cfg.State.Evals(nil, allNamespaces, "")
+		evals, err := h.s.state(nil).Evals(nil, allNamespaces, "")
 		if err != nil {
 			return nil, err
 		}
@@ -46,10 +42,10 @@ func (s *HTTPServer) evalDelete(w nethttp.ResponseWriter, r *nethttp.Request) (a
 			ids = append(ids, e.ID)
 		}
 	}
-	idx, err := del.DeleteEvals(r.Context(), ids)
+	idx, err := h.b.DeleteEvals(r.Context(), ids)
 	if err != nil {
 		return nil, err
 	}
-	s.setMeta(w, idx)
+	h.s.setMeta(w, idx)
 	return &api.EvalDeleteResponse{Count: len(ids)}, nil
 }

@@ -39,12 +39,18 @@ func parseTopics(vals []string) (map[string][]string, error) {
 	return out, nil
 }
 
-// eventStream streams NDJSON batches of api.Events, one per line, flushed
-// per line, with {} heartbeats, until the client goes away or the
+// eventHandlers serve the event stream.
+type eventHandlers struct {
+	s   *HTTPServer
+	src EventSource
+}
+
+// stream streams NDJSON batches of api.Events, one per line, flushed per
+// line, with {} heartbeats, until the client goes away or the
 // subscription ends.
-func (s *HTTPServer) eventStream(w nethttp.ResponseWriter, r *nethttp.Request) {
-	if s.cfg.Events == nil {
-		writeError(w, api.Errorf(api.ErrUnavailable, "this agent does not run the server role"))
+func (h *eventHandlers) stream(w nethttp.ResponseWriter, r *nethttp.Request) {
+	if h.src == nil {
+		writeError(w, api.AsError(errNoServer()))
 		return
 	}
 	q := r.URL.Query()
@@ -62,7 +68,7 @@ func (s *HTTPServer) eventStream(w nethttp.ResponseWriter, r *nethttp.Request) {
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	sub, err := s.cfg.Events.Subscribe(ctx, topics, from)
+	sub, err := h.src.Subscribe(ctx, topics, from)
 	if err != nil {
 		writeError(w, api.AsError(fmt.Errorf("subscribe: %w", api.Errorf(api.ErrUnavailable, err.Error()))))
 		return
@@ -127,7 +133,7 @@ func (s *HTTPServer) eventStream(w nethttp.ResponseWriter, r *nethttp.Request) {
 		return out
 	}
 	enc := json.NewEncoder(w)
-	tick := time.NewTicker(s.cfg.EventHeartbeat)
+	tick := time.NewTicker(h.s.cfg.EventHeartbeat)
 	defer tick.Stop()
 	for {
 		var v any
@@ -136,7 +142,7 @@ func (s *HTTPServer) eventStream(w nethttp.ResponseWriter, r *nethttp.Request) {
 			return
 		case err := <-readerDone:
 			readerDone <- err // for the deferred wait
-			s.log.Debug("event stream ended", "err", err)
+			h.s.log.Debug("event stream ended", "err", err)
 			return
 		case b := <-batches:
 			if b = keep(b); len(b.Events) == 0 {

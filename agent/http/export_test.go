@@ -16,13 +16,24 @@ func exportCap(c capability) RouteCap {
 	return RouteCap{Public: c.public, Kind: c.kind, Cap: c.cap, Write: c.write, List: c.list}
 }
 
-// RouteCaps is routeCaps, for the authz matrix (authz_matrix_test.go).
+// RouteCaps is the capability of every route of the table, by pattern,
+// for the authz matrix (authz_matrix_test.go).
 func RouteCaps() map[string]RouteCap {
 	out := map[string]RouteCap{}
-	for p, c := range routeCaps {
-		out[p] = exportCap(c)
+	for _, rt := range declaredRoutes() {
+		out[rt.pattern] = exportCap(rt.cap)
 	}
 	return out
+}
+
+// capOf is the declared capability of the route pattern.
+func capOf(pattern string) capability {
+	for _, rt := range declaredRoutes() {
+		if rt.pattern == pattern {
+			return rt.cap
+		}
+	}
+	return capability{}
 }
 
 // ClientCapOf is the capability a /v1/client/ request needs.
@@ -30,7 +41,7 @@ func ClientCapOf(r *nethttp.Request) RouteCap { return exportCap(clientCap(r)) }
 
 // CapOf is the capability request r to the route pattern needs (routes
 // whose capability depends on the request: /v1/client/, node sub-reads).
-func CapOf(pattern string, r *nethttp.Request) RouteCap { return exportCap(routeCaps[pattern].of(r)) }
+func CapOf(pattern string, r *nethttp.Request) RouteCap { return exportCap(capOf(pattern).of(r)) }
 
 // ServerRoute reports whether a client-only agent forwards path to its servers.
 func ServerRoute(path string) bool { return serverRoute(path) }

@@ -60,8 +60,7 @@ func newTestAPIWith(t *testing.T, sc server.Config, mod ...func(*agenthttp.Confi
 		case <-changed:
 		}
 	}
-	st, ev := serverstate.New(s)
-	cfg := agenthttp.Config{Server: s, State: st, Events: ev, Logger: log, EventHeartbeat: 50 * time.Millisecond, ACL: s}
+	cfg := agenthttp.Config{Server: serverstate.Bind(s), Logger: log, EventHeartbeat: 50 * time.Millisecond, ACL: s.ACL()}
 	for _, m := range mod {
 		m(&cfg)
 	}

@@ -10,51 +10,39 @@ import (
 	"github.com/drover/drover/api"
 )
 
-// IdentityServer is the optional workload identity side of Server.
-type IdentityServer interface {
+// IdentityBackend is the workload identity side of the server role.
+type IdentityBackend interface {
 	SignIdentities(ctx context.Context, nodeID, secret string, req *api.TaskIdentityRequest) (*api.TaskIdentityResponse, error)
 	JWKS() (*jose.JSONWebKeySet, error)
 	RootKeyMetas() ([]*api.RootKeyMeta, error)
 	OIDCIssuer() string
 }
 
-// identityRoutes: the keyring's public keys (JWKS and OIDC discovery, as
-// Nomad serves them), the key list, and the client's signing request.
-func (s *HTTPServer) identityRoutes() {
-	h := func(pattern string, f apiFunc) { s.mux.HandleFunc(pattern, s.wrap(f)) }
-	h("GET /.well-known/jwks.json", s.jwks)
-	h("GET /.well-known/openid-configuration", s.oidcDiscovery)
-	h("GET /v1/operator/keyring/keys", s.keyringKeys)
-	h("PUT /v1/node/{id}/identities", s.nodeIdentities)
-	h("POST /v1/node/{id}/identities", s.nodeIdentities)
+// identityHandlers serve the keyring's public keys (JWKS and OIDC
+// discovery, as Nomad serves them), the key list, and the client's
+// signing request.
+type identityHandlers struct {
+	s *HTTPServer
+	b IdentityBackend
 }
 
-func (s *HTTPServer) identityServer() (IdentityServer, error) {
-	if err := s.needServer(); err != nil {
-		return nil, err
-	}
-	is, ok := s.cfg.Server.(IdentityServer)
-	if !ok {
-		return nil, api.Errorf(api.ErrUnavailable, "this server does not sign workload identities")
-	}
-	return is, nil
+func (h *identityHandlers) ready() error {
+	return h.s.need(h.b != nil, "this server does not sign workload identities")
 }
 
-func (s *HTTPServer) jwks(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	is, err := s.identityServer()
-	if err != nil {
+func (h *identityHandlers) jwks(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := h.ready(); err != nil {
 		return nil, err
 	}
 	w.Header().Set("Cache-Control", "max-age=60")
-	return is.JWKS()
+	return h.b.JWKS()
 }
 
-func (s *HTTPServer) oidcDiscovery(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	is, err := s.identityServer()
-	if err != nil {
+func (h *identityHandlers) oidcDiscovery(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := h.ready(); err != nil {
 		return nil, err
 	}
-	iss := is.OIDCIssuer()
+	iss := h.b.OIDCIssuer()
 	if iss == "" {
 		return nil, api.Errorf(api.ErrNotFound, "no OIDC issuer configured (server oidc_issuer)")
 	}
@@ -64,17 +52,15 @@ func (s *HTTPServer) oidcDiscovery(w nethttp.ResponseWriter, r *nethttp.Request)
 	}, nil
 }
 
-func (s *HTTPServer) keyringKeys(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	is, err := s.identityServer()
-	if err != nil {
+func (h *identityHandlers) keys(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := h.ready(); err != nil {
 		return nil, err
 	}
-	return is.RootKeyMetas()
+	return h.b.RootKeyMetas()
 }
 
-func (s *HTTPServer) nodeIdentities(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	is, err := s.identityServer()
-	if err != nil {
+func (h *identityHandlers) sign(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := h.ready(); err != nil {
 		return nil, err
 	}
 	var req api.TaskIdentityRequest
@@ -85,7 +71,7 @@ func (s *HTTPServer) nodeIdentities(w nethttp.ResponseWriter, r *nethttp.Request
 		return nil, api.Errorf(api.ErrBadRequest, "AllocID and Task are required")
 	}
 	id := r.PathValue("id")
-	out, err := is.SignIdentities(r.Context(), id, r.Header.Get(api.NodeSecretHeader), &req)
+	out, err := h.b.SignIdentities(r.Context(), id, r.Header.Get(api.NodeSecretHeader), &req)
 	if err != nil {
 		return nil, fmt.Errorf("sign identities for node %q: %w", id, err)
 	}

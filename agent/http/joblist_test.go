@@ -80,7 +80,7 @@ func TestBlockingJobListWakesOnSummary(t *testing.T) {
 	}
 }
 
-var _ agenthttp.JobDiffer = (*server.Server)(nil)
+var _ agenthttp.JobDiffer = (*server.Jobs)(nil)
 
 // TestJobVersionsDiffs: ?diffs=true answers, newest first, what each
 // version changed against the one before.

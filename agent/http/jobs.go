@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	"fmt"
 	nethttp "net/http"
 	"strings"
@@ -11,19 +12,55 @@ import (
 	"github.com/drover/drover/server/acl"
 )
 
-func (s *HTTPServer) jobList(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+// JobState is the job read side of Store.
+type JobState interface {
+	JobByID(ws memdb.WatchSet, ns, id string) (*api.Job, error)
+	Jobs(ws memdb.WatchSet, ns, prefix string) ([]*api.Job, error)
+	JobVersionsByID(ws memdb.WatchSet, ns, id string) ([]*api.Job, error)
+	JobSummaryByID(ws memdb.WatchSet, ns, id string) (*api.JobSummary, error)
+}
+
+// JobsBackend is the job write side of the server role: registration,
+// plans and evaluations. All writes go through Raft; errors wrap api
+// sentinels.
+type JobsBackend interface {
+	RegisterJob(ctx context.Context, req *api.JobRegisterRequest) (*api.JobRegisterResponse, error)
+	DeregisterJob(ctx context.Context, ns, id string, purge bool) (*api.JobDeregisterResponse, error)
+	EvaluateJob(ctx context.Context, ns, id string) (*api.JobEvaluateResponse, error)
+	PlanJob(ctx context.Context, req *api.JobPlanRequest) (*api.JobPlanResponse, error)
+	JobDiffer
+}
+
+// JobDiffer is the diff between two versions of a job (either may be
+// nil), for GET /v1/job/{id}/versions?diffs=true. It must be pure.
+type JobDiffer interface {
+	JobDiff(old, new *api.Job) *api.JobDiff
+}
+
+// jobHandlers serve /v1/jobs and /v1/job/{id} (jobs_verbs.go: the verbs).
+type jobHandlers struct {
+	s     *HTTPServer
+	b     JobsBackend
+	parse Parser
+}
+
+func (h *jobHandlers) ready() error {
+	return h.s.need(h.b != nil, "jobs are not available on this agent")
+}
+
+func (h *jobHandlers) list(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
 	ns, prefix := nsParam(r), r.URL.Query().Get("prefix")
-	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
+	return h.s.blocking(w, r, func(st Store, ws memdb.WatchSet) (any, uint64, error) {
 		// Each stub carries its job's summary: the summaries' index counts.
-		idx := s.maxIndex("jobs", "job_summary")
-		jobs, err := s.cfg.State.Jobs(ws, ns, prefix)
+		idx := maxIndex(st, "jobs", "job_summary")
+		jobs, err := st.Jobs(ws, ns, prefix)
 		if err != nil {
 			return nil, 0, err
 		}
 		jobs = visible(r, jobs, jobNamespace, acl.CapListJobs)
 		out := make([]*api.JobListStub, 0, len(jobs))
 		for _, j := range jobs {
-			sum, err := s.cfg.State.JobSummaryByID(ws, j.Namespace, j.ID)
+			sum, err := st.JobSummaryByID(ws, j.Namespace, j.ID)
 			if err != nil {
 				return nil, 0, err
 			}
@@ -34,8 +71,8 @@ func (s *HTTPServer) jobList(w nethttp.ResponseWriter, r *nethttp.Request) (any,
 	})
 }
 
-func (s *HTTPServer) jobRegister(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	if err := s.needServer(); err != nil {
+func (h *jobHandlers) register(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := h.ready(); err != nil {
 		return nil, err
 	}
 	var req api.JobRegisterRequest
@@ -43,12 +80,12 @@ func (s *HTTPServer) jobRegister(w nethttp.ResponseWriter, r *nethttp.Request) (
 	if err != nil {
 		return nil, err
 	}
-	return s.register(r, &req, warnings)
+	return h.submit(r, &req, warnings)
 }
 
-// register submits the job; warnings (fields ignored while decoding) are
+// submit registers the job; warnings (fields ignored while decoding) are
 // added to the answer's Warnings.
-func (s *HTTPServer) register(r *nethttp.Request, req *api.JobRegisterRequest, warnings []string) (any, error) {
+func (h *jobHandlers) submit(r *nethttp.Request, req *api.JobRegisterRequest, warnings []string) (any, error) {
 	if req.Job == nil {
 		return nil, api.Errorf(api.ErrBadRequest, `request body must be {"Job":{...}}: Job missing`)
 	}
@@ -61,10 +98,10 @@ func (s *HTTPServer) register(r *nethttp.Request, req *api.JobRegisterRequest, w
 	if err := allowObject(r, req.Job.Namespace, acl.CapSubmitJob); err != nil {
 		return nil, err
 	}
-	if err := s.allowQueue(r, req.Job); err != nil {
+	if err := h.s.allowQueue(r, req.Job); err != nil {
 		return nil, err
 	}
-	resp, err := s.cfg.Server.RegisterJob(r.Context(), req)
+	resp, err := h.b.RegisterJob(r.Context(), req)
 	if err != nil {
 		return nil, fmt.Errorf("register job %q: %w", req.Job.ID, err)
 	}
@@ -79,8 +116,8 @@ func joinWarnings(have string, more []string) string {
 	return strings.Join(more, "\n")
 }
 
-func (s *HTTPServer) jobUpdate(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	if err := s.needServer(); err != nil {
+func (h *jobHandlers) update(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := h.ready(); err != nil {
 		return nil, err
 	}
 	var req api.JobRegisterRequest
@@ -91,10 +128,10 @@ func (s *HTTPServer) jobUpdate(w nethttp.ResponseWriter, r *nethttp.Request) (an
 	if req.Job != nil && req.Job.ID != r.PathValue("id") {
 		return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("job ID %q in the body does not match %q in the path", req.Job.ID, r.PathValue("id")))
 	}
-	return s.register(r, &req, warnings)
+	return h.submit(r, &req, warnings)
 }
 
-func (s *HTTPServer) jobParse(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+func (h *jobHandlers) parseHCL(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
 	var req api.JobsParseRequest
 	if err := decodeBody(r, &req); err != nil {
 		return nil, err
@@ -102,10 +139,10 @@ func (s *HTTPServer) jobParse(w nethttp.ResponseWriter, r *nethttp.Request) (any
 	if req.JobHCL == "" {
 		return nil, api.Errorf(api.ErrBadRequest, "JobHCL is required")
 	}
-	if s.cfg.Parse == nil {
+	if h.parse == nil {
 		return nil, api.Errorf(api.ErrUnavailable, "job parsing is not available on this agent")
 	}
-	job, err := s.cfg.Parse(&req)
+	job, err := h.parse(&req)
 	if err != nil {
 		var e *api.Error
 		if !asAPIError(err, &e) {
@@ -116,11 +153,11 @@ func (s *HTTPServer) jobParse(w nethttp.ResponseWriter, r *nethttp.Request) (any
 	return job, nil
 }
 
-func (s *HTTPServer) jobGet(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+func (h *jobHandlers) get(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
 	ns, id := nsParam(r), r.PathValue("id")
-	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
-		idx := s.maxIndex("jobs")
-		j, err := s.cfg.State.JobByID(ws, ns, id)
+	return h.s.blocking(w, r, func(st Store, ws memdb.WatchSet) (any, uint64, error) {
+		idx := maxIndex(st, "jobs")
+		j, err := st.JobByID(ws, ns, id)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -131,8 +168,8 @@ func (s *HTTPServer) jobGet(w nethttp.ResponseWriter, r *nethttp.Request) (any, 
 	})
 }
 
-func (s *HTTPServer) jobDeregister(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	if err := s.needServer(); err != nil {
+func (h *jobHandlers) deregister(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := h.ready(); err != nil {
 		return nil, err
 	}
 	purge, err := boolParam(r, "purge")
@@ -140,7 +177,7 @@ func (s *HTTPServer) jobDeregister(w nethttp.ResponseWriter, r *nethttp.Request)
 		return nil, err
 	}
 	id := r.PathValue("id")
-	resp, err := s.cfg.Server.DeregisterJob(r.Context(), nsParam(r), id, purge)
+	resp, err := h.b.DeregisterJob(r.Context(), nsParam(r), id, purge)
 	if err != nil {
 		return nil, fmt.Errorf("deregister job %q: %w", id, err)
 	}
@@ -148,8 +185,8 @@ func (s *HTTPServer) jobDeregister(w nethttp.ResponseWriter, r *nethttp.Request)
 }
 
 // jobExists fails with 404 when the job is missing.
-func (s *HTTPServer) jobExists(ws memdb.WatchSet, ns, id string) error {
-	j, err := s.cfg.State.JobByID(ws, ns, id)
+func jobExists(st JobState, ws memdb.WatchSet, ns, id string) error {
+	j, err := st.JobByID(ws, ns, id)
 	if err != nil {
 		return err
 	}
@@ -159,18 +196,18 @@ func (s *HTTPServer) jobExists(ws memdb.WatchSet, ns, id string) error {
 	return nil
 }
 
-func (s *HTTPServer) jobAllocs(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+func (h *jobHandlers) allocs(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
 	ns, id := nsParam(r), r.PathValue("id")
 	all, err := boolParam(r, "all")
 	if err != nil {
 		return nil, err
 	}
-	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
-		idx := s.maxIndex("jobs", "allocs")
-		if err := s.jobExists(ws, ns, id); err != nil {
+	return h.s.blocking(w, r, func(st Store, ws memdb.WatchSet) (any, uint64, error) {
+		idx := maxIndex(st, "jobs", "allocs")
+		if err := jobExists(st, ws, ns, id); err != nil {
 			return nil, 0, err
 		}
-		allocs, err := s.cfg.State.AllocsByJob(ws, ns, id, all)
+		allocs, err := st.AllocsByJob(ws, ns, id, all)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -178,14 +215,14 @@ func (s *HTTPServer) jobAllocs(w nethttp.ResponseWriter, r *nethttp.Request) (an
 	})
 }
 
-func (s *HTTPServer) jobEvals(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+func (h *jobHandlers) evals(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
 	ns, id := nsParam(r), r.PathValue("id")
-	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
-		idx := s.maxIndex("jobs", "evals")
-		if err := s.jobExists(ws, ns, id); err != nil {
+	return h.s.blocking(w, r, func(st Store, ws memdb.WatchSet) (any, uint64, error) {
+		idx := maxIndex(st, "jobs", "evals")
+		if err := jobExists(st, ws, ns, id); err != nil {
 			return nil, 0, err
 		}
-		evals, err := s.cfg.State.EvalsByJob(ws, ns, id)
+		evals, err := st.EvalsByJob(ws, ns, id)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -196,7 +233,7 @@ func (s *HTTPServer) jobEvals(w nethttp.ResponseWriter, r *nethttp.Request) (any
 	})
 }
 
-func (s *HTTPServer) jobVersions(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+func (h *jobHandlers) versions(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
 	ns, id := nsParam(r), r.PathValue("id")
 	diffs, err := boolParam(r, "diffs")
 	if err != nil {
@@ -204,15 +241,14 @@ func (s *HTTPServer) jobVersions(w nethttp.ResponseWriter, r *nethttp.Request) (
 	}
 	var differ JobDiffer
 	if diffs {
-		d, ok := s.cfg.Server.(JobDiffer)
-		if !ok {
+		if h.b == nil {
 			return nil, api.Errorf(api.ErrUnavailable, "job diffs are not available on this agent")
 		}
-		differ = d
+		differ = h.b
 	}
-	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
-		idx := s.maxIndex("jobs")
-		vs, err := s.cfg.State.JobVersionsByID(ws, ns, id)
+	return h.s.blocking(w, r, func(st Store, ws memdb.WatchSet) (any, uint64, error) {
+		idx := maxIndex(st, "jobs")
+		vs, err := st.JobVersionsByID(ws, ns, id)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -231,11 +267,11 @@ func (s *HTTPServer) jobVersions(w nethttp.ResponseWriter, r *nethttp.Request) (
 	})
 }
 
-func (s *HTTPServer) jobSummary(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+func (h *jobHandlers) summary(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
 	ns, id := nsParam(r), r.PathValue("id")
-	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
-		idx := s.maxIndex("jobs", "allocs")
-		sum, err := s.cfg.State.JobSummaryByID(ws, ns, id)
+	return h.s.blocking(w, r, func(st Store, ws memdb.WatchSet) (any, uint64, error) {
+		idx := maxIndex(st, "jobs", "allocs")
+		sum, err := st.JobSummaryByID(ws, ns, id)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -246,8 +282,8 @@ func (s *HTTPServer) jobSummary(w nethttp.ResponseWriter, r *nethttp.Request) (a
 	})
 }
 
-func (s *HTTPServer) jobPlan(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	if err := s.needServer(); err != nil {
+func (h *jobHandlers) plan(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := h.ready(); err != nil {
 		return nil, err
 	}
 	var req api.JobPlanRequest
@@ -269,10 +305,10 @@ func (s *HTTPServer) jobPlan(w nethttp.ResponseWriter, r *nethttp.Request) (any,
 	if err := allowObject(r, req.Job.Namespace, acl.CapSubmitJob); err != nil {
 		return nil, err
 	}
-	if err := s.allowQueue(r, req.Job); err != nil {
+	if err := h.s.allowQueue(r, req.Job); err != nil {
 		return nil, err
 	}
-	resp, err := s.cfg.Server.PlanJob(r.Context(), &req)
+	resp, err := h.b.PlanJob(r.Context(), &req)
 	if err != nil {
 		return nil, fmt.Errorf("plan job %q: %w", req.Job.ID, err)
 	}
@@ -280,12 +316,12 @@ func (s *HTTPServer) jobPlan(w nethttp.ResponseWriter, r *nethttp.Request) (any,
 	return resp, nil
 }
 
-func (s *HTTPServer) jobEvaluate(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	if err := s.needServer(); err != nil {
+func (h *jobHandlers) evaluate(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := h.ready(); err != nil {
 		return nil, err
 	}
 	id := r.PathValue("id")
-	resp, err := s.cfg.Server.EvaluateJob(r.Context(), nsParam(r), id)
+	resp, err := h.b.EvaluateJob(r.Context(), nsParam(r), id)
 	if err != nil {
 		return nil, fmt.Errorf("evaluate job %q: %w", id, err)
 	}

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	"fmt"
 	nethttp "net/http"
 
@@ -9,22 +10,27 @@ import (
 	"github.com/drover/drover/api"
 )
 
-// jobVerbRoutes are Nomad's job verbs besides register/deregister:
-// dispatch, periodic force, revert, scale, and system GC.
-func (s *HTTPServer) jobVerbRoutes() {
-	h := func(pattern string, f apiFunc) { s.mux.HandleFunc(pattern, s.wrap(f)) }
-	for _, m := range []string{"POST", "PUT"} {
-		h(m+" /v1/job/{id}/dispatch", s.jobDispatch)
-		h(m+" /v1/job/{id}/periodic/force", s.jobPeriodicForce)
-		h(m+" /v1/job/{id}/revert", s.jobRevert)
-		h(m+" /v1/job/{id}/scale", s.jobScale)
-		h(m+" /v1/system/gc", s.systemGC)
-	}
-	h("GET /v1/job/{id}/scale", s.jobScaleStatus)
+// JobVerbsBackend is the write side of Nomad's job verbs besides
+// register and deregister: dispatch, periodic force, revert and scale.
+type JobVerbsBackend interface {
+	DispatchJob(ctx context.Context, ns, id string, req *api.JobDispatchRequest) (*api.JobDispatchResponse, error)
+	ForcePeriodic(ctx context.Context, ns, id string) (*api.PeriodicForceResponse, error)
+	RevertJob(ctx context.Context, ns, id string, req *api.JobRevertRequest) (*api.JobRegisterResponse, error)
+	ScaleJob(ctx context.Context, ns, id string, req *api.JobScaleRequest) (*api.JobRegisterResponse, error)
 }
 
-func (s *HTTPServer) jobDispatch(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	if err := s.needServer(); err != nil {
+// jobVerbHandlers serve the job verbs and the scale status.
+type jobVerbHandlers struct {
+	s *HTTPServer
+	b JobVerbsBackend
+}
+
+func (h *jobVerbHandlers) ready() error {
+	return h.s.need(h.b != nil, "job verbs are not available on this agent")
+}
+
+func (h *jobVerbHandlers) dispatch(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := h.ready(); err != nil {
 		return nil, err
 	}
 	id := r.PathValue("id")
@@ -35,33 +41,33 @@ func (s *HTTPServer) jobDispatch(w nethttp.ResponseWriter, r *nethttp.Request) (
 	if req.JobID != "" && req.JobID != id {
 		return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("job ID %q in the body does not match %q in the path", req.JobID, id))
 	}
-	if err := s.allowStoredJobQueue(r, nsParam(r), id); err != nil {
+	if err := h.s.allowStoredJobQueue(r, nsParam(r), id); err != nil {
 		return nil, err
 	}
-	resp, err := s.cfg.Server.DispatchJob(r.Context(), nsParam(r), id, &req)
+	resp, err := h.b.DispatchJob(r.Context(), nsParam(r), id, &req)
 	if err != nil {
 		return nil, fmt.Errorf("dispatch job %q: %w", id, err)
 	}
 	return resp, nil
 }
 
-func (s *HTTPServer) jobPeriodicForce(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	if err := s.needServer(); err != nil {
+func (h *jobVerbHandlers) periodicForce(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := h.ready(); err != nil {
 		return nil, err
 	}
 	id := r.PathValue("id")
-	if err := s.allowStoredJobQueue(r, nsParam(r), id); err != nil {
+	if err := h.s.allowStoredJobQueue(r, nsParam(r), id); err != nil {
 		return nil, err
 	}
-	resp, err := s.cfg.Server.ForcePeriodic(r.Context(), nsParam(r), id)
+	resp, err := h.b.ForcePeriodic(r.Context(), nsParam(r), id)
 	if err != nil {
 		return nil, fmt.Errorf("force launch of job %q: %w", id, err)
 	}
 	return resp, nil
 }
 
-func (s *HTTPServer) jobRevert(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	if err := s.needServer(); err != nil {
+func (h *jobVerbHandlers) revert(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := h.ready(); err != nil {
 		return nil, err
 	}
 	id := r.PathValue("id")
@@ -72,10 +78,10 @@ func (s *HTTPServer) jobRevert(w nethttp.ResponseWriter, r *nethttp.Request) (an
 	if req.JobID != "" && req.JobID != id {
 		return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("job ID %q in the body does not match %q in the path", req.JobID, id))
 	}
-	if err := s.allowRevertQueue(r, nsParam(r), id, req.JobVersion); err != nil {
+	if err := h.allowRevertQueue(r, nsParam(r), id, req.JobVersion); err != nil {
 		return nil, err
 	}
-	resp, err := s.cfg.Server.RevertJob(r.Context(), nsParam(r), id, &req)
+	resp, err := h.b.RevertJob(r.Context(), nsParam(r), id, &req)
 	if err != nil {
 		return nil, fmt.Errorf("revert job %q: %w", id, err)
 	}
@@ -83,24 +89,24 @@ func (s *HTTPServer) jobRevert(w nethttp.ResponseWriter, r *nethttp.Request) (an
 }
 
 // allowRevertQueue checks the queue of the version a revert goes back to.
-func (s *HTTPServer) allowRevertQueue(r *nethttp.Request, ns, id string, version uint64) error {
-	if aclOf(r) == nil || s.cfg.State == nil {
+func (h *jobVerbHandlers) allowRevertQueue(r *nethttp.Request, ns, id string, version uint64) error {
+	if aclOf(r) == nil || h.s.role.State == nil {
 		return nil
 	}
-	versions, err := s.cfg.State.JobVersionsByID(nil, ns, id)
+	versions, err := h.s.state(nil).JobVersionsByID(nil, ns, id)
 	if err != nil {
 		return err
 	}
 	for _, v := range versions {
 		if v.Version == version {
-			return s.allowQueue(r, v)
+			return h.s.allowQueue(r, v)
 		}
 	}
 	return nil // no such version: the server says so
 }
 
-func (s *HTTPServer) jobScale(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	if err := s.needServer(); err != nil {
+func (h *jobVerbHandlers) scale(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := h.ready(); err != nil {
 		return nil, err
 	}
 	id := r.PathValue("id")
@@ -111,28 +117,28 @@ func (s *HTTPServer) jobScale(w nethttp.ResponseWriter, r *nethttp.Request) (any
 	if j := req.Target["Job"]; j != "" && j != id {
 		return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("Target.Job %q does not match %q in the path", j, id))
 	}
-	if err := s.allowStoredJobQueue(r, nsParam(r), id); err != nil {
+	if err := h.s.allowStoredJobQueue(r, nsParam(r), id); err != nil {
 		return nil, err
 	}
-	resp, err := s.cfg.Server.ScaleJob(r.Context(), nsParam(r), id, &req)
+	resp, err := h.b.ScaleJob(r.Context(), nsParam(r), id, &req)
 	if err != nil {
 		return nil, fmt.Errorf("scale job %q: %w", id, err)
 	}
 	return resp, nil
 }
 
-func (s *HTTPServer) jobScaleStatus(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+func (h *jobVerbHandlers) scaleStatus(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
 	ns, id := nsParam(r), r.PathValue("id")
-	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
-		idx := s.maxIndex("jobs", "allocs")
-		job, err := s.cfg.State.JobByID(ws, ns, id)
+	return h.s.blocking(w, r, func(st Store, ws memdb.WatchSet) (any, uint64, error) {
+		idx := maxIndex(st, "jobs", "allocs")
+		job, err := st.JobByID(ws, ns, id)
 		if err != nil {
 			return nil, 0, err
 		}
 		if job == nil {
 			return nil, 0, notFound(api.ErrJobNotFound, "job", id)
 		}
-		allocs, err := s.cfg.State.AllocsByJob(ws, ns, id, false)
+		allocs, err := st.AllocsByJob(ws, ns, id, false)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -161,14 +167,4 @@ func (s *HTTPServer) jobScaleStatus(w nethttp.ResponseWriter, r *nethttp.Request
 		}
 		return out, idx, nil
 	})
-}
-
-func (s *HTTPServer) systemGC(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	if err := s.needServer(); err != nil {
-		return nil, err
-	}
-	if _, err := s.cfg.Server.SystemGC(r.Context()); err != nil {
-		return nil, fmt.Errorf("system gc: %w", err)
-	}
-	return struct{}{}, nil
 }

@@ -20,25 +20,6 @@ import (
 // not_leader rather than forwarding again.
 const headerLeaderForwarded = "X-Drover-Leader-Forwarded"
 
-// LeaderServer is the optional ability of a Server to say who leads: with
-// it, writes to a follower are forwarded to the leader's HTTP address and
-// ?consistent reads are checked with the leader (found by type assertion).
-type LeaderServer interface {
-	IsLeader() bool
-	// LeaderHTTPAddr is the leader's HTTP host:port ("" when unknown).
-	LeaderHTTPAddr() string
-	// VerifyLeader confirms leadership with a quorum (api.ErrNotLeader).
-	VerifyLeader(ctx context.Context) error
-}
-
-// LeaderNotifier is a LeaderServer that says when the leader changes, so
-// a request held for one goes on at once rather than at its next retry.
-type LeaderNotifier interface {
-	// LeaderChanged returns a channel closed at the next change of
-	// leader; take it before looking at the leader.
-	LeaderChanged() <-chan struct{}
-}
-
 // localWrite lists non-GET server routes any server answers itself.
 func localWrite(r *nethttp.Request) bool {
 	return r.URL.Path == "/v1/jobs/parse"
@@ -67,8 +48,8 @@ func localRead(r *nethttp.Request) bool {
 // X-Drover-LastContact headers say how stale). On the leader, ?consistent
 // reads first verify leadership with a quorum; plain reads are served.
 func (s *HTTPServer) forwardToLeader(next nethttp.Handler) nethttp.Handler {
-	ls, ok := s.cfg.Server.(LeaderServer)
-	if !ok {
+	ls := s.role.Leadership
+	if ls == nil {
 		return next
 	}
 	return nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
@@ -162,7 +143,7 @@ var errRetryForward = errors.New("leader did not process the request")
 // (an election is under way), it waits and tries again, up to
 // LeaderHoldTimeout: a failover costs writers a pause, not an error.
 // Requests that may have reached the leader are never sent twice.
-func (s *HTTPServer) forwardWithHold(w nethttp.ResponseWriter, r *nethttp.Request, ls LeaderServer, next nethttp.Handler) {
+func (s *HTTPServer) forwardWithHold(w nethttp.ResponseWriter, r *nethttp.Request, ls Leadership, next nethttp.Handler) {
 	var body []byte
 	replay := r.Body == nil || r.Body == nethttp.NoBody || !isSnapshotRestore(r)
 	if replay && r.Body != nil {
@@ -180,8 +161,7 @@ func (s *HTTPServer) forwardWithHold(w nethttp.ResponseWriter, r *nethttp.Reques
 	// Retries back off from 5 ms to 50 ms, and go at once when the server
 	// sees a new leader: an agent's first requests often arrive while its
 	// single server is electing itself.
-	notifier, _ := ls.(LeaderNotifier)
-	var changed <-chan struct{} // nil: no notifier, never fires
+	var changed <-chan struct{}
 	wait := func(attempt int) bool {
 		select {
 		case <-hold.C:
@@ -199,9 +179,7 @@ func (s *HTTPServer) forwardWithHold(w nethttp.ResponseWriter, r *nethttp.Reques
 		if attempt > 0 && (!replay || !wait(attempt)) {
 			break
 		}
-		if notifier != nil {
-			changed = notifier.LeaderChanged() // before the leader is read
-		}
+		changed = ls.LeaderChanged() // before the leader is read
 		if replay {
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			r.ContentLength = int64(len(body))

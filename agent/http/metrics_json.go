@@ -5,7 +5,6 @@ import (
 	nethttp "net/http"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/drover/drover/api"
@@ -37,26 +36,23 @@ type SampledValue struct {
 	Labels map[string]string `json:"Labels"`
 }
 
-// metricsRoute serves Prometheus text (the default) or, with
+// metrics serves GET /v1/metrics: Prometheus text (the default) or, with
 // ?format=json, Nomad's JSON summary.
-func (s *HTTPServer) metricsRoute() {
-	prom := promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{})
-	s.mux.HandleFunc("GET /v1/metrics", func(w nethttp.ResponseWriter, r *nethttp.Request) {
-		switch f := r.URL.Query().Get("format"); f {
-		case "", "prometheus":
-			prom.ServeHTTP(w, r)
-		case "json":
-			s.wrap(s.metricsJSON)(w, r)
-		default:
-			s.wrap(func(nethttp.ResponseWriter, *nethttp.Request) (any, error) {
-				return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("format=%q: want prometheus or json", f))
-			})(w, r)
-		}
-	})
+func (h *agentHandlers) metrics(w nethttp.ResponseWriter, r *nethttp.Request) {
+	switch f := r.URL.Query().Get("format"); f {
+	case "", "prometheus":
+		h.prom.ServeHTTP(w, r)
+	case "json":
+		h.s.wrap(h.metricsJSON)(w, r)
+	default:
+		h.s.wrap(func(nethttp.ResponseWriter, *nethttp.Request) (any, error) {
+			return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("format=%q: want prometheus or json", f))
+		})(w, r)
+	}
 }
 
-func (s *HTTPServer) metricsJSON(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	families, err := s.cfg.Registry.Gather()
+func (h *agentHandlers) metricsJSON(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	families, err := h.s.cfg.Registry.Gather()
 	if err != nil {
 		return nil, fmt.Errorf("gather metrics: %w", err)
 	}

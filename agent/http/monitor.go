@@ -10,14 +10,14 @@ import (
 	"github.com/drover/drover/api"
 )
 
-// agentMonitor streams this agent's log records from now on, as Nomad's
+// monitor streams this agent's log records from now on, as Nomad's
 // GET /v1/agent/monitor: ?log_level= (trace and debug, info, warn, error;
 // default info), ?log_json=true for JSON lines, ?plain=true for the bare
 // lines instead of one {"Data": <base64 bytes>} frame per record.
 // ?node_id= and ?server_id= naming another agent are refused: ask that
 // agent's own API.
-func (s *HTTPServer) agentMonitor(w nethttp.ResponseWriter, r *nethttp.Request) {
-	if s.cfg.Monitor == nil {
+func (h *agentHandlers) monitor(w nethttp.ResponseWriter, r *nethttp.Request) {
+	if h.s.cfg.Monitor == nil {
 		writeError(w, api.Errorf(api.ErrUnavailable, "this agent has no log monitor"))
 		return
 	}
@@ -38,13 +38,13 @@ func (s *HTTPServer) agentMonitor(w nethttp.ResponseWriter, r *nethttp.Request) 
 		return
 	}
 	for _, k := range []string{"node_id", "server_id"} {
-		if v := q.Get(k); v != "" && !s.isSelf(v) {
+		if v := q.Get(k); v != "" && !h.isSelf(v) {
 			writeError(w, api.Errorf(api.ErrBadRequest, k+" "+strconv.Quote(v)+
 				" is another agent: monitor it through its own HTTP API"))
 			return
 		}
 	}
-	sub := s.cfg.Monitor.Subscribe(level, asJSON, 0)
+	sub := h.s.cfg.Monitor.Subscribe(level, asJSON, 0)
 	defer sub.Close()
 	flusher, _ := w.(nethttp.Flusher)
 	if plain {
@@ -80,11 +80,11 @@ func (s *HTTPServer) agentMonitor(w nethttp.ResponseWriter, r *nethttp.Request) 
 
 // isSelf reports whether id names this agent (its name, or its gossip
 // member name "name.region").
-func (s *HTTPServer) isSelf(id string) bool {
-	if s.cfg.Self == nil {
+func (h *agentHandlers) isSelf(id string) bool {
+	if h.s.cfg.Self == nil {
 		return false
 	}
-	self := s.cfg.Self()
+	self := h.s.cfg.Self()
 	if self == nil {
 		return false
 	}

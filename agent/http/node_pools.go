@@ -11,17 +11,17 @@ import (
 	"github.com/drover/drover/server/acl"
 )
 
-// NodePoolState is the optional node-pool read side of State (found by
-// type assertion): the built-in pools and the stored ones.
+// NodePoolState is the node-pool read side of Store: the built-in pools
+// and the stored ones.
 type NodePoolState interface {
 	NodePools(ws memdb.WatchSet, prefix string) ([]*api.NodePool, error)
 	NodePoolByName(ws memdb.WatchSet, name string) (*api.NodePool, error)
 }
 
-// NodePoolServer is the optional node-pool write side of Server. Errors
-// wrap api sentinels (ErrBadRequest for a built-in, invalid or busy pool,
-// ErrNotFound for an unknown one).
-type NodePoolServer interface {
+// NodePoolsBackend is the node-pool write side of the server role.
+// Errors wrap api sentinels (ErrBadRequest for a built-in, invalid or
+// busy pool, ErrNotFound for an unknown one).
+type NodePoolsBackend interface {
 	UpsertNodePools(ctx context.Context, pools []*api.NodePool) (uint64, error)
 	DeleteNodePool(ctx context.Context, name string) (uint64, error)
 }
@@ -29,47 +29,20 @@ type NodePoolServer interface {
 // tableNodePools is the state table of the stored pools.
 const tableNodePools = "node_pools"
 
-func (s *HTTPServer) nodePoolRoutes() {
-	h := func(pattern string, f apiFunc) { s.mux.HandleFunc(pattern, s.wrap(f)) }
-	h("GET /v1/node/pools", s.nodePoolList)
-	h("PUT /v1/node/pools", s.nodePoolUpsert)
-	h("POST /v1/node/pools", s.nodePoolUpsert)
-	h("GET /v1/node/pool/{name}", s.nodePoolGet)
-	h("DELETE /v1/node/pool/{name}", s.nodePoolDelete)
-	h("GET /v1/node/pool/{name}/nodes", s.nodePoolNodes)
-	h("GET /v1/node/pool/{name}/jobs", s.nodePoolJobs)
+// nodePoolHandlers serve /v1/node/pools and /v1/node/pool/{name}/...
+type nodePoolHandlers struct {
+	s *HTTPServer
+	b NodePoolsBackend
 }
 
-func (s *HTTPServer) nodePoolState() (NodePoolState, error) {
-	if s.cfg.State == nil {
-		return nil, api.Errorf(api.ErrUnavailable, "this agent does not run the server role")
-	}
-	st, ok := s.cfg.State.(NodePoolState)
-	if !ok {
-		return nil, api.Errorf(api.ErrUnavailable, "node pools are not available on this agent")
-	}
-	return st, nil
+func (h *nodePoolHandlers) ready() error {
+	return h.s.need(h.b != nil, "this server cannot change node pools")
 }
 
-func (s *HTTPServer) nodePoolServer() (NodePoolServer, error) {
-	if err := s.needServer(); err != nil {
-		return nil, err
-	}
-	ps, ok := s.cfg.Server.(NodePoolServer)
-	if !ok {
-		return nil, api.Errorf(api.ErrUnavailable, "this server cannot change node pools")
-	}
-	return ps, nil
-}
-
-func (s *HTTPServer) nodePoolList(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	st, err := s.nodePoolState()
-	if err != nil {
-		return nil, err
-	}
+func (h *nodePoolHandlers) list(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
 	prefix := r.URL.Query().Get("prefix")
-	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
-		idx := s.maxIndex(tableNodePools)
+	return h.s.blocking(w, r, func(st Store, ws memdb.WatchSet) (any, uint64, error) {
+		idx := maxIndex(st, tableNodePools)
 		pools, err := st.NodePools(ws, prefix)
 		if err != nil {
 			return nil, 0, err
@@ -91,61 +64,51 @@ func nodePool(st NodePoolState, ws memdb.WatchSet, name string) (*api.NodePool, 
 	return p, nil
 }
 
-func (s *HTTPServer) nodePoolGet(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	st, err := s.nodePoolState()
-	if err != nil {
-		return nil, err
-	}
-	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
+func (h *nodePoolHandlers) get(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	return h.s.blocking(w, r, func(st Store, ws memdb.WatchSet) (any, uint64, error) {
 		p, err := nodePool(st, ws, r.PathValue("name"))
-		return p, s.maxIndex(tableNodePools), err
+		return p, maxIndex(st, tableNodePools), err
 	})
 }
 
-// nodePoolUpsert takes one pool (Nomad's body) and answers the Raft index.
-func (s *HTTPServer) nodePoolUpsert(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	ps, err := s.nodePoolServer()
-	if err != nil {
+// upsert takes one pool (Nomad's body) and answers the Raft index.
+func (h *nodePoolHandlers) upsert(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := h.ready(); err != nil {
 		return nil, err
 	}
 	var p api.NodePool
 	if err := decodeBody(r, &p); err != nil {
 		return nil, err
 	}
-	idx, err := ps.UpsertNodePools(r.Context(), []*api.NodePool{&p})
+	idx, err := h.b.UpsertNodePools(r.Context(), []*api.NodePool{&p})
 	if err != nil {
 		return nil, err
 	}
-	s.setMeta(w, idx)
+	h.s.setMeta(w, idx)
 	return nil, nil
 }
 
-func (s *HTTPServer) nodePoolDelete(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	ps, err := s.nodePoolServer()
+func (h *nodePoolHandlers) delete(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := h.ready(); err != nil {
+		return nil, err
+	}
+	idx, err := h.b.DeleteNodePool(r.Context(), r.PathValue("name"))
 	if err != nil {
 		return nil, err
 	}
-	idx, err := ps.DeleteNodePool(r.Context(), r.PathValue("name"))
-	if err != nil {
-		return nil, err
-	}
-	s.setMeta(w, idx)
+	h.s.setMeta(w, idx)
 	return nil, nil
 }
 
-// nodePoolNodes lists the pool's nodes ("all": every node).
-func (s *HTTPServer) nodePoolNodes(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	st, err := s.nodePoolState()
-	if err != nil {
-		return nil, err
-	}
+// nodes lists the pool's nodes ("all": every node).
+func (h *nodePoolHandlers) nodes(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
 	name := r.PathValue("name")
-	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
-		idx := s.maxIndex(tableNodePools, "nodes")
+	return h.s.blocking(w, r, func(st Store, ws memdb.WatchSet) (any, uint64, error) {
+		idx := maxIndex(st, tableNodePools, "nodes")
 		if _, err := nodePool(st, ws, name); err != nil {
 			return nil, 0, err
 		}
-		nodes, err := s.cfg.State.Nodes(ws, "")
+		nodes, err := st.Nodes(ws, "")
 		if err != nil {
 			return nil, 0, err
 		}
@@ -160,20 +123,15 @@ func (s *HTTPServer) nodePoolNodes(w nethttp.ResponseWriter, r *nethttp.Request)
 	})
 }
 
-// nodePoolJobs lists the jobs of the pool in the request's namespace
-// ("*": all).
-func (s *HTTPServer) nodePoolJobs(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	st, err := s.nodePoolState()
-	if err != nil {
-		return nil, err
-	}
+// jobs lists the jobs of the pool in the request's namespace ("*": all).
+func (h *nodePoolHandlers) jobs(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
 	name, ns := r.PathValue("name"), nsParam(r)
-	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
-		idx := s.maxIndex(tableNodePools, "jobs", "job_summary")
+	return h.s.blocking(w, r, func(st Store, ws memdb.WatchSet) (any, uint64, error) {
+		idx := maxIndex(st, tableNodePools, "jobs", "job_summary")
 		if _, err := nodePool(st, ws, name); err != nil {
 			return nil, 0, err
 		}
-		jobs, err := s.cfg.State.Jobs(ws, ns, "")
+		jobs, err := st.Jobs(ws, ns, "")
 		if err != nil {
 			return nil, 0, err
 		}
@@ -183,7 +141,7 @@ func (s *HTTPServer) nodePoolJobs(w nethttp.ResponseWriter, r *nethttp.Request) 
 			if name != api.NodePoolAll && j.NodePool != name {
 				continue
 			}
-			sum, err := s.cfg.State.JobSummaryByID(ws, j.Namespace, j.ID)
+			sum, err := st.JobSummaryByID(ws, j.Namespace, j.ID)
 			if err != nil {
 				return nil, 0, err
 			}

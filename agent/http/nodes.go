@@ -17,11 +17,48 @@ const allNamespaces = "*"
 
 func asAPIError(err error, target **api.Error) bool { return errors.As(err, target) }
 
-func (s *HTTPServer) nodeList(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+// NodeState is the node read side of Store.
+type NodeState interface {
+	NodeByID(ws memdb.WatchSet, id string) (*api.Node, error)
+	Nodes(ws memdb.WatchSet, prefix string) ([]*api.Node, error)
+	// NodeAllocsByID returns each ID's alloc when it is on nodeID, else
+	// nil, in ids' order.
+	NodeAllocsByID(nodeID string, ids []string) ([]*api.Allocation, error)
+	// NodeAllocIndex is the last index at which the servers changed an
+	// alloc of the node (0: never); a client's own status reports do not
+	// move it.
+	NodeAllocIndex(ws memdb.WatchSet, nodeID string) (uint64, error)
+}
+
+// NodesBackend is the node write side of the server role: the client
+// protocol (register, heartbeat, alloc updates) and operators' drain,
+// eligibility and introductions. Errors wrap api sentinels.
+type NodesBackend interface {
+	RegisterNode(ctx context.Context, n *api.Node, intro api.NodeIntro) (*api.NodeRegisterResponse, error)
+	// CreateNodeIntro signs an introduction token for new nodes.
+	CreateNodeIntro(ctx context.Context, req *api.NodeIntroRequest) (*api.NodeIntroResponse, error)
+	HeartbeatNode(ctx context.Context, id, secret string, req *api.NodeHeartbeatRequest) (*api.NodeRegisterResponse, error)
+	UpdateAllocsFromClient(ctx context.Context, nodeID, secret string, allocs []*api.Allocation) (uint64, error)
+	UpdateNodeDrain(ctx context.Context, req *api.NodeUpdateDrainRequest) (*api.NodeUpdateResponse, error)
+	UpdateNodeEligibility(ctx context.Context, req *api.NodeUpdateEligibilityRequest) (*api.NodeUpdateResponse, error)
+}
+
+// nodeHandlers serve /v1/nodes and /v1/node/{id}/... (pools, services
+// and identities have their own).
+type nodeHandlers struct {
+	s *HTTPServer
+	b NodesBackend
+}
+
+func (h *nodeHandlers) ready() error {
+	return h.s.need(h.b != nil, "node writes are not available on this agent")
+}
+
+func (h *nodeHandlers) list(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
 	prefix := r.URL.Query().Get("prefix")
-	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
-		idx := s.maxIndex("nodes")
-		nodes, err := s.cfg.State.Nodes(ws, prefix)
+	return h.s.blocking(w, r, func(st Store, ws memdb.WatchSet) (any, uint64, error) {
+		idx := maxIndex(st, "nodes")
+		nodes, err := st.Nodes(ws, prefix)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -44,11 +81,11 @@ func redactNode(n *api.Node) *api.Node {
 	return &c
 }
 
-func (s *HTTPServer) nodeGet(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+func (h *nodeHandlers) get(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
 	id := r.PathValue("id")
-	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
-		idx := s.maxIndex("nodes")
-		n, err := s.cfg.State.NodeByID(ws, id)
+	return h.s.blocking(w, r, func(st Store, ws memdb.WatchSet) (any, uint64, error) {
+		idx := maxIndex(st, "nodes")
+		n, err := st.NodeByID(ws, id)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -59,31 +96,31 @@ func (s *HTTPServer) nodeGet(w nethttp.ResponseWriter, r *nethttp.Request) (any,
 	})
 }
 
-// nodeSub serves GET /v1/node/{id}/allocations and client-allocs.
-func (s *HTTPServer) nodeSub(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+// sub serves GET /v1/node/{id}/allocations and client-allocs.
+func (h *nodeHandlers) sub(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
 	switch r.PathValue("sub") {
 	case "allocations":
-		return s.nodeAllocs(w, r)
+		return h.allocs(w, r)
 	case "client-allocs":
-		return s.nodeClientAllocs(w, r)
+		return h.clientAllocs(w, r)
 	}
 	return nil, api.Errorf(api.ErrNotFound, "no endpoint GET "+r.URL.Path)
 }
 
 // allocsOfNode is the allocs of a node that exists (ErrNodeNotFound
 // otherwise) with the index of the nodes and allocs tables, watched in ws.
-func (s *HTTPServer) allocsOfNode(ws memdb.WatchSet, id string) ([]*api.Allocation, uint64, error) {
-	idx := s.maxIndex("nodes", "allocs")
-	if _, err := s.existingNode(ws, id); err != nil {
+func allocsOfNode(st Store, ws memdb.WatchSet, id string) ([]*api.Allocation, uint64, error) {
+	idx := maxIndex(st, "nodes", "allocs")
+	if _, err := existingNode(st, ws, id); err != nil {
 		return nil, 0, err
 	}
-	allocs, err := s.cfg.State.AllocsByNode(ws, id)
+	allocs, err := st.AllocsByNode(ws, id)
 	return allocs, idx, err
 }
 
 // existingNode is the node, or ErrNodeNotFound, watched in ws.
-func (s *HTTPServer) existingNode(ws memdb.WatchSet, id string) (*api.Node, error) {
-	n, err := s.cfg.State.NodeByID(ws, id)
+func existingNode(st NodeState, ws memdb.WatchSet, id string) (*api.Node, error) {
+	n, err := st.NodeByID(ws, id)
 	if err == nil && n == nil {
 		err = notFound(api.ErrNodeNotFound, "node", id)
 	}
@@ -100,14 +137,14 @@ func (s *HTTPServer) existingNode(ws memdb.WatchSet, id string) (*api.Node, erro
 // reported, or a write to another node's allocs, so neither ends nor
 // wakes the client's long poll. A garbage-collected alloc (always a
 // finished one) drops off the list at the next answer, as in Nomad.
-func (s *HTTPServer) nodeClientAllocs(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+func (h *nodeHandlers) clientAllocs(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
 	id := r.PathValue("id")
-	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
-		n, err := s.existingNode(ws, id)
+	return h.s.blocking(w, r, func(st Store, ws memdb.WatchSet) (any, uint64, error) {
+		n, err := existingNode(st, ws, id)
 		if err != nil {
 			return nil, 0, err
 		}
-		idx, err := s.cfg.State.NodeAllocIndex(ws, id)
+		idx, err := st.NodeAllocIndex(ws, id)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -117,7 +154,7 @@ func (s *HTTPServer) nodeClientAllocs(w nethttp.ResponseWriter, r *nethttp.Reque
 		// Read only when answering: a wake-up that answers nothing (the
 		// node changed, not its allocs) lists nothing.
 		return lazyAnswer(func() (any, error) {
-			allocs, err := s.cfg.State.AllocsByNode(nil, id)
+			allocs, err := h.s.state(nil).AllocsByNode(nil, id)
 			if err != nil {
 				return nil, err
 			}
@@ -134,28 +171,45 @@ func (s *HTTPServer) nodeClientAllocs(w nethttp.ResponseWriter, r *nethttp.Reque
 var fetchIndexWait = api.MaxFetchIndexWait
 
 // waitIndex waits until the state has applied index (0: no wait), up to
-// fetchIndexWait; a state that cannot wait answers at once.
-func (s *HTTPServer) waitIndex(r *nethttp.Request, index uint64) error {
-	w, ok := s.cfg.State.(IndexWaiter)
-	if index == 0 || !ok {
+// fetchIndexWait. A store replaced meanwhile (a snapshot restore) is
+// waited on in its turn.
+func (h *nodeHandlers) waitIndex(r *nethttp.Request, index uint64) error {
+	if index == 0 {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), fetchIndexWait)
 	defer cancel()
-	if err := w.WaitIndex(ctx, index); err != nil {
+	for {
+		st, abandoned := h.s.role.State.CurrentState()
+		err := st.WaitIndex(ctx, index)
+		if err == nil {
+			return nil
+		}
+		if closed(abandoned) && ctx.Err() == nil {
+			continue
+		}
 		if r.Context().Err() != nil {
 			return api.Errorf(api.ErrTimeout, "client went away")
 		}
 		return api.Errorf(api.ErrUnavailable, fmt.Sprintf("this server has not applied index %d within %s; retry", index, fetchIndexWait))
 	}
-	return nil
 }
 
-// nodeAllocsFetch serves POST /v1/node/{id}/allocations/fetch: the named
+// closed reports whether ch is closed (it never carries values).
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// fetchAllocs serves POST /v1/node/{id}/allocations/fetch: the named
 // allocs of that node, in full or, asked Compact, each job once and no
 // placement metrics.
-func (s *HTTPServer) nodeAllocsFetch(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	if err := s.needServer(); err != nil {
+func (h *nodeHandlers) fetchAllocs(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := h.s.need(h.b != nil && h.s.role.State != nil, "node allocations are not available on this agent"); err != nil {
 		return nil, err
 	}
 	var req api.NodeAllocFetchRequest
@@ -166,10 +220,11 @@ func (s *HTTPServer) nodeAllocsFetch(w nethttp.ResponseWriter, r *nethttp.Reques
 		return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("at most %d AllocIDs per fetch", api.MaxAllocFetch))
 	}
 	id := r.PathValue("id")
-	if err := s.waitIndex(r, req.MinIndex); err != nil {
+	if err := h.waitIndex(r, req.MinIndex); err != nil {
 		return nil, err
 	}
-	idx := s.maxIndex("nodes", "allocs")
+	st := h.s.state(nil)
+	idx := maxIndex(st, "nodes", "allocs")
 	out := &api.NodeAllocFetchResponse{Allocs: make([]*api.Allocation, 0, len(req.AllocIDs)), Index: idx}
 	type jobKey struct {
 		ns, id string
@@ -180,7 +235,7 @@ func (s *HTTPServer) nodeAllocsFetch(w nethttp.ResponseWriter, r *nethttp.Reques
 		jobs = map[jobKey]int{}
 		out.JobIndexes = make([]int, 0, len(req.AllocIDs))
 	}
-	found, err := s.cfg.State.NodeAllocsByID(id, req.AllocIDs)
+	found, err := st.NodeAllocsByID(id, req.AllocIDs)
 	if err != nil {
 		return nil, err
 	}
@@ -206,14 +261,14 @@ func (s *HTTPServer) nodeAllocsFetch(w nethttp.ResponseWriter, r *nethttp.Reques
 		}
 		out.Allocs = append(out.Allocs, a)
 	}
-	s.setMeta(w, idx)
+	h.s.setMeta(w, idx)
 	return out, nil
 }
 
-func (s *HTTPServer) nodeAllocs(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+func (h *nodeHandlers) allocs(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
 	id := r.PathValue("id")
-	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
-		allocs, idx, err := s.allocsOfNode(ws, id)
+	return h.s.blocking(w, r, func(st Store, ws memdb.WatchSet) (any, uint64, error) {
+		allocs, idx, err := allocsOfNode(st, ws, id)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -227,8 +282,8 @@ func (s *HTTPServer) nodeAllocs(w nethttp.ResponseWriter, r *nethttp.Request) (a
 	})
 }
 
-func (s *HTTPServer) nodeDrain(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	if err := s.needServer(); err != nil {
+func (h *nodeHandlers) drain(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := h.ready(); err != nil {
 		return nil, err
 	}
 	var req api.NodeUpdateDrainRequest
@@ -240,15 +295,15 @@ func (s *HTTPServer) nodeDrain(w nethttp.ResponseWriter, r *nethttp.Request) (an
 		return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("NodeID %q in the body does not match %q in the path", req.NodeID, id))
 	}
 	req.NodeID = id
-	resp, err := s.cfg.Server.UpdateNodeDrain(r.Context(), &req)
+	resp, err := h.b.UpdateNodeDrain(r.Context(), &req)
 	if err != nil {
 		return nil, fmt.Errorf("drain node %q: %w", id, err)
 	}
 	return resp, nil
 }
 
-func (s *HTTPServer) nodeEligibility(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	if err := s.needServer(); err != nil {
+func (h *nodeHandlers) eligibility(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := h.ready(); err != nil {
 		return nil, err
 	}
 	var req api.NodeUpdateEligibilityRequest
@@ -263,15 +318,15 @@ func (s *HTTPServer) nodeEligibility(w nethttp.ResponseWriter, r *nethttp.Reques
 		return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("Eligibility %q: want %q or %q", req.Eligibility, api.NodeSchedulingEligible, api.NodeSchedulingIneligible))
 	}
 	req.NodeID = id
-	resp, err := s.cfg.Server.UpdateNodeEligibility(r.Context(), &req)
+	resp, err := h.b.UpdateNodeEligibility(r.Context(), &req)
 	if err != nil {
 		return nil, fmt.Errorf("set eligibility of node %q: %w", id, err)
 	}
 	return resp, nil
 }
 
-func (s *HTTPServer) nodeRegister(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	if err := s.needServer(); err != nil {
+func (h *nodeHandlers) register(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := h.ready(); err != nil {
 		return nil, err
 	}
 	var req api.NodeRegisterRequest
@@ -284,21 +339,21 @@ func (s *HTTPServer) nodeRegister(w nethttp.ResponseWriter, r *nethttp.Request) 
 	if req.Node.ID == "" || req.Node.SecretID == "" {
 		return nil, api.Errorf(api.ErrBadRequest, "Node.ID and Node.SecretID are required")
 	}
-	if err := s.checkNodeAddr(r.Context(), r, req.Node); err != nil {
+	if err := h.s.checkNodeAddr(r.Context(), r, req.Node); err != nil {
 		return nil, err
 	}
-	intro := api.NodeIntro{Token: req.IntroToken, Certified: s.peerOf(r).certified}
-	resp, err := s.cfg.Server.RegisterNode(r.Context(), req.Node, intro)
+	intro := api.NodeIntro{Token: req.IntroToken, Certified: h.s.peerOf(r).certified}
+	resp, err := h.b.RegisterNode(r.Context(), req.Node, intro)
 	if err != nil {
 		return nil, fmt.Errorf("register node %q: %w", req.Node.ID, err)
 	}
 	return resp, nil
 }
 
-// nodeIntro serves PUT /v1/node/intro: an introduction token for new
+// intro serves PUT /v1/node/intro: an introduction token for new
 // nodes (node write, as Nomad's node intro create).
-func (s *HTTPServer) nodeIntro(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	if err := s.needServer(); err != nil {
+func (h *nodeHandlers) intro(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := h.ready(); err != nil {
 		return nil, err
 	}
 	var req api.NodeIntroRequest
@@ -307,11 +362,11 @@ func (s *HTTPServer) nodeIntro(w nethttp.ResponseWriter, r *nethttp.Request) (an
 			return nil, err
 		}
 	}
-	return s.cfg.Server.CreateNodeIntro(r.Context(), &req)
+	return h.b.CreateNodeIntro(r.Context(), &req)
 }
 
-func (s *HTTPServer) nodeHeartbeat(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	if err := s.needServer(); err != nil {
+func (h *nodeHandlers) heartbeat(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := h.ready(); err != nil {
 		return nil, err
 	}
 	var req api.NodeHeartbeatRequest
@@ -321,15 +376,15 @@ func (s *HTTPServer) nodeHeartbeat(w nethttp.ResponseWriter, r *nethttp.Request)
 		}
 	}
 	id := r.PathValue("id")
-	resp, err := s.cfg.Server.HeartbeatNode(r.Context(), id, r.Header.Get(api.NodeSecretHeader), &req)
+	resp, err := h.b.HeartbeatNode(r.Context(), id, r.Header.Get(api.NodeSecretHeader), &req)
 	if err != nil {
 		return nil, fmt.Errorf("heartbeat of node %q: %w", id, err)
 	}
 	return resp, nil
 }
 
-func (s *HTTPServer) nodeAllocsUpdate(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	if err := s.needServer(); err != nil {
+func (h *nodeHandlers) updateAllocs(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := h.ready(); err != nil {
 		return nil, err
 	}
 	var req api.NodeAllocUpdateRequest
@@ -342,7 +397,7 @@ func (s *HTTPServer) nodeAllocsUpdate(w nethttp.ResponseWriter, r *nethttp.Reque
 			return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("Allocs[%d]: ID is required", i))
 		}
 	}
-	idx, err := s.cfg.Server.UpdateAllocsFromClient(r.Context(), id, r.Header.Get(api.NodeSecretHeader), req.Allocs)
+	idx, err := h.b.UpdateAllocsFromClient(r.Context(), id, r.Header.Get(api.NodeSecretHeader), req.Allocs)
 	if err != nil {
 		return nil, fmt.Errorf("update allocations of node %q: %w", id, err)
 	}

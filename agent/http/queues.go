@@ -11,82 +11,52 @@ import (
 	"github.com/drover/drover/api"
 )
 
-// QueueState is the optional queue read side of State (found by type
-// assertion): queues with what they hold (the implicit "default" too).
+// QueueState is the queue read side of Store: queues with what they hold
+// (the implicit "default" too).
 type QueueState interface {
 	QueueStatuses(ws memdb.WatchSet, prefix string) ([]*api.QueueStatus, error)
 	QueueStatus(ws memdb.WatchSet, name string) (*api.QueueStatus, error)
 }
 
-// QueueServer is the optional queue write side of Server. Errors wrap api
+// QueuesBackend is the queue side of the server role. Errors wrap api
 // sentinels (ErrBadRequest for an invalid queue, a broken tree or a busy
 // queue, ErrNotFound for an unknown one).
-type QueueServer interface {
+type QueuesBackend interface {
 	UpsertQueues(ctx context.Context, queues []*api.Queue) (uint64, error)
 	DeleteQueue(ctx context.Context, name string) (uint64, error)
+	// QueueFairShare is a queue's current fair share (nil when none was
+	// computed: a follower, or only the default queue).
+	QueueFairShare(name string) *api.QueueResources
 }
 
 // Tables a queue status reads (its blocking index).
 var queueTables = []string{"queues", "queue_usage", "jobs", "job_summary"}
 
-func (s *HTTPServer) queueRoutes() {
-	h := func(pattern string, f apiFunc) { s.mux.HandleFunc(pattern, s.wrap(f)) }
-	h("GET /v1/queues", s.queueList)
-	h("PUT /v1/queues", s.queueUpsert)
-	h("POST /v1/queues", s.queueUpsert)
-	h("GET /v1/queue/{name...}", s.queueGet)
-	h("DELETE /v1/queue/{name...}", s.queueDelete)
+// queueHandlers serve /v1/queues and /v1/queue/{name...}.
+type queueHandlers struct {
+	s *HTTPServer
+	b QueuesBackend
 }
 
-func (s *HTTPServer) queueState() (QueueState, error) {
-	if s.cfg.State == nil {
-		return nil, api.Errorf(api.ErrUnavailable, "this agent does not run the server role")
-	}
-	st, ok := s.cfg.State.(QueueState)
-	if !ok {
-		return nil, api.Errorf(api.ErrUnavailable, "queues are not available on this agent")
-	}
-	return st, nil
-}
-
-func (s *HTTPServer) queueServer() (QueueServer, error) {
-	if err := s.needServer(); err != nil {
-		return nil, err
-	}
-	qs, ok := s.cfg.Server.(QueueServer)
-	if !ok {
-		return nil, api.Errorf(api.ErrUnavailable, "this server cannot change queues")
-	}
-	return qs, nil
-}
-
-// FairShareServer is the optional ability of Server to say a queue's
-// current fair share (nil when none was computed: a follower, or only the
-// default queue).
-type FairShareServer interface {
-	QueueFairShare(name string) *api.QueueResources
+func (h *queueHandlers) ready() error {
+	return h.s.need(h.b != nil, "this server cannot change queues")
 }
 
 // withFairShare is q (a copy) with the server's fair share for it.
-func (s *HTTPServer) withFairShare(q *api.QueueStatus) *api.QueueStatus {
-	fs, ok := s.cfg.Server.(FairShareServer)
-	if !ok || q == nil || q.Queue == nil || q.FairShare != nil {
+func (h *queueHandlers) withFairShare(q *api.QueueStatus) *api.QueueStatus {
+	if h.b == nil || q == nil || q.Queue == nil || q.FairShare != nil {
 		return q
 	}
 	c := *q
-	c.FairShare = fs.QueueFairShare(q.Queue.Name)
+	c.FairShare = h.b.QueueFairShare(q.Queue.Name)
 	return &c
 }
 
-// queueList answers []*api.QueueStatus (prefix, filter, paging, blocking).
-func (s *HTTPServer) queueList(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	st, err := s.queueState()
-	if err != nil {
-		return nil, err
-	}
+// list answers []*api.QueueStatus (prefix, filter, paging, blocking).
+func (h *queueHandlers) list(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
 	prefix := r.URL.Query().Get("prefix")
-	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
-		idx := s.maxIndex(queueTables...)
+	return h.s.blocking(w, r, func(st Store, ws memdb.WatchSet) (any, uint64, error) {
+		idx := maxIndex(st, queueTables...)
 		out, err := st.QueueStatuses(ws, prefix)
 		if err != nil {
 			return nil, 0, err
@@ -95,24 +65,23 @@ func (s *HTTPServer) queueList(w nethttp.ResponseWriter, r *nethttp.Request) (an
 			out = slices.DeleteFunc(out, func(q *api.QueueStatus) bool { return !a.AllowQueue(q.Queue.Name, false) })
 		}
 		for i, q := range out {
-			out[i] = s.withFairShare(q)
+			out[i] = h.withFairShare(q)
 		}
 		out, err = listPage(w, r, out, func(q *api.QueueStatus) string { return q.Queue.Name })
 		return out, idx, err
 	})
 }
 
-func (s *HTTPServer) queueGet(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	st, err := s.queueState()
-	if err != nil {
-		return nil, err
+func (h *queueHandlers) get(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if h.s.role.State == nil {
+		return nil, errNoServer()
 	}
 	name := r.PathValue("name")
 	if a := aclOf(r); a != nil && !a.AllowQueue(name, false) {
 		return nil, api.Errorf(api.ErrPermissionDenied, fmt.Sprintf("Permission denied: queue %q", name))
 	}
-	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
-		idx := s.maxIndex(queueTables...)
+	return h.s.blocking(w, r, func(st Store, ws memdb.WatchSet) (any, uint64, error) {
+		idx := maxIndex(st, queueTables...)
 		q, err := st.QueueStatus(ws, name)
 		if err != nil {
 			return nil, 0, err
@@ -120,7 +89,7 @@ func (s *HTTPServer) queueGet(w nethttp.ResponseWriter, r *nethttp.Request) (any
 		if q == nil {
 			return nil, 0, api.Errorf(api.ErrNotFound, fmt.Sprintf("queue %q not found", name))
 		}
-		return s.withFairShare(q), idx, nil
+		return h.withFairShare(q), idx, nil
 	})
 }
 
@@ -131,10 +100,9 @@ type queueUpsertBody struct {
 	Queues []*api.Queue `json:"Queues,omitempty"`
 }
 
-// queueUpsert takes one queue (or a batch) and answers the Raft index.
-func (s *HTTPServer) queueUpsert(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	qs, err := s.queueServer()
-	if err != nil {
+// upsert takes one queue (or a batch) and answers the Raft index.
+func (h *queueHandlers) upsert(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := h.ready(); err != nil {
 		return nil, err
 	}
 	var b queueUpsertBody
@@ -147,23 +115,22 @@ func (s *HTTPServer) queueUpsert(w nethttp.ResponseWriter, r *nethttp.Request) (
 	} else if b.Name != "" {
 		return nil, api.Errorf(api.ErrBadRequest, "request body: give one queue or Queues, not both")
 	}
-	idx, err := qs.UpsertQueues(r.Context(), queues)
+	idx, err := h.b.UpsertQueues(r.Context(), queues)
 	if err != nil {
 		return nil, err
 	}
-	s.setMeta(w, idx)
+	h.s.setMeta(w, idx)
 	return nil, nil
 }
 
-func (s *HTTPServer) queueDelete(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	qs, err := s.queueServer()
+func (h *queueHandlers) delete(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := h.ready(); err != nil {
+		return nil, err
+	}
+	idx, err := h.b.DeleteQueue(r.Context(), r.PathValue("name"))
 	if err != nil {
 		return nil, err
 	}
-	idx, err := qs.DeleteQueue(r.Context(), r.PathValue("name"))
-	if err != nil {
-		return nil, err
-	}
-	s.setMeta(w, idx)
+	h.s.setMeta(w, idx)
 	return nil, nil
 }

@@ -7,7 +7,7 @@ import (
 )
 
 type fairServer struct {
-	Server
+	QueuesBackend
 	shares map[string]*api.QueueResources
 }
 
@@ -17,12 +17,12 @@ func (f fairServer) QueueFairShare(name string) *api.QueueResources { return f.s
 // object is shared); servers without one leave it empty.
 func TestQueueStatusWithFairShare(t *testing.T) {
 	q := &api.QueueStatus{Queue: &api.Queue{Name: "team-a"}}
-	s := &HTTPServer{cfg: Config{Server: fairServer{shares: map[string]*api.QueueResources{"team-a": {GPUs: 6}}}}}
+	s := &queueHandlers{b: fairServer{shares: map[string]*api.QueueResources{"team-a": {GPUs: 6}}}}
 	got := s.withFairShare(q)
 	if got.FairShare == nil || got.FairShare.GPUs != 6 || q.FairShare != nil {
 		t.Errorf("with fair share: %+v (original %+v)", got.FairShare, q.FairShare)
 	}
-	plain := &HTTPServer{cfg: Config{}}
+	plain := &queueHandlers{}
 	if got := plain.withFairShare(q); got != q || got.FairShare != nil {
 		t.Errorf("without a fair-share server: %+v", got)
 	}

@@ -30,7 +30,7 @@ func TestFollowerReadsForwarded(t *testing.T) {
 	leader := newTestAPI(t)
 	reg := leader.register(webJob(1))
 	f := newTestAPI(t, func(c *agenthttp.Config) {
-		c.Server = &follower{Server: c.Server.(*server.Server), leaderURL: strings.TrimPrefix(leader.ts.URL, "http://")}
+		c.Server.Leadership = &follower{Server: c.Server.Leadership.(*server.Server), leaderURL: strings.TrimPrefix(leader.ts.URL, "http://")}
 	})
 
 	var job api.Job
@@ -117,8 +117,8 @@ func TestHeldWriteResumesOnLeaderChange(t *testing.T) {
 	defer agenthttp.StopHoldRetries()()
 	e := &electing{changed: make(chan struct{})}
 	a := newTestAPI(t, func(c *agenthttp.Config) {
-		e.Server = c.Server.(*server.Server)
-		c.Server = e
+		e.Server = c.Server.Leadership.(*server.Server)
+		c.Server.Leadership = e
 	})
 	done := make(chan *resp, 1)
 	go func() { done <- a.do("PUT", "/v1/jobs", webJob(1)) }()

@@ -11,18 +11,14 @@ import (
 	"github.com/drover/drover/server/acl"
 )
 
-// scalingRoutes are Nomad's scaling policy reads, for external
+// scalingHandlers serve Nomad's scaling policy reads, for external
 // autoscalers: the policies live in the jobs' groups (scaling blocks).
-func (s *HTTPServer) scalingRoutes() {
-	h := func(pattern string, f apiFunc) { s.mux.HandleFunc(pattern, s.wrap(f)) }
-	h("GET /v1/scaling/policies", s.scalingPolicyList)
-	h("GET /v1/scaling/policy/{id}", s.scalingPolicyGet)
-}
+type scalingHandlers struct{ s *HTTPServer }
 
 // scalingPolicies lists the policies of the namespace's jobs ("*": all),
 // sorted by ID; job filters by job ID.
-func (s *HTTPServer) scalingPolicies(ws memdb.WatchSet, ns, job string) ([]*api.ScalingPolicy, error) {
-	jobs, err := s.cfg.State.Jobs(ws, ns, "")
+func scalingPolicies(st JobState, ws memdb.WatchSet, ns, job string) ([]*api.ScalingPolicy, error) {
+	jobs, err := st.Jobs(ws, ns, "")
 	if err != nil {
 		return nil, err
 	}
@@ -37,16 +33,16 @@ func (s *HTTPServer) scalingPolicies(ws memdb.WatchSet, ns, job string) ([]*api.
 	return out, nil
 }
 
-func (s *HTTPServer) scalingPolicyList(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	if err := s.needServer(); err != nil {
+func (h *scalingHandlers) list(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := h.s.need(h.s.role.State != nil, "scaling policies are not available on this agent"); err != nil {
 		return nil, err
 	}
 	q := r.URL.Query()
 	if t := q.Get("type"); t != "" && t != api.ScalingPolicyTypeHorizontal {
 		return []*api.ScalingPolicyListStub{}, nil
 	}
-	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
-		ps, err := s.scalingPolicies(ws, nsParam(r), q.Get("job"))
+	return h.s.blocking(w, r, func(st Store, ws memdb.WatchSet) (any, uint64, error) {
+		ps, err := scalingPolicies(st, ws, nsParam(r), q.Get("job"))
 		if err != nil {
 			return nil, 0, err
 		}
@@ -56,23 +52,23 @@ func (s *HTTPServer) scalingPolicyList(w nethttp.ResponseWriter, r *nethttp.Requ
 			out = append(out, p.Stub())
 		}
 		out, err = listPage(w, r, out, func(p *api.ScalingPolicyListStub) string { return p.ID })
-		return out, s.maxIndex("jobs"), err
+		return out, maxIndex(st, "jobs"), err
 	})
 }
 
-func (s *HTTPServer) scalingPolicyGet(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	if err := s.needServer(); err != nil {
+func (h *scalingHandlers) get(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := h.s.need(h.s.role.State != nil, "scaling policies are not available on this agent"); err != nil {
 		return nil, err
 	}
 	id := r.PathValue("id")
-	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
-		ps, err := s.scalingPolicies(ws, allNamespaces, "")
+	return h.s.blocking(w, r, func(st Store, ws memdb.WatchSet) (any, uint64, error) {
+		ps, err := scalingPolicies(st, ws, allNamespaces, "")
 		if err != nil {
 			return nil, 0, err
 		}
 		for _, p := range ps {
 			if p.ID == id {
-				return p, s.maxIndex("jobs"), checkObject(r, p.Namespace)
+				return p, maxIndex(st, "jobs"), checkObject(r, p.Namespace)
 			}
 		}
 		return nil, 0, api.Errorf(api.ErrNotFound, fmt.Sprintf("scaling policy %q not found", id))

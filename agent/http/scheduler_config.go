@@ -11,63 +11,36 @@ import (
 	"github.com/drover/drover/api"
 )
 
-// SchedulerConfigState is the optional scheduler-configuration read side
-// of State (found by type assertion): the stored configuration or nil,
-// nil when none was set (the defaults apply).
+// SchedulerConfigState is the scheduler-configuration read side of
+// Store: the stored configuration or nil, nil when none was set (the
+// defaults apply).
 type SchedulerConfigState interface {
 	SchedulerConfig(ws memdb.WatchSet) (*api.SchedulerConfiguration, error)
 }
 
-// SchedulerConfigServer is the optional scheduler-configuration write
-// side of Server (found by type assertion). With cas, the configuration
-// is written only if the stored ModifyIndex (0 when unset) is casIndex;
-// otherwise the answer is Updated false. Errors wrap api sentinels
-// (ErrBadRequest for an invalid configuration).
-type SchedulerConfigServer interface {
+// SchedulerConfigBackend is the scheduler-configuration write side of
+// the server role. With cas, the configuration is written only if the
+// stored ModifyIndex (0 when unset) is casIndex; otherwise the answer is
+// Updated false. Errors wrap api sentinels (ErrBadRequest for an invalid
+// configuration).
+type SchedulerConfigBackend interface {
 	SetSchedulerConfig(ctx context.Context, c *api.SchedulerConfiguration, cas bool, casIndex uint64) (*api.SchedulerSetConfigurationResponse, error)
 }
 
 // tableSchedulerConfig is the state table whose index the GET reports.
 const tableSchedulerConfig = "scheduler_config"
 
-func (s *HTTPServer) schedulerConfigRoutes() {
-	h := func(pattern string, f apiFunc) { s.mux.HandleFunc(pattern, s.wrap(f)) }
-	h("GET /v1/operator/scheduler/configuration", s.schedulerConfigGet)
-	h("PUT /v1/operator/scheduler/configuration", s.schedulerConfigSet)
-	h("POST /v1/operator/scheduler/configuration", s.schedulerConfigSet)
+// schedulerConfigHandlers serve /v1/operator/scheduler/configuration.
+type schedulerConfigHandlers struct {
+	s *HTTPServer
+	b SchedulerConfigBackend
 }
 
-func (s *HTTPServer) schedulerConfigState() (SchedulerConfigState, error) {
-	if s.cfg.State == nil {
-		return nil, api.Errorf(api.ErrUnavailable, "this agent does not run the server role")
-	}
-	st, ok := s.cfg.State.(SchedulerConfigState)
-	if !ok {
-		return nil, api.Errorf(api.ErrUnavailable, "the scheduler configuration is not available on this agent")
-	}
-	return st, nil
-}
-
-func (s *HTTPServer) schedulerConfigServer() (SchedulerConfigServer, error) {
-	if err := s.needServer(); err != nil {
-		return nil, err
-	}
-	sc, ok := s.cfg.Server.(SchedulerConfigServer)
-	if !ok {
-		return nil, api.Errorf(api.ErrUnavailable, "this server cannot change the scheduler configuration")
-	}
-	return sc, nil
-}
-
-// schedulerConfigGet answers like Nomad: {"SchedulerConfig": {...}, "Index": n}
-// (the defaults, with Index 0, until an operator set a configuration).
-// It supports blocking queries (?index=).
-func (s *HTTPServer) schedulerConfigGet(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	st, err := s.schedulerConfigState()
-	if err != nil {
-		return nil, err
-	}
-	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
+// get answers like Nomad: {"SchedulerConfig": {...}, "Index": n} (the
+// defaults, with Index 0, until an operator set a configuration). It
+// supports blocking queries (?index=).
+func (h *schedulerConfigHandlers) get(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	return h.s.blocking(w, r, func(st Store, ws memdb.WatchSet) (any, uint64, error) {
 		c, err := st.SchedulerConfig(ws)
 		if err != nil {
 			return nil, 0, err
@@ -75,16 +48,15 @@ func (s *HTTPServer) schedulerConfigGet(w nethttp.ResponseWriter, r *nethttp.Req
 		if c == nil {
 			c = api.DefaultSchedulerConfiguration()
 		}
-		idx := s.cfg.State.Index(tableSchedulerConfig)
+		idx := st.Index(tableSchedulerConfig)
 		return &api.SchedulerConfigurationResponse{SchedulerConfig: c, Index: idx}, idx, nil
 	})
 }
 
-// schedulerConfigSet replaces the configuration; ?cas=<ModifyIndex> makes
-// it a check-and-set ({"Updated": false} on a mismatch, like Nomad).
-func (s *HTTPServer) schedulerConfigSet(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	sc, err := s.schedulerConfigServer()
-	if err != nil {
+// set replaces the configuration; ?cas=<ModifyIndex> makes it a
+// check-and-set ({"Updated": false} on a mismatch, like Nomad).
+func (h *schedulerConfigHandlers) set(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := h.s.need(h.b != nil, "this server cannot change the scheduler configuration"); err != nil {
 		return nil, err
 	}
 	cas, casIndex, err := casParam(r)
@@ -95,7 +67,7 @@ func (s *HTTPServer) schedulerConfigSet(w nethttp.ResponseWriter, r *nethttp.Req
 	if err != nil {
 		return nil, err
 	}
-	return sc.SetSchedulerConfig(r.Context(), c, cas, casIndex)
+	return h.b.SetSchedulerConfig(r.Context(), c, cas, casIndex)
 }
 
 // casParam parses the optional ?cas=<index>.

@@ -141,7 +141,7 @@ func TestSchedulerConfigurationBlockingQuery(t *testing.T) {
 // followerOf poses as a follower of the server behind leader: it says it
 // does not lead and names leader's HTTP address.
 type followerOf struct {
-	agenthttp.Server
+	agenthttp.Leadership
 	leader string
 }
 
@@ -153,17 +153,17 @@ func (f followerOf) VerifyLeader(context.Context) error { return api.ErrNotLeade
 func TestSchedulerConfigurationWriteForwardedToLeader(t *testing.T) {
 	leader := newTestAPI(t)
 	follower := newTestAPI(t, func(c *agenthttp.Config) {
-		c.Server = followerOf{Server: c.Server, leader: strings.TrimPrefix(leader.ts.URL, "http://")}
+		c.Server.Leadership = followerOf{Leadership: c.Server.Leadership, leader: strings.TrimPrefix(leader.ts.URL, "http://")}
 	})
 	var set api.SchedulerSetConfigurationResponse
 	follower.ok("PUT", schedConfPath, &api.SchedulerConfiguration{SchedulerAlgorithm: "spread"}, &set)
 	if !set.Updated {
 		t.Fatalf("PUT on the follower: %+v", set)
 	}
-	if c, _, _ := leader.srv.SchedulerConfig(); c.SchedulerAlgorithm != "spread" || c.ModifyIndex != set.Index {
+	if c, _, _ := leader.srv.Operator().SchedulerConfig(); c.SchedulerAlgorithm != "spread" || c.ModifyIndex != set.Index {
 		t.Errorf("leader's config %+v, want spread at %d", c, set.Index)
 	}
-	if c, _, _ := follower.srv.SchedulerConfig(); c.SchedulerAlgorithm != "binpack" {
+	if c, _, _ := follower.srv.Operator().SchedulerConfig(); c.SchedulerAlgorithm != "binpack" {
 		t.Errorf("the follower's own server was written: %+v", c)
 	}
 }

@@ -25,8 +25,8 @@ const (
 	DefaultHeartbeat    = 10 * time.Second
 )
 
-// Config wires the HTTP server to the roles this agent runs. Server and
-// State are nil on a client-only agent; Client is nil on a server-only one.
+// Config wires the HTTP server to the roles this agent runs. Server is
+// nil on a client-only agent; Client is nil on a server-only one.
 type Config struct {
 	// ACL resolves tokens and says whether ACLs are enforced (nil: not).
 	ACL ACLResolver
@@ -36,10 +36,10 @@ type Config struct {
 	// Listener is what Start serves (the agent binds it early, to learn
 	// an ephemeral port before advertising it); Shutdown closes it.
 	Listener net.Listener
-	Server   Server
-	State    State
-	Events   EventSource
-	Client   ClientRole
+	// Server is the server role: its state store and one backend per
+	// resource (backend.go).
+	Server *ServerRole
+	Client ClientRole
 	// Parse converts HCL for POST /v1/jobs/parse (default ParseHCL).
 	Parse Parser
 	// Servers are HTTP addresses (host:port) of servers; an agent without
@@ -96,9 +96,12 @@ type Config struct {
 
 // HTTPServer is the agent's HTTP API server.
 type HTTPServer struct {
-	cfg     Config
+	cfg Config
+	// role is cfg.Server, or an empty one (every backend nil) on an agent
+	// without the server role.
+	role    *ServerRole
 	log     *slog.Logger
-	mux     *aclMux
+	mux     *nethttp.ServeMux
 	handler nethttp.Handler
 	metrics *metrics
 	// peerTr and leaderTr carry requests to other agents (peerTransports).
@@ -140,16 +143,19 @@ func New(cfg Config) (*HTTPServer, error) {
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
 	}
-	s := &HTTPServer{cfg: cfg, log: cfg.Logger.With("component", "http")}
+	s := &HTTPServer{cfg: cfg, role: cfg.Server, log: cfg.Logger.With("component", "http")}
+	if s.role == nil {
+		s.role = &ServerRole{}
+	}
 	s.peerTr, s.leaderTr = peerTransports(cfg.PeerTLS)
 	s.peers = &peerIPs{s: s}
-	s.mux = &aclMux{ServeMux: nethttp.NewServeMux(), s: s}
+	s.mux = nethttp.NewServeMux()
 	m, err := newMetrics(cfg.Registry)
 	if err != nil {
 		return nil, fmt.Errorf("http metrics: %w", err)
 	}
 	s.metrics = m
-	s.routes()
+	s.register()
 	var h nethttp.Handler = s.mux
 	if cfg.Server != nil {
 		h = s.forwardToLeader(h)
@@ -189,8 +195,8 @@ func (s *HTTPServer) Start(ctx context.Context) error {
 		// connections, 40 for 10,000 simulated nodes, within the default
 		// limits.http_max_conns_per_client): Go's HTTP/2 server looks
 		// through every open stream of a connection for the next frame
-		// to write, so 1,000 parked long polls a connection cost the
-		// leader ~4% of its CPU at 10,000 nodes.
+		// to write, so the leader's CPU grows with the long polls parked
+		// on one connection (BenchmarkPlacements10x10000's heartbeat CPU).
 		Protocols: serverProtocols(),
 		HTTP2:     &nethttp.HTTP2Config{MaxConcurrentStreams: 250},
 		TLSConfig: s.cfg.TLS,

@@ -11,52 +11,30 @@ import (
 	"github.com/drover/drover/server/acl"
 )
 
-// ServiceState is the optional native service read side of State.
+// ServiceState is the native service read side of Store.
 type ServiceState interface {
 	Services(ws memdb.WatchSet, namespace string) ([]*api.ServiceRegistration, error)
 	ServicesByName(ws memdb.WatchSet, namespace, name string) ([]*api.ServiceRegistration, error)
 	ServicesByAlloc(ws memdb.WatchSet, allocID string) ([]*api.ServiceRegistration, error)
 }
 
-// ServiceServer is the optional native service write side of Server.
-type ServiceServer interface {
+// ServicesBackend is the native service write side of the server role.
+type ServicesBackend interface {
 	UpdateNodeServices(ctx context.Context, nodeID, secret string, req *api.NodeServicesRequest) (uint64, error)
 	DeleteServiceRegistration(ctx context.Context, namespace, name, id string) (uint64, error)
 }
 
 const tableServices = "service_registrations"
 
-// serviceRoutes are Nomad's native service routes plus the client's write.
-func (s *HTTPServer) serviceRoutes() {
-	h := func(pattern string, f apiFunc) { s.mux.HandleFunc(pattern, s.wrap(f)) }
-	h("GET /v1/services", s.serviceList)
-	h("GET /v1/service/{name}", s.serviceGet)
-	h("DELETE /v1/service/{name}/{id}", s.serviceDelete)
-	h("GET /v1/allocation/{id}/services", s.allocServices)
-	h("PUT /v1/node/{id}/services", s.nodeServicesUpdate)
-	h("POST /v1/node/{id}/services", s.nodeServicesUpdate)
+// serviceHandlers serve Nomad's native service routes plus the client's
+// write.
+type serviceHandlers struct {
+	s *HTTPServer
+	b ServicesBackend
 }
 
-func (s *HTTPServer) serviceState() (ServiceState, error) {
-	if s.cfg.State == nil {
-		return nil, api.Errorf(api.ErrUnavailable, "this agent does not run the server role")
-	}
-	st, ok := s.cfg.State.(ServiceState)
-	if !ok {
-		return nil, api.Errorf(api.ErrUnavailable, "services are not available on this agent")
-	}
-	return st, nil
-}
-
-func (s *HTTPServer) serviceServer() (ServiceServer, error) {
-	if err := s.needServer(); err != nil {
-		return nil, err
-	}
-	ss, ok := s.cfg.Server.(ServiceServer)
-	if !ok {
-		return nil, api.Errorf(api.ErrUnavailable, "this server cannot change services")
-	}
-	return ss, nil
+func (h *serviceHandlers) ready() error {
+	return h.s.need(h.b != nil, "this server cannot change services")
 }
 
 // queryNamespace is the namespace query parameter, Nomad's default when absent.
@@ -67,16 +45,12 @@ func queryNamespace(r *nethttp.Request) string {
 	return api.DefaultNamespace
 }
 
-// serviceList groups the services by namespace: each service once, with
-// the union of its instances' tags (as Nomad's GET /v1/services).
-func (s *HTTPServer) serviceList(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	st, err := s.serviceState()
-	if err != nil {
-		return nil, err
-	}
+// list groups the services by namespace: each service once, with the
+// union of its instances' tags (as Nomad's GET /v1/services).
+func (h *serviceHandlers) list(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
 	ns := queryNamespace(r)
-	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
-		idx := s.maxIndex(tableServices)
+	return h.s.blocking(w, r, func(st Store, ws memdb.WatchSet) (any, uint64, error) {
+		idx := maxIndex(st, tableServices)
 		regs, err := st.Services(ws, ns)
 		if err != nil {
 			return nil, 0, err
@@ -114,14 +88,10 @@ func groupServices(regs []*api.ServiceRegistration) []*api.ServiceRegistrationLi
 	return out
 }
 
-func (s *HTTPServer) serviceGet(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	st, err := s.serviceState()
-	if err != nil {
-		return nil, err
-	}
+func (h *serviceHandlers) get(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
 	ns, name := queryNamespace(r), r.PathValue("name")
-	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
-		idx := s.maxIndex(tableServices)
+	return h.s.blocking(w, r, func(st Store, ws memdb.WatchSet) (any, uint64, error) {
+		idx := maxIndex(st, tableServices)
 		regs, err := st.ServicesByName(ws, ns, name)
 		if err != nil {
 			return nil, 0, err
@@ -133,23 +103,21 @@ func (s *HTTPServer) serviceGet(w nethttp.ResponseWriter, r *nethttp.Request) (a
 	})
 }
 
-func (s *HTTPServer) serviceDelete(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	ss, err := s.serviceServer()
+func (h *serviceHandlers) delete(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := h.ready(); err != nil {
+		return nil, err
+	}
+	idx, err := h.b.DeleteServiceRegistration(r.Context(), queryNamespace(r), r.PathValue("name"), r.PathValue("id"))
 	if err != nil {
 		return nil, err
 	}
-	idx, err := ss.DeleteServiceRegistration(r.Context(), queryNamespace(r), r.PathValue("name"), r.PathValue("id"))
-	if err != nil {
-		return nil, err
-	}
-	s.setMeta(w, idx)
+	h.s.setMeta(w, idx)
 	return nil, nil
 }
 
-// nodeServicesUpdate is the client's write of its allocs' registrations.
-func (s *HTTPServer) nodeServicesUpdate(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	ss, err := s.serviceServer()
-	if err != nil {
+// updateNode is the client's write of its allocs' registrations.
+func (h *serviceHandlers) updateNode(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	if err := h.ready(); err != nil {
 		return nil, err
 	}
 	var req api.NodeServicesRequest
@@ -157,21 +125,17 @@ func (s *HTTPServer) nodeServicesUpdate(w nethttp.ResponseWriter, r *nethttp.Req
 		return nil, err
 	}
 	id := r.PathValue("id")
-	idx, err := ss.UpdateNodeServices(r.Context(), id, r.Header.Get(api.NodeSecretHeader), &req)
+	idx, err := h.b.UpdateNodeServices(r.Context(), id, r.Header.Get(api.NodeSecretHeader), &req)
 	if err != nil {
 		return nil, fmt.Errorf("update services of node %q: %w", id, err)
 	}
 	return api.NodeServicesResponse{Index: idx}, nil
 }
 
-// allocServices lists the registrations of one alloc (ID or prefix).
-func (s *HTTPServer) allocServices(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	st, err := s.serviceState()
-	if err != nil {
-		return nil, err
-	}
-	return s.blocking(w, r, func(ws memdb.WatchSet) (any, uint64, error) {
-		a, err := s.lookupAlloc(ws, r, r.PathValue("id"))
+// ofAlloc lists the registrations of one alloc (ID or prefix).
+func (h *serviceHandlers) ofAlloc(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	return h.s.blocking(w, r, func(st Store, ws memdb.WatchSet) (any, uint64, error) {
+		a, err := lookupAlloc(st, ws, r, r.PathValue("id"))
 		if err != nil {
 			return nil, 0, err
 		}
@@ -182,6 +146,6 @@ func (s *HTTPServer) allocServices(w nethttp.ResponseWriter, r *nethttp.Request)
 		if regs == nil {
 			regs = []*api.ServiceRegistration{}
 		}
-		return regs, s.maxIndex(tableServices, "allocs"), nil
+		return regs, maxIndex(st, tableServices, "allocs"), nil
 	})
 }

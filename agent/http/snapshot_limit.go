@@ -70,8 +70,8 @@ func (b *snapshotBody) Read(p []byte) (int, error) {
 // limitedSnapshot wraps the restore body with the configured limit. A
 // file whose header already declares a larger size is refused before
 // anything more is read (the reader would allocate the declared size).
-func (s *HTTPServer) limitedSnapshot(w nethttp.ResponseWriter, r *nethttp.Request) (io.Reader, func(error) error, error) {
-	limit := s.cfg.SnapshotRestoreMaxBytes
+func (h *operatorHandlers) limitedSnapshot(w nethttp.ResponseWriter, r *nethttp.Request) (io.Reader, func(error) error, error) {
+	limit := h.s.cfg.SnapshotRestoreMaxBytes
 	tooLarge := func() error {
 		return api.Errorf(api.ErrBodyTooLarge, fmt.Sprintf("snapshot larger than %d bytes (agent limits.snapshot_restore_max_bytes)", limit))
 	}
@@ -81,8 +81,8 @@ func (s *HTTPServer) limitedSnapshot(w nethttp.ResponseWriter, r *nethttp.Reques
 	if body.tooLarge {
 		return nil, nil, tooLarge()
 	}
-	var h struct{ Size int64 }
-	if json.Unmarshal(line, &h) == nil && h.Size > limit {
+	var head struct{ Size int64 }
+	if json.Unmarshal(line, &head) == nil && head.Size > limit {
 		return nil, nil, tooLarge()
 	}
 	rd := io.MultiReader(bytes.NewReader(bytes.Clone(line)), br)
@@ -91,7 +91,7 @@ func (s *HTTPServer) limitedSnapshot(w nethttp.ResponseWriter, r *nethttp.Reques
 		case err != nil && body.tooLarge:
 			return tooLarge()
 		case err != nil && body.timedOut:
-			return api.Errorf(api.ErrBadRequest, fmt.Sprintf("snapshot arriving slower than %d bytes per %v (agent limits.http_read_timeout)", snapshotProgress, s.cfg.ReadTimeout))
+			return api.Errorf(api.ErrBadRequest, fmt.Sprintf("snapshot arriving slower than %d bytes per %v (agent limits.http_read_timeout)", snapshotProgress, h.s.cfg.ReadTimeout))
 		}
 		return err
 	}

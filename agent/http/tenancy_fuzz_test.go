@@ -30,7 +30,7 @@ func (s staticACL) ResolveToken(secret string) (*acl.ACL, *api.ACLToken, error) 
 // registrar is a Server that only registers nodes: with intro "good", or
 // when introduced by certificate.
 type registrar struct {
-	Server
+	NodesBackend
 	got *api.Node
 }
 
@@ -58,7 +58,7 @@ func FuzzNodeRegisterBody(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	reg := &registrar{}
-	s, err := New(Config{Server: reg, ACL: staticACL{}})
+	s, err := New(Config{Server: &ServerRole{Nodes: reg}, ACL: staticACL{}})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -10,9 +10,9 @@ import (
 	"github.com/drover/drover/api"
 )
 
-// UsageState is the optional usage-ledger read side of State (found by
-// type assertion): rows grouped by by for the buckets starting in
-// [from, to) (Unix seconds), running allocs counted to now (Unix ns).
+// UsageState is the usage-ledger read side of Store: rows grouped by by
+// for the buckets starting in [from, to) (Unix seconds), running allocs
+// counted to now (Unix ns).
 type UsageState interface {
 	Usage(by string, from, to, now int64) ([]api.UsageRow, error)
 }
@@ -23,20 +23,16 @@ const DefaultUsageWindow = 24 * time.Hour
 // maxUsageSpan bounds to-from of one usage query (the longest retention).
 const maxUsageSpan = api.MaxUsageRetentionHours * int64(time.Hour/time.Second)
 
-func (s *HTTPServer) usageRoutes() {
-	s.mux.HandleFunc("GET /v1/usage", s.wrap(s.usage))
-}
+// usageHandlers serve the usage ledger (showback).
+type usageHandlers struct{ s *HTTPServer }
 
-// usage answers GET /v1/usage?by=queue|namespace|job&from=&to=[&format=csv]
+// get answers GET /v1/usage?by=queue|namespace|job&from=&to=[&format=csv]
 // (from and to: Unix seconds or RFC3339; default the last 24 hours).
 // Cost is GPU hours times Config.UsagePrices per model.
-func (s *HTTPServer) usage(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
-	if s.cfg.State == nil {
-		return nil, api.Errorf(api.ErrUnavailable, "this agent does not run the server role")
-	}
-	st, ok := s.cfg.State.(UsageState)
-	if !ok {
-		return nil, api.Errorf(api.ErrUnavailable, "the usage ledger is not available on this agent")
+func (h *usageHandlers) get(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
+	s := h.s
+	if s.role.State == nil {
+		return nil, errNoServer()
 	}
 	q := r.URL.Query()
 	by := q.Get("by")
@@ -62,7 +58,7 @@ func (s *HTTPServer) usage(w nethttp.ResponseWriter, r *nethttp.Request) (any, e
 	if to-from > maxUsageSpan {
 		return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("from..to spans more than %d hours", api.MaxUsageRetentionHours))
 	}
-	rows, err := st.Usage(by, from, to, now.UnixNano())
+	rows, err := s.state(nil).Usage(by, from, to, now.UnixNano())
 	if err != nil {
 		return nil, err
 	}

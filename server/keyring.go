@@ -17,16 +17,23 @@ import (
 	"github.com/drover/drover/server/state"
 )
 
-// keyring signs workload identities with the active root key. The key is
-// made by the leader on first use (not at start: RSA key generation costs
-// ~100 ms of CPU a dev agent's start should not pay) and replicated
-// through Raft, so every server signs with the same key.
-type keyring struct {
+// Keyring is the component of the root keys: it signs workload
+// identities (for a node's live allocs) and node introductions with the
+// active key, and publishes the public halves (JWKS). The key is made by
+// the leader on first use (not at start: RSA key generation costs ~100 ms
+// of CPU a dev agent's start should not pay) and replicated through Raft,
+// so every server signs with the same key. It is safe for concurrent use.
+type Keyring struct {
+	serverCore
+	region string // the subject's first part
+	issuer string // Config.OIDCIssuer
+
 	mu     sync.Mutex
 	parsed map[string]*rsa.PrivateKey // by KeyID
 }
 
-func (k *keyring) private(rk *state.RootKey) (*rsa.PrivateKey, error) {
+// private is the parsed private key of rk (cached by KeyID).
+func (k *Keyring) private(rk *state.RootKey) (*rsa.PrivateKey, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if p := k.parsed[rk.KeyID]; p != nil {
@@ -54,30 +61,30 @@ func (k *keyring) private(rk *state.RootKey) (*rsa.PrivateKey, error) {
 // activeKey returns the active root key, creating the first one on the
 // leader (a follower without one answers not-leader: the request is
 // forwarded).
-func (s *Server) activeKey(ctx context.Context) (*state.RootKey, *rsa.PrivateKey, error) {
-	rk, err := s.State().ActiveRootKey()
+func (k *Keyring) activeKey(ctx context.Context) (*state.RootKey, *rsa.PrivateKey, error) {
+	rk, err := k.state().ActiveRootKey()
 	if err != nil {
 		return nil, nil, err
 	}
 	if rk == nil {
-		if !s.IsLeader() {
+		if !k.isLeader() {
 			return nil, nil, errNotLeader()
 		}
-		s.keys.mu.Lock() // one key, however many tasks ask at once
-		rk, err = s.State().ActiveRootKey()
+		k.mu.Lock() // one key, however many tasks ask at once
+		rk, err = k.state().ActiveRootKey()
 		if err == nil && rk == nil {
-			rk, err = s.newRootKey(ctx)
+			rk, err = k.newRootKey(ctx)
 		}
-		s.keys.mu.Unlock()
+		k.mu.Unlock()
 		if err != nil {
 			return nil, nil, err
 		}
 	}
-	p, err := s.keys.private(rk)
+	p, err := k.private(rk)
 	return rk, p, err
 }
 
-func (s *Server) newRootKey(ctx context.Context) (*state.RootKey, error) {
+func (k *Keyring) newRootKey(ctx context.Context) (*state.RootKey, error) {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		return nil, fmt.Errorf("generate root key: %w", err)
@@ -86,18 +93,18 @@ func (s *Server) newRootKey(ctx context.Context) (*state.RootKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	rk := &state.RootKey{KeyID: newID(), Algorithm: string(jose.RS256), Active: true, CreateTime: s.clock.Now().UnixNano(),
+	rk := &state.RootKey{KeyID: newID(), Algorithm: string(jose.RS256), Active: true, CreateTime: k.clock.Now().UnixNano(),
 		PrivateKey: string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))}
-	if _, err := s.apply(ctx, fsm.RootKeyUpsertType, &fsm.RootKeyUpsertRequest{Key: rk}); err != nil {
+	if _, err := k.apply(ctx, fsm.RootKeyUpsertType, &fsm.RootKeyUpsertRequest{Key: rk}); err != nil {
 		return nil, fmt.Errorf("store root key: %w", err)
 	}
-	s.log.Info("created the workload identity signing key", "key_id", rk.KeyID)
+	k.log.Info("created the workload identity signing key", "key_id", rk.KeyID)
 	return rk, nil
 }
 
-// jwtSigner signs JWTs with the keyring's active key (its ID in kid).
-func (s *Server) jwtSigner(ctx context.Context) (jose.Signer, error) {
-	rk, key, err := s.activeKey(ctx)
+// signer signs JWTs with the keyring's active key (its ID in kid).
+func (k *Keyring) signer(ctx context.Context) (jose.Signer, error) {
+	rk, key, err := k.activeKey(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -107,11 +114,11 @@ func (s *Server) jwtSigner(ctx context.Context) (jose.Signer, error) {
 
 // SignIdentities signs every identity of a task of a live alloc on the
 // node (authenticated by its secret).
-func (s *Server) SignIdentities(ctx context.Context, nodeID, secret string, req *api.TaskIdentityRequest) (*api.TaskIdentityResponse, error) {
-	if _, err := s.authNode(nodeID, secret); err != nil {
+func (k *Keyring) SignIdentities(ctx context.Context, nodeID, secret string, req *api.TaskIdentityRequest) (*api.TaskIdentityResponse, error) {
+	if _, err := authNode(k.state(), nodeID, secret); err != nil {
 		return nil, err
 	}
-	a, err := s.State().AllocByID(nil, req.AllocID)
+	a, err := k.state().AllocByID(nil, req.AllocID)
 	if err != nil {
 		return nil, err
 	}
@@ -133,11 +140,11 @@ func (s *Server) SignIdentities(ctx context.Context, nodeID, secret string, req 
 	if task == nil {
 		return nil, api.Errorf(api.ErrNotFound, fmt.Sprintf("alloc %s has no task %q", a.ID, req.Task))
 	}
-	signer, err := s.jwtSigner(ctx)
+	signer, err := k.signer(ctx)
 	if err != nil {
 		return nil, err
 	}
-	now := s.clock.Now()
+	now := k.clock.Now()
 	out := &api.TaskIdentityResponse{}
 	for _, w := range task.TaskIdentities() {
 		name := w.Name
@@ -149,8 +156,8 @@ func (s *Server) SignIdentities(ctx context.Context, nodeID, secret string, req 
 			aud = []string{api.DefaultIdentityAudience}
 		}
 		c := api.IdentityClaims{
-			Subject:  fmt.Sprintf("%s:%s:%s:%s:%s:%s", s.cfg.Region, a.Namespace, a.JobID, a.TaskGroup, task.Name, name),
-			Audience: aud, IssuedAt: now.Unix(), NotBefore: now.Unix(), ID: newID(), Issuer: s.cfg.OIDCIssuer,
+			Subject:  fmt.Sprintf("%s:%s:%s:%s:%s:%s", k.region, a.Namespace, a.JobID, a.TaskGroup, task.Name, name),
+			Audience: aud, IssuedAt: now.Unix(), NotBefore: now.Unix(), ID: newID(), Issuer: k.issuer,
 			Namespace: a.Namespace, JobID: a.JobID, AllocationID: a.ID, Task: task.Name,
 		}
 		si := &api.SignedIdentity{Name: name}
@@ -170,14 +177,14 @@ func (s *Server) SignIdentities(ctx context.Context, nodeID, secret string, req 
 
 // JWKS is the public half of every root key (the keyring's JSON Web Key
 // Set, served at /.well-known/jwks.json).
-func (s *Server) JWKS() (*jose.JSONWebKeySet, error) {
-	keys, err := s.State().RootKeys(nil)
+func (k *Keyring) JWKS() (*jose.JSONWebKeySet, error) {
+	keys, err := k.state().RootKeys(nil)
 	if err != nil {
 		return nil, err
 	}
 	set := &jose.JSONWebKeySet{Keys: []jose.JSONWebKey{}}
 	for _, rk := range keys {
-		p, err := s.keys.private(rk)
+		p, err := k.private(rk)
 		if err != nil {
 			return nil, err
 		}
@@ -187,8 +194,8 @@ func (s *Server) JWKS() (*jose.JSONWebKeySet, error) {
 }
 
 // RootKeyMetas lists the keyring without key material.
-func (s *Server) RootKeyMetas() ([]*api.RootKeyMeta, error) {
-	keys, err := s.State().RootKeys(nil)
+func (k *Keyring) RootKeyMetas() ([]*api.RootKeyMeta, error) {
+	keys, err := k.state().RootKeys(nil)
 	if err != nil {
 		return nil, err
 	}
@@ -204,4 +211,22 @@ func (s *Server) RootKeyMetas() ([]*api.RootKeyMeta, error) {
 }
 
 // OIDCIssuer is the issuer identities carry ("" when none is configured).
-func (s *Server) OIDCIssuer() string { return s.cfg.OIDCIssuer }
+func (k *Keyring) OIDCIssuer() string { return k.issuer }
+
+// publicKey is the public half of the keyring's key kid (nil: none).
+func (k *Keyring) publicKey(kid string) (*rsa.PublicKey, error) {
+	keys, err := k.state().RootKeys(nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, rk := range keys {
+		if rk.KeyID == kid {
+			p, err := k.private(rk)
+			if err != nil {
+				return nil, err
+			}
+			return &p.PublicKey, nil
+		}
+	}
+	return nil, nil
+}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/server/acl"
-	"github.com/drover/drover/server/fsm"
 	"github.com/drover/drover/server/state"
 )
 
@@ -17,22 +16,26 @@ import (
 // may do nothing but the public routes), as Nomad's "anonymous".
 const AnonymousPolicy = "anonymous"
 
-// ACLEnabled reports whether this server enforces ACLs.
-func (s *Server) ACLEnabled() bool { return s.cfg.ACLEnabled }
-
-func (s *Server) applyACL(ctx context.Context, w *state.ACLWrite) (uint64, error) {
-	if !s.IsLeader() {
-		return 0, errNotLeader()
-	}
-	return s.apply(ctx, fsm.ACLWriteType, w)
+// ACL is the component of ACL tokens, policies and roles: their writes
+// through Raft, and resolving a secret to what it may do (a token's
+// policies, a node secret's node, anonymous). Auth methods, binding
+// rules and OIDC logins are SSO's. It is safe for concurrent use (the
+// parsed policies are cached under a lock).
+type ACL struct {
+	serverCore
+	enabled  bool     // Config.ACLEnabled
+	policies aclCache // parsed policies
 }
+
+// ACLEnabled reports whether this server enforces ACLs.
+func (a *ACL) ACLEnabled() bool { return a.enabled }
 
 // BootstrapACL creates the first management token; once any token exists
 // it answers api.ErrBadRequest. The route is public, so a bootstrap that
 // the state already refuses is refused here, before Raft: repeated calls
 // write nothing. The FSM checks again, for two bootstraps racing.
-func (s *Server) BootstrapACL(ctx context.Context) (*api.ACLToken, error) {
-	done, err := s.State().ACLBootstrapped()
+func (a *ACL) BootstrapACL(ctx context.Context) (*api.ACLToken, error) {
+	done, err := a.state().ACLBootstrapped()
 	if err != nil {
 		return nil, fmt.Errorf("acl bootstrap: %w", err)
 	}
@@ -40,10 +43,10 @@ func (s *Server) BootstrapACL(ctx context.Context) (*api.ACLToken, error) {
 		// The same answer as the FSM's (state.Txn.ApplyACL).
 		return nil, fmt.Errorf("acl bootstrap: %w", api.Errorf(api.ErrBadRequest, "ACL bootstrap already done"))
 	}
-	now := s.clock.Now().UTC()
+	now := a.clock.Now().UTC()
 	tok := &api.ACLToken{AccessorID: newID(), SecretID: newID(), Name: "Bootstrap Token", Type: api.ACLTokenManagement,
 		Global: true, CreateTime: now}
-	idx, err := s.applyACL(ctx, &state.ACLWrite{Tokens: []*api.ACLToken{tok}, Bootstrap: true})
+	idx, err := a.applyACL(ctx, &state.ACLWrite{Tokens: []*api.ACLToken{tok}, Bootstrap: true})
 	if err != nil {
 		return nil, fmt.Errorf("acl bootstrap: %w", err)
 	}
@@ -52,24 +55,24 @@ func (s *Server) BootstrapACL(ctx context.Context) (*api.ACLToken, error) {
 }
 
 // UpsertACLPolicy validates and stores a policy.
-func (s *Server) UpsertACLPolicy(ctx context.Context, p *api.ACLPolicy) (uint64, error) {
+func (a *ACL) UpsertACLPolicy(ctx context.Context, p *api.ACLPolicy) (uint64, error) {
 	if p.Name == "" || strings.ContainsAny(p.Name, "/ \t\n") {
 		return 0, api.Errorf(api.ErrBadRequest, fmt.Sprintf("ACL policy name %q: want letters, digits, - and _", p.Name))
 	}
 	if _, err := acl.Parse(p.Rules); err != nil {
 		return 0, api.Errorf(api.ErrBadRequest, fmt.Sprintf("ACL policy %q: %v", p.Name, err))
 	}
-	return s.applyACL(ctx, &state.ACLWrite{Policies: []*api.ACLPolicy{p}})
+	return a.applyACL(ctx, &state.ACLWrite{Policies: []*api.ACLPolicy{p}})
 }
 
 // DeleteACLPolicy removes a policy (not one a role names).
-func (s *Server) DeleteACLPolicy(ctx context.Context, name string) (uint64, error) {
-	return s.applyACL(ctx, &state.ACLWrite{DeletePolicies: []string{name}})
+func (a *ACL) DeleteACLPolicy(ctx context.Context, name string) (uint64, error) {
+	return a.applyACL(ctx, &state.ACLWrite{DeletePolicies: []string{name}})
 }
 
 // UpsertACLToken creates a token (AccessorID empty: new IDs, TTL turned
 // into an expiry) or updates one's name, policies and roles.
-func (s *Server) UpsertACLToken(ctx context.Context, t *api.ACLToken) (*api.ACLToken, error) {
+func (a *ACL) UpsertACLToken(ctx context.Context, t *api.ACLToken) (*api.ACLToken, error) {
 	c := *t
 	switch c.Type {
 	case "":
@@ -86,7 +89,7 @@ func (s *Server) UpsertACLToken(ctx context.Context, t *api.ACLToken) (*api.ACLT
 	}
 	for i, l := range c.Roles {
 		if l.ID == "" && l.Name != "" {
-			r, err := s.State().ACLRoleByName(nil, l.Name)
+			r, err := a.state().ACLRoleByName(nil, l.Name)
 			if err != nil {
 				return nil, err
 			}
@@ -96,7 +99,7 @@ func (s *Server) UpsertACLToken(ctx context.Context, t *api.ACLToken) (*api.ACLT
 			c.Roles[i] = &api.ACLTokenRoleLink{ID: r.ID, Name: r.Name}
 		}
 	}
-	now := s.clock.Now().UTC()
+	now := a.clock.Now().UTC()
 	if c.AccessorID == "" {
 		c.AccessorID, c.SecretID, c.CreateTime = newID(), newID(), now
 		if c.ExpirationTTL < 0 {
@@ -107,7 +110,7 @@ func (s *Server) UpsertACLToken(ctx context.Context, t *api.ACLToken) (*api.ACLT
 			c.ExpirationTime = &exp
 		}
 	} else {
-		old, err := s.State().ACLTokenByAccessor(nil, c.AccessorID)
+		old, err := a.state().ACLTokenByAccessor(nil, c.AccessorID)
 		if err != nil {
 			return nil, err
 		}
@@ -116,7 +119,7 @@ func (s *Server) UpsertACLToken(ctx context.Context, t *api.ACLToken) (*api.ACLT
 		}
 		c.SecretID, c.CreateTime, c.ExpirationTime, c.Type = old.SecretID, old.CreateTime, old.ExpirationTime, old.Type
 	}
-	idx, err := s.applyACL(ctx, &state.ACLWrite{Tokens: []*api.ACLToken{&c}})
+	idx, err := a.applyACL(ctx, &state.ACLWrite{Tokens: []*api.ACLToken{&c}})
 	if err != nil {
 		return nil, err
 	}
@@ -128,12 +131,12 @@ func (s *Server) UpsertACLToken(ctx context.Context, t *api.ACLToken) (*api.ACLT
 }
 
 // DeleteACLToken removes a token by accessor.
-func (s *Server) DeleteACLToken(ctx context.Context, accessor string) (uint64, error) {
-	return s.applyACL(ctx, &state.ACLWrite{DeleteTokens: []string{accessor}})
+func (a *ACL) DeleteACLToken(ctx context.Context, accessor string) (uint64, error) {
+	return a.applyACL(ctx, &state.ACLWrite{DeleteTokens: []string{accessor}})
 }
 
 // UpsertACLRole creates (ID empty) or replaces a role.
-func (s *Server) UpsertACLRole(ctx context.Context, r *api.ACLRole) (*api.ACLRole, error) {
+func (a *ACL) UpsertACLRole(ctx context.Context, r *api.ACLRole) (*api.ACLRole, error) {
 	c := *r
 	if c.Name == "" || len(c.Policies) == 0 {
 		return nil, api.Errorf(api.ErrBadRequest, "an ACL role needs a name and policies")
@@ -141,7 +144,7 @@ func (s *Server) UpsertACLRole(ctx context.Context, r *api.ACLRole) (*api.ACLRol
 	if c.ID == "" {
 		c.ID = newID()
 	}
-	idx, err := s.applyACL(ctx, &state.ACLWrite{Roles: []*api.ACLRole{&c}})
+	idx, err := a.applyACL(ctx, &state.ACLWrite{Roles: []*api.ACLRole{&c}})
 	if err != nil {
 		return nil, err
 	}
@@ -150,8 +153,8 @@ func (s *Server) UpsertACLRole(ctx context.Context, r *api.ACLRole) (*api.ACLRol
 }
 
 // DeleteACLRole removes a role by ID.
-func (s *Server) DeleteACLRole(ctx context.Context, id string) (uint64, error) {
-	return s.applyACL(ctx, &state.ACLWrite{DeleteRoles: []string{id}})
+func (a *ACL) DeleteACLRole(ctx context.Context, id string) (uint64, error) {
+	return a.applyACL(ctx, &state.ACLWrite{DeleteRoles: []string{id}})
 }
 
 // aclCache keeps the parsed policies by name and ModifyIndex.
@@ -193,8 +196,8 @@ type resolved struct {
 
 // resolve looks a secret up: a token (expired ones are refused, roles
 // expanded, deleted policies skipped), a node secret, or "" (anonymous).
-func (s *Server) resolve(secret string) (*resolved, error) {
-	st := s.State()
+func (a *ACL) resolve(secret string) (*resolved, error) {
+	st := a.state()
 	var names []string
 	res := &resolved{}
 	if secret != "" {
@@ -212,7 +215,7 @@ func (s *Server) resolve(secret string) (*resolved, error) {
 			}
 			return nil, api.Errorf(api.ErrPermissionDenied, "ACL token not found")
 		}
-		if expired(t, s.clock.Now()) {
+		if expired(t, a.clock.Now()) {
 			return nil, api.Errorf(api.ErrPermissionDenied, "ACL token expired")
 		}
 		res.token = t
@@ -251,8 +254,8 @@ func (s *Server) resolve(secret string) (*resolved, error) {
 // refused), a node secret's (acl.Node, bound to that node), or the
 // anonymous policy's for "".
 // It also returns the token (nil for anonymous and node secrets).
-func (s *Server) ResolveToken(secret string) (*acl.ACL, *api.ACLToken, error) {
-	res, err := s.resolve(secret)
+func (a *ACL) ResolveToken(secret string) (*acl.ACL, *api.ACLToken, error) {
+	res, err := a.resolve(secret)
 	switch {
 	case err != nil:
 		return nil, nil, err
@@ -263,7 +266,7 @@ func (s *Server) ResolveToken(secret string) (*acl.ACL, *api.ACLToken, error) {
 	}
 	ps := make([]*acl.Policy, 0, len(res.policies))
 	for _, p := range res.policies {
-		parsed, err := s.aclPolicies.policy(p)
+		parsed, err := a.policies.policy(p)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -275,8 +278,8 @@ func (s *Server) ResolveToken(secret string) (*acl.ACL, *api.ACLToken, error) {
 // ResolveRules is ResolveToken for a client-only agent that enforces ACLs
 // on its own routes (GET /v1/acl/resolve): the caller's own token's
 // rules, which the agent compiles and caches.
-func (s *Server) ResolveRules(secret string) (*api.ACLResolution, error) {
-	res, err := s.resolve(secret)
+func (a *ACL) ResolveRules(secret string) (*api.ACLResolution, error) {
+	res, err := a.resolve(secret)
 	if err != nil {
 		return nil, err
 	}

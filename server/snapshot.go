@@ -7,12 +7,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"time"
-
-	"github.com/hashicorp/raft"
 
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/server/fsm"
@@ -46,11 +43,9 @@ func (b *bufSink) ID() string    { return "operator" }
 func (b *bufSink) Cancel() error { return nil }
 func (b *bufSink) Close() error  { return nil }
 
-// SaveSnapshot writes a point-in-time copy of the whole state to w and
-// returns its index. Any server can save (from its own, possibly stale,
-// state); the HTTP layer sends it to the leader unless ?stale.
-func (s *Server) SaveSnapshot(ctx context.Context, w io.Writer) (uint64, error) {
-	f := s.rs.fsm
+// writeSnapshot writes a snapshot file of f's state to w (header line,
+// then the FSM snapshot) and returns its index.
+func writeSnapshot(ctx context.Context, w io.Writer, f *fsm.FSM) (uint64, error) {
 	index := f.State().LatestIndex()
 	snap, err := f.Snapshot()
 	if err != nil {
@@ -113,37 +108,4 @@ func ReadSnapshot(r io.Reader) (*SnapshotHeader, []byte, error) {
 		return nil, nil, fmt.Errorf("%v: %w", err, ErrBadSnapshotFile)
 	}
 	return &h, body, nil
-}
-
-// RestoreSnapshot replaces the cluster's whole state with a saved
-// snapshot (leader only). The file is verified first; the restore then
-// goes through Raft (followers install it too) and leader duties restart
-// from the restored state.
-func (s *Server) RestoreSnapshot(ctx context.Context, r io.Reader) (uint64, error) {
-	if !s.IsLeader() {
-		return 0, errNotLeader()
-	}
-	h, body, err := ReadSnapshot(r)
-	if err != nil {
-		return 0, err
-	}
-	timeout := s.cfg.RaftApplyTimeout
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
-		timeout = time.Until(dl)
-	}
-	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Index: h.Index, Size: h.Size}
-	// Leader duties stop first (no worker commits a plan computed from the
-	// old state after the restore) and restart from the restored state.
-	err = s.withLeaderDutiesPaused(ctx, func() error {
-		return s.rs.raft.Restore(meta, bytes.NewReader(body), timeout)
-	})
-	if err != nil {
-		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
-			return 0, fmt.Errorf("restore snapshot: %v: %w", err, errNotLeader())
-		}
-		return 0, fmt.Errorf("restore snapshot: %w", err)
-	}
-	idx := s.rs.raft.LastIndex()
-	s.log.Info("snapshot restored", "snapshot_index", h.Index, "raft_index", idx)
-	return idx, nil
 }
