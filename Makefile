@@ -60,9 +60,13 @@ BENCH_SUMMARY = BEGIN { \
 
 # The whole-path benchmarks (agent/sim: server processes + simulated nodes)
 # run once each; DROVER_BENCH_C1M=1 adds the 1,000,000-alloc run (minutes).
-bench: build ## run the benchmarks; print placements/s, start-up, memory, 100-task and whole-path figures (also to build/bench.txt)
+# SupervisorJSON, HostileNesting and HeapHugePages measure what three
+# hand-written pieces buy against the library way (each package's doc.go).
+bench: build ## run the benchmarks; print placements/s, start-up, memory, 100-task, whole-path and hand-written-code figures (also to build/bench.txt)
 	@mkdir -p build && { $(GO) test -run '^$$' -bench . -benchtime 3x -benchmem ./server/scheduler/ && \
 		DROVER_TEST_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench 'Benchmark(DevAgentStart|DevAgentIdleRSS|RawExec100)$$' -benchtime 3x -timeout 20m ./agent/ && \
+		$(GO) test -run '^$$' -bench 'Benchmark(SupervisorJSON|HostileNesting|HeapHugePages)$$' -benchtime 1x -timeout 10m \
+			./drivers/executor/supervisor/ ./jobspec/ ./agent/hugepages/ && \
 		DROVER_TEST_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./agent/sim/; } \
 		> build/bench.out 2>&1 || { cat build/bench.out; exit 1; }
 	@awk '$(BENCH_SUMMARY)' build/bench.out | tee build/bench.txt

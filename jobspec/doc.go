@@ -16,14 +16,22 @@
 // or more than MaxTokens tokens is refused with a diagnostic before
 // hashicorp/hcl, whose recursive descent has no limit, sees it. The scan
 // mirrors hclsyntax's token rules (strings, heredocs, comments, template
-// sequences); FuzzScanMatchesLexer holds it to them. What evaluation
-// builds is bounded per parse (budget.go, funcbudget.go): MaxValueBytes of
-// strings and MaxValues values, charged by every function and by the
-// expressions that build values (function arguments, for, templates,
-// constructors), with functions that can build far more than their
-// arguments (formatlist, join, replace, setproduct...) refused before
-// they run, and regular expressions bounded in work. The first excess
-// fails the parse, even under try() or can().
+// sequences); FuzzScanMatchesLexer holds it to them. It allocates nothing
+// per token, unlike hclsyntax's own lexer, whose tokens a check could
+// count instead. BenchmarkHostileNesting (`make bench`) gives both a list
+// nested 100,000 deep (200 KB): on the 2-core development VM on
+// 2026-12-07 (3 runs) Parse refused it in 104 µs having allocated 11 KB,
+// where hclsyntax.LexConfig alone took 148 ms and 96 MB, and
+// hclsyntax.ParseConfig alone died of a stack overflow after 1.6 s at
+// 1,073 MB resident.
+//
+// What evaluation builds is bounded per parse (budget.go, funcbudget.go):
+// MaxValueBytes of strings and MaxValues values, charged by every
+// function and by the expressions that build values (function arguments,
+// for, templates, constructors), with functions that can build far more
+// than their arguments (formatlist, join, replace, setproduct...) refused
+// before they run, and regular expressions bounded in work. The first
+// excess fails the parse, even under try() or can().
 //
 // Job, group and task names are checked with api.CheckJobID and
 // api.CheckName (they become path elements on clients), at their labels.

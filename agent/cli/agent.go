@@ -200,10 +200,10 @@ func parseLevel(s string) (slog.Level, error) {
 // gigabytes that live as long as the process, all of which every
 // collection marks. At 200 the heap may grow to three times the live
 // state between collections instead of twice, so marking runs about half
-// as often: in the 1,000,000-alloc benchmark (C1M) that took 6-22% off
-// the server's CPU per alloc, for ~28% more resident memory (README,
-// Performance). A small heap (a dev agent at rest) is not measurably
-// bigger. GOGC=100 restores Go's default.
+// as often: less server CPU per alloc for more resident memory, as
+// BenchmarkC1M's server-CPU-ms/1k-allocs and server-RSS-MB show (runs
+// in docs/perf-log.md). A small heap (a dev agent at rest) is not
+// measurably bigger. GOGC=100 restores Go's default.
 const serverGCPercent = 200
 
 // tuneGC sets a server's GC percent (serverGCPercent) when the
@@ -219,7 +219,7 @@ func runAgent(cmd *cobra.Command, cfg *config.Config) error {
 	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 	agent.Version = Version
 	tuneGC(cfg)
-	defer hugepages.Start(logger).Stop() // a server's heap grows to gigabytes
+	defer hugepages.StartFromEnv(logger).Stop() // opt-in: DROVER_HEAP_HUGEPAGES=1
 	ctx := cmd.Context()
 	if ctx == nil {
 		ctx = context.Background()

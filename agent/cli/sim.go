@@ -59,7 +59,7 @@ Counters are printed every -report interval until interrupted.`,
 			NodePool: *pool, NodeClass: *class, NamePrefix: *prefix, RunDelay: *runDelay, CompleteAfter: *completeAfter,
 			FailRate: *failRate, Seed: *seed, Workers: *workers, HTTP1: *http1,
 			Logger: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))}
-		defer hugepages.Start(cfg.Logger).Stop()
+		defer hugepages.StartFromEnv(cfg.Logger).Stop()
 		out := cmd.OutOrStdout()
 		start := time.Now()
 		s, err := sim.Start(ctx, cfg)

@@ -3,13 +3,25 @@
 // request (/sys/kernel/mm/transparent_hugepage/enabled is "madvise", the
 // default of most distributions).
 //
-// Why: a server's heap grows to gigabytes (10,000 nodes and 100,000
-// allocs take 1.4 GB), and with 4 KiB pages every page of it costs a page
-// fault on first touch: about 400,000 faults and a tenth of the leader's
-// CPU in that whole-path benchmark. With 2 MiB pages the faults fall 20x
-// and the TLB covers the heap. The Go runtime no longer asks for huge pages
-// itself (it did briefly in Go 1.21), and it maps its heap in 4 MiB steps
-// that each start a new mapping, so advising the heap once is not enough.
+// Off by default: `drover agent` and `drover sim` start it only with
+// DROVER_HEAP_HUGEPAGES=1 (StartFromEnv), because it no longer pays.
+// It was added for the first-touch page faults of a growing server heap
+// (every 4 KiB page of gigabytes of state costs one). The Go runtime no
+// longer asks for huge pages itself (it did briefly in Go 1.21), and it
+// maps its heap in 4 MiB steps that each start a new mapping, so advising
+// the heap once is not enough. BenchmarkHeapHugePages (`make bench`: a
+// child process grows a 1.4 GB heap of pointer-holding records at GC
+// percent 200, with and without the Advisor) shows it does what it was
+// meant to and still costs more than it saves: on the 2-core development
+// VM on 2026-12-07 (3 interleaved pairs) the minor faults fell from
+// 417,000 to 55,000 and a full collection of the grown heap took 559
+// instead of 681 ms, but the growth took 4.8 instead of 2.2 s of CPU (the
+// kernel's time in huge-page faults, and ballasts that cannot wait start
+// collections of their own: 7 instead of 4). In the whole-path benchmark
+// it was added for (BenchmarkPlacements10x10000, 5 interleaved pairs with
+// GODEBUG=disablethp=1 as the off switch) the server's CPU per 1,000
+// allocs was the same within the noise, 110.5 against 109.7 ms
+// (docs/perf-log.md).
 //
 // How: after each garbage collection (a runtime.AddCleanup hook, no
 // goroutine or timer of its own), once the heap goal passes MinGoal the
@@ -36,12 +48,14 @@
 // of physical memory. A small heap (a dev agent) never reaches MinGoal, so
 // its resident size is unchanged.
 //
-// The cost: 2 MiB pages round a heap of a few hundred MB up (the
-// 3-server benchmark's servers held ~20% more), and where the kernel's
-// THP defrag setting is "madvise" (the default) a fault in an advised
-// range on a machine with no free huge page compacts memory first, a
-// stall of its own. GODEBUG=disablethp=1 turns it off.
+// Other costs: 2 MiB pages round a heap of a few hundred MB up (see
+// BenchmarkPlacements10x10000Servers3's server-RSS-MB), and where the
+// kernel's THP defrag setting is "madvise" (the default) a fault in an
+// advised range on a machine with no free huge page compacts memory
+// first, a stall of its own. GODEBUG=disablethp=1 turns it off even when
+// asked for.
 //
-// Only the agent and the simulator start it (agent/cli); it imports only
-// the standard library and golang.org/x/sys.
+// Only the agent and the simulator start it (agent/cli, through
+// StartFromEnv); it imports only the standard library and
+// golang.org/x/sys.
 package hugepages

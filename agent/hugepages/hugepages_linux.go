@@ -221,9 +221,9 @@ func ballastSize(goal, mapped, minGoal, limit uint64) uint64 {
 //
 // A dropped ballast still counts in the heap until a collection frees
 // it, and it is larger than the heap: left so, it would start a
-// collection at once, a whole mark of the live heap for nothing (3 of the
-// 9 collections of a whole-path benchmark run, ~12% of the server's CPU,
-// most of it in assists, as the heap looked far past its goal). When
+// collection at once, a whole mark of the live heap for nothing (most of
+// it in assists, as the heap looks far past its goal; the on-collections
+// of BenchmarkHeapHugePages count the ones that cannot wait). When
 // deferred is set (the heap's mapped free room holds the growth until the
 // next goal), grow raises the GC percent so the goal moves up by the
 // ballast's size: the next collection comes when it would have come

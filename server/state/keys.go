@@ -9,8 +9,8 @@ import (
 // The allocs table, written twice per alloc on the hottest path (placed,
 // then reported running), reads its indexed fields through typed
 // accessors: memdb's StringFieldIndex and CompoundIndex look each field
-// up by name through reflection, on every write of every index (~3% of
-// a loaded leader's CPU).
+// up by name through reflection, on every write of every index (it
+// shows in BenchmarkC1M's CPU profile of the leader, DROVER_BENCH_PPROF).
 //
 // Its IDs (alloc, node, deployment) are UUIDs the servers make: lowercase
 // 8-4-4-4-12. Their keys hold the 16 bytes, not the 36 characters, so the

@@ -134,7 +134,7 @@ func (t *Txn) putAlloc(old, a *api.Allocation, eventType string) error {
 // without its Job (the stream carries jobs in their own events) and holds
 // the stored alloc, which no write changes (each writes a copy): a copy
 // without the job at every alloc write, for events mostly never read,
-// was ~7% of the leader's allocation in the C1M benchmark.
+// stood out in BenchmarkC1M's allocation profile (DROVER_BENCH_PPROF).
 type allocPayload struct{ *api.Allocation }
 
 // MarshalJSON encodes the alloc less its Job.

@@ -119,29 +119,6 @@ func WriteFileAtomic(path string, b []byte) error {
 	return os.Rename(tmp.Name(), path)
 }
 
-// AppendJSON appends r as JSON (the exit-status file).
-func (r *Result) AppendJSON(b []byte) []byte {
-	o := jsonObject{b: b}
-	o.int("exit_code", int64(r.ExitCode))
-	o.int("signal", int64(r.Signal))
-	o.bool("oom_killed", r.OOMKilled)
-	if r.Err != "" {
-		o.str("error", r.Err)
-	}
-	o.int("finished_at", r.FinishedAt)
-	return o.bytes()
-}
-
-// AppendJSON appends s as JSON (one line on the start pipe).
-func (s *Started) AppendJSON(b []byte) []byte {
-	o := jsonObject{b: b}
-	o.int("task_pid", int64(s.TaskPID))
-	if s.Err != "" {
-		o.str("error", s.Err)
-	}
-	return o.bytes()
-}
-
 func readConfig(path string) (*Config, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -155,82 +132,4 @@ func readConfig(path string) (*Config, error) {
 		return nil, fmt.Errorf("executor config %s: command, task_name, exit_file, state_dir and log_dir are required", path)
 	}
 	return c, nil
-}
-
-// decodeConfig decodes what encoding/json makes of a Config (the json
-// tags above; a test holds the two together).
-func decodeConfig(b []byte) (*Config, error) {
-	v, err := parseJSON(b)
-	if err != nil {
-		return nil, err
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("%w: want an object", errJSON)
-	}
-	var ferr error
-	f := jsonFields{m: m, err: &ferr}
-	c := &Config{}
-	f.str("task_name", &c.TaskName)
-	f.str("command", &c.Command)
-	f.strs("args", &c.Args)
-	f.strs("env", &c.Env)
-	f.str("cwd", &c.Cwd)
-	f.str("user", &c.User)
-	if o, ok := f.obj("isolation"); ok {
-		iso := &Isolation{}
-		o.str("alloc_dir", &iso.AllocDir)
-		o.str("task_dir", &iso.TaskDir)
-		o.str("hostname", &iso.Hostname)
-		o.bool("share_pid", &iso.SharePID)
-		o.bool("share_ipc", &iso.ShareIPC)
-		o.str("netns", &iso.NetNS)
-		o.base64("seccomp", &iso.Seccomp)
-		var mounts []Mount
-		if n, ok := o.objs("mounts", func(i int, mo jsonFields) {
-			mounts = append(mounts, Mount{})
-			mo.str("host_path", &mounts[i].HostPath)
-			mo.str("task_path", &mounts[i].TaskPath)
-			mo.bool("readonly", &mounts[i].Readonly)
-		}); ok {
-			iso.Mounts = append(make([]Mount, 0, n), mounts...)
-		}
-		iso.Devices = decodeDevices(o, "devices")
-		c.Isolation = iso
-	}
-	if o, ok := f.obj("cgroup"); ok {
-		cg := &CgroupConfig{}
-		o.str("name", &cg.Name)
-		o.int64("cpu_shares", &cg.CPUShares, 64)
-		o.uint16s("reserved_cores", &cg.ReservedCores)
-		o.int64("memory_mb", &cg.MemoryMB, 64)
-		o.int64("memory_max_mb", &cg.MemoryMaxMB, 64)
-		o.int64("pids_limit", &cg.PidsLimit, 64)
-		o.bool("restrict_devices", &cg.RestrictDevices)
-		cg.Devices = decodeDevices(o, "devices")
-		c.Cgroup = cg
-	}
-	f.str("log_dir", &c.LogDir)
-	f.int("log_max_files", &c.LogMaxFiles)
-	f.int("log_max_file_size_mb", &c.LogMaxFileSizeMB)
-	f.str("exit_file", &c.ExitFile)
-	f.str("state_dir", &c.StateDir)
-	if ferr != nil {
-		return nil, ferr
-	}
-	return c, nil
-}
-
-func decodeDevices(f jsonFields, k string) []Device {
-	var devs []Device
-	n, ok := f.objs(k, func(i int, o jsonFields) {
-		devs = append(devs, Device{})
-		o.str("host_path", &devs[i].HostPath)
-		o.str("task_path", &devs[i].TaskPath)
-		o.str("permissions", &devs[i].Permissions)
-	})
-	if !ok {
-		return nil
-	}
-	return append(make([]Device, 0, n), devs...)
 }

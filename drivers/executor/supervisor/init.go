@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -22,43 +21,6 @@ type initReport struct {
 	ExitCode int    `json:"exit_code"`
 	Signal   int    `json:"signal"`
 	Err      string `json:"error,omitempty"`
-}
-
-func (r *initReport) appendJSON(b []byte) []byte {
-	o := jsonObject{b: b}
-	if r.Started {
-		o.bool("started", true)
-	}
-	o.int("exit_code", int64(r.ExitCode))
-	o.int("signal", int64(r.Signal))
-	if r.Err != "" {
-		o.str("error", r.Err)
-	}
-	return o.bytes()
-}
-
-// readInitReport reads the next line of the init's status pipe.
-func readInitReport(r *bufio.Reader) (initReport, error) {
-	var rep initReport
-	line, err := r.ReadBytes('\n')
-	if err != nil {
-		return rep, err
-	}
-	v, err := parseJSON(line)
-	if err != nil {
-		return rep, err
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return rep, fmt.Errorf("%w: init report: want an object", errJSON)
-	}
-	var ferr error
-	f := jsonFields{m: m, err: &ferr}
-	f.bool("started", &rep.Started)
-	f.int("exit_code", &rep.ExitCode)
-	f.int("signal", &rep.Signal)
-	f.str("error", &rep.Err)
-	return rep, ferr
 }
 
 // forwarded are the signals the init passes on to the task's process group.

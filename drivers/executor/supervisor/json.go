@@ -1,3 +1,5 @@
+//go:build !supervisor_stdjson
+
 package supervisor
 
 import (
@@ -10,9 +12,10 @@ import (
 )
 
 // The supervisor reads its config and writes its reports with this small
-// JSON codec instead of encoding/json, which would add ~380 KB (and its
-// reflection) to a binary that runs once per task. The driver side uses
-// encoding/json; tests check that both agree.
+// JSON codec instead of encoding/json, for a smaller binary and less
+// memory in each task's supervisor (BenchmarkSupervisorJSON; figures in
+// the package comment). The driver side uses encoding/json; tests check
+// that both agree.
 
 // jsonNumber is a number as written, converted on use.
 type jsonNumber string
