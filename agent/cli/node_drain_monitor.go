@@ -81,6 +81,13 @@ func monitorDrain(ctx context.Context, w io.Writer, c *api.Client, nodeID string
 			if u.node.DrainStrategy != nil {
 				continue
 			}
+			// The drain is over: what its allocs did up to now (the two
+			// watches answer in either order) is said before it.
+			if as, _, err := c.NodeAllocations(ctx, nodeID, nil); err == nil {
+				for _, line := range drainEvents(seen, as, first) {
+					fmt.Fprintf(w, "%s: %s\n", now(), line)
+				}
+			}
 			if l := u.node.LastDrain; l != nil && l.Status == api.DrainStatusComplete {
 				fmt.Fprintf(w, "%s: Drain complete for node %q\n", now(), short(nodeID))
 			} else {
