@@ -27,7 +27,9 @@ func under(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/"
 var rules = []rule{
 	{prefix: "api", stdOnly: true, allowed: func(string) bool { return false }},
 	{prefix: "jobspec", allowed: func(i string) bool { return under(i, "api") }},
-	{prefix: "drivers", allowed: func(i string) bool { return under(i, "api") || under(i, "drivers") }},
+	// drivers' tests (and drivertest) build and run the drover binary
+	// through internal/testproc (test-only: see testOnly).
+	{prefix: "drivers", allowed: func(i string) bool { return under(i, "api") || under(i, "drivers") || i == "internal/testproc" }},
 	{prefix: "server", allowed: func(i string) bool { return !under(i, "agent") && !under(i, "drivers") && !under(i, "ui") }},
 	// capacity is the pure resource model the scheduler and the plan applier share.
 	{prefix: "server/capacity", stdOnly: true, allowed: func(i string) bool { return under(i, "api") }},
@@ -39,7 +41,36 @@ var rules = []rule{
 	{prefix: "agent/tlsutil", stdOnly: true, allowed: func(string) bool { return false }},
 	// ui's tests start the real binary through the shared test helpers.
 	{prefix: "ui", allowed: func(i string) bool { return under(i, "api") },
-		testAllowed: func(i string) bool { return i == "drivers/drivertest" }},
+		testAllowed: func(i string) bool { return i == "internal/testproc" || i == "internal/oidctest" }},
+	// oidctest is the in-process OIDC provider of SSO tests.
+	{prefix: "internal/oidctest", stdOnly: true, allowed: func(string) bool { return false }},
+	// codec is the JSON codec servers and client agents share: no drover
+	// package (its tests fill api types).
+	{prefix: "internal/codec", allowed: func(string) bool { return false },
+		testAllowed: func(i string) bool { return i == "api" }},
+	// internal/ holds the leaf packages both roles use. clock is the one
+	// time source of server and client.
+	{prefix: "internal/clock", stdOnly: true, allowed: func(string) bool { return false }},
+	// testproc builds drover and runs processes for every package's tests,
+	// so it can import nothing those packages' tests could cycle with.
+	{prefix: "internal/testproc", stdOnly: true, allowed: func(string) bool { return false }},
+	// testcluster starts in-process servers and agents for tests.
+	{prefix: "internal/testcluster", allowed: func(i string) bool { return !under(i, "ui") }},
+}
+
+// testOnly are packages only _test.go files (and the test-only packages
+// themselves) may import.
+var testOnly = []string{"internal/oidctest", "internal/codec/codectest", "internal/testproc", "internal/testcluster",
+	"drivers/drivertest"}
+
+// testHelper reports whether dir is one of the testOnly packages.
+func testHelper(dir string) bool {
+	for _, p := range testOnly {
+		if under(dir, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // TestLayout enforces the import direction among drover's packages and
@@ -96,6 +127,11 @@ func TestLayout(t *testing.T) {
 
 // violation says why dir may not import imp, or "" when it may.
 func violation(dir, imp string, isTest bool) string {
+	for _, p := range testOnly {
+		if rel, ok := strings.CutPrefix(imp, module+"/"); ok && under(rel, p) && !isTest && !testHelper(dir) {
+			return "imports " + imp + ": only tests may import " + p
+		}
+	}
 	for _, r := range rules {
 		if !under(dir, r.prefix) {
 			continue
@@ -133,13 +169,47 @@ func TestLayoutRulesCatchViolations(t *testing.T) {
 		{"server", module + "/drivers/exec", false, true},
 		{"server", module + "/jobspec", false, false},
 		{"jobspec", module + "/server", false, true},
-		{"ui", module + "/drivers/drivertest", true, false},
+		{"ui", module + "/drivers/drivertest", true, true},
+		{"ui", module + "/internal/testproc", true, false},
 		{"server/capacity", module + "/api", false, false},
 		{"server/capacity", module + "/server/state", false, true},
 		{"server/capacity", "github.com/hashicorp/go-version", false, true},
 		{"ui", module + "/drivers/drivertest", false, true},
 		{"ui", module + "/drivers/exec", true, true},
 		{"ui", module + "/agent", true, true},
+		{"ui", module + "/internal/oidctest", true, false},
+		{"ui", module + "/internal/oidctest", false, true},
+		{"server", module + "/internal/oidctest", true, false},
+		{"server", module + "/internal/oidctest", false, true},
+		{"agent/http", module + "/internal/oidctest", false, true},
+		{"internal/oidctest", "github.com/coreos/go-oidc/v3/oidc", false, true},
+		{"internal/oidctest", "github.com/coreos/go-oidc/v3/oidc", true, false},
+		{"internal/oidctest", module + "/api", false, true},
+		{"internal/codec", module + "/api", false, true},
+		{"internal/codec", module + "/api", true, false},
+		{"internal/codec", "github.com/goccy/go-json", false, false},
+		{"internal/codec/codectest", module + "/internal/codec", false, false},
+		{"agent/client", module + "/internal/codec", false, false},
+		{"server/fsm", module + "/internal/codec/codectest", false, true},
+		{"server/fsm", module + "/internal/codec/codectest", true, false},
+		{"internal/clock", module + "/api", false, true},
+		{"internal/clock", "github.com/hashicorp/raft", false, true},
+		{"server/broker", module + "/internal/clock", false, false},
+		{"agent/client", module + "/internal/clock", false, false},
+		{"drivers/exec", module + "/internal/clock", false, true},
+		{"internal/testproc", module + "/api", false, true},
+		{"internal/testproc", "github.com/google/go-cmp/cmp", false, true},
+		{"drivers/exec", module + "/internal/testproc", true, false},
+		{"drivers/exec", module + "/internal/testproc", false, true},
+		{"drivers/drivertest", module + "/internal/testproc", false, false},
+		{"server", module + "/internal/testproc", true, false},
+		{"agent/client", module + "/internal/testcluster", false, true},
+		{"agent/cli", module + "/internal/testcluster", true, false},
+		{"internal/testcluster", module + "/server", false, false},
+		{"internal/testcluster", module + "/agent", false, false},
+		{"internal/testcluster", module + "/internal/testproc", false, false},
+		{"internal/testcluster", module + "/ui", false, true},
+		{"agent", module + "/drivers/drivertest", false, true},
 	}
 	for _, c := range cases {
 		if got := violation(c.dir, c.imp, c.isTest) != ""; got != c.bad {

@@ -197,6 +197,19 @@ func (a *Agent) HTTPAddr() string {
 	return a.http.Addr()
 }
 
+// Server is the agent's server role (nil when it runs none): tests wait on
+// its signals (Ready, LeaderChanged, BrokerIdle) and read its state.
+func (a *Agent) Server() *server.Server { return a.server }
+
+// ClientRegistered returns a channel closed once the agent's client
+// registered its node (nil when it runs no client role).
+func (a *Agent) ClientRegistered() <-chan struct{} {
+	if a.client == nil {
+		return nil
+	}
+	return a.client.Registered()
+}
+
 // Shutdown stops the client (in dev mode it stops its tasks and reports
 // them through the API), then the HTTP API, then the server.
 func (a *Agent) Shutdown(ctx context.Context) error {

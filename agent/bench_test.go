@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/drover/drover/api"
-	"github.com/drover/drover/drivers/drivertest"
+	"github.com/drover/drover/internal/testproc"
 )
 
 // The benchmarks in this file drive the real built binary ($DROVER_TEST_BIN,
@@ -43,7 +43,7 @@ func benchNeedRoot(b *testing.B) {
 
 // devAgent is one `drover agent -dev` process.
 type devAgent struct {
-	*drivertest.Process
+	*testproc.Process
 	base string
 	api  *api.Client
 }
@@ -51,10 +51,10 @@ type devAgent struct {
 // startDevAgent starts the binary; it does not wait for anything.
 func startDevAgent(b *testing.B) *devAgent {
 	b.Helper()
-	httpPort := drivertest.FreePort(b)
-	p := drivertest.StartProcess(b, "agent", "-dev", "-data-dir", b.TempDir(),
-		"-http-port", strconv.Itoa(httpPort), "-raft-port", strconv.Itoa(drivertest.FreePort(b)),
-		"-gossip-port", strconv.Itoa(drivertest.FreePort(b)), "-log-level", "warn")
+	httpPort := testproc.FreePort(b)
+	p := testproc.StartProcess(b, "agent", "-dev", "-data-dir", b.TempDir(),
+		"-http-port", strconv.Itoa(httpPort), "-raft-port", strconv.Itoa(testproc.FreePort(b)),
+		"-gossip-port", strconv.Itoa(testproc.FreePort(b)), "-log-level", "warn")
 	base := fmt.Sprintf("http://127.0.0.1:%d", httpPort)
 	return &devAgent{Process: p, base: base, api: api.NewClient(base)}
 }
@@ -121,7 +121,7 @@ func decodeJSON(r *http.Response, v any) error {
 // local node ready in /v1/nodes (target <= 100 ms).
 func BenchmarkDevAgentStart(b *testing.B) {
 	benchNeedRoot(b)
-	drivertest.Binary(b) // build outside the timer
+	testproc.Binary(b) // build outside the timer
 	var total time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -140,7 +140,7 @@ func BenchmarkDevAgentStart(b *testing.B) {
 // (ready, no jobs) for 5 s, sampled every 250 ms (target <= 30 MB).
 func BenchmarkDevAgentIdleRSS(b *testing.B) {
 	benchNeedRoot(b)
-	drivertest.Binary(b) // build outside the timer
+	testproc.Binary(b) // build outside the timer
 	var idle, peak float64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -180,7 +180,7 @@ const rawExec100Job = `{"Job":{"ID":"bench100","Type":"service","TaskGroups":[{"
 // the agent): total VmRSS and total Pss (target <= 300 MB).
 func BenchmarkRawExec100(b *testing.B) {
 	benchNeedRoot(b)
-	drivertest.Binary(b) // build outside the timer
+	testproc.Binary(b) // build outside the timer
 	var total time.Duration
 	var rss, pss float64
 	b.ResetTimer()

@@ -21,6 +21,7 @@ import (
 type clientRole interface {
 	Handler() nethttp.Handler
 	HasAlloc(id string) bool
+	Registered() <-chan struct{}
 	Start(ctx context.Context) error
 	Shutdown(ctx context.Context) error
 }

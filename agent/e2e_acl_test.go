@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/testproc"
 )
 
 // TestE2EClientAgentACL: a client-only agent with ACLs on enforces them on
@@ -104,17 +105,11 @@ func TestE2EClientAgentACL(t *testing.T) {
 		b, err := io.ReadAll(rc)
 		return string(b), err
 	}
-	deadline = time.Now().Add(10 * time.Second)
-	for {
+	// The task writes the line in its own time: poll.
+	testproc.Eventually(t, 10*time.Second, "the line in the logs from the client agent with read-logs", func() bool {
 		out, err := logs(cliBase, logsTok)
-		if err == nil && strings.Contains(out, "hello from drover") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("logs from the client agent with read-logs: %q %v", out, err)
-		}
-		time.Sleep(20 * time.Millisecond) // the task writes the line in its own time
-	}
+		return err == nil && strings.Contains(out, "hello from drover")
+	})
 	for _, base := range []string{cliBase, srvBase} {
 		for name, tok := range map[string]string{"no token": "", "bogus": "not-a-token", "read-job only": readerTok} {
 			if _, err := logs(base, tok); !errors.Is(err, api.ErrPermissionDenied) {

@@ -19,6 +19,7 @@ import (
 	"github.com/drover/drover/drivers/containerd/ctrtest"
 	"github.com/drover/drover/drivers/drivertest"
 	"github.com/drover/drover/drivers/drivertest/testimage"
+	"github.com/drover/drover/internal/testproc"
 	"github.com/drover/drover/jobspec"
 )
 
@@ -111,27 +112,25 @@ func TestE2EBridgeNetwork(t *testing.T) {
 		t.Fatalf("register = %d", code)
 	}
 	var alloc api.Allocation
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	defer func() {
+		if t.Failed() {
+			b, _ := json.Marshal(alloc.TaskStates)
+			t.Logf("the bridge alloc's tasks: %s", b)
+		}
+	}()
+	testproc.Eventually(t, 90*time.Second, "the bridge alloc running", func() bool {
 		var stubs []*api.AllocListStub
 		call(t, "GET", base+"/v1/job/bridge/allocations", "", &stubs)
-		if len(stubs) == 1 {
-			call(t, "GET", base+"/v1/allocation/"+stubs[0].ID, "", &alloc)
-			if alloc.ClientStatus == api.AllocClientStatusFailed {
-				b, _ := json.Marshal(alloc.TaskStates)
-				t.Fatalf("the alloc failed: %s", b)
-			}
-			if alloc.TaskStates["exec"] != nil && alloc.TaskStates["exec"].State == api.TaskStateRunning &&
-				alloc.TaskStates["ctr"] != nil && alloc.TaskStates["ctr"].State == api.TaskStateRunning {
-				break
-			}
+		if len(stubs) != 1 {
+			return false
 		}
-		if time.Now().After(deadline) {
-			b, _ := json.Marshal(alloc.TaskStates)
-			t.Fatalf("the bridge alloc did not run within 90s: %s", b)
+		call(t, "GET", base+"/v1/allocation/"+stubs[0].ID, "", &alloc)
+		if alloc.ClientStatus == api.AllocClientStatusFailed {
+			t.Fatal("the alloc failed")
 		}
-		time.Sleep(50 * time.Millisecond) // polling the agent, with a deadline
-	}
+		return alloc.TaskStates["exec"] != nil && alloc.TaskStates["exec"].State == api.TaskStateRunning &&
+			alloc.TaskStates["ctr"] != nil && alloc.TaskStates["ctr"].State == api.TaskStateRunning
+	})
 	ports := map[string]api.AllocatedPort{}
 	for _, pt := range alloc.AllocatedResources.Shared.Ports {
 		ports[pt.Label] = pt
@@ -146,22 +145,19 @@ func TestE2EBridgeNetwork(t *testing.T) {
 			host = "127.0.0.1"
 		}
 		url := "http://" + net.JoinHostPort(host, strconv.Itoa(pt.Value)) + "/"
-		deadline := time.Now().Add(20 * time.Second)
-		for {
+		// httpd starting in the alloc: poll.
+		testproc.Eventually(t, 20*time.Second, fmt.Sprintf("GET %s (%s)", url, label), func() bool {
 			r, err := http.Get(url)
-			if err == nil {
-				b, _ := io.ReadAll(r.Body)
-				r.Body.Close()
-				if strings.TrimSpace(string(b)) != want {
-					t.Errorf("GET %s (%s) = %q, want %q", url, label, b, want)
-				}
-				break
+			if err != nil {
+				return false
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("GET %s (%s): %v", url, label, err)
+			b, _ := io.ReadAll(r.Body)
+			r.Body.Close()
+			if strings.TrimSpace(string(b)) != want {
+				t.Errorf("GET %s (%s) = %q, want %q", url, label, b, want)
 			}
-			time.Sleep(50 * time.Millisecond) // httpd starting, with a deadline
-		}
+			return true
+		})
 	}
 	nsPath := dataDir + "/client/network/netns/" + alloc.ID
 	if _, err := os.Stat(nsPath); err != nil {
@@ -170,14 +166,8 @@ func TestE2EBridgeNetwork(t *testing.T) {
 	if code := call(t, "DELETE", base+"/v1/job/bridge", "", nil); code != 200 {
 		t.Fatalf("stop = %d", code)
 	}
-	deadline = time.Now().Add(60 * time.Second)
-	for {
-		if _, err := os.Stat(nsPath); os.IsNotExist(err) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the namespace outlived the alloc")
-		}
-		time.Sleep(50 * time.Millisecond) // polling the agent, with a deadline
-	}
+	testproc.Eventually(t, 60*time.Second, "the namespace gone with the alloc", func() bool {
+		_, err := os.Stat(nsPath)
+		return os.IsNotExist(err)
+	})
 }

@@ -20,6 +20,9 @@ import (
 	"github.com/drover/drover/agent/gossip"
 	agenthttp "github.com/drover/drover/agent/http"
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/testcluster"
+	"github.com/drover/drover/internal/testproc"
+	"github.com/drover/drover/server"
 )
 
 // clusterServer is one in-process server agent of a test cluster: real
@@ -92,22 +95,21 @@ func startCluster(t *testing.T, mod func(*config.Config)) []*clusterServer {
 	return []*clusterServer{s1, s2, s3}
 }
 
-// waitFor calls cond until it holds or d passes.
+// waitFor is testproc.Eventually for a cond that also says why it does
+// not hold yet: the last reason is logged when the wait fails.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(d)
 	last := ""
-	for {
+	defer func() {
+		if t.Failed() && last != "" {
+			t.Logf("waiting for %s, last: %s", what, last)
+		}
+	}()
+	testproc.Eventually(t, d, what, func() bool {
 		ok, msg := cond()
-		if ok {
-			return
-		}
 		last = msg
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s; last: %s", d, what, last)
-		}
-		<-time.After(25 * time.Millisecond)
-	}
+		return ok
+	})
 }
 
 // getJSON GETs url into out and returns the status and headers; a
@@ -136,25 +138,16 @@ func leaderOf(base string) string {
 	return l
 }
 
-// waitOneLeader waits until every given server names the same leader and
-// returns it.
+// waitOneLeader waits until every given server names the same leader,
+// which leads with its duties running, and returns it (woken by the
+// servers' leadership signals, not polled).
 func waitOneLeader(t *testing.T, d time.Duration, servers []*clusterServer) *clusterServer {
 	t.Helper()
-	var leader *clusterServer
-	waitFor(t, d, "one leader named by every server", func() (bool, string) {
-		var names []string
-		for _, s := range servers {
-			names = append(names, leaderOf(s.base))
-		}
-		for _, s := range servers {
-			if names[0] != "" && names[0] == s.raftAddr() && slices.Equal(names, slices.Repeat([]string{names[0]}, len(names))) {
-				leader = s
-				return true, ""
-			}
-		}
-		return false, fmt.Sprint(names)
-	})
-	return leader
+	var ss []*server.Server
+	for _, s := range servers {
+		ss = append(ss, s.a.Server())
+	}
+	return servers[testcluster.Leader(t, d, ss)]
 }
 
 // jobIDs lists the jobs in base's own state (?stale: a plain read would

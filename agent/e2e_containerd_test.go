@@ -25,6 +25,7 @@ import (
 	"github.com/drover/drover/drivers/containerd/ctrtest"
 	"github.com/drover/drover/drivers/drivertest"
 	"github.com/drover/drover/drivers/drivertest/testimage"
+	"github.com/drover/drover/internal/testproc"
 	"github.com/drover/drover/jobspec"
 )
 
@@ -210,19 +211,6 @@ func TestE2EContainerd(t *testing.T) {
 		t.Fatalf("PUT /v1/jobs = %d", code)
 	}
 
-	waitFor := func(what string, timeout time.Duration, ok func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(timeout)
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for !ok() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within %s", what, timeout)
-			}
-			<-tick.C
-		}
-	}
-
 	// Blocking queries until the alloc runs.
 	var alloc api.Allocation
 	var idx uint64
@@ -246,7 +234,7 @@ func TestE2EContainerd(t *testing.T) {
 		}
 	}
 	// Both tasks run (the alloc is running as soon as one does).
-	waitFor("both tasks running", 30*time.Second, func() bool {
+	testproc.Eventually(t, 30*time.Second, "both tasks running", func() bool {
 		call(t, "GET", base+"/v1/allocation/"+alloc.ID, "", &alloc)
 		return alloc.TaskStates["httpd"] != nil && alloc.TaskStates["httpd"].State == api.TaskStateRunning &&
 			alloc.TaskStates["limits"] != nil && alloc.TaskStates["limits"].State == api.TaskStateRunning
@@ -280,7 +268,7 @@ func TestE2EContainerd(t *testing.T) {
 		return string(b)
 	}
 	wantLimit := fmt.Sprintf("memory limit: %d\nmodel: llama-7b\nmodels=readonly\n", 48<<20)
-	waitFor("the limits task's lines in its logs", 20*time.Second, func() bool { return strings.Contains(logs("limits"), "models=") })
+	testproc.Eventually(t, 20*time.Second, "the limits task's lines in its logs", func() bool { return strings.Contains(logs("limits"), "models=") })
 	if got := logs("limits"); got != wantLimit {
 		t.Errorf("limits task stdout = %q, want %q (the limit seen inside the container)", got, wantLimit)
 	}
@@ -307,7 +295,7 @@ func TestE2EContainerd(t *testing.T) {
 		return string(b)
 	}
 	wantPage := "<h1>hello from web.web[0]</h1>\n"
-	waitFor("httpd to serve the page", 20*time.Second, func() bool { return page() == wantPage })
+	testproc.Eventually(t, 20*time.Second, "httpd to serve the page", func() bool { return page() == wantPage })
 
 	before := allocContainers(t, ctr, alloc.ID)
 	for _, name := range []string{"httpd", "limits"} {
@@ -354,7 +342,7 @@ func TestE2EContainerd(t *testing.T) {
 	p2, out2 := startAgentEnv(t, env, args...)
 	waitLeader(t, p2, base)
 	var again api.Allocation
-	waitFor("the restarted agent to reattach", 30*time.Second, func() bool {
+	testproc.Eventually(t, 30*time.Second, "the restarted agent to reattach", func() bool {
 		call(t, "GET", base+"/v1/allocation/"+alloc.ID, "", &again)
 		for _, name := range []string{"httpd", "limits"} {
 			ts := again.TaskStates[name]
@@ -410,14 +398,14 @@ func TestE2EContainerd(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("drover job stop: %v\n%s", err, out)
 	}
-	waitFor("the allocation to complete after job stop", 60*time.Second, func() bool {
+	testproc.Eventually(t, 60*time.Second, "the allocation to complete after job stop", func() bool {
 		call(t, "GET", base+"/v1/allocation/"+alloc.ID, "", &again)
 		return again.ClientTerminalStatus()
 	})
 	if again.ClientStatus != api.AllocClientStatusComplete {
 		t.Errorf("alloc after job stop = %q, want complete", again.ClientStatus)
 	}
-	waitFor("the alloc's containers to be removed", 30*time.Second, func() bool {
+	testproc.Eventually(t, 30*time.Second, "the alloc's containers to be removed", func() bool {
 		return len(allocContainers(t, ctr, alloc.ID)) == 0
 	})
 	lctx, lcancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -69,7 +69,7 @@ func (d *devCluster) start() {
 		}
 	})
 	waitLeader(t, p, d.base)
-	devWait(t, "a ready client node", func() (bool, string) {
+	waitFor(t, devDeadline, "a ready client node", func() (bool, string) {
 		var nodes []*api.NodeListStub
 		if code := devGet(d.base+"/v1/nodes", &nodes); code != 200 || len(nodes) != 1 {
 			return false, fmt.Sprintf("status %d, %d nodes", code, len(nodes))
@@ -128,7 +128,7 @@ func (d *devCluster) waitBlocking(path, what string, cond func(body []byte) (boo
 		sep = "&"
 	}
 	var idx uint64
-	devWait(d.t, what, func() (bool, string) {
+	waitFor(d.t, devDeadline, what, func() (bool, string) {
 		r, err := http.Get(fmt.Sprintf("%s%s%sindex=%d&wait=5s", d.base, path, sep, idx))
 		if err != nil {
 			return false, err.Error()
@@ -177,7 +177,7 @@ var pidLine = regexp.MustCompile(`(?m)^pid=(\d+)$`)
 func (d *devCluster) taskPID(allocID, task string) int {
 	d.t.Helper()
 	var pid int
-	devWait(d.t, "the task's pid line", func() (bool, string) {
+	waitFor(d.t, devDeadline, "the task's pid line", func() (bool, string) {
 		out := d.logs(allocID, task)
 		m := pidLine.FindStringSubmatch(out)
 		if m == nil {
@@ -187,23 +187,6 @@ func (d *devCluster) taskPID(allocID, task string) int {
 		return true, ""
 	})
 	return pid
-}
-
-func devWait(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(devDeadline)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ok, last := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within %v; last: %s", what, devDeadline, last)
-		}
-		<-tick.C
-	}
 }
 
 func devGet(url string, out any) int {
@@ -390,7 +373,7 @@ func TestE2EDevAgent(t *testing.T) {
 	// 1. hello-exec.hcl through the CLI: running, its log, stopped.
 	hello := d.runJob("../examples/hello-exec.hcl", "hello")
 	reapTasks(t, hello)
-	devWait(t, "hello's log line", func() (bool, string) {
+	waitFor(t, devDeadline, "hello's log line", func() (bool, string) {
 		out := d.logs(hello, "hello")
 		return strings.Contains(out, "hello from drover"), fmt.Sprintf("stdout %q", out)
 	})
@@ -400,7 +383,7 @@ func TestE2EDevAgent(t *testing.T) {
 	d.alloc(hello, "hello's allocation complete", func(a *api.Allocation) (bool, string) {
 		return a.ClientStatus == api.AllocClientStatusComplete, a.ClientStatus
 	})
-	devWait(t, "hello's task process gone", func() (bool, string) {
+	waitFor(t, devDeadline, "hello's task process gone", func() (bool, string) {
 		p := allocProcs(hello)
 		return len(p) == 0, fmt.Sprint(p)
 	})
@@ -432,7 +415,7 @@ func TestE2EDevAgent(t *testing.T) {
 	// A task prints its pid just before it execs sleep; while the exec is
 	// under way its environment cannot be read, so look until it settles.
 	var before map[string][]int
-	devWait(t, fmt.Sprintf("one process per task, long's being pid %d (the one it printed)", pid), func() (bool, string) {
+	waitFor(t, devDeadline, fmt.Sprintf("one process per task, long's being pid %d (the one it printed)", pid), func() (bool, string) {
 		before = taskProcs(long)
 		ok := len(before) == 3 && len(before["long"]) == 1 && before["long"][0] == pid && len(before["isolated"]) == 1 && len(before["raw"]) == 1
 		return ok, fmt.Sprint(before)
@@ -475,7 +458,7 @@ func TestE2EDevAgent(t *testing.T) {
 	d.alloc(long, "the reattached allocation complete", func(a *api.Allocation) (bool, string) {
 		return a.ClientStatus == api.AllocClientStatusComplete, a.ClientStatus
 	})
-	devWait(t, "the reattached tasks' processes gone", func() (bool, string) {
+	waitFor(t, devDeadline, "the reattached tasks' processes gone", func() (bool, string) {
 		var left []int
 		for _, pids := range before {
 			for _, p := range pids {
@@ -500,7 +483,7 @@ func TestE2EDevAgent(t *testing.T) {
 	if err := os.WriteFile(gate, nil, 0o644); err != nil {
 		t.Fatalf("release the batch task: %v", err)
 	}
-	devWait(t, "the batch task's exit while the agent is down", func() (bool, string) {
+	waitFor(t, devDeadline, "the batch task's exit while the agent is down", func() (bool, string) {
 		return !alive(bpid), fmt.Sprintf("pid %d alive", bpid)
 	})
 	d.start()
@@ -706,7 +689,7 @@ func TestE2EServerBlockingQuery(t *testing.T) {
 
 	// The registration's evaluation is listed under the job as complete.
 	var idx uint64
-	devWait(t, "the register evaluation listed complete", func() (bool, string) {
+	waitFor(t, devDeadline, "the register evaluation listed complete", func() (bool, string) {
 		r, err := http.Get(fmt.Sprintf("%s/v1/job/web/evaluations?index=%d&wait=5s", base, idx))
 		if err != nil {
 			return false, err.Error()

@@ -19,6 +19,7 @@ import (
 	"github.com/drover/drover/agent/client"
 	"github.com/drover/drover/agent/config"
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/testcluster"
 )
 
 // cutTransport carries a client's calls to the servers until cut: then
@@ -123,7 +124,7 @@ func startDisconnectCluster(t *testing.T) *disconnectCluster {
 	})
 	dc := &disconnectCluster{base: "http://" + a.HTTPAddr(), marker: fmt.Sprintf("86400.%d", os.Getpid()%100000+int(time.Now().UnixNano()%1000))}
 	dc.api = api.NewClient(dc.base)
-	waitFor(t, 15*time.Second, "a leader", func() (bool, string) { return leaderOf(dc.base) != "", "" })
+	testcluster.WaitReady(t, a.Server())
 	for i := range 2 {
 		tc := &testClient{dir: t.TempDir(), link: newCutTransport()}
 		c, err := client.New(&client.Config{
@@ -157,7 +158,7 @@ func startDisconnectCluster(t *testing.T) *disconnectCluster {
 			}
 		}
 	})
-	waitFor(t, 15*time.Second, "both clients ready", func() (bool, string) {
+	testcluster.WaitState(t, a.Server(), 15*time.Second, "both clients ready", func() bool {
 		nodes, _, err := dc.api.Nodes(context.Background(), &api.QueryOptions{})
 		ready := 0
 		for _, n := range nodes {
@@ -165,7 +166,7 @@ func startDisconnectCluster(t *testing.T) *disconnectCluster {
 				ready++
 			}
 		}
-		return err == nil && ready == 2, fmt.Sprint(ready, err)
+		return err == nil && ready == 2
 	})
 	return dc
 }

@@ -140,7 +140,7 @@ func TestGangDevGPUsPendingHoldsNothing(t *testing.T) {
 func gpuOutputDev(d *devCluster, allocID string) []string {
 	d.t.Helper()
 	var ids []string
-	devWait(d.t, "the task's CUDA_VISIBLE_DEVICES line", func() (bool, string) {
+	waitFor(d.t, devDeadline, "the task's CUDA_VISIBLE_DEVICES line", func() (bool, string) {
 		out := d.logs(allocID, "t")
 		m := cudaRE.FindStringSubmatch(out)
 		if m == nil {
@@ -198,7 +198,7 @@ func TestGangDevGPUsMembersEnvAndHosts(t *testing.T) {
 	byRank := map[string]member{}
 	for _, id := range running {
 		var m member
-		devWait(t, "member "+id[:8]+"'s gang output", func() (bool, string) {
+		waitFor(t, devDeadline, "member "+id[:8]+"'s gang output", func() (bool, string) {
 			out := d.logs(id, "t")
 			g := gangLine.FindStringSubmatch(out)
 			if g == nil || !strings.Contains(out, "--- end") {

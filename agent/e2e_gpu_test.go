@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/testproc"
 )
 
 // TestE2EGPUSimulatedDGX runs examples/gpu-train.hcl on a dev agent with
@@ -34,7 +35,7 @@ func TestE2EGPUSimulatedDGX(t *testing.T) {
 
 	// The client registers its node with the simulated GPUs.
 	var node api.Node
-	poll(t, 20*time.Second, "a ready node with GPUs", func() bool {
+	testproc.Eventually(t, 20*time.Second, "a ready node with GPUs", func() bool {
 		var nodes []*api.NodeListStub
 		if call(t, "GET", base+"/v1/nodes", "", &nodes) != 200 || len(nodes) != 1 || nodes[0].Status != api.NodeStatusReady {
 			return false
@@ -106,7 +107,7 @@ func TestE2EGPUSimulatedDGX(t *testing.T) {
 	// says why.
 	run("train-3")
 	var failed *api.Evaluation
-	poll(t, 20*time.Second, "a failed placement for train-3", func() bool {
+	testproc.Eventually(t, 20*time.Second, "a failed placement for train-3", func() bool {
 		var evals []*api.Evaluation
 		call(t, "GET", base+"/v1/job/train-3/evaluations", "", &evals)
 		for _, e := range evals {
@@ -158,7 +159,7 @@ func gpuOutput(t *testing.T, base, job string) []string {
 	t.Helper()
 	var allocID string
 	var ids []string
-	poll(t, 60*time.Second, job+" printing CUDA_VISIBLE_DEVICES", func() bool {
+	testproc.Eventually(t, 60*time.Second, job+" printing CUDA_VISIBLE_DEVICES", func() bool {
 		if allocID == "" {
 			var stubs []*api.AllocListStub
 			call(t, "GET", base+"/v1/job/"+job+"/allocations", "", &stubs)
@@ -185,18 +186,4 @@ func gpuOutput(t *testing.T, base, job string) []string {
 		return true
 	})
 	return ids
-}
-
-// poll calls cond every 20 ms until it holds or the deadline passes.
-func poll(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within %v", what, d)
-		}
-		<-tick.C
-	}
 }

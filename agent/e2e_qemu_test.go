@@ -19,6 +19,7 @@ import (
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/drivers/drivertest"
 	"github.com/drover/drover/drivers/drivertest/testimage"
+	"github.com/drover/drover/internal/testproc"
 )
 
 // e2eVMImages returns the directory holding the test VM's kernel and
@@ -138,17 +139,7 @@ func TestE2EQEMU(t *testing.T) {
 		}
 		return string(b)
 	}
-	waitFor := func(what string, timeout time.Duration, ok func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(timeout)
-		for !ok() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within %s", what, timeout)
-			}
-			<-time.After(100 * time.Millisecond)
-		}
-	}
-	waitFor("the guest's ready line in the task's logs", 4*time.Minute, func() bool {
+	testproc.Eventually(t, 4*time.Minute, "the guest's ready line in the task's logs", func() bool {
 		return strings.Contains(logs(), testimage.VMReadyMarker)
 	})
 
@@ -165,7 +156,7 @@ func TestE2EQEMU(t *testing.T) {
 		t.Fatalf("alloc has no http port: %+v", alloc.AllocatedResources)
 	}
 	var body string
-	waitFor("GET the guest through the forwarded port", time.Minute, func() bool {
+	testproc.Eventually(t, time.Minute, "GET the guest through the forwarded port", func() bool {
 		r, err := (&http.Client{Timeout: 10 * time.Second}).Get(fmt.Sprintf("http://127.0.0.1:%d/", hostPort))
 		if err != nil {
 			return false
@@ -183,7 +174,7 @@ func TestE2EQEMU(t *testing.T) {
 	}
 
 	cli("job", "stop", "-detach", "vm")
-	waitFor("the allocation to complete after job stop", 3*time.Minute, func() bool {
+	testproc.Eventually(t, 3*time.Minute, "the allocation to complete after job stop", func() bool {
 		var a api.Allocation
 		call(t, "GET", base+"/v1/allocation/"+alloc.ID, "", &a)
 		alloc = a
@@ -195,7 +186,7 @@ func TestE2EQEMU(t *testing.T) {
 	if ts := alloc.TaskStates["vm"]; ts == nil || ts.State != api.TaskStateDead {
 		t.Errorf("task state after stop = %+v, want dead", ts)
 	}
-	waitFor("no qemu process left", 30*time.Second, func() bool { return len(qemuPIDs(alloc.ID)) == 0 })
+	testproc.Eventually(t, 30*time.Second, "no qemu process left", func() bool { return len(qemuPIDs(alloc.ID)) == 0 })
 	p.stop(t)
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/drivers/drivertest"
+	"github.com/drover/drover/internal/testproc"
 	"github.com/drover/drover/jobspec"
 )
 
@@ -146,16 +147,6 @@ func TestE2EServicesAndChecks(t *testing.T) {
 			t.Fatalf("register %s = %d", name, code)
 		}
 	}
-	waitFor := func(what string, timeout time.Duration, ok func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(timeout)
-		for !ok() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within %s", what, timeout)
-			}
-			time.Sleep(50 * time.Millisecond) // polling an external process, with a deadline
-		}
-	}
 	instances := func() []*api.ServiceRegistration {
 		var regs []*api.ServiceRegistration
 		call(t, "GET", base+"/v1/service/web", "", &regs)
@@ -171,11 +162,11 @@ func TestE2EServicesAndChecks(t *testing.T) {
 	}
 
 	submit("web.hcl", fmt.Sprintf(servicesWeb, www, "v0"))
-	waitFor("two passing web instances", 30*time.Second, func() bool {
+	testproc.Eventually(t, 30*time.Second, "two passing web instances", func() bool {
 		regs := instances()
 		return len(regs) == 2 && passing(regs) == 2
 	})
-	waitFor("v0 deployment successful", 30*time.Second, func() bool {
+	testproc.Eventually(t, 30*time.Second, "v0 deployment successful", func() bool {
 		var d *api.Deployment
 		call(t, "GET", base+"/v1/job/web/deployment", "", &d)
 		return d != nil && d.Status == api.DeploymentStatusSuccessful
@@ -195,7 +186,7 @@ func TestE2EServicesAndChecks(t *testing.T) {
 	// The client's template lists both, then one less when its check fails.
 	submit("client.hcl", servicesClient)
 	var lister string
-	waitFor("the lister running", 30*time.Second, func() bool {
+	testproc.Eventually(t, 30*time.Second, "the lister running", func() bool {
 		var stubs []*api.AllocListStub
 		call(t, "GET", base+"/v1/job/client/allocations", "", &stubs)
 		for _, s := range stubs {
@@ -222,7 +213,7 @@ func TestE2EServicesAndChecks(t *testing.T) {
 	addr := func(r *api.ServiceRegistration) string { return r.Address + ":" + strconv.Itoa(r.Port) }
 	want := []string{addr(regs[0]), addr(regs[1])}
 	slices.Sort(want)
-	waitFor("the template listing both instances", 10*time.Second, func() bool {
+	testproc.Eventually(t, 10*time.Second, "the template listing both instances", func() bool {
 		got := upstreams()
 		slices.Sort(got)
 		return slices.Equal(got, want)
@@ -241,7 +232,7 @@ func TestE2EServicesAndChecks(t *testing.T) {
 	if err := os.Remove(filepath.Join(www, "0", "health")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor("the failed instance critical and gone from the template", 10*time.Second, func() bool {
+	testproc.Eventually(t, 10*time.Second, "the failed instance critical and gone from the template", func() bool {
 		got := upstreams()
 		return passing(instances()) == 1 && len(got) == 1 && got[0] != addr(sick)
 	})
@@ -271,7 +262,7 @@ func TestE2EServicesAndChecks(t *testing.T) {
 		t.Errorf("alloc status: %v\n%s", err, out)
 	}
 	writeTestFile(t, filepath.Join(www, "0", "health"), "ok\n")
-	waitFor("the instance back in the template", 10*time.Second, func() bool { return len(upstreams()) == 2 })
+	testproc.Eventually(t, 10*time.Second, "the instance back in the template", func() bool { return len(upstreams()) == 2 })
 
 	// v1 serves from directories without a health file: its first new
 	// instance never passes, so the deployment fails at the healthy
@@ -284,7 +275,7 @@ func TestE2EServicesAndChecks(t *testing.T) {
 	v1At := time.Now()
 	submit("web.hcl", fmt.Sprintf(servicesWeb, filepath.Join(www, "v1"), "v1"))
 	var dep *api.Deployment
-	waitFor("the v1 deployment failed", 30*time.Second, func() bool {
+	testproc.Eventually(t, 30*time.Second, "the v1 deployment failed", func() bool {
 		call(t, "GET", base+"/v1/job/web/deployment", "", &dep)
 		return dep != nil && dep.JobVersion == 1 && dep.Status == api.DeploymentStatusFailed
 	})
@@ -317,29 +308,25 @@ func TestE2EServicesAndChecks(t *testing.T) {
 	if code := call(t, "DELETE", base+"/v1/job/web", "", nil); code != 200 {
 		t.Fatalf("stop web = %d", code)
 	}
-	waitFor("every web registration removed", 30*time.Second, func() bool { return len(instances()) == 0 })
-	waitFor("the template empty", 10*time.Second, func() bool { return len(upstreams()) == 0 })
+	testproc.Eventually(t, 30*time.Second, "every web registration removed", func() bool { return len(instances()) == 0 })
+	testproc.Eventually(t, 10*time.Second, "the template empty", func() bool { return len(upstreams()) == 0 })
 }
 
 // upstreamsFile reads lister/local/<name> of the lister alloc.
 func upstreamsFile(t *testing.T, base, alloc, name string) string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var out string
+	testproc.Eventually(t, 10*time.Second, "lister/local/"+name, func() bool {
 		r, err := http.Get(base + "/v1/client/fs/cat/" + alloc + "?path=lister/local/" + name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		b, _ := io.ReadAll(r.Body)
 		r.Body.Close()
-		if r.StatusCode == 200 && len(b) > 0 {
-			return strings.TrimSpace(string(b))
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("lister/local/%s: %d %s", name, r.StatusCode, b)
-		}
-		time.Sleep(50 * time.Millisecond) // polling an external process, with a deadline
-	}
+		out = strings.TrimSpace(string(b))
+		return r.StatusCode == 200 && len(b) > 0
+	})
+	return out
 }
 
 // verifyIdentity checks the lister's default identity: the same token in

@@ -19,6 +19,7 @@ import (
 	agenthttp "github.com/drover/drover/agent/http"
 	"github.com/drover/drover/agent/tlsutil"
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/testcluster"
 )
 
 // TestTenancyMatrix: a server and a client-only agent with mutual TLS and
@@ -51,10 +52,10 @@ func TestTenancyMatrix(t *testing.T) {
 	srv := startInProc(t, sc)
 	srvBase := "https://" + srv.HTTPAddr()
 	anon := tlsAPI(t, srvBase, ca, certs[tlsutil.RoleCLI])
-	waitFor(t, 15*time.Second, "a leader", func() (bool, string) {
-		l, err := anon.Leader(ctx)
-		return err == nil && l != "", ""
-	})
+	testcluster.WaitReady(t, srv.Server())
+	if l, err := anon.Leader(ctx); err != nil || l == "" {
+		t.Fatalf("the leader: %q %v", l, err)
+	}
 	var boot api.ACLToken
 	if err := anon.Write(ctx, "POST", "/v1/acl/bootstrap", nil, &boot, nil); err != nil {
 		t.Fatal(err)

@@ -20,14 +20,14 @@ import (
 	"github.com/drover/drover/agent"
 	"github.com/drover/drover/agent/config"
 	"github.com/drover/drover/api"
-	"github.com/drover/drover/drivers/drivertest"
+	"github.com/drover/drover/internal/testproc"
 )
 
 // droverBin and freePort are the shared test helpers (one binary per test
 // process, built as `make build` builds it).
-func droverBin(t testing.TB) string { return drivertest.Binary(t) }
+func droverBin(t testing.TB) string { return testproc.Binary(t) }
 
-func freePort(t testing.TB) int { return drivertest.FreePort(t) }
+func freePort(t testing.TB) int { return testproc.FreePort(t) }
 
 // agentProc is a running `drover agent` process.
 type agentProc struct {
@@ -92,30 +92,25 @@ func (p *agentProc) stop(t *testing.T) {
 	}
 }
 
-// waitLeader polls with a deadline until the agent's API names a leader.
+// waitLeader polls the agent process's API (no signal crosses the
+// process boundary) until it names a leader.
 func waitLeader(t *testing.T, p *agentProc, base string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for time.Now().Before(deadline) {
+	testproc.Eventually(t, 20*time.Second, "a leader named by "+base, func() bool {
 		select {
 		case err := <-p.done:
 			t.Fatalf("agent exited early: %v", err)
-		case <-tick.C:
+		default:
 		}
 		r, err := http.Get(base + "/v1/status/leader")
 		if err != nil {
-			continue
+			return false
 		}
 		var leader string
 		_ = json.NewDecoder(r.Body).Decode(&leader)
 		r.Body.Close()
-		if r.StatusCode == 200 && leader != "" {
-			return
-		}
-	}
-	t.Fatal("no leader within 20s")
+		return r.StatusCode == 200 && leader != ""
+	})
 }
 
 func call(t *testing.T, method, url, body string, out any) int {
@@ -227,23 +222,15 @@ func TestE2EServerJobLifecycle(t *testing.T) {
 	waitLeader(t, p2, base)
 	// A restarted server replays its Raft log once it leads again: poll
 	// (with a deadline) until its state index reaches the job's write.
-	deadline = time.Now().Add(20 * time.Second)
-	replay := time.NewTicker(10 * time.Millisecond)
-	defer replay.Stop()
-	for {
+	testproc.Eventually(t, 20*time.Second, fmt.Sprintf("the restarted server replayed to index %d", job.JobModifyIndex), func() bool {
 		r, err := http.Get(base + "/v1/jobs")
 		if err != nil {
 			t.Fatal(err)
 		}
 		r.Body.Close()
-		if n, _ := strconv.ParseUint(r.Header.Get(api.HeaderIndex), 10, 64); n >= job.JobModifyIndex {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("restarted server did not replay to index %d within 20s", job.JobModifyIndex)
-		}
-		<-replay.C
-	}
+		n, _ := strconv.ParseUint(r.Header.Get(api.HeaderIndex), 10, 64)
+		return n >= job.JobModifyIndex
+	})
 	var again api.Job
 	if code := call(t, "GET", base+"/v1/job/web", "", &again); code != 200 {
 		t.Fatalf("after restart GET /v1/job/web = %d, want 200", code)
@@ -322,15 +309,9 @@ func TestE2EClientForwarding(t *testing.T) {
 		}
 		return string(b)
 	}
-	deadline = time.Now().Add(10 * time.Second)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !bytes.Contains([]byte(logs(cliBase)), []byte("hello from drover")) {
-		if time.Now().After(deadline) {
-			t.Fatal("no log line on the client within 10s")
-		}
-		<-tick.C
-	}
+	testproc.Eventually(t, 10*time.Second, "the log line on the client", func() bool {
+		return bytes.Contains([]byte(logs(cliBase)), []byte("hello from drover"))
+	})
 	if got := logs(srvBase); !bytes.Contains([]byte(got), []byte("hello from drover")) {
 		t.Errorf("logs through the server = %q, want the task's line (forwarded to the client)", got)
 	}

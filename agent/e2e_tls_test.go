@@ -18,6 +18,7 @@ import (
 	"github.com/drover/drover/agent/config"
 	"github.com/drover/drover/agent/tlsutil"
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/testcluster"
 )
 
 // pkiFiles makes a CA and one certificate per role with the real
@@ -108,19 +109,19 @@ func TestE2EMutualTLS(t *testing.T) {
 	srv := start(sc)
 	srvBase := "https://" + srv.HTTPAddr()
 	cli := tlsAPI(t, srvBase, ca, certs[tlsutil.RoleCLI])
-	waitFor(t, 15*time.Second, "a leader over TLS", func() (bool, string) {
-		l, err := cli.Leader(context.Background())
-		return err == nil && l != "", ""
-	})
+	testcluster.WaitReady(t, srv.Server())
+	if l, err := cli.Leader(context.Background()); err != nil || l == "" {
+		t.Fatalf("the leader over TLS: %q %v", l, err)
+	}
 
 	cc := config.Default()
 	cc.Name, cc.DataDir, cc.Ports = "tls-client", t.TempDir(), config.Ports{}
 	cc.Client.Enabled, cc.Client.Servers = true, []string{srv.HTTPAddr()}
 	cc.TLS = tlsOf(tlsutil.RoleClient)
 	client := start(cc)
-	waitFor(t, 15*time.Second, "the client registered over mutual TLS", func() (bool, string) {
+	testcluster.WaitState(t, srv.Server(), 15*time.Second, "the client registered over mutual TLS", func() bool {
 		nodes, _, err := cli.Nodes(context.Background(), nil)
-		return err == nil && len(nodes) == 1 && nodes[0].Status == api.NodeStatusReady, ""
+		return err == nil && len(nodes) == 1 && nodes[0].Status == api.NodeStatusReady
 	})
 	// The client agent forwards server routes to its server over TLS.
 	viaClient := tlsAPI(t, "https://"+client.HTTPAddr(), ca, certs[tlsutil.RoleCLI])

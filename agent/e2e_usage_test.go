@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/testproc"
 )
 
 // dgxModel is the GPU model of -dev-gpus dgxh100 in the usage ledger.
@@ -164,15 +165,15 @@ func TestE2EQueueReclaimDevGPUs(t *testing.T) {
 		}
 		return got, out
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		got, out := gpuSeconds()
-		if got["team-a"] > 0 && got["team-b"] > 0 {
-			break
+	var out string
+	defer func() {
+		if t.Failed() {
+			t.Logf("drover usage -by queue -csv:\n%s", out)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("drover usage -by queue -csv lacks GPU-seconds for team-a or team-b after 30s:\n%s", out)
-		}
-		<-time.After(100 * time.Millisecond) // poll interval
-	}
+	}()
+	testproc.Eventually(t, 30*time.Second, "GPU-seconds for team-a and team-b in drover usage -by queue -csv", func() bool {
+		var got map[string]float64
+		got, out = gpuSeconds()
+		return got["team-a"] > 0 && got["team-b"] > 0
+	})
 }

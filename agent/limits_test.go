@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drover/drover/agent/config"
+	"github.com/drover/drover/internal/testproc"
 )
 
 // The agent config's limits block reaches the HTTP server: with
@@ -59,21 +60,22 @@ func TestAgentLimitsSnapshotAndConns(t *testing.T) {
 	// The earlier requests' connections are released when the server sees
 	// them close, which is asynchronous: a 429 for one of the first two
 	// means that has not happened yet, so poll with a deadline.
-	deadline := time.Now().Add(10 * time.Second)
 	for i := range 2 {
-		for {
-			c := dial()
+		var c net.Conn
+		// No close notification to wait on: poll.
+		testproc.Eventually(t, 10*time.Second, fmt.Sprintf("connection %d served (200)", i+1), func() bool {
+			c = dial()
 			got := status(c)
 			if strings.HasPrefix(got, "200") {
-				defer c.Close()
-				break
+				return true
 			}
 			c.Close()
-			if !strings.HasPrefix(got, "429") || time.Now().After(deadline) {
+			if !strings.HasPrefix(got, "429") {
 				t.Fatalf("connection %d: %q, want 200", i+1, got)
 			}
-			<-time.After(10 * time.Millisecond) // no close notification to wait on: poll
-		}
+			return false
+		})
+		defer c.Close()
 	}
 	c := dial()
 	defer c.Close()

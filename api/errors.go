@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 )
@@ -34,6 +35,19 @@ func (e *Error) Is(target error) bool {
 // ErrorBody is the envelope on the wire.
 type ErrorBody struct {
 	Error *Error `json:"error"`
+}
+
+// WriteError renders e as the response: the JSON error body with e's
+// status (500 when e has none). It is the one error writer of every
+// drover HTTP handler (the agent's API, a client's routes, the UI).
+func WriteError(w http.ResponseWriter, e *Error) {
+	status := e.Status
+	if status == 0 {
+		status = http.StatusInternalServerError
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(&ErrorBody{Error: e})
 }
 
 // NewError builds an error with a code, status and message.

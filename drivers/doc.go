@@ -7,6 +7,10 @@
 // drivertest, the conformance suite every driver passes against its real
 // runtime.
 //
+// Tasks is every driver's table of its running tasks (lookup, a second
+// start refused, the handle written at start and read back at recovery),
+// and WaitExit every driver's WaitTask channel.
+//
 // OwnSecrets is shared by the drivers that run a task as some user: it
 // hands the task's secrets/ to that user. NvidiaControlDevices is the one
 // list of NVIDIA control device nodes: the client puts them, with the

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/testproc"
 )
 
 // TestAllocUpdateBatcher: updates that arrive while entries are in Raft
@@ -46,7 +48,7 @@ func TestAllocUpdateBatcher(t *testing.T) {
 				t.Errorf("head %d: %v", i, err)
 			}
 		}()
-		eventually(t, "a commit slot busy", func() bool { mu.Lock(); defer mu.Unlock(); return calls == i+1 })
+		testproc.Eventually(t, 15*time.Second, "a commit slot busy", func() bool { mu.Lock(); defer mu.Unlock(); return calls == i+1 })
 	}
 	// These queue: 300 callers of 10 allocs gather into ceil(3000/cap) entries.
 	const callers, each = 300, 10
@@ -66,7 +68,7 @@ func TestAllocUpdateBatcher(t *testing.T) {
 			idxs[i] = idx
 		}()
 	}
-	eventually(t, "every caller queued", func() bool {
+	testproc.Eventually(t, 15*time.Second, "every caller queued", func() bool {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		n := 0

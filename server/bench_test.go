@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/drover/drover/api"
 )
@@ -18,13 +17,7 @@ func BenchmarkPlanApply(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer func() { _ = s.Shutdown(context.Background()) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for !(s.IsLeader() && s.broker.Enabled()) {
-		if time.Now().After(deadline) {
-			b.Fatal("no leader")
-		}
-		<-time.After(2 * time.Millisecond)
-	}
+	waitLeader(b, s)
 	ctx := context.Background()
 	for i := range nodes {
 		if _, err := s.Nodes().RegisterNode(ctx, testNode(fmt.Sprintf("node-%04d", i), 64000, 256000), api.NodeIntro{}); err != nil {
@@ -79,13 +72,7 @@ func BenchmarkEvaluatePlan(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer func() { _ = s.Shutdown(context.Background()) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for !(s.IsLeader() && s.broker.Enabled()) {
-		if time.Now().After(deadline) {
-			b.Fatal("no leader")
-		}
-		<-time.After(2 * time.Millisecond)
-	}
+	waitLeader(b, s)
 	ctx := context.Background()
 	for i := range 1000 {
 		if _, err := s.Nodes().RegisterNode(ctx, testNode(fmt.Sprintf("node-%04d", i), 64000, 256000), api.NodeIntro{}); err != nil {

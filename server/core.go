@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/drover/drover/api"
-	"github.com/drover/drover/server/broker"
+	"github.com/drover/drover/internal/clock"
 	"github.com/drover/drover/server/state"
 )
 
@@ -26,7 +26,7 @@ type serverCore struct {
 	// commit appends one encoded command to the Raft log and waits for
 	// the FSM (Server.raftApply).
 	commit  func(ctx context.Context, buf []byte) (uint64, any, error)
-	clock   broker.Clock
+	clock   clock.Clock
 	log     *slog.Logger
 	timeout time.Duration // bound of one Raft apply (Config.RaftApplyTimeout)
 }

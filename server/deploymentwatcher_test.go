@@ -11,15 +11,15 @@ import (
 	"github.com/hashicorp/go-memdb"
 
 	"github.com/drover/drover/api"
-	"github.com/drover/drover/server/broker"
+	"github.com/drover/drover/internal/clock"
 )
 
 // newDeployTestServer is a server on a fake clock with 3 nodes. Heartbeat
 // TTLs and nack timeouts are long, so advancing the clock through a
 // rollout neither downs the nodes nor redelivers evals.
-func newDeployTestServer(t *testing.T) (*Server, *broker.FakeClock, []string) {
+func newDeployTestServer(t *testing.T) (*Server, *clock.Fake, []string) {
 	t.Helper()
-	clk := broker.NewFakeClock(testT0)
+	clk := clock.NewFake(testT0)
 	s := newTestServer(t, withClock(clk), func(c *Config) {
 		c.HeartbeatTTLMin = 24 * time.Hour
 		c.NackTimeout = 24 * time.Hour
@@ -101,7 +101,7 @@ func waitStable(t *testing.T, s *Server, version uint64) {
 }
 
 // deployV0 runs version 0 to a successful, stable deployment.
-func deployV0(t *testing.T, s *Server, clk *broker.FakeClock, autoRevert bool) {
+func deployV0(t *testing.T, s *Server, clk *clock.Fake, autoRevert bool) {
 	t.Helper()
 	registerJob(t, s, rollingJob("v0", autoRevert))
 	v0 := waitVersions(t, s, 0, 4)

@@ -8,13 +8,14 @@ import (
 	"github.com/hashicorp/go-memdb"
 
 	"github.com/drover/drover/api"
-	"github.com/drover/drover/server/broker"
+	"github.com/drover/drover/internal/clock"
+	"github.com/drover/drover/internal/testproc"
 )
 
 // disconnectSetup: node a runs one alloc of web (max_client_disconnect
 // 2m), node b is ready; a misses its heartbeat (b keeps heartbeating) and
 // goes disconnected. It returns the original alloc.
-func disconnectSetup(t *testing.T, s *Server, clk *broker.FakeClock) *api.Allocation {
+func disconnectSetup(t *testing.T, s *Server, clk *clock.Fake) *api.Allocation {
 	t.Helper()
 	ctx := context.Background()
 	registerNode(t, s, testNode("a", 4000, 8192))
@@ -50,7 +51,7 @@ func disconnectSetup(t *testing.T, s *Server, clk *broker.FakeClock) *api.Alloca
 		}
 	}
 	// The window timer is armed before the test moves the clock on.
-	eventually(t, "disconnect window armed", func() bool {
+	testproc.Eventually(t, 15*time.Second, "disconnect window armed", func() bool {
 		s.hb.mu.Lock()
 		defer s.hb.mu.Unlock()
 		return s.hb.timers["a"] != nil
@@ -60,7 +61,7 @@ func disconnectSetup(t *testing.T, s *Server, clk *broker.FakeClock) *api.Alloca
 
 // advanceB moves the clock on by d in steps node b's heartbeat survives
 // (the heartbeat comes first: b's TTL may have little left).
-func advanceB(t *testing.T, s *Server, clk *broker.FakeClock, d time.Duration) {
+func advanceB(t *testing.T, s *Server, clk *clock.Fake, d time.Duration) {
 	t.Helper()
 	for d > 0 {
 		if _, err := s.Nodes().HeartbeatNode(context.Background(), "b", "secret-b", nil); err != nil {
@@ -79,7 +80,7 @@ func advanceB(t *testing.T, s *Server, clk *broker.FakeClock, d time.Duration) {
 // max_client_disconnect the node goes down and the unknown alloc lost;
 // the replacement is the only live copy.
 func TestDisconnectWindowPassesNodeDown(t *testing.T) {
-	clk := broker.NewFakeClock(testT0)
+	clk := clock.NewFake(testT0)
 	s := newTestServer(t, withClock(clk))
 	first := disconnectSetup(t, s, clk)
 	advanceB(t, s, clk, 2*time.Minute+10*time.Second)
@@ -101,7 +102,7 @@ func TestDisconnectWindowPassesNodeDown(t *testing.T) {
 // the window (reconnect eval), its client reports the alloc running: the
 // older copy (the original) stops, the replacement keeps running.
 func TestDisconnectReconnectOlderCopyStops(t *testing.T) {
-	clk := broker.NewFakeClock(testT0)
+	clk := clock.NewFake(testT0)
 	s := newTestServer(t, withClock(clk))
 	first := disconnectSetup(t, s, clk)
 	advanceB(t, s, clk, 30*time.Second)
@@ -136,7 +137,7 @@ func TestDisconnectReconnectOlderCopyStops(t *testing.T) {
 // a disconnected node's timer with what is left of its window, not with
 // a fresh TTL.
 func TestDisconnectWindowKeptAcrossLeaderChange(t *testing.T) {
-	clk := broker.NewFakeClock(testT0)
+	clk := clock.NewFake(testT0)
 	s := newTestServer(t, withClock(clk))
 	disconnectSetup(t, s, clk)
 	s.hb.mu.Lock()

@@ -5,8 +5,10 @@
 // Shape. Server is a shell. It owns the lifecycle (New, Shutdown), Raft
 // (status, peers, and raftApply: the one write path, which fails with
 // api.ErrNotLeader on a follower, where forwarding to the leader hooks
-// in), leadership (the leader loop, the leader-change signal, snapshot
-// restores pausing the duties) and gossip membership (bootstrap with
+// in), leadership (the leader loop; two signals, LeaderChanged, a
+// channel closed at the next change of leader, and Ready, a channel closed
+// while this server leads with its duties running; snapshot restores
+// pausing the duties) and gossip membership (bootstrap with
 // BootstrapExpect, the leader's HTTP address). Everything else is a
 // component it builds in New and hands out:
 //
@@ -60,8 +62,8 @@
 // from state.
 //
 // Imports: api, server/{state,fsm,raftstore,scheduler,broker,capacity,
-// fairshare,acl}, hashicorp raft/memdb and prometheus. Never agent or
-// drivers (a test enforces this).
+// fairshare,acl}, internal/clock, hashicorp raft/memdb and prometheus.
+// Never agent or drivers (a test enforces this).
 //
 // Concurrency: components are safe for concurrent use; their own state is
 // a cache or a table under its lock (parsed ACL policies, OIDC logins in

@@ -8,7 +8,7 @@ import (
 	"github.com/hashicorp/go-memdb"
 
 	"github.com/drover/drover/api"
-	"github.com/drover/drover/server/broker"
+	"github.com/drover/drover/internal/clock"
 )
 
 // drainRetry is how soon the drainer retries after a failed write.
@@ -47,7 +47,7 @@ func (d *drainer) Run(ctx context.Context) {
 		}
 		log.Debug("drain pass done", "next", next, "now", d.clock.Now())
 		wake := make(chan struct{})
-		var t broker.Timer
+		var t clock.Timer
 		if !next.IsZero() {
 			t = d.clock.AtFunc(next, func() { close(wake) })
 		}

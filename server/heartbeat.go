@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/drover/drover/api"
-	"github.com/drover/drover/server/broker"
+	"github.com/drover/drover/internal/clock"
 )
 
 // heartbeats holds one TTL timer per live node on the leader, a leader
@@ -22,7 +22,7 @@ import (
 type heartbeats struct {
 	ttlMin, grace time.Duration // HeartbeatTTLMin, HeartbeatGrace
 	maxPerSecond  float64       // MaxHeartbeatsPerSecond
-	clock         broker.Clock
+	clock         clock.Clock
 	log           *slog.Logger
 	missed        prometheus.Counter
 	// expired handles a node whose timer ran out.
@@ -33,7 +33,7 @@ type heartbeats struct {
 	mu      sync.Mutex
 	enabled bool
 	ctx     context.Context
-	timers  map[string]broker.Timer
+	timers  map[string]clock.Timer
 	gens    map[string]uint64
 	gen     uint64
 	wg      sync.WaitGroup // node-down writes in flight
@@ -44,7 +44,7 @@ type heartbeats struct {
 func newHeartbeats(cfg *Config, core serverCore, missed prometheus.Counter) *heartbeats {
 	return &heartbeats{ttlMin: cfg.HeartbeatTTLMin, grace: cfg.HeartbeatGrace, maxPerSecond: cfg.MaxHeartbeatsPerSecond,
 		clock: core.clock, log: core.log.With("component", "heartbeats"), missed: missed,
-		timers: map[string]broker.Timer{}, gens: map[string]uint64{}}
+		timers: map[string]clock.Timer{}, gens: map[string]uint64{}}
 }
 
 // Run keeps the timers armed until ctx ends (leadership lost), then

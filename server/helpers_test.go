@@ -11,7 +11,7 @@ import (
 	"github.com/hashicorp/go-memdb"
 
 	"github.com/drover/drover/api"
-	"github.com/drover/drover/server/broker"
+	"github.com/drover/drover/internal/clock"
 )
 
 var testT0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -48,30 +48,28 @@ func testLogger() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-func withClock(c broker.Clock) serverOpt { return func(cfg *Config) { cfg.Clock = c } }
+func withClock(c clock.Clock) serverOpt { return func(cfg *Config) { cfg.Clock = c } }
 
-// waitLeader waits until leader duties run (the broker is enabled).
-func waitLeader(t *testing.T, s *Server) {
+// waitLeader waits on the server's ready signal: it leads and its leader
+// duties run.
+func waitLeader(t testing.TB, s *Server) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !(s.IsLeader() && s.broker.Enabled()) {
-		if time.Now().After(deadline) {
-			t.Fatal("server never became leader")
-		}
-		<-time.After(2 * time.Millisecond) // leadership has no watch channel: poll with a deadline
+	select {
+	case <-s.Ready():
+	case <-time.After(10 * time.Second):
+		t.Fatal("server never became leader")
 	}
 }
 
-// eventually polls cond (for in-memory leader structures that have no
-// watch channel) until it holds or 15 s pass.
-func eventually(t *testing.T, what string, cond func() bool) {
+// waitIdle waits on the broker's idle signal: every eval enqueued so far
+// was acked (its plan and eval updates applied, blocked evals handed to
+// the tracker) or waits on the clock.
+func waitIdle(t testing.TB, s *Server) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		<-time.After(2 * time.Millisecond)
+	select {
+	case <-s.BrokerIdle():
+	case <-time.After(15 * time.Second):
+		t.Fatalf("broker not idle: %+v", s.broker.Stats())
 	}
 }
 

@@ -54,8 +54,7 @@ func (s *Server) establishLeadership() {
 	s.leaderMu.Unlock()
 
 	// Periodic launches count from here, read before the broker is
-	// enabled (what tests take for "leader ready"), not when a goroutine
-	// happens to run.
+	// enabled, not when a goroutine happens to run.
 	since := s.core.clock.Now()
 	s.planQueue.SetEnabled(true)
 	s.broker.SetEnabled(true)
@@ -90,6 +89,7 @@ func (s *Server) establishLeadership() {
 			}
 		})
 	}
+	s.ready.set(true)
 	log.Info("leadership established", "workers", s.cfg.NumSchedulers, "nodes", len(nodes))
 }
 
@@ -128,6 +128,7 @@ func (s *Server) revokeLeadership() {
 	if cancel == nil {
 		return
 	}
+	s.ready.set(false)
 	cancel()
 	s.broker.SetEnabled(false)
 	s.blocked.SetEnabled(false)

@@ -12,11 +12,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/drover/drover/api"
-	"github.com/drover/drover/server/broker"
+	"github.com/drover/drover/internal/clock"
 )
 
 func TestHeartbeatMissReschedulesElsewhere(t *testing.T) {
-	clk := broker.NewFakeClock(testT0)
+	clk := clock.NewFake(testT0)
 	s := newTestServer(t, withClock(clk))
 	ctx := context.Background()
 	registerNode(t, s, testNode("a", 4000, 8192))
@@ -80,7 +80,7 @@ func TestHeartbeatTTLGrowsWithNodes(t *testing.T) {
 // plus 50% stagger) and the grace on top, not the minimum TTL: at 2,000
 // nodes and 50 heartbeats/s, 40 s + 20 s + 10 s; down nodes get no timer.
 func TestHeartbeatFailoverWindow(t *testing.T) {
-	clk := broker.NewFakeClock(testT0)
+	clk := clock.NewFake(testT0)
 	var mu sync.Mutex
 	expired := map[string]bool{}
 	h := &heartbeats{ttlMin: 10 * time.Second, grace: 10 * time.Second, maxPerSecond: 50, clock: clk,
@@ -91,7 +91,7 @@ func TestHeartbeatFailoverWindow(t *testing.T) {
 			expired[id] = true
 			return nil
 		},
-		timers: map[string]broker.Timer{}, gens: map[string]uint64{}}
+		timers: map[string]clock.Timer{}, gens: map[string]uint64{}}
 	var nodes []*api.Node
 	for i := range 2000 {
 		n := &api.Node{ID: fmt.Sprintf("n%d", i), Status: api.NodeStatusReady}
@@ -206,7 +206,7 @@ func TestDrainCompletesOnlyAfterClientStops(t *testing.T) {
 }
 
 func TestDrainDeadlineForcesAll(t *testing.T) {
-	clk := broker.NewFakeClock(testT0)
+	clk := clock.NewFake(testT0)
 	s := newTestServer(t, withClock(clk))
 	ctx := context.Background()
 	registerNode(t, s, testNode("a", 4000, 8192))
@@ -243,4 +243,31 @@ func TestDrainDeadlineForcesAll(t *testing.T) {
 		n, err := countMigrating(ws)
 		return n == 3, err
 	})
+}
+
+// TestReadySignal: Ready is closed while the leader's duties run, open
+// while they are paused (a snapshot restore), and closed again after.
+func TestReadySignal(t *testing.T) {
+	s := newTestServer(t) // waits on Ready
+	if !s.broker.Enabled() || s.hb == nil {
+		t.Fatal("ready before the broker was enabled")
+	}
+	err := s.withLeaderDutiesPaused(context.Background(), func() error {
+		select {
+		case <-s.Ready():
+			t.Error("Ready closed while the leader's duties are paused")
+		default:
+		}
+		if s.broker.Enabled() {
+			t.Error("the broker is enabled while the duties are paused")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitLeader(t, s) // closed again once the duties restart
+	if !s.broker.Enabled() {
+		t.Error("ready again before the broker was enabled")
+	}
 }

@@ -41,11 +41,12 @@ func dumpTables(t *testing.T, s *Server) map[string][]string {
 // just before (the workers may still be writing: retry until stable).
 func quiescentSave(t *testing.T, s *Server) (map[string][]string, []byte) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if bs := s.broker.Stats(); bs.TotalReady+bs.TotalUnacked+bs.TotalPending > 0 || s.planQueue.Depth() > 0 {
-			<-time.After(5 * time.Millisecond) // the broker has no idle channel: poll with a deadline
-			continue
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case <-s.BrokerIdle(): // no eval ready or in flight: no plan queued either
+		case <-deadline:
+			t.Fatal("state never stood still long enough to save a snapshot")
 		}
 		before := s.State().LatestIndex()
 		dump := dumpTables(t, s)
@@ -58,8 +59,6 @@ func quiescentSave(t *testing.T, s *Server) (map[string][]string, []byte) {
 			return dump, buf.Bytes()
 		}
 	}
-	t.Fatal("state never stood still long enough to save a snapshot")
-	return nil, nil
 }
 
 func TestSnapshotSaveRestoreExact(t *testing.T) {

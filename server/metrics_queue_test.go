@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/drover/drover/api"
-	"github.com/drover/drover/server/broker"
+	"github.com/drover/drover/internal/clock"
 )
 
 // gaugeValues gathers reg: name{label=value,...} -> value.
@@ -42,7 +42,7 @@ func gaugeValues(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 // once its node is lost it stops at the server's stamp of the loss. The
 // queue status hook feeds the allocated/guaranteed/fair-share gauges.
 func TestQueueUsageGauges(t *testing.T) {
-	clk := broker.NewFakeClock(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
+	clk := clock.NewFake(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
 	reg := prometheus.NewRegistry()
 	s := newTestServer(t, withClock(clk), func(c *Config) { c.Registry = reg })
 	n := testNode("a", 4000, 8192) // 4 cores: 1000 MHz each

@@ -10,7 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/drover/drover/api"
-	"github.com/drover/drover/server/broker"
+	"github.com/drover/drover/internal/clock"
+	"github.com/drover/drover/internal/testproc"
 )
 
 func TestSystemJobRunsOnNewNode(t *testing.T) {
@@ -97,7 +98,7 @@ func TestMetricsRegistered(t *testing.T) {
 	}
 	// The applier counts after Raft returns, just after the allocs appear.
 	var got map[string]float64
-	eventually(t, "placements counted", func() bool {
+	testproc.Eventually(t, 15*time.Second, "placements counted", func() bool {
 		got = gather()
 		return got["drover_server_placements_total"] == 2
 	})
@@ -128,7 +129,7 @@ func TestDeliveryLimitMarksEvalFailed(t *testing.T) {
 }
 
 func TestEvalGC(t *testing.T) {
-	clk := broker.NewFakeClock(testT0)
+	clk := clock.NewFake(testT0)
 	s := newTestServer(t, withClock(clk))
 	ctx := context.Background()
 	registerNode(t, s, testNode("a", 4000, 8192))

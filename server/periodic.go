@@ -9,7 +9,7 @@ import (
 	"github.com/hashicorp/go-memdb"
 
 	"github.com/drover/drover/api"
-	"github.com/drover/drover/server/broker"
+	"github.com/drover/drover/internal/clock"
 	"github.com/drover/drover/server/state"
 )
 
@@ -42,7 +42,7 @@ func (p *periodicLauncher) Run(ctx context.Context) {
 			p.log.Warn("periodic launch", "err", err)
 		}
 		wake := make(chan struct{})
-		var t broker.Timer
+		var t clock.Timer
 		if !next.IsZero() {
 			t = p.clock.AtFunc(next, func() { close(wake) })
 		}

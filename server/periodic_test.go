@@ -8,11 +8,11 @@ import (
 	"github.com/hashicorp/go-memdb"
 
 	"github.com/drover/drover/api"
-	"github.com/drover/drover/server/broker"
+	"github.com/drover/drover/internal/clock"
 )
 
 func TestPeriodicLaunchesChildren(t *testing.T) {
-	clk := broker.NewFakeClock(testT0) // 12:00:00
+	clk := clock.NewFake(testT0) // 12:00:00
 	s := newTestServer(t, withClock(clk), func(c *Config) { c.HeartbeatTTLMin = 24 * time.Hour })
 	registerNode(t, s, testNode("a", 4000, 8192))
 	job := testJob("report", 1, 100, 64)

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/hashicorp/go-memdb"
+
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/server/state"
 )
@@ -188,9 +190,9 @@ func TestConcurrentPlansNeverOvercommit(t *testing.T) {
 		registerJob(t, s, testJob(fmt.Sprintf("j%d", i), 1, 400, 64))
 	}
 	// 3 nodes x 2 allocs of 400 MHz fit; 6 of the 8 jobs place.
-	eventually(t, "six placements", func() bool {
-		all, _ := s.State().Allocs(nil, "*", "")
-		return len(all) == 6
+	waitState(t, s, "six placements", func(ws memdb.WatchSet) (bool, error) {
+		all, err := s.State().Allocs(ws, "*", "")
+		return len(all) == 6, err
 	})
 	for _, n := range []string{"a", "b", "c"} {
 		allocs, _ := s.State().AllocsByNode(nil, n)

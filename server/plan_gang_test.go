@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-memdb"
+
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/testproc"
 	"github.com/drover/drover/server/state"
 )
 
@@ -253,14 +256,14 @@ func TestGangTimeoutEndToEnd(t *testing.T) {
 	job.TaskGroups[0].Gang = &api.Gang{Timeout: 200 * time.Millisecond}
 	registerJob(t, s, job)
 	var timedOut *api.Evaluation
-	eventually(t, "the gang's timeout eval", func() bool {
-		evals, _ := s.State().EvalsByJob(nil, api.DefaultNamespace, "late")
+	waitState(t, s, "the gang's timeout eval", func(ws memdb.WatchSet) (bool, error) {
+		evals, err := s.State().EvalsByJob(ws, api.DefaultNamespace, "late")
 		for _, e := range evals {
 			if e.Status == api.EvalStatusComplete && strings.Contains(e.StatusDescription, "gang web timed out after 200ms") {
 				timedOut = e
 			}
 		}
-		return timedOut != nil
+		return timedOut != nil, err
 	})
 	if m := timedOut.FailedTGAllocs["web"]; m == nil || !strings.Contains(m.GangFailure, "timed out") {
 		t.Fatalf("failure %+v", timedOut.FailedTGAllocs)
@@ -276,7 +279,7 @@ func TestGangTimeoutEndToEnd(t *testing.T) {
 		}
 		t.Logf("job %s tracked %v", j.Status, s.blocked.Blocked(api.DefaultNamespace, "late"))
 	}()
-	eventually(t, "job dead, no blocked eval", func() bool {
+	testproc.Eventually(t, 15*time.Second, "job dead, no blocked eval", func() bool {
 		j, _ := s.State().JobByID(nil, api.DefaultNamespace, "late")
 		return j != nil && j.Status == api.JobStatusDead && s.blocked.Blocked(api.DefaultNamespace, "late") == nil
 	})

@@ -10,7 +10,7 @@ import (
 	"github.com/hashicorp/go-memdb"
 
 	"github.com/drover/drover/api"
-	"github.com/drover/drover/server/broker"
+	"github.com/drover/drover/internal/clock"
 	"github.com/drover/drover/server/fsm"
 	"github.com/drover/drover/server/state"
 )
@@ -100,7 +100,7 @@ func TestCommitReactorQueueLimits(t *testing.T) {
 // usage; the limit then admits exactly one of the job's replacement and
 // a job blocked on the limit (woken by the lost alloc), never both.
 func TestQueueLimitNodeLoss(t *testing.T) {
-	clk := broker.NewFakeClock(testT0)
+	clk := clock.NewFake(testT0)
 	s := newTestServer(t, withClock(clk))
 	ctx := context.Background()
 	if _, err := s.Tenancy().UpsertQueues(ctx, []*api.Queue{{Name: "team", Limit: &api.QueueResources{CPU: 500}}}); err != nil {

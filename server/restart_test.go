@@ -124,7 +124,10 @@ func TestRestartRestoresBlockedEvals(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = s2.Shutdown(context.Background()) })
 	waitLeader(t, s2)
-	eventually(t, "blocked eval restored", func() bool { return s2.blocked.Stats().TotalBlocked == 1 })
+	// Ready: the stored evals were handed to the broker and the tracker.
+	if n := s2.blocked.Stats().TotalBlocked; n != 1 {
+		t.Fatalf("%d blocked evals restored, want 1", n)
+	}
 	registerNode(t, s2, testNode("n1", 4000, 8192))
 	waitLive(t, s2, "web", 1)
 }

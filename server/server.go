@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/clock"
 	"github.com/drover/drover/server/broker"
 	"github.com/drover/drover/server/fairshare"
 	"github.com/drover/drover/server/raftstore"
@@ -95,8 +96,8 @@ type Config struct {
 	MaxTrailingLogs     int
 	Logger              *slog.Logger
 	// Clock drives the broker, heartbeats and drains (default the wall
-	// clock); tests inject broker.NewFakeClock.
-	Clock broker.Clock
+	// clock); tests inject clock.NewFake.
+	Clock clock.Clock
 	// RaftTLS carries Raft over mutual TLS between servers (nil: plain TCP).
 	RaftTLS *raftstore.TLS
 	// PeerClient makes the API client of another server's HTTP address
@@ -136,7 +137,7 @@ func (c *Config) setDefaults() {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if c.Clock == nil {
-		c.Clock = broker.RealClock{}
+		c.Clock = clock.Real{}
 	}
 	if c.Region == "" {
 		c.Region = "global"
@@ -176,8 +177,10 @@ type Server struct {
 	services    *Services
 	operator    *Operator
 
-	// leaderChanges wakes requests held for a leader (leader_changes.go).
+	// leaderChanges wakes requests held for a leader, ready is closed
+	// while leader duties run (leader_changes.go).
 	leaderChanges leaderChanges
+	ready         readiness
 
 	// The leader's machinery, enabled while this server leads.
 	broker    *broker.EvalBroker

@@ -100,7 +100,10 @@ func TestBlockedEvalWakesWhenNodeJoins(t *testing.T) {
 	if e.BlockedEval == "" {
 		t.Fatalf("eval %+v has no blocked eval although only one alloc fits", e)
 	}
-	eventually(t, "blocked eval tracked", func() bool { return s.blocked.Stats().TotalBlocked == 1 })
+	waitIdle(t, s) // the worker acks once the blocked eval is committed and tracked
+	if n := s.blocked.Stats().TotalBlocked; n != 1 {
+		t.Fatalf("%d blocked evals tracked, want 1", n)
+	}
 	waitLive(t, s, "big", 1)
 	registerNode(t, s, testNode("large", 4000, 8192))
 	allocs := waitLive(t, s, "big", 2)
@@ -118,7 +121,10 @@ func TestBlockedEvalCancelledWhenJobFitsAgain(t *testing.T) {
 	registerNode(t, s, testNode("small", 600, 8192))
 	first := registerJob(t, s, testJob("big", 2, 500, 256))
 	e := waitEvalStatus(t, s, first.EvalID, api.EvalStatusComplete)
-	eventually(t, "blocked eval tracked", func() bool { return s.blocked.Stats().TotalBlocked == 1 })
+	waitIdle(t, s) // the worker acks once the blocked eval is committed and tracked
+	if n := s.blocked.Stats().TotalBlocked; n != 1 {
+		t.Fatalf("%d blocked evals tracked, want 1", n)
+	}
 	// Scaling down to what fits makes the blocked eval obsolete.
 	registerJob(t, s, testJob("big", 1, 500, 256))
 	waitEvalStatus(t, s, e.BlockedEval, api.EvalStatusCancelled)

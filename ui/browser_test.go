@@ -18,7 +18,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/drover/drover/api"
-	"github.com/drover/drover/drivers/drivertest"
+	"github.com/drover/drover/internal/testproc"
 )
 
 // chromium finds the browser; under CI=true a missing one is a failure.
@@ -38,16 +38,16 @@ func chromium(t *testing.T) string {
 
 // devAgent is a `drover agent -dev` process on private ports.
 type devAgent struct {
-	*drivertest.Process
+	*testproc.Process
 	base string
 }
 
 func startDevAgent(t *testing.T) *devAgent {
 	t.Helper()
-	httpPort := drivertest.FreePort(t)
+	httpPort := testproc.FreePort(t)
 	a := &devAgent{
-		Process: drivertest.StartProcess(t, "agent", "-dev", "-http-port", strconv.Itoa(httpPort),
-			"-raft-port", strconv.Itoa(drivertest.FreePort(t)), "-gossip-port", strconv.Itoa(drivertest.FreePort(t)),
+		Process: testproc.StartProcess(t, "agent", "-dev", "-http-port", strconv.Itoa(httpPort),
+			"-raft-port", strconv.Itoa(testproc.FreePort(t)), "-gossip-port", strconv.Itoa(testproc.FreePort(t)),
 			"-node", "ui-test-node"),
 		base: fmt.Sprintf("http://127.0.0.1:%d", httpPort),
 	}

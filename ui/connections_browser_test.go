@@ -9,6 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/testproc"
 )
 
 // renderDeadline is how long a page may take to show its content: the
@@ -166,7 +167,7 @@ func TestUIXLongPollFallback(t *testing.T) {
 	do(t, ctx, "leave for the queues page", chromedp.Evaluate[chromedp.Void](
 		`history.pushState(null, '', '/ui/queues'); dispatchEvent(new PopStateEvent('popstate'))`))
 	until(t, ctx, "blocking queries closed", `__droverNet.longPolls === 0`, renderDeadline)
-	waitCount(t, "the job's blocking query aborted on the server", f.aborted["/v1/job/big"], 10*time.Second)
+	testproc.Eventually(t, 10*time.Second, "the job's blocking query aborted on the server", func() bool { return f.aborted["/v1/job/big"].Load() != 0 })
 	if v, err := chromedp.Run(ctx, chromedp.Evaluate[int](`__droverNet.maxLongPolls`)); err != nil || v > 2 {
 		t.Errorf("at most %d blocking queries open (%v), want <= 2", v, err)
 	}

@@ -10,25 +10,26 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/drover/drover/api"
-	"github.com/drover/drover/drivers/drivertest"
+	"github.com/drover/drover/internal/oidctest"
+	"github.com/drover/drover/internal/testproc"
 )
 
 // TestUISSOLogin signs in through the UI's login button in headless
-// Chromium against a real OIDC provider (zitadel's example OP) and a dev
+// Chromium against an OIDC provider (oidctest's, in the test process) and a dev
 // agent with ACLs on: the jobs page first asks for a token, the login page
 // lists the SSO method, the provider's own form takes the password, the
 // callback page trades the code for a token the UI keeps, the jobs page
 // then loads and the top bar names the token; sign out forgets it.
 func TestUISSOLogin(t *testing.T) {
-	httpPort := drivertest.FreePort(t)
+	httpPort := testproc.FreePort(t)
 	agent := &devAgent{
-		Process: drivertest.StartProcess(t, "agent", "-dev", "-acl-enabled", "-http-port", strconv.Itoa(httpPort),
-			"-raft-port", strconv.Itoa(drivertest.FreePort(t)), "-gossip-port", strconv.Itoa(drivertest.FreePort(t)),
+		Process: testproc.StartProcess(t, "agent", "-dev", "-acl-enabled", "-http-port", strconv.Itoa(httpPort),
+			"-raft-port", strconv.Itoa(testproc.FreePort(t)), "-gossip-port", strconv.Itoa(testproc.FreePort(t)),
 			"-node", "ui-sso-node"),
 		base: fmt.Sprintf("http://127.0.0.1:%d", httpPort),
 	}
 	redirect := agent.base + "/ui/oidc/callback"
-	op := drivertest.StartOIDCProvider(t, []drivertest.OIDCUser{
+	op := oidctest.Start(t, []oidctest.User{
 		{ID: "u1", Username: "alice", Password: "alice-pw", Email: "alice@example.com"}}, redirect)
 	var boot api.ACLToken
 	agent.WaitFor(t, "acl bootstrap", 60*time.Second, func() bool {

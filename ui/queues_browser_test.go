@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/testproc"
 	"github.com/drover/drover/ui"
 )
 
@@ -205,13 +206,12 @@ func TestUIQueuesUsage(t *testing.T) {
 
 	// Leaving the page aborts its request in flight (30 days: never answered).
 	click(t, ctx, "last 30d", `#usage-range button[data-range="30d"]`)
-	deadline := time.Now().Add(long)
-	for f.usageTo.Load()-f.usageFrom.Load() != 30*24*3600 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond) // polling the fixture with a deadline, not synchronising on time
-	}
+	testproc.Eventually(t, long, "the 30-day usage request at the fixture", func() bool {
+		return f.usageTo.Load()-f.usageFrom.Load() == 30*24*3600
+	})
 	click(t, ctx, "leave for the job page", `#nav a[data-nav="jobs"]`)
 	do(t, ctx, "open the pending job", chromedp.Evaluate[chromedp.Void](`(() => { history.pushState(null, '', '/ui/jobs/big'); dispatchEvent(new PopStateEvent('popstate')); })()`))
-	waitCount(t, "usage request aborted", f.aborted["/v1/usage"], long)
+	testproc.Eventually(t, long, "usage request aborted", func() bool { return f.aborted["/v1/usage"].Load() != 0 })
 
 	// Why pending on the job page: reasons, then what would let it run.
 	until(t, ctx, "quota reason", textHas(`#placement-failures li[data-kind="quota"]`, "queue team-a is at its limit: gpu 16 of 16 used, 4 more asked"), long)
@@ -222,21 +222,9 @@ func TestUIQueuesUsage(t *testing.T) {
 	shot.take("job-why-pending")
 	// Leaving the job page aborts its blocking queries.
 	click(t, ctx, "back to queues", `#nav a[data-nav="queues"]`)
-	waitCount(t, "job blocking query aborted", f.aborted["/v1/job/big"], long)
+	testproc.Eventually(t, long, "job blocking query aborted", func() bool { return f.aborted["/v1/job/big"].Load() != 0 })
 
 	for _, p := range problems() {
 		t.Errorf("browser: %s", p)
-	}
-}
-
-// waitCount polls c until it is positive, with a deadline.
-func waitCount(t *testing.T, what string, c *atomic.Int64, timeout time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for c.Load() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not seen within %s", what, timeout)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"mime"
@@ -99,9 +98,11 @@ func load(fsys fs.FS) (*handler, error) {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Every answer, error bodies too, is only what its Content-Type says.
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		writeError(w, api.Errorf(api.ErrMethodNotAllowed, fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path)))
+		api.WriteError(w, api.Errorf(api.ErrMethodNotAllowed, fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path)))
 		return
 	}
 	rel, ok := strings.CutPrefix(r.URL.Path, Prefix)
@@ -112,7 +113,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rel == "assets" || strings.HasPrefix(rel, "assets/") {
 		a = h.assets[path.Clean(rel)]
 		if a == nil {
-			writeError(w, api.Errorf(api.ErrNotFound, fmt.Sprintf("no UI asset %s", r.URL.Path)))
+			api.WriteError(w, api.Errorf(api.ErrNotFound, fmt.Sprintf("no UI asset %s", r.URL.Path)))
 			return
 		}
 	}
@@ -121,7 +122,6 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("ETag", a.etag)
 	// Revalidate every time: a new binary must never run stale modules.
 	hd.Set("Cache-Control", "no-cache")
-	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("Content-Security-Policy", contentSecurityPolicy)
 	hd.Set("Referrer-Policy", "same-origin")
 	if match := r.Header.Get("If-None-Match"); match != "" && etagMatch(match, a.etag) {
@@ -144,11 +144,4 @@ func etagMatch(list, etag string) bool {
 		}
 	}
 	return false
-}
-
-func writeError(w http.ResponseWriter, e *api.Error) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(e.Status)
-	_ = json.NewEncoder(w).Encode(api.ErrorBody{Error: e})
 }

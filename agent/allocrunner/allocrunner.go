@@ -16,6 +16,7 @@ import (
 	"github.com/drover/drover/agent/taskrunner"
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/drivers"
+	"github.com/drover/drover/internal/clock"
 )
 
 // Store persists allocs and task records (clientstate.DB satisfies it).
@@ -34,7 +35,7 @@ type Config struct {
 	Region   string
 	// Drivers by name; a task naming a missing driver fails setup.
 	Drivers map[string]drivers.Driver
-	Clock   taskrunner.Clock
+	Clock   clock.Clock
 	Logger  *slog.Logger
 	Store   Store
 	// Restore: load task records from Store (agent restart).
@@ -86,7 +87,7 @@ func New(cfg Config) (*AllocRunner, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = taskrunner.RealClock{}
+		cfg.Clock = clock.Real{}
 	}
 	a := cfg.Alloc
 	if a.Job == nil {
@@ -139,7 +140,7 @@ func New(cfg Config) (*AllocRunner, error) {
 	if cfg.Services != nil {
 		env := taskrunner.BuildEnv(taskrunner.EnvInput{Alloc: a, Task: tg.Tasks[0], Node: cfg.Node, Region: cfg.Region,
 			Dirs: taskrunner.HostDirs(cfg.AllocDir, tg.Tasks[0].Name)})
-		svc := services.NewAlloc(services.AllocConfig{Alloc: a, Node: cfg.Node, Registrar: cfg.Services, Logger: cfg.Logger,
+		svc := services.NewAlloc(services.AllocConfig{Alloc: a, Node: cfg.Node, Registrar: cfg.Services, Logger: cfg.Logger, Clock: cfg.Clock,
 			Interpolate: func(v string) string { return taskrunner.Interpolate(v, env, cfg.Node) },
 			Exec:        ar.execTarget,
 			Restart:     ar.restartUnhealthy,

@@ -12,24 +12,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/drover/drover/agent/clientstate"
-	"github.com/drover/drover/agent/taskrunner/fakeclock"
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/drivers"
+	"github.com/drover/drover/internal/clock"
+	"github.com/drover/drover/internal/testproc"
 )
-
-// eventually polls cond until it holds or 10 s pass.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		<-tick.C
-	}
-}
 
 func task(name string, cfg map[string]any) *api.Task {
 	return &api.Task{Name: name, Driver: "fake", Config: cfg, KillTimeout: 3 * time.Second, KillSignal: "SIGINT"}
@@ -53,7 +40,7 @@ type harness struct {
 	db    *clientstate.DB
 	store Store // db, or a wrapper of it
 	procs *procTable
-	clock *fakeclock.Clock
+	clock *clock.Fake
 	ar    *AllocRunner
 	stop  context.CancelFunc
 }
@@ -73,7 +60,7 @@ func newHarnessStore(t *testing.T, a *api.Allocation, wrap func(*clientstate.DB)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	h := &harness{t: t, dir: dir, db: db, store: wrap(db), procs: newProcs(), clock: fakeclock.New(time.Unix(1_700_000_000, 0))}
+	h := &harness{t: t, dir: dir, db: db, store: wrap(db), procs: newProcs(), clock: clock.NewFake(time.Unix(1_700_000_000, 0))}
 	h.start(a, false)
 	return h
 }
@@ -106,12 +93,12 @@ func (h *harness) state(name string) *api.TaskState { return h.ar.Alloc().TaskSt
 
 func (h *harness) waitState(name, want string) {
 	h.t.Helper()
-	eventually(h.t, name+" "+want, func() bool { return h.state(name).State == want })
+	testproc.Eventually(h.t, 10*time.Second, name+" "+want, func() bool { return h.state(name).State == want })
 }
 
 func (h *harness) waitStatus(want string) {
 	h.t.Helper()
-	eventually(h.t, "alloc "+want, func() bool { return h.ar.Alloc().ClientStatus == want })
+	testproc.Eventually(h.t, 10*time.Second, "alloc "+want, func() bool { return h.ar.Alloc().ClientStatus == want })
 }
 
 func eventTypes(s *api.TaskState) []string {
@@ -196,7 +183,9 @@ func TestRestartPolicyFailMode(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		h.waitState("main", api.TaskStateRunning)
 		h.procs.Exit(t, "main", &drivers.ExitResult{ExitCode: 3})
-		eventually(t, "restart timer", func() bool { return h.clock.Waiters() == 1 })
+		if err := h.clock.WaitPending(10*time.Second, func(n int) bool { return n == 1 }); err != nil {
+			t.Fatalf("restart timer: %v", err)
+		}
 		if d, _ := h.clock.NextIn(); d != 10*time.Second {
 			t.Fatalf("restart delay = %v, want 10s", d)
 		}
@@ -238,11 +227,15 @@ func TestRestartPolicyDelayMode(t *testing.T) {
 	h := newHarness(t, newAlloc(api.JobTypeService, rp, task("main", nil)))
 	h.waitState("main", api.TaskStateRunning)
 	h.procs.Exit(t, "main", &drivers.ExitResult{ExitCode: 1})
-	eventually(t, "first restart timer", func() bool { return h.clock.Waiters() == 1 })
+	if err := h.clock.WaitPending(10*time.Second, func(n int) bool { return n == 1 }); err != nil {
+		t.Fatalf("first restart timer: %v", err)
+	}
 	h.clock.Advance(10 * time.Second)
 	h.waitState("main", api.TaskStateRunning)
 	h.procs.Exit(t, "main", &drivers.ExitResult{ExitCode: 1})
-	eventually(t, "delayed restart timer", func() bool { return h.clock.Waiters() == 1 })
+	if err := h.clock.WaitPending(10*time.Second, func(n int) bool { return n == 1 }); err != nil {
+		t.Fatalf("delayed restart timer: %v", err)
+	}
 	// Attempts exhausted: wait until the 5 minute interval has passed.
 	if d, _ := h.clock.NextIn(); d != 5*time.Minute-10*time.Second {
 		t.Fatalf("delay = %v, want the rest of the interval (4m50s)", d)
@@ -426,7 +419,7 @@ func TestInPlaceUpdateAppliesOnNextStart(t *testing.T) {
 	if err := h.ar.Restart(context.Background(), "main"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "restarted with the new config", func() bool {
+	testproc.Eventually(t, 10*time.Second, "restarted with the new config", func() bool {
 		ids := h.procs.Running("main")
 		return len(ids) == 1 && h.procs.Config(ids[0]).Config["command"] == "v2"
 	})

@@ -9,7 +9,8 @@
 // status changes from the server (stop/evict, in-place job updates) and
 // derives the alloc's client status from its task states.
 //
-// Imports: api, drivers, agent/taskrunner, agent/clientstate. Never server.
+// Imports: api, drivers, agent/taskrunner, agent/clientstate,
+// internal/clock. Never server.
 //
 // Concurrency: one goroutine, Run, owned and waited for by the client;
 // it starts and waits for the task runner goroutines. Update, Kill,

@@ -18,7 +18,9 @@ func TestMaxRunDurationStopsAndFails(t *testing.T) {
 	tk.MaxRunDuration = time.Hour
 	h := newHarness(t, newAlloc(api.JobTypeBatch, rp, tk))
 	h.waitState("main", api.TaskStateRunning)
-	eventually(t, "run limit timer", func() bool { return h.clock.Waiters() == 1 })
+	if err := h.clock.WaitPending(10*time.Second, func(n int) bool { return n == 1 }); err != nil {
+		t.Fatalf("run limit timer: %v", err)
+	}
 	if d, _ := h.clock.NextIn(); d != time.Hour {
 		t.Fatalf("run limit in %v, want 1h", d)
 	}
@@ -50,7 +52,7 @@ func TestMaxRunDurationStopsAndFails(t *testing.T) {
 func TestNoMaxRunDurationNoTimer(t *testing.T) {
 	h := newHarness(t, newAlloc(api.JobTypeBatch, nil, task("main", nil)))
 	h.waitState("main", api.TaskStateRunning)
-	if n := h.clock.Waiters(); n != 0 {
+	if n := h.clock.Pending(); n != 0 {
 		t.Errorf("timers = %d, want 0", n)
 	}
 }

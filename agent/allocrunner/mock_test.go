@@ -10,23 +10,23 @@ import (
 	"time"
 
 	"github.com/drover/drover/agent/clientstate"
-	"github.com/drover/drover/agent/taskrunner"
-	"github.com/drover/drover/agent/taskrunner/fakeclock"
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/drivers"
 	"github.com/drover/drover/drivers/mock"
+	"github.com/drover/drover/internal/clock"
+	"github.com/drover/drover/internal/testproc"
 )
 
 type mockHarness struct {
 	t     *testing.T
 	dir   string
 	db    *clientstate.DB
-	clock taskrunner.Clock
+	clock clock.Clock
 	ar    *AllocRunner
 	stop  context.CancelFunc
 }
 
-func newMockHarness(t *testing.T, a *api.Allocation, clock taskrunner.Clock) *mockHarness {
+func newMockHarness(t *testing.T, a *api.Allocation, clk clock.Clock) *mockHarness {
 	t.Helper()
 	dir := t.TempDir()
 	db, err := clientstate.Open(dir)
@@ -34,7 +34,7 @@ func newMockHarness(t *testing.T, a *api.Allocation, clock taskrunner.Clock) *mo
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	h := &mockHarness{t: t, dir: dir, db: db, clock: clock}
+	h := &mockHarness{t: t, dir: dir, db: db, clock: clk}
 	h.start(a, false)
 	return h
 }
@@ -71,12 +71,14 @@ func mockTask(name string, cfg map[string]any) *api.Task {
 }
 
 func TestMockRestartPolicy(t *testing.T) {
-	clock := fakeclock.New(time.Unix(1_700_000_000, 0))
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
 	rp := &api.RestartPolicy{Attempts: 2, Interval: time.Hour, Delay: 15 * time.Second, Mode: api.RestartModeFail}
-	h := newMockHarness(t, newAlloc(api.JobTypeService, rp, mockTask("main", map[string]any{"exit_code": 3})), clock)
+	h := newMockHarness(t, newAlloc(api.JobTypeService, rp, mockTask("main", map[string]any{"exit_code": 3})), clk)
 	for i := 0; i < 2; i++ {
-		eventually(t, "restart timer", func() bool { return clock.Waiters() == 1 })
-		clock.Advance(15 * time.Second)
+		if err := clk.WaitPending(10*time.Second, func(n int) bool { return n == 1 }); err != nil {
+			t.Fatalf("restart timer: %v", err)
+		}
+		clk.Advance(15 * time.Second)
 	}
 	<-h.ar.WaitCh()
 	s := h.state("main")
@@ -101,7 +103,7 @@ func mockKillSequence(t *testing.T, desired string) {
 	stubborn := mockTask("stubborn", map[string]any{"run_for": "1h", "kill_after": "1h"})
 	polite := mockTask("polite", map[string]any{"run_for": "1h"})
 	h := newMockHarness(t, newAlloc(api.JobTypeService, nil, stubborn, polite), nil)
-	eventually(t, "running", func() bool {
+	testproc.Eventually(t, 10*time.Second, "running", func() bool {
 		return h.ar.Alloc().ClientStatus == api.AllocClientStatusRunning && h.state("polite").State == api.TaskStateRunning
 	})
 	a := h.ar.Alloc()
@@ -164,7 +166,7 @@ func TestMockLifecycle(t *testing.T) {
 func TestMockReattach(t *testing.T) {
 	a := newAlloc(api.JobTypeBatch, nil, mockTask("long", map[string]any{"run_for": "1h"}), mockTask("short", map[string]any{"run_for": "300ms", "exit_code": 4}))
 	h := newMockHarness(t, a, nil)
-	eventually(t, "both running", func() bool {
+	testproc.Eventually(t, 10*time.Second, "both running", func() bool {
 		return h.state("long").State == api.TaskStateRunning && h.state("short").State == api.TaskStateRunning
 	})
 	h.stop()
@@ -173,8 +175,8 @@ func TestMockReattach(t *testing.T) {
 	// recovers both from their handles.
 	allocs, _ := h.db.Allocs()
 	h.start(allocs[0], true)
-	eventually(t, "long reattached", func() bool { return contains(eventTypes(h.state("long")), api.TaskReattached) })
-	eventually(t, "short's exit captured", func() bool {
+	testproc.Eventually(t, 10*time.Second, "long reattached", func() bool { return contains(eventTypes(h.state("long")), api.TaskReattached) })
+	testproc.Eventually(t, 10*time.Second, "short's exit captured", func() bool {
 		for _, e := range h.state("short").Events {
 			if e.Type == api.TaskTerminated && e.ExitCode == 4 {
 				return true

@@ -15,9 +15,9 @@ import (
 	"github.com/drover/drover/agent/clientstate"
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/drivers"
-	"github.com/drover/drover/drivers/drivertest"
 	"github.com/drover/drover/drivers/logging"
 	"github.com/drover/drover/drivers/rawexec"
+	"github.com/drover/drover/internal/testproc"
 )
 
 var (
@@ -33,7 +33,7 @@ func droverBin(t *testing.T) string {
 	if testing.Short() {
 		t.Skip("raw_exec tests build the drover binary")
 	}
-	binOnce.Do(func() { binPath, _, binErr = drivertest.DroverBinary() })
+	binOnce.Do(func() { binPath, _, binErr = testproc.DroverBinary() })
 	if binErr != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("drover binary: %v", binErr)
@@ -116,12 +116,12 @@ func TestRawExecReattachAndKill(t *testing.T) {
 	a := newAlloc(api.JobTypeService, noRestart, tk)
 	h.run(a, false)
 	pidFile := filepath.Join(h.dir, "alloc", a.ID, "alloc", "data", "pid")
-	eventually(t, "task wrote its pid", func() bool {
+	testproc.Eventually(t, 10*time.Second, "task wrote its pid", func() bool {
 		b, err := os.ReadFile(pidFile)
 		return err == nil && strings.HasSuffix(string(b), "\n")
 	})
 	pid, _ := os.ReadFile(pidFile)
-	eventually(t, "task running", func() bool { return h.state("web").State == api.TaskStateRunning })
+	testproc.Eventually(t, 10*time.Second, "task running", func() bool { return h.state("web").State == api.TaskStateRunning })
 	h.stop()
 	<-h.ar.WaitCh()
 	if _, err := os.Stat("/proc/" + strings.TrimSpace(string(pid))); err != nil {
@@ -133,18 +133,9 @@ func TestRawExecReattachAndKill(t *testing.T) {
 		t.Fatalf("stored allocs %d, %v", len(allocs), err)
 	}
 	h.run(allocs[0], true)
-	deadline := time.Now().Add(10 * time.Second)
-	for !contains(eventTypes(h.state("web")), api.TaskReattached) {
-		if time.Now().After(deadline) {
-			var msgs []string
-			for _, e := range h.state("web").Events {
-				msgs = append(msgs, e.Type+": "+e.DisplayMessage)
-			}
-			t.Fatalf("no Reattached event: %q", msgs)
-		}
-		tick := time.NewTimer(time.Millisecond)
-		<-tick.C
-	}
+	testproc.Eventually(t, 10*time.Second, "a Reattached event", func() bool {
+		return contains(eventTypes(h.state("web")), api.TaskReattached)
+	})
 	if s := h.state("web"); s.State != api.TaskStateRunning || s.Restarts != 0 {
 		t.Errorf("after reattach: %s restarts=%d", s.State, s.Restarts)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/drivers"
+	"github.com/drover/drover/internal/testproc"
 )
 
 // restart simulates an agent restart: the runner stops without killing
@@ -27,13 +28,15 @@ func TestReattachAfterRestart(t *testing.T) {
 	h.waitState("main", api.TaskStateRunning)
 	// One restart before the agent restart, to check the count survives.
 	h.procs.Exit(t, "main", &drivers.ExitResult{ExitCode: 1})
-	eventually(t, "restart timer", func() bool { return h.clock.Waiters() == 1 })
+	if err := h.clock.WaitPending(10*time.Second, func(n int) bool { return n == 1 }); err != nil {
+		t.Fatalf("restart timer: %v", err)
+	}
 	h.clock.Advance(1)
-	eventually(t, "restarted", func() bool { return h.state("main").Restarts == 1 && h.state("main").State == api.TaskStateRunning })
+	testproc.Eventually(t, 10*time.Second, "restarted", func() bool { return h.state("main").Restarts == 1 && h.state("main").State == api.TaskStateRunning })
 	before := h.procs.Running("main")
 
 	h.restart()
-	eventually(t, "Reattached event", func() bool { return contains(eventTypes(h.state("main")), api.TaskReattached) })
+	testproc.Eventually(t, 10*time.Second, "Reattached event", func() bool { return contains(eventTypes(h.state("main")), api.TaskReattached) })
 	s := h.state("main")
 	if s.State != api.TaskStateRunning || s.Restarts != 1 {
 		t.Errorf("after reattach: state %s restarts %d, want running and 1", s.State, s.Restarts)
@@ -46,7 +49,7 @@ func TestReattachAfterRestart(t *testing.T) {
 	}
 	// The exit is still captured after the reattach.
 	h.procs.Exit(t, "main", &drivers.ExitResult{ExitCode: 7})
-	eventually(t, "exit captured", func() bool {
+	testproc.Eventually(t, 10*time.Second, "exit captured", func() bool {
 		for _, e := range h.state("main").Events {
 			if e.Type == api.TaskTerminated && e.ExitCode == 7 {
 				return true
@@ -65,9 +68,11 @@ func TestRestoreGoneTaskFollowsRestartPolicy(t *testing.T) {
 	h.procs.Exit(t, "main", &drivers.ExitResult{ExitCode: 137, Signal: 9})
 	allocs, _ := h.db.Allocs()
 	h.start(allocs[0], true)
-	eventually(t, "restart timer", func() bool { return h.clock.Waiters() == 1 })
+	if err := h.clock.WaitPending(10*time.Second, func(n int) bool { return n == 1 }); err != nil {
+		t.Fatalf("restart timer: %v", err)
+	}
 	h.clock.Advance(5)
-	eventually(t, "restarted", func() bool {
+	testproc.Eventually(t, 10*time.Second, "restarted", func() bool {
 		s := h.state("main")
 		return s.State == api.TaskStateRunning && s.Restarts == 1
 	})
@@ -82,7 +87,7 @@ func TestRestoreDoesNotRerunCompletedTask(t *testing.T) {
 	h := newHarness(t, newAlloc(api.JobTypeBatch, nil, pre, task("main", nil)))
 	h.waitState("main", api.TaskStateRunning)
 	h.restart()
-	eventually(t, "reattached", func() bool { return contains(eventTypes(h.state("main")), api.TaskReattached) })
+	testproc.Eventually(t, 10*time.Second, "reattached", func() bool { return contains(eventTypes(h.state("main")), api.TaskReattached) })
 	h.procs.Exit(t, "main", &drivers.ExitResult{})
 	h.waitStatus(api.AllocClientStatusComplete)
 	h.restart()
@@ -138,13 +143,17 @@ func TestRestoreFinishesRestartDelay(t *testing.T) {
 	h := newHarness(t, newAlloc(api.JobTypeService, rp, task("main", nil)))
 	h.waitState("main", api.TaskStateRunning)
 	h.procs.Exit(t, "main", &drivers.ExitResult{ExitCode: 1})
-	eventually(t, "restart timer", func() bool { return h.clock.Waiters() == 1 })
+	if err := h.clock.WaitPending(10*time.Second, func(n int) bool { return n == 1 }); err != nil {
+		t.Fatalf("restart timer: %v", err)
+	}
 	h.clock.Advance(40 * time.Second)
 
 	h.restart()
 	// The old runner's timer stays registered with the fake clock; the
 	// restored runner adds its own for the remaining 60s.
-	eventually(t, "restored runner waits out the delay", func() bool { return h.clock.Waiters() == 2 })
+	if err := h.clock.WaitPending(10*time.Second, func(n int) bool { return n == 2 }); err != nil {
+		t.Fatalf("restored runner waits out the delay: %v", err)
+	}
 	if in, _ := h.clock.NextIn(); in != delay-40*time.Second {
 		t.Errorf("next timer in %s, want the remaining %s", in, delay-40*time.Second)
 	}
@@ -155,7 +164,7 @@ func TestRestoreFinishesRestartDelay(t *testing.T) {
 		t.Errorf("while waiting: state %s restarts %d, want pending and 0", s.State, s.Restarts)
 	}
 	h.clock.Advance(delay - 40*time.Second)
-	eventually(t, "restarted once the delay ended", func() bool {
+	testproc.Eventually(t, 10*time.Second, "restarted once the delay ended", func() bool {
 		s := h.state("main")
 		return s.State == api.TaskStateRunning && s.Restarts == 1
 	})

@@ -83,41 +83,24 @@ func newACLPolicyApplyCmd() *cobra.Command {
 
 func newACLPolicyListCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "list", Short: "List policies", Args: exactArgs(0)}
-	jsonOut := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		var ps []*api.ACLPolicyListStub
-		if _, err := apiClient(cmd).Query(cmd.Context(), "/v1/acl/policies", &ps, nil); err != nil {
-			return cmdErr("acl policy list: %w", err)
-		}
-		if *jsonOut {
-			return printJSON(cmd.OutOrStdout(), ps)
-		}
-		rows := make([]string, 0, len(ps))
-		for _, p := range ps {
-			rows = append(rows, p.Name+"\t"+p.Description)
-		}
-		table(cmd.OutOrStdout(), "Name\tDescription", rows)
-		return nil
-	}
-	return cmd
+	return readCmd(cmd, func(cmd *cobra.Command, c *api.Client, _ []string) (answer, error) {
+		ps, err := get[[]*api.ACLPolicyListStub](cmd, c, "acl policy list", "/v1/acl/policies", nil)
+		return listAnswer(ps, "", "Name\tDescription", func(p *api.ACLPolicyListStub) string {
+			return p.Name + "\t" + p.Description
+		}), err
+	})
 }
 
 func newACLPolicyInfoCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "info NAME", Short: "Show a policy and its rules", Args: exactArgs(1)}
-	jsonOut := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		var p api.ACLPolicy
-		if _, err := apiClient(cmd).Query(cmd.Context(), "/v1/acl/policy/"+url.PathEscape(args[0]), &p, nil); err != nil {
-			return cmdErr("acl policy info: %w", err)
-		}
-		if *jsonOut {
-			return printJSON(cmd.OutOrStdout(), &p)
-		}
-		kv(cmd.OutOrStdout(), "Name", p.Name, "Description", p.Description)
-		fmt.Fprintf(cmd.OutOrStdout(), "\nRules\n\n%s\n", strings.TrimSpace(p.Rules))
-		return nil
-	}
-	return cmd
+	return readCmd(cmd, func(cmd *cobra.Command, c *api.Client, args []string) (answer, error) {
+		p, err := get[*api.ACLPolicy](cmd, c, "acl policy info", "/v1/acl/policy/"+url.PathEscape(args[0]), nil)
+		return answer{p, func(out io.Writer) error {
+			kv(out, "Name", p.Name, "Description", p.Description)
+			fmt.Fprintf(out, "\nRules\n\n%s\n", strings.TrimSpace(p.Rules))
+			return nil
+		}}, err
+	})
 }
 
 func newACLDeleteCmd(what, arg, path string) *cobra.Command {
@@ -156,23 +139,12 @@ func newACLTokenCreateCmd() *cobra.Command {
 
 func newACLTokenListCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "list", Short: "List tokens (without their secrets)", Args: exactArgs(0)}
-	jsonOut := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		var ts []*api.ACLToken
-		if _, err := apiClient(cmd).Query(cmd.Context(), "/v1/acl/tokens", &ts, nil); err != nil {
-			return cmdErr("acl token list: %w", err)
-		}
-		if *jsonOut {
-			return printJSON(cmd.OutOrStdout(), ts)
-		}
-		rows := make([]string, 0, len(ts))
-		for _, t := range ts {
-			rows = append(rows, strings.Join([]string{t.Name, t.Type, t.AccessorID, strings.Join(t.Policies, ",")}, "\t"))
-		}
-		table(cmd.OutOrStdout(), "Name\tType\tAccessor ID\tPolicies", rows)
-		return nil
-	}
-	return cmd
+	return readCmd(cmd, func(cmd *cobra.Command, c *api.Client, _ []string) (answer, error) {
+		ts, err := get[[]*api.ACLToken](cmd, c, "acl token list", "/v1/acl/tokens", nil)
+		return listAnswer(ts, "", "Name\tType\tAccessor ID\tPolicies", func(t *api.ACLToken) string {
+			return strings.Join([]string{t.Name, t.Type, t.AccessorID, strings.Join(t.Policies, ",")}, "\t")
+		}), err
+	})
 }
 
 func newACLTokenInfoCmd(use, arg, short string) *cobra.Command {
@@ -181,19 +153,14 @@ func newACLTokenInfoCmd(use, arg, short string) *cobra.Command {
 		n = 1
 	}
 	cmd := &cobra.Command{Use: strings.TrimSpace(use + " " + arg), Short: short, Args: exactArgs(n)}
-	jsonOut := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+	return readCmd(cmd, func(cmd *cobra.Command, c *api.Client, args []string) (answer, error) {
 		path := "/v1/acl/token/self"
 		if arg != "" {
 			path = "/v1/acl/token/" + url.PathEscape(args[0])
 		}
-		var t api.ACLToken
-		if _, err := apiClient(cmd).Query(cmd.Context(), path, &t, nil); err != nil {
-			return cmdErr("acl token %s: %w", use, err)
-		}
-		return printToken(cmd.OutOrStdout(), &t, *jsonOut)
-	}
-	return cmd
+		t, err := get[*api.ACLToken](cmd, c, "acl token "+use, path, nil)
+		return answer{t, func(out io.Writer) error { return printToken(out, t, false) }}, err
+	})
 }
 
 func newACLRoleCreateCmd() *cobra.Command {
@@ -222,25 +189,14 @@ func newACLRoleCreateCmd() *cobra.Command {
 
 func newACLRoleListCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "list", Short: "List roles", Args: exactArgs(0)}
-	jsonOut := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		var rs []*api.ACLRole
-		if _, err := apiClient(cmd).Query(cmd.Context(), "/v1/acl/roles", &rs, nil); err != nil {
-			return cmdErr("acl role list: %w", err)
-		}
-		if *jsonOut {
-			return printJSON(cmd.OutOrStdout(), rs)
-		}
-		rows := make([]string, 0, len(rs))
-		for _, r := range rs {
+	return readCmd(cmd, func(cmd *cobra.Command, c *api.Client, _ []string) (answer, error) {
+		rs, err := get[[]*api.ACLRole](cmd, c, "acl role list", "/v1/acl/roles", nil)
+		return listAnswer(rs, "", "ID\tName\tPolicies", func(r *api.ACLRole) string {
 			var ps []string
 			for _, p := range r.Policies {
 				ps = append(ps, p.Name)
 			}
-			rows = append(rows, strings.Join([]string{r.ID, r.Name, strings.Join(ps, ",")}, "\t"))
-		}
-		table(cmd.OutOrStdout(), "ID\tName\tPolicies", rows)
-		return nil
-	}
-	return cmd
+			return strings.Join([]string{r.ID, r.Name, strings.Join(ps, ",")}, "\t")
+		}), err
+	})
 }

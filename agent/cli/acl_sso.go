@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -91,36 +92,20 @@ func printAuthMethod(cmd *cobra.Command, m *api.ACLAuthMethod, asJSON bool) erro
 
 func newAuthMethodListCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "list", Short: "List auth methods", Args: exactArgs(0)}
-	jsonOut := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		var ms []*api.ACLAuthMethodListStub
-		if _, err := apiClient(cmd).Query(cmd.Context(), "/v1/acl/auth-methods", &ms, nil); err != nil {
-			return cmdErr("acl auth-method list: %w", err)
-		}
-		if *jsonOut {
-			return printJSON(cmd.OutOrStdout(), ms)
-		}
-		rows := make([]string, 0, len(ms))
-		for _, m := range ms {
-			rows = append(rows, strings.Join([]string{m.Name, m.Type, fmt.Sprint(m.Default), m.DisplayName}, "\t"))
-		}
-		table(cmd.OutOrStdout(), "Name\tType\tDefault\tDisplay Name", rows)
-		return nil
-	}
-	return cmd
+	return readCmd(cmd, func(cmd *cobra.Command, c *api.Client, _ []string) (answer, error) {
+		ms, err := get[[]*api.ACLAuthMethodListStub](cmd, c, "acl auth-method list", "/v1/acl/auth-methods", nil)
+		return listAnswer(ms, "", "Name\tType\tDefault\tDisplay Name", func(m *api.ACLAuthMethodListStub) string {
+			return strings.Join([]string{m.Name, m.Type, fmt.Sprint(m.Default), m.DisplayName}, "\t")
+		}), err
+	})
 }
 
 func newAuthMethodInfoCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "info NAME", Short: "Show an auth method", Args: exactArgs(1)}
-	jsonOut := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		var m api.ACLAuthMethod
-		if _, err := apiClient(cmd).Query(cmd.Context(), "/v1/acl/auth-method/"+url.PathEscape(args[0]), &m, nil); err != nil {
-			return cmdErr("acl auth-method info: %w", err)
-		}
-		return printAuthMethod(cmd, &m, *jsonOut)
-	}
-	return cmd
+	return readCmd(cmd, func(cmd *cobra.Command, c *api.Client, args []string) (answer, error) {
+		m, err := get[*api.ACLAuthMethod](cmd, c, "acl auth-method info", "/v1/acl/auth-method/"+url.PathEscape(args[0]), nil)
+		return answer{m, func(io.Writer) error { return printAuthMethod(cmd, m, false) }}, err
+	})
 }
 
 func newBindingRuleCreateCmd() *cobra.Command {
@@ -150,27 +135,16 @@ func newBindingRuleCreateCmd() *cobra.Command {
 func newBindingRuleListCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "list", Short: "List binding rules", Args: exactArgs(0)}
 	method := cmd.Flags().String("auth-method", "", "only this auth method's rules")
-	jsonOut := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		var rs []*api.ACLBindingRule
+	return readCmd(cmd, func(cmd *cobra.Command, c *api.Client, _ []string) (answer, error) {
 		path := "/v1/acl/binding-rules"
 		if *method != "" {
 			path += "?auth_method=" + url.QueryEscape(*method)
 		}
-		if _, err := apiClient(cmd).Query(cmd.Context(), path, &rs, nil); err != nil {
-			return cmdErr("acl binding-rule list: %w", err)
-		}
-		if *jsonOut {
-			return printJSON(cmd.OutOrStdout(), rs)
-		}
-		rows := make([]string, 0, len(rs))
-		for _, r := range rs {
-			rows = append(rows, strings.Join([]string{r.ID, r.AuthMethod, r.BindType, r.BindName, r.Selector}, "\t"))
-		}
-		table(cmd.OutOrStdout(), "ID\tAuth Method\tBind Type\tBind Name\tSelector", rows)
-		return nil
-	}
-	return cmd
+		rs, err := get[[]*api.ACLBindingRule](cmd, c, "acl binding-rule list", path, nil)
+		return listAnswer(rs, "", "ID\tAuth Method\tBind Type\tBind Name\tSelector", func(r *api.ACLBindingRule) string {
+			return strings.Join([]string{r.ID, r.AuthMethod, r.BindType, r.BindName, r.Selector}, "\t")
+		}), err
+	})
 }
 
 // newLoginCmd is "drover login": an OIDC login in the browser that ends

@@ -8,6 +8,7 @@ import (
 
 	"github.com/drover/drover/agent/config"
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/testcluster"
 )
 
 // acl bootstrap | policy apply | token create | token self on a dev agent
@@ -16,7 +17,7 @@ import (
 // a client token runs jobs in its namespace and is refused elsewhere;
 // without a token the CLI exits 1 with the permission error.
 func TestCLIACL(t *testing.T) {
-	addr := startAgent(t, true, func(c *config.Config) { c.ACLEnabled = true })
+	addr, srv := startAgentServer(t, true, func(c *config.Config) { c.ACLEnabled = true })
 	dir := t.TempDir()
 	cli := func(token string, args ...string) (int, string, string) {
 		t.Helper()
@@ -62,8 +63,7 @@ func TestCLIACL(t *testing.T) {
 	// (this in-process agent has no executor binary).
 	c := api.NewClient(addr)
 	c.Token = mgmt
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	testcluster.WaitState(t, srv, 60*time.Second, "the client to report web's allocs under ACLs", func() bool {
 		allocs, _, err := c.JobAllocations(t.Context(), "web", nil)
 		reported := 0
 		for _, a := range allocs {
@@ -71,15 +71,8 @@ func TestCLIACL(t *testing.T) {
 				reported++
 			}
 		}
-		if err == nil && reported == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			b, _ := json.Marshal(allocs)
-			t.Fatalf("the client did not report web's allocs under ACLs: %v %s", err, b)
-		}
-		time.Sleep(20 * time.Millisecond) // polling the agent, with a deadline
-	}
+		return err == nil && reported == 2
+	})
 	if code, out, _ := cli(tok.SecretID, "node", "status"); code != 0 || !strings.Contains(out, "ready") {
 		t.Errorf("node status with node read: %d %q", code, out)
 	}
@@ -120,7 +113,7 @@ const rootJobHCL = `job "web" {
 // with an introduction it signed itself): a token for a pool with a TTL,
 // refused without node write.
 func TestCLINodeIntro(t *testing.T) {
-	addr := startAgent(t, true, func(c *config.Config) { c.ACLEnabled = true })
+	addr, srv := startAgentServer(t, true, func(c *config.Config) { c.ACLEnabled = true })
 	code, out, stderr := runCLI(t, "acl", "bootstrap", "-json", "-address", addr)
 	var boot api.ACLToken
 	if code != 0 || json.Unmarshal([]byte(out), &boot) != nil {
@@ -138,15 +131,8 @@ func TestCLINodeIntro(t *testing.T) {
 		t.Errorf("node intro create without a token: %d %q", code, stderr)
 	}
 	// The dev agent's own client registered: it introduced itself.
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	testcluster.WaitState(t, srv, 15*time.Second, "the dev agent's client to register", func() bool {
 		code, out, _ := runCLI(t, "node", "status", "-json", "-address", addr, "-token", boot.SecretID)
-		if code == 0 && strings.Contains(out, `"ready"`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the dev agent's client did not register: %d %q", code, out)
-		}
-		<-time.After(5 * time.Millisecond) // poll interval
-	}
+		return code == 0 && strings.Contains(out, `"ready"`)
+	})
 }

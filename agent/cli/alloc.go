@@ -25,30 +25,25 @@ func newAllocStatusCmd() *cobra.Command {
 		Args:  exactArgs(1),
 	}
 	verbose := cmd.Flags().Bool("verbose", false, "show full IDs and placement metrics")
-	jsonOut := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		c := apiClient(cmd)
+	return readCmd(cmd, func(cmd *cobra.Command, c *api.Client, args []string) (answer, error) {
 		a, err := resolveAlloc(cmd.Context(), c, args[0])
 		if err != nil {
-			return cmdErr("allocation %q: %w", args[0], err)
+			return answer{}, cmdErr("allocation %q: %w", args[0], err)
 		}
-		out := cmd.OutOrStdout()
-		if *jsonOut {
-			return printJSON(out, a)
-		}
-		printAlloc(out, a, *verbose)
-		if !a.ClientTerminalStatus() {
-			// The node answers for its checks; a node that cannot be
-			// reached leaves the section out rather than failing the status.
-			ctx, cancel := context.WithTimeout(cmd.Context(), 3*time.Second)
-			if checks, err := c.AllocChecks(ctx, a.ID, nil); err == nil {
-				printAllocChecks(out, checks)
+		return answer{a, func(out io.Writer) error {
+			printAlloc(out, a, *verbose)
+			if !a.ClientTerminalStatus() {
+				// The node answers for its checks; a node that cannot be
+				// reached leaves the section out rather than failing the status.
+				ctx, cancel := context.WithTimeout(cmd.Context(), 3*time.Second)
+				if checks, err := c.AllocChecks(ctx, a.ID, nil); err == nil {
+					printAllocChecks(out, checks)
+				}
+				cancel()
 			}
-			cancel()
-		}
-		return nil
-	}
-	return cmd
+			return nil
+		}}, nil
+	})
 }
 
 // printAllocChecks lists the latest result of each service check.

@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -13,10 +12,10 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
-	"github.com/drover/drover/agent"
 	"github.com/drover/drover/agent/config"
 	"github.com/drover/drover/api"
-	"github.com/drover/drover/drivers/drivertest"
+	"github.com/drover/drover/internal/testcluster"
+	"github.com/drover/drover/internal/testproc"
 )
 
 // TestCLIAllocExec runs `drover alloc exec` against a real dev agent
@@ -26,7 +25,7 @@ func TestCLIAllocExec(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a dev agent")
 	}
-	bin, cleanup, err := drivertest.DroverBinary()
+	bin, cleanup, err := testproc.DroverBinary()
 	if err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatal(err)
@@ -40,21 +39,8 @@ func TestCLIAllocExec(t *testing.T) {
 	cfg.Name = "exec-test"
 	cfg.DataDir = t.TempDir()
 	cfg.Plugins["raw_exec"]["executor_path"] = bin
-	a, err := agent.New(cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := testcluster.StartAgent(t, cfg)
 	ctx := context.Background()
-	if err := a.Start(ctx); err != nil {
-		t.Fatalf("start agent: %v", err)
-	}
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		defer cancel()
-		if err := a.Shutdown(sctx); err != nil {
-			t.Errorf("agent shutdown: %v", err)
-		}
-	})
 	addr := "http://" + a.HTTPAddr()
 	c := api.NewClient(addr)
 	job := &api.Job{ID: "sh", Name: "sh", Type: api.JobTypeService, Datacenters: []string{"*"},
@@ -62,24 +48,17 @@ func TestCLIAllocExec(t *testing.T) {
 			Config:    map[string]any{"command": "/bin/sleep", "args": []any{"300"}},
 			Resources: &api.Resources{CPU: 100, MemoryMB: 64}}}}}}
 	var allocID string
-	deadline := time.Now().Add(30 * time.Second)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	registered := false
-	for {
-		if !registered {
-			_, err := c.RegisterJob(ctx, &api.JobRegisterRequest{Job: job}, nil)
-			registered = err == nil
-		} else if as, _, err := c.JobAllocations(ctx, "sh", nil); err == nil && len(as) == 1 &&
-			as[0].TaskStates["t"] != nil && as[0].TaskStates["t"].State == api.TaskStateRunning {
-			allocID = as[0].ID
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task not running within 30s (registered %v)", registered)
-		}
-		<-tick.C
+	testcluster.WaitReady(t, a.Server()) // writes need the leader
+	if _, err := c.RegisterJob(ctx, &api.JobRegisterRequest{Job: job}, nil); err != nil {
+		t.Fatalf("register job: %v", err)
 	}
+	testcluster.WaitState(t, a.Server(), 30*time.Second, "the task running", func() bool {
+		as, _, err := c.JobAllocations(ctx, "sh", nil)
+		if err == nil && len(as) == 1 && as[0].TaskStates["t"] != nil && as[0].TaskStates["t"].State == api.TaskStateRunning {
+			allocID = as[0].ID
+		}
+		return allocID != ""
+	})
 
 	exec := func(stdin string, args ...string) (int, string, string) {
 		resetExecFlags(t)

@@ -1,16 +1,14 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
-	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/drover/drover/agent"
 	"github.com/drover/drover/agent/config"
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/testcluster"
+	"github.com/drover/drover/server"
 )
 
 // startAPI runs a real server-only agent (in-memory Raft) on a free port
@@ -21,8 +19,16 @@ func startAPI(t *testing.T) string {
 }
 
 // startAgent runs a real dev agent, with the client role when client is
-// set, on a free port and returns its address once a leader is known.
+// set, on a free port and returns its address once its server is ready.
 func startAgent(t *testing.T, client bool, mod ...func(*config.Config)) string {
+	t.Helper()
+	addr, _ := startAgentServer(t, client, mod...)
+	return addr
+}
+
+// startAgentServer is startAgent that also returns the agent's server,
+// whose signals and state the test waits on.
+func startAgentServer(t *testing.T, client bool, mod ...func(*config.Config)) (string, *server.Server) {
 	t.Helper()
 	cfg := config.Dev()
 	cfg.Client.Enabled = client
@@ -31,36 +37,9 @@ func startAgent(t *testing.T, client bool, mod ...func(*config.Config)) string {
 	}
 	cfg.Ports.HTTP = 0
 	cfg.Name = "cli-test"
-	a, err := agent.New(cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := a.Start(ctx); err != nil {
-		t.Fatalf("start agent: %v", err)
-	}
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		if err := a.Shutdown(sctx); err != nil {
-			t.Errorf("agent shutdown: %v", err)
-		}
-	})
-	addr := "http://" + a.HTTPAddr()
-	// Poll with a deadline until the single server leads.
-	c := api.NewClient(addr)
-	deadline := time.Now().Add(10 * time.Second)
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if l, err := c.Leader(ctx); err == nil && l != "" {
-			return addr
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no leader within 10s")
-		}
-		<-tick.C
-	}
+	a := testcluster.StartAgent(t, cfg)
+	testcluster.WaitReady(t, a.Server())
+	return "http://" + a.HTTPAddr(), a.Server()
 }
 
 const webHCL = `job "web" {

@@ -26,34 +26,24 @@ func newDeploymentListCmd() *cobra.Command {
 		Short: "List deployments",
 		Args:  exactArgs(0),
 	}
-	jsonOut := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		ds, _, err := apiClient(cmd).Deployments(cmd.Context(), nil)
+	return readCmd(cmd, func(cmd *cobra.Command, c *api.Client, _ []string) (answer, error) {
+		ds, _, err := c.Deployments(cmd.Context(), nil)
 		if err != nil {
-			return cmdErr("list deployments: %w", err)
+			return answer{}, cmdErr("list deployments: %w", err)
 		}
-		out := cmd.OutOrStdout()
-		if *jsonOut {
-			return printJSON(out, ds)
-		}
-		printDeploymentTable(out, ds)
-		return nil
-	}
-	return cmd
+		return answer{ds, func(out io.Writer) error {
+			printDeploymentTable(out, ds)
+			return nil
+		}}, nil
+	})
 }
 
 // printDeploymentTable lists deployments, newest first.
 func printDeploymentTable(out io.Writer, ds []*api.Deployment) {
-	if len(ds) == 0 {
-		fmt.Fprintln(out, "No deployments found")
-		return
-	}
 	sort.Slice(ds, func(i, j int) bool { return ds[i].CreateIndex > ds[j].CreateIndex })
-	rows := make([]string, 0, len(ds))
-	for _, d := range ds {
-		rows = append(rows, fmt.Sprintf("%s\t%s\t%d\t%s\t%s", short(d.ID), d.JobID, d.JobVersion, d.Status, d.StatusDescription))
-	}
-	table(out, "ID\tJob ID\tJob Version\tStatus\tDescription", rows)
+	listTable(out, ds, "No deployments found", "ID\tJob ID\tJob Version\tStatus\tDescription", func(d *api.Deployment) string {
+		return fmt.Sprintf("%s\t%s\t%d\t%s\t%s", short(d.ID), d.JobID, d.JobVersion, d.Status, d.StatusDescription)
+	})
 }
 
 func newDeploymentStatusCmd() *cobra.Command {
@@ -62,23 +52,19 @@ func newDeploymentStatusCmd() *cobra.Command {
 		Short: "Show a deployment's progress per task group",
 		Args:  exactArgs(1),
 	}
-	jsonOut := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		d, err := resolveDeployment(cmd.Context(), apiClient(cmd), args[0])
+	return readCmd(cmd, func(cmd *cobra.Command, c *api.Client, args []string) (answer, error) {
+		d, err := resolveDeployment(cmd.Context(), c, args[0])
 		if err != nil {
-			return cmdErr("deployment %q: %w", args[0], err)
+			return answer{}, cmdErr("deployment %q: %w", args[0], err)
 		}
-		out := cmd.OutOrStdout()
-		if *jsonOut {
-			return printJSON(out, d)
-		}
-		kv(out, "ID", d.ID, "Job ID", d.JobID, "Job Version", fmt.Sprint(d.JobVersion),
-			"Namespace", d.Namespace, "Status", d.Status, "Description", d.StatusDescription)
-		fmt.Fprintln(out, "\nDeployed")
-		printDeploymentGroups(out, d)
-		return nil
-	}
-	return cmd
+		return answer{d, func(out io.Writer) error {
+			kv(out, "ID", d.ID, "Job ID", d.JobID, "Job Version", fmt.Sprint(d.JobVersion),
+				"Namespace", d.Namespace, "Status", d.Status, "Description", d.StatusDescription)
+			fmt.Fprintln(out, "\nDeployed")
+			printDeploymentGroups(out, d)
+			return nil
+		}}, nil
+	})
 }
 
 // printDeploymentGroups writes one row per group of d.

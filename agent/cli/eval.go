@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"sort"
 
 	"github.com/spf13/cobra"
@@ -21,32 +22,27 @@ func newEvalStatusCmd() *cobra.Command {
 		Short: "Show an evaluation and why its placements failed",
 		Args:  exactArgs(1),
 	}
-	jsonOut := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		c := apiClient(cmd)
+	return readCmd(cmd, func(cmd *cobra.Command, c *api.Client, args []string) (answer, error) {
 		e, err := resolveEval(cmd.Context(), c, args[0])
 		if err != nil {
-			return cmdErr("evaluation %q: %w", args[0], err)
+			return answer{}, cmdErr("evaluation %q: %w", args[0], err)
 		}
-		out := cmd.OutOrStdout()
-		if *jsonOut {
-			return printJSON(out, e)
-		}
-		kv(out, "ID", e.ID, "Create Time", fmtUnixNano(e.CreateTime), "Modify Time", fmtUnixNano(e.ModifyTime),
-			"Status", e.Status, "Status Description", e.StatusDescription, "Type", e.Type,
-			"TriggeredBy", e.TriggeredBy, "Job ID", e.JobID, "Namespace", e.Namespace,
-			"Priority", fmt.Sprint(e.Priority), "Placement Failures", fmt.Sprint(len(e.FailedTGAllocs) > 0),
-			"Previous Eval", e.PreviousEval, "Next Eval", e.NextEval, "Blocked Eval", e.BlockedEval)
-		if len(e.FailedTGAllocs) > 0 {
-			fmt.Fprintln(out, "\nFailed Placements")
-			job, _, _ := c.Job(cmd.Context(), e.JobID, &api.QueryOptions{Namespace: e.Namespace}) // for gang lines; nil is fine
-			for _, l := range failureLines(e.FailedTGAllocs, job) {
-				fmt.Fprintln(out, l)
+		return answer{e, func(out io.Writer) error {
+			kv(out, "ID", e.ID, "Create Time", fmtUnixNano(e.CreateTime), "Modify Time", fmtUnixNano(e.ModifyTime),
+				"Status", e.Status, "Status Description", e.StatusDescription, "Type", e.Type,
+				"TriggeredBy", e.TriggeredBy, "Job ID", e.JobID, "Namespace", e.Namespace,
+				"Priority", fmt.Sprint(e.Priority), "Placement Failures", fmt.Sprint(len(e.FailedTGAllocs) > 0),
+				"Previous Eval", e.PreviousEval, "Next Eval", e.NextEval, "Blocked Eval", e.BlockedEval)
+			if len(e.FailedTGAllocs) > 0 {
+				fmt.Fprintln(out, "\nFailed Placements")
+				job, _, _ := c.Job(cmd.Context(), e.JobID, &api.QueryOptions{Namespace: e.Namespace}) // for gang lines; nil is fine
+				for _, l := range failureLines(e.FailedTGAllocs, job) {
+					fmt.Fprintln(out, l)
+				}
 			}
-		}
-		return nil
-	}
-	return cmd
+			return nil
+		}}, nil
+	})
 }
 
 func newServerMembersCmd() *cobra.Command {
@@ -55,30 +51,23 @@ func newServerMembersCmd() *cobra.Command {
 		Short: "List the servers of the cluster",
 		Args:  exactArgs(0),
 	}
-	jsonOut := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		c := apiClient(cmd)
+	return readCmd(cmd, func(cmd *cobra.Command, c *api.Client, _ []string) (answer, error) {
 		m, err := c.Members(cmd.Context())
 		if err != nil {
-			return cmdErr("list members: %w", err)
+			return answer{}, cmdErr("list members: %w", err)
 		}
 		leader, _ := c.Leader(cmd.Context())
-		out := cmd.OutOrStdout()
-		if *jsonOut {
-			return printJSON(out, m)
-		}
-		sort.Slice(m.Members, func(i, j int) bool { return m.Members[i].Name < m.Members[j].Name })
-		rows := make([]string, 0, len(m.Members))
-		for _, s := range m.Members {
-			// A lone server that knows a leader is it (dev mode's in-memory
-			// Raft has no host:port address to compare).
-			isLeader := leader != "" && (s.Tags["raft_addr"] == leader || len(m.Members) == 1)
-			rows = append(rows, fmt.Sprintf("%s\t%s\t%d\t%s\t%v\t%s\t%s", s.Name, s.Addr, s.Port, s.Status, isLeader, s.Tags["region"], s.Tags["dc"]))
-		}
-		table(out, "Name\tAddress\tPort\tStatus\tLeader\tRegion\tDatacenter", rows)
-		return nil
-	}
-	return cmd
+		return answer{m, func(out io.Writer) error {
+			sort.Slice(m.Members, func(i, j int) bool { return m.Members[i].Name < m.Members[j].Name })
+			listTable(out, m.Members, "", "Name\tAddress\tPort\tStatus\tLeader\tRegion\tDatacenter", func(s *api.AgentMember) string {
+				// A lone server that knows a leader is it (dev mode's in-memory
+				// Raft has no host:port address to compare).
+				isLeader := leader != "" && (s.Tags["raft_addr"] == leader || len(m.Members) == 1)
+				return fmt.Sprintf("%s\t%s\t%d\t%s\t%v\t%s\t%s", s.Name, s.Addr, s.Port, s.Status, isLeader, s.Tags["region"], s.Tags["dc"])
+			})
+			return nil
+		}}, nil
+	})
 }
 
 func newStatusCmd() *cobra.Command {
@@ -87,63 +76,45 @@ func newStatusCmd() *cobra.Command {
 		Short: "List jobs, or show the job, allocation, evaluation or node with this ID (prefix)",
 		Args:  rangeArgs(0, 1),
 	}
-	jsonOut := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		c := apiClient(cmd)
+	return readCmd(cmd, func(cmd *cobra.Command, c *api.Client, args []string) (answer, error) {
 		ctx := cmd.Context()
-		out := cmd.OutOrStdout()
 		if len(args) == 0 {
 			jobs, _, err := c.Jobs(ctx, &api.QueryOptions{Namespace: "*"})
 			if err != nil {
-				return cmdErr("list jobs: %w", err)
+				return answer{}, cmdErr("list jobs: %w", err)
 			}
-			if *jsonOut {
-				return printJSON(out, jobs)
-			}
-			if len(jobs) == 0 {
-				fmt.Fprintln(out, "No running jobs")
-				return nil
-			}
-			rows := make([]string, 0, len(jobs))
-			for _, j := range jobs {
-				rows = append(rows, fmt.Sprintf("%s\t%s\t%s\t%d\t%s", j.ID, j.Namespace, j.Type, j.Priority, j.Status))
-			}
-			table(out, "ID\tNamespace\tType\tPriority\tStatus", rows)
-			return nil
+			return listAnswer(jobs, "No running jobs", "ID\tNamespace\tType\tPriority\tStatus", func(j *api.JobListStub) string {
+				return fmt.Sprintf("%s\t%s\t%s\t%d\t%s", j.ID, j.Namespace, j.Type, j.Priority, j.Status)
+			}), nil
 		}
 		id := args[0]
 		if job, _, err := c.Job(ctx, id, nil); err == nil {
-			if *jsonOut {
-				return printJSON(out, job)
-			}
-			summary, _, _ := c.JobSummary(ctx, job.ID, nil)
-			allocs, _, _ := c.JobAllocations(ctx, job.ID, nil)
-			evals, _, _ := c.JobEvaluations(ctx, job.ID, nil)
-			printJobStatus(out, job, summary, allocs, evals)
-			return nil
+			return answer{job, func(out io.Writer) error {
+				summary, _, _ := c.JobSummary(ctx, job.ID, nil)
+				allocs, _, _ := c.JobAllocations(ctx, job.ID, nil)
+				evals, _, _ := c.JobEvaluations(ctx, job.ID, nil)
+				printJobStatus(out, job, summary, allocs, evals)
+				return nil
+			}}, nil
 		}
 		if a, err := resolveAlloc(ctx, c, id); err == nil {
-			if *jsonOut {
-				return printJSON(out, a)
-			}
-			printAlloc(out, a, false)
-			return nil
+			return answer{a, func(out io.Writer) error {
+				printAlloc(out, a, false)
+				return nil
+			}}, nil
 		}
 		if n, err := resolveNode(ctx, c, id); err == nil {
-			if *jsonOut {
-				return printJSON(out, n)
-			}
-			printNode(out, n, nil, false)
-			return nil
+			return answer{n, func(out io.Writer) error {
+				printNode(out, n, nil, false)
+				return nil
+			}}, nil
 		}
 		if e, err := resolveEval(ctx, c, id); err == nil {
-			if *jsonOut {
-				return printJSON(out, e)
-			}
-			kv(out, "ID", e.ID, "Status", e.Status, "Job ID", e.JobID, "TriggeredBy", e.TriggeredBy)
-			return nil
+			return answer{e, func(out io.Writer) error {
+				kv(out, "ID", e.ID, "Status", e.Status, "Job ID", e.JobID, "TriggeredBy", e.TriggeredBy)
+				return nil
+			}}, nil
 		}
-		return cmdErr("no job, allocation, node or evaluation matches %q", id)
-	}
-	return cmd
+		return answer{}, cmdErr("no job, allocation, node or evaluation matches %q", id)
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/testcluster"
 )
 
 // eval delete needs the eval broker paused; while it is paused evals wait
@@ -15,7 +16,7 @@ import (
 // written back once the workers run again. RejectJobRegistration refuses
 // job run with 403.
 func TestCLIEvalDeleteAndPause(t *testing.T) {
-	addr := startAPI(t)
+	addr, srv := startAgentServer(t, false)
 	c := api.NewClient(addr)
 	ctx := context.Background()
 	cli := func(args ...string) (int, string, string) {
@@ -46,16 +47,10 @@ func TestCLIEvalDeleteAndPause(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		e, _, err := c.Evaluation(ctx, again.EvalID, &api.QueryOptions{WaitIndex: 1, WaitTime: time.Second})
-		if err == nil && e.TerminalStatus() {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("eval after unpausing not done within 15s: %+v %v", e, err)
-		}
-	}
+	testcluster.WaitState(t, srv, 15*time.Second, "the eval after unpausing done", func() bool {
+		e, _, err := c.Evaluation(ctx, again.EvalID, nil)
+		return err == nil && e.TerminalStatus()
+	})
 	if _, _, err := c.Evaluation(ctx, resp.EvalID, nil); !isNotFound(err) {
 		t.Errorf("the deleted eval came back after unpausing: %v", err)
 	}

@@ -250,65 +250,51 @@ func newJobStatusCmd() *cobra.Command {
 		Short: "List jobs, or show one job's summary, allocations and evaluations",
 		Args:  rangeArgs(0, 1),
 	}
-	jsonOut := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		c := apiClient(cmd)
+	return readCmd(cmd, func(cmd *cobra.Command, c *api.Client, args []string) (answer, error) {
 		ctx := cmd.Context()
-		out := cmd.OutOrStdout()
 		if len(args) == 0 {
 			jobs, _, err := c.Jobs(ctx, nil)
 			if err != nil {
-				return cmdErr("list jobs: %w", err)
+				return answer{}, cmdErr("list jobs: %w", err)
 			}
-			if *jsonOut {
-				return printJSON(out, jobs)
-			}
-			if len(jobs) == 0 {
-				fmt.Fprintln(out, "No running jobs")
-				return nil
-			}
-			rows := make([]string, 0, len(jobs))
-			for _, j := range jobs {
-				rows = append(rows, fmt.Sprintf("%s\t%s\t%d\t%s\t%s", j.ID, j.Type, j.Priority, j.Status, fmtUnixNano(j.SubmitTime)))
-			}
-			table(out, "ID\tType\tPriority\tStatus\tSubmit Date", rows)
-			return nil
+			return listAnswer(jobs, "No running jobs", "ID\tType\tPriority\tStatus\tSubmit Date", func(j *api.JobListStub) string {
+				return fmt.Sprintf("%s\t%s\t%d\t%s\t%s", j.ID, j.Type, j.Priority, j.Status, fmtUnixNano(j.SubmitTime))
+			}), nil
 		}
 		q := &api.QueryOptions{}
 		job, _, err := c.Job(ctx, args[0], q)
 		if err != nil {
-			return cmdErr("job %q: %w", args[0], err)
+			return answer{}, cmdErr("job %q: %w", args[0], err)
 		}
 		summary, _, err := c.JobSummary(ctx, job.ID, q)
 		if err != nil {
-			return cmdErr("job %q summary: %w", job.ID, err)
+			return answer{}, cmdErr("job %q summary: %w", job.ID, err)
 		}
 		allocs, _, err := c.JobAllocations(ctx, job.ID, q)
 		if err != nil {
-			return cmdErr("job %q allocations: %w", job.ID, err)
+			return answer{}, cmdErr("job %q allocations: %w", job.ID, err)
 		}
 		evals, _, err := c.JobEvaluations(ctx, job.ID, q)
 		if err != nil {
-			return cmdErr("job %q evaluations: %w", job.ID, err)
+			return answer{}, cmdErr("job %q evaluations: %w", job.ID, err)
 		}
-		if *jsonOut {
-			return printJSON(out, map[string]any{"Job": job, "Summary": summary, "Allocations": allocs, "Evaluations": evals})
-		}
-		if job.IsPeriodic() || job.IsParameterized() {
-			children, _, err := c.Jobs(ctx, &api.QueryOptions{Prefix: job.ID + "/"})
-			if err != nil {
-				return cmdErr("children of job %q: %w", job.ID, err)
+		v := map[string]any{"Job": job, "Summary": summary, "Allocations": allocs, "Evaluations": evals}
+		return answer{v, func(out io.Writer) error {
+			if job.IsPeriodic() || job.IsParameterized() {
+				children, _, err := c.Jobs(ctx, &api.QueryOptions{Prefix: job.ID + "/"})
+				if err != nil {
+					return cmdErr("children of job %q: %w", job.ID, err)
+				}
+				printParentJob(out, job, children, time.Now())
+				return nil
 			}
-			printParentJob(out, job, children, time.Now())
+			printJobStatus(out, job, summary, allocs, evals)
+			if err := printLatestDeployment(ctx, out, c, job.ID, q); err != nil {
+				return cmdErr("job %q deployment: %w", job.ID, err)
+			}
 			return nil
-		}
-		printJobStatus(out, job, summary, allocs, evals)
-		if err := printLatestDeployment(ctx, out, c, job.ID, q); err != nil {
-			return cmdErr("job %q deployment: %w", job.ID, err)
-		}
-		return nil
-	}
-	return cmd
+		}}, nil
+	})
 }
 
 // printParentJob shows a periodic or parameterized job as Nomad does: its

@@ -195,20 +195,16 @@ func newJobDeploymentsCmd() *cobra.Command {
 // a table or, with -json, as JSON.
 func jobListCmd[T any](name, short, what string, fetch func(context.Context, *api.Client, string) ([]T, error), show func(io.Writer, []T)) *cobra.Command {
 	cmd := &cobra.Command{Use: name + " [flags] JOB", Short: short, Args: exactArgs(1)}
-	jsonOut := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		items, err := fetch(cmd.Context(), apiClient(cmd), args[0])
+	return readCmd(cmd, func(cmd *cobra.Command, c *api.Client, args []string) (answer, error) {
+		items, err := fetch(cmd.Context(), c, args[0])
 		if err != nil {
-			return cmdErr("%s of job %q: %w", what, args[0], err)
+			return answer{}, cmdErr("%s of job %q: %w", what, args[0], err)
 		}
-		out := cmd.OutOrStdout()
-		if *jsonOut {
-			return printJSON(out, items)
-		}
-		show(out, items)
-		return nil
-	}
-	return cmd
+		return answer{items, func(w io.Writer) error {
+			show(w, items)
+			return nil
+		}}, nil
+	})
 }
 
 func newEvalListCmd() *cobra.Command {
@@ -219,11 +215,10 @@ func newEvalListCmd() *cobra.Command {
 	}
 	job := cmd.Flags().String("job", "", "only the evaluations of this job")
 	status := cmd.Flags().String("status", "", "only evaluations with this status")
-	jsonOut := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		evals, _, err := apiClient(cmd).Evaluations(cmd.Context(), nil)
+	return readCmd(cmd, func(cmd *cobra.Command, c *api.Client, _ []string) (answer, error) {
+		evals, _, err := c.Evaluations(cmd.Context(), nil)
 		if err != nil {
-			return cmdErr("list evaluations: %w", err)
+			return answer{}, cmdErr("list evaluations: %w", err)
 		}
 		kept := evals[:0]
 		for _, e := range evals {
@@ -231,24 +226,15 @@ func newEvalListCmd() *cobra.Command {
 				kept = append(kept, e)
 			}
 		}
-		out := cmd.OutOrStdout()
-		if *jsonOut {
-			return printJSON(out, kept)
-		}
-		if len(kept) == 0 {
-			fmt.Fprintln(out, "No evaluations found")
+		return answer{kept, func(out io.Writer) error {
+			sort.Slice(kept, func(i, j int) bool { return kept[i].CreateIndex > kept[j].CreateIndex })
+			listTable(out, kept, "No evaluations found", "ID\tPriority\tTriggered By\tJob ID\tNode ID\tStatus\tPlacement Failures", func(e *api.Evaluation) string {
+				return fmt.Sprintf("%s\t%d\t%s\t%s\t%s\t%s\t%t", short(e.ID), e.Priority, e.TriggeredBy, e.JobID,
+					short(e.NodeID), e.Status, len(e.FailedTGAllocs) > 0)
+			})
 			return nil
-		}
-		sort.Slice(kept, func(i, j int) bool { return kept[i].CreateIndex > kept[j].CreateIndex })
-		rows := make([]string, 0, len(kept))
-		for _, e := range kept {
-			rows = append(rows, fmt.Sprintf("%s\t%d\t%s\t%s\t%s\t%s\t%t", short(e.ID), e.Priority, e.TriggeredBy, e.JobID,
-				short(e.NodeID), e.Status, len(e.FailedTGAllocs) > 0))
-		}
-		table(out, "ID\tPriority\tTriggered By\tJob ID\tNode ID\tStatus\tPlacement Failures", rows)
-		return nil
-	}
-	return cmd
+		}}, nil
+	})
 }
 
 func newSystemGCCmd() *cobra.Command {

@@ -13,11 +13,12 @@ import (
 
 	"github.com/drover/drover/agent/config"
 	"github.com/drover/drover/api"
-	"github.com/drover/drover/drivers/drivertest"
+	"github.com/drover/drover/internal/oidctest"
+	"github.com/drover/drover/internal/testproc"
 )
 
-// TestCLILoginOIDC signs in end to end against a real OIDC provider
-// (zitadel's example OP, built from the module proxy): acl auth-method
+// TestCLILoginOIDC signs in end to end against an OIDC provider
+// (oidctest's, in the test process): acl auth-method
 // create and binding-rule create set SSO up; drover login prints the
 // provider URL, the user signs in on the provider's form, the provider
 // redirects to login's callback listener, and login prints a token that
@@ -25,9 +26,9 @@ import (
 // no binding rule matches gets no token; a state is good for one try; a
 // redirect URI the method does not allow is refused.
 func TestCLILoginOIDC(t *testing.T) {
-	callback := fmt.Sprintf("localhost:%d", drivertest.FreePort(t))
+	callback := fmt.Sprintf("localhost:%d", testproc.FreePort(t))
 	redirect := "http://" + callback + "/oidc/callback"
-	op := drivertest.StartOIDCProvider(t, []drivertest.OIDCUser{
+	op := oidctest.Start(t, []oidctest.User{
 		{ID: "u1", Username: "alice", Password: "alice-pw", Email: "alice@example.com"},
 		{ID: "u2", Username: "bob", Password: "bob-pw", Email: "bob@example.com"},
 	}, redirect)

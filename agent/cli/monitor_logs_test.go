@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/testproc"
 )
 
 type syncBuffer struct {
@@ -39,15 +40,17 @@ func TestCLIMonitorStreamsAgentLogs(t *testing.T) {
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, []string{"monitor", "-address", addr, "-log-level", "debug"}, &out, &errb) }()
 	c := api.NewClient(addr)
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(out.String(), "path=/v1/jobs") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no request log in the monitor output within 10s: %q (stderr %q)", out.String(), errb.String())
+	// Requests until one is in the monitor's output (another process's
+	// stream: no signal).
+	testproc.Eventually(t, 10*time.Second, "a request log in the monitor output", func() bool {
+		if strings.Contains(out.String(), "path=/v1/jobs") {
+			return true
 		}
 		if _, _, err := c.Jobs(ctx, nil); err != nil {
 			t.Fatal(err)
 		}
-	}
+		return false
+	})
 	cancel()
 	if code := <-done; code != 0 {
 		t.Fatalf("monitor exit %d, stderr %q", code, errb.String())

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 
@@ -70,53 +71,35 @@ func readNamespace(path string) (*api.Namespace, error) {
 func newNamespaceListCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "list [flags]", Short: "List namespaces", Args: exactArgs(0)}
 	prefix := cmd.Flags().String("prefix", "", "only namespaces whose name starts with this")
-	jsonOut := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		var nss []*api.Namespace
-		if _, err := apiClient(cmd).Query(cmd.Context(), "/v1/namespaces", &nss, &api.QueryOptions{Prefix: *prefix}); err != nil {
-			return cmdErr("namespace list: %w", err)
-		}
-		if *jsonOut {
-			return printJSON(cmd.OutOrStdout(), nss)
-		}
-		rows := make([]string, 0, len(nss))
-		for _, n := range nss {
+	return readCmd(cmd, func(cmd *cobra.Command, c *api.Client, _ []string) (answer, error) {
+		nss, err := get[[]*api.Namespace](cmd, c, "namespace list", "/v1/namespaces", &api.QueryOptions{Prefix: *prefix})
+		return listAnswer(nss, "", "Name\tQueue\tDescription", func(n *api.Namespace) string {
 			q := n.Queue
 			if q == "" {
 				q = "-"
 			}
-			rows = append(rows, n.Name+"\t"+q+"\t"+n.Description)
-		}
-		table(cmd.OutOrStdout(), "Name\tQueue\tDescription", rows)
-		return nil
-	}
-	return cmd
+			return n.Name + "\t" + q + "\t" + n.Description
+		}), err
+	})
 }
 
 func newNamespaceStatusCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "status [flags] NAME", Aliases: []string{"inspect"}, Short: "Show a namespace", Args: exactArgs(1)}
-	jsonOut := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		var n api.Namespace
-		if _, err := apiClient(cmd).Query(cmd.Context(), "/v1/namespace/"+url.PathEscape(args[0]), &n, nil); err != nil {
-			return cmdErr("namespace status: %w", err)
-		}
-		out := cmd.OutOrStdout()
-		if *jsonOut {
-			return printJSON(out, &n)
-		}
-		q := n.Queue
-		if q == "" {
-			q = api.DefaultQueue
-		}
-		kv(out, "Name", n.Name, "Description", n.Description, "Queue", q)
-		if len(n.Meta) > 0 {
-			fmt.Fprintln(out, "\nMetadata")
-			printKV(out, n.Meta)
-		}
-		return nil
-	}
-	return cmd
+	return readCmd(cmd, func(cmd *cobra.Command, c *api.Client, args []string) (answer, error) {
+		n, err := get[*api.Namespace](cmd, c, "namespace status", "/v1/namespace/"+url.PathEscape(args[0]), nil)
+		return answer{n, func(out io.Writer) error {
+			q := n.Queue
+			if q == "" {
+				q = api.DefaultQueue
+			}
+			kv(out, "Name", n.Name, "Description", n.Description, "Queue", q)
+			if len(n.Meta) > 0 {
+				fmt.Fprintln(out, "\nMetadata")
+				printKV(out, n.Meta)
+			}
+			return nil
+		}}, err
+	})
 }
 
 func newNamespaceDeleteCmd() *cobra.Command {

@@ -24,49 +24,34 @@ func newNodeStatusCmd() *cobra.Command {
 		Args:  rangeArgs(0, 1),
 	}
 	verbose := cmd.Flags().Bool("verbose", false, "show full IDs, attributes and driver details")
-	jsonOut := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		c := apiClient(cmd)
+	return readCmd(cmd, func(cmd *cobra.Command, c *api.Client, args []string) (answer, error) {
 		ctx := cmd.Context()
-		out := cmd.OutOrStdout()
 		if len(args) == 0 {
 			nodes, _, err := c.Nodes(ctx, nil)
 			if err != nil {
-				return cmdErr("list nodes: %w", err)
+				return answer{}, cmdErr("list nodes: %w", err)
 			}
-			if *jsonOut {
-				return printJSON(out, nodes)
-			}
-			if len(nodes) == 0 {
-				fmt.Fprintln(out, "No nodes registered")
-				return nil
-			}
-			rows := make([]string, 0, len(nodes))
-			for _, n := range nodes {
+			return listAnswer(nodes, "No nodes registered", "ID\tNode Pool\tDC\tName\tClass\tDrain\tEligibility\tStatus", func(n *api.NodeListStub) string {
 				id := n.ID
 				if !*verbose {
 					id = short(id)
 				}
-				rows = append(rows, fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%v\t%s\t%s", id, n.NodePool, n.Datacenter, n.Name, n.NodeClass, n.Drain, n.SchedulingEligibility, n.Status))
-			}
-			table(out, "ID\tNode Pool\tDC\tName\tClass\tDrain\tEligibility\tStatus", rows)
-			return nil
+				return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%v\t%s\t%s", id, n.NodePool, n.Datacenter, n.Name, n.NodeClass, n.Drain, n.SchedulingEligibility, n.Status)
+			}), nil
 		}
 		n, err := resolveNode(ctx, c, args[0])
 		if err != nil {
-			return cmdErr("node %q: %w", args[0], err)
+			return answer{}, cmdErr("node %q: %w", args[0], err)
 		}
 		var list []*api.Allocation
 		if _, err = c.Query(ctx, "/v1/node/"+n.ID+"/allocations", &list, nil); err != nil {
-			return cmdErr("node %q allocations: %w", n.ID, err)
+			return answer{}, cmdErr("node %q allocations: %w", n.ID, err)
 		}
-		if *jsonOut {
-			return printJSON(out, n)
-		}
-		printNode(out, n, list, *verbose)
-		return nil
-	}
-	return cmd
+		return answer{n, func(w io.Writer) error {
+			printNode(w, n, list, *verbose)
+			return nil
+		}}, nil
+	})
 }
 
 func printNode(w io.Writer, n *api.Node, allocs []*api.Allocation, verbose bool) {

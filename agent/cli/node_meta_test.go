@@ -8,45 +8,36 @@ import (
 	"time"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/testcluster"
 )
 
 // `node meta apply` changes what the servers (and so the scheduler) see of
 // the node; `node meta read` shows it; bad input exits 2 or 1.
 func TestCLINodeMeta(t *testing.T) {
-	addr := startAgent(t, true)
+	addr, srv := startAgentServer(t, true)
 	c := api.NewClient(addr)
 	ctx := context.Background()
 	var nodeID string
-	deadline := time.Now().Add(15 * time.Second)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for nodeID == "" {
+	testcluster.WaitState(t, srv, 15*time.Second, "a node registered", func() bool {
 		if nodes, _, err := c.Nodes(ctx, nil); err == nil && len(nodes) == 1 {
 			nodeID = nodes[0].ID
-		} else if time.Now().After(deadline) {
-			t.Fatal("no node registered within 15s")
 		}
-		<-tick.C
-	}
+		return nodeID != ""
+	})
 	if code, _, stderr := runCLI(t, "node", "meta", "apply", "-address", addr, "team=vision", "tier=gold"); code != 0 {
 		t.Fatalf("apply: exit %d stderr %q", code, stderr)
 	}
 	if code, _, stderr := runCLI(t, "node", "meta", "apply", "-address", addr, "-node-id", nodeID[:8], "-unset", "tier"); code != 0 {
 		t.Fatalf("apply -unset with an ID prefix: exit %d stderr %q", code, stderr)
 	}
-	for {
+	testcluster.WaitState(t, srv, 15*time.Second, "the server's node meta team=vision without tier", func() bool {
 		n, _, err := c.Node(ctx, nodeID, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, tier := n.Meta["tier"]; n.Meta["team"] == "vision" && !tier {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server's node meta %v", n.Meta)
-		}
-		<-tick.C
-	}
+		_, tier := n.Meta["tier"]
+		return n.Meta["team"] == "vision" && !tier
+	})
 	code, out, _ := runCLI(t, "node", "meta", "read", "-address", addr, "-json")
 	var resp api.NodeMetaResponse
 	if code != 0 || json.Unmarshal([]byte(out), &resp) != nil || resp.Meta["team"] != "vision" || resp.Dynamic["team"] == nil {

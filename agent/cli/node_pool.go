@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"net/url"
 	"strings"
 
@@ -22,45 +23,27 @@ func init() {
 func newNodePoolListCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "list [flags]", Short: "List node pools", Args: exactArgs(0)}
 	prefix := cmd.Flags().String("prefix", "", "only pools whose name starts with this")
-	jsonOut := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		var pools []*api.NodePool
-		if _, err := apiClient(cmd).Query(cmd.Context(), "/v1/node/pools", &pools, &api.QueryOptions{Prefix: *prefix}); err != nil {
-			return cmdErr("node pool list: %w", err)
-		}
-		if *jsonOut {
-			return printJSON(cmd.OutOrStdout(), pools)
-		}
-		rows := make([]string, 0, len(pools))
-		for _, p := range pools {
-			rows = append(rows, p.Name+"\t"+p.Description)
-		}
-		table(cmd.OutOrStdout(), "Name\tDescription", rows)
-		return nil
-	}
-	return cmd
+	return readCmd(cmd, func(cmd *cobra.Command, c *api.Client, _ []string) (answer, error) {
+		pools, err := get[[]*api.NodePool](cmd, c, "node pool list", "/v1/node/pools", &api.QueryOptions{Prefix: *prefix})
+		return listAnswer(pools, "", "Name\tDescription", func(p *api.NodePool) string {
+			return p.Name + "\t" + p.Description
+		}), err
+	})
 }
 
 func newNodePoolInfoCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "info [flags] NAME", Short: "Show a node pool", Args: exactArgs(1)}
-	jsonOut := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		var p api.NodePool
-		if _, err := apiClient(cmd).Query(cmd.Context(), "/v1/node/pool/"+url.PathEscape(args[0]), &p, nil); err != nil {
-			return cmdErr("node pool info: %w", err)
-		}
-		out := cmd.OutOrStdout()
-		if *jsonOut {
-			return printJSON(out, &p)
-		}
-		kv(out, "Name", p.Name, "Description", p.Description)
-		if len(p.Meta) > 0 {
-			fmt.Fprintln(out, "\nMetadata")
-			printKV(out, p.Meta)
-		}
-		return nil
-	}
-	return cmd
+	return readCmd(cmd, func(cmd *cobra.Command, c *api.Client, args []string) (answer, error) {
+		p, err := get[*api.NodePool](cmd, c, "node pool info", "/v1/node/pool/"+url.PathEscape(args[0]), nil)
+		return answer{p, func(out io.Writer) error {
+			kv(out, "Name", p.Name, "Description", p.Description)
+			if len(p.Meta) > 0 {
+				fmt.Fprintln(out, "\nMetadata")
+				printKV(out, p.Meta)
+			}
+			return nil
+		}}, err
+	})
 }
 
 // readNodePool reads one pool from an HCL (node_pool "name" {...}) or JSON
@@ -144,42 +127,20 @@ func newNodePoolDeleteCmd() *cobra.Command {
 
 func newNodePoolNodesCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "nodes [flags] NAME", Short: "List the nodes of a node pool", Args: exactArgs(1)}
-	jsonOut := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		var nodes []*api.NodeListStub
-		if _, err := apiClient(cmd).Query(cmd.Context(), "/v1/node/pool/"+url.PathEscape(args[0])+"/nodes", &nodes, nil); err != nil {
-			return cmdErr("node pool nodes: %w", err)
-		}
-		if *jsonOut {
-			return printJSON(cmd.OutOrStdout(), nodes)
-		}
-		rows := make([]string, 0, len(nodes))
-		for _, n := range nodes {
-			rows = append(rows, fmt.Sprintf("%s\t%s\t%s\t%s\t%s", short(n.ID), n.NodePool, n.Datacenter, n.Name, n.Status))
-		}
-		table(cmd.OutOrStdout(), "ID\tNode Pool\tDC\tName\tStatus", rows)
-		return nil
-	}
-	return cmd
+	return readCmd(cmd, func(cmd *cobra.Command, c *api.Client, args []string) (answer, error) {
+		nodes, err := get[[]*api.NodeListStub](cmd, c, "node pool nodes", "/v1/node/pool/"+url.PathEscape(args[0])+"/nodes", nil)
+		return listAnswer(nodes, "", "ID\tNode Pool\tDC\tName\tStatus", func(n *api.NodeListStub) string {
+			return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", short(n.ID), n.NodePool, n.Datacenter, n.Name, n.Status)
+		}), err
+	})
 }
 
 func newNodePoolJobsCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "jobs [flags] NAME", Short: "List the jobs of a node pool", Args: exactArgs(1)}
-	jsonOut := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		var jobs []*api.JobListStub
-		if _, err := apiClient(cmd).Query(cmd.Context(), "/v1/node/pool/"+url.PathEscape(args[0])+"/jobs", &jobs, nil); err != nil {
-			return cmdErr("node pool jobs: %w", err)
-		}
-		if *jsonOut {
-			return printJSON(cmd.OutOrStdout(), jobs)
-		}
-		rows := make([]string, 0, len(jobs))
-		for _, j := range jobs {
-			rows = append(rows, fmt.Sprintf("%s\t%s\t%s\t%s\t%s", j.ID, j.Namespace, j.Type, j.NodePool, j.Status))
-		}
-		table(cmd.OutOrStdout(), "ID\tNamespace\tType\tNode Pool\tStatus", rows)
-		return nil
-	}
-	return cmd
+	return readCmd(cmd, func(cmd *cobra.Command, c *api.Client, args []string) (answer, error) {
+		jobs, err := get[[]*api.JobListStub](cmd, c, "node pool jobs", "/v1/node/pool/"+url.PathEscape(args[0])+"/jobs", nil)
+		return listAnswer(jobs, "", "ID\tNamespace\tType\tNode Pool\tStatus", func(j *api.JobListStub) string {
+			return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", j.ID, j.Namespace, j.Type, j.NodePool, j.Status)
+		}), err
+	})
 }

@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/testcluster"
 )
 
 // node pool apply|list|info|nodes|jobs|delete against a real dev agent; a
 // job naming a pool that does not exist is refused (as Nomad) until the
 // pool is applied; a bad pool file is file:line:col.
 func TestCLINodePools(t *testing.T) {
-	addr := startAgent(t, true)
+	addr, srv := startAgentServer(t, true)
 	dir := t.TempDir()
 	poolFile := filepath.Join(dir, "gpu.hcl")
 	if err := os.WriteFile(poolFile, []byte("node_pool \"gpu\" {\n  description = \"H100 nodes\"\n  meta {\n    team = \"ml\"\n  }\n}\n"), 0o644); err != nil {
@@ -46,17 +47,10 @@ func TestCLINodePools(t *testing.T) {
 	if code, out, _ := runCLI(t, "node", "pool", "jobs", "-address", addr, "gpu"); code != 0 || !strings.Contains(out, "p ") {
 		t.Errorf("jobs: exit %d out %q", code, out)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	testcluster.WaitState(t, srv, 15*time.Second, "one node in pool default", func() bool {
 		code, out, _ := runCLI(t, "node", "pool", "nodes", "-address", addr, "-json", "default")
-		if code == 0 && strings.Count(out, `"ID"`) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nodes of default: exit %d out %q", code, out)
-		}
-		<-time.After(5 * time.Millisecond) // poll interval
-	}
+		return code == 0 && strings.Count(out, `"ID"`) == 1
+	})
 	if code, _, stderr := runCLI(t, "node", "pool", "delete", "-address", addr, "gpu"); code != 1 || !strings.Contains(stderr, "live job") {
 		t.Errorf("delete a pool with a live job: exit %d stderr %q", code, stderr)
 	}

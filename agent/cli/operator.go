@@ -31,29 +31,23 @@ func init() {
 
 func newRaftListPeersCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "list-peers", Short: "List the Raft peers", Args: exactArgs(0)}
-	jsonOut := addJSONFlag(cmd)
 	stale := cmd.Flags().Bool("stale", false, "let any server answer from its own (possibly stale) view")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		conf, err := apiClient(cmd).RaftConfiguration(cmd.Context(), &api.QueryOptions{AllowStale: *stale})
+	return readCmd(cmd, func(cmd *cobra.Command, c *api.Client, _ []string) (answer, error) {
+		conf, err := c.RaftConfiguration(cmd.Context(), &api.QueryOptions{AllowStale: *stale})
 		if err != nil {
-			return cmdErr("list raft peers: %w", err)
+			return answer{}, cmdErr("list raft peers: %w", err)
 		}
-		out := cmd.OutOrStdout()
-		if *jsonOut {
-			return printJSON(out, conf)
-		}
-		rows := make([]string, 0, len(conf.Servers))
-		for _, s := range conf.Servers {
-			state := "follower"
-			if s.Leader {
-				state = "leader"
-			}
-			rows = append(rows, fmt.Sprintf("%s\t%s\t%s\t%s\t%v\t%s", s.Node, s.ID, s.Address, state, s.Voter, s.RaftProtocol))
-		}
-		table(out, "Node\tID\tAddress\tState\tVoter\tRaftProtocol", rows)
-		return nil
-	}
-	return cmd
+		return answer{conf, func(out io.Writer) error {
+			listTable(out, conf.Servers, "", "Node\tID\tAddress\tState\tVoter\tRaftProtocol", func(s *api.RaftServer) string {
+				state := "follower"
+				if s.Leader {
+					state = "leader"
+				}
+				return fmt.Sprintf("%s\t%s\t%s\t%s\t%v\t%s", s.Node, s.ID, s.Address, state, s.Voter, s.RaftProtocol)
+			})
+			return nil
+		}}, nil
+	})
 }
 
 func newRaftRemovePeerCmd() *cobra.Command {
@@ -126,29 +120,23 @@ func newSnapshotRestoreCmd() *cobra.Command {
 
 func newKeyringListCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "list", Short: "List the keys installed on the servers", Args: exactArgs(0)}
-	jsonOut := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		resp, err := apiClient(cmd).KeyringOperation(cmd.Context(), "list", "")
+	return readCmd(cmd, func(cmd *cobra.Command, c *api.Client, _ []string) (answer, error) {
+		resp, err := c.KeyringOperation(cmd.Context(), "list", "")
 		if err != nil {
-			return cmdErr("list keys: %w", err)
+			return answer{}, cmdErr("list keys: %w", err)
 		}
-		out := cmd.OutOrStdout()
-		if *jsonOut {
-			return printJSON(out, resp)
-		}
-		keys := make([]string, 0, len(resp.Keys))
-		for k := range resp.Keys {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		rows := make([]string, 0, len(keys))
-		for _, k := range keys {
-			rows = append(rows, fmt.Sprintf("%s\t%d/%d\t%d", k, resp.Keys[k], resp.NumNodes, resp.PrimaryKeys[k]))
-		}
-		table(out, "Key\tInstalled\tPrimary", rows)
-		return nil
-	}
-	return cmd
+		return answer{resp, func(out io.Writer) error {
+			keys := make([]string, 0, len(resp.Keys))
+			for k := range resp.Keys {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			listTable(out, keys, "", "Key\tInstalled\tPrimary", func(k string) string {
+				return fmt.Sprintf("%s\t%d/%d\t%d", k, resp.Keys[k], resp.NumNodes, resp.PrimaryKeys[k])
+			})
+			return nil
+		}}, nil
+	})
 }
 
 func newKeyringGenerateCmd() *cobra.Command {

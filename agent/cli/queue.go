@@ -54,28 +54,17 @@ func newQueueApplyCmd() *cobra.Command {
 func newQueueListCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "list [flags]", Short: "List queues with what they hold (GPUs allocated/guaranteed/limit)", Args: exactArgs(0)}
 	prefix := cmd.Flags().String("prefix", "", "only queues whose name starts with this")
-	jsonOut := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		var list []*api.QueueStatus
-		if _, err := apiClient(cmd).Query(cmd.Context(), "/v1/queues", &list, &api.QueryOptions{Prefix: *prefix}); err != nil {
-			return cmdErr("queue list: %w", err)
-		}
-		if *jsonOut {
-			return printJSON(cmd.OutOrStdout(), list)
-		}
-		rows := make([]string, 0, len(list))
-		for _, st := range list {
+	return readCmd(cmd, func(cmd *cobra.Command, c *api.Client, _ []string) (answer, error) {
+		list, err := get[[]*api.QueueStatus](cmd, c, "queue list", "/v1/queues", &api.QueryOptions{Prefix: *prefix})
+		return listAnswer(list, "", "Name\tWeight\tPriority\tGPUs\tCPU (MHz)\tMemory (MB)\tPending Jobs\tRunning Allocs", func(st *api.QueueStatus) string {
 			q := st.Queue
-			rows = append(rows, fmt.Sprintf("%s\t%d\t%d\t%s\t%s\t%s\t%d\t%d", q.Name, q.EffectiveWeight(), q.Priority,
+			return fmt.Sprintf("%s\t%d\t%d\t%s\t%s\t%s\t%d\t%d", q.Name, q.EffectiveWeight(), q.Priority,
 				triple(int64(st.Allocated.GPUs), q.Guaranteed, q.Limit, func(r *api.QueueResources) int64 { return int64(r.GPUs) }),
 				triple(st.Allocated.CPU, q.Guaranteed, q.Limit, func(r *api.QueueResources) int64 { return r.CPU }),
 				triple(st.Allocated.MemoryMB, q.Guaranteed, q.Limit, func(r *api.QueueResources) int64 { return r.MemoryMB }),
-				st.PendingJobs, st.RunningAllocs))
-		}
-		table(cmd.OutOrStdout(), "Name\tWeight\tPriority\tGPUs\tCPU (MHz)\tMemory (MB)\tPending Jobs\tRunning Allocs", rows)
-		return nil
-	}
-	return cmd
+				st.PendingJobs, st.RunningAllocs)
+		}), err
+	})
 }
 
 // triple renders "allocated/guaranteed/limit" ("-" for none; a zero
@@ -93,29 +82,22 @@ func triple(alloc int64, g, l *api.QueueResources, f func(*api.QueueResources) i
 
 func newQueueStatusCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "status [flags] NAME", Short: "Show a queue: allocated vs guaranteed vs limit, pending jobs, running allocs", Args: exactArgs(1)}
-	jsonOut := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		var st api.QueueStatus
-		if _, err := apiClient(cmd).Query(cmd.Context(), queuePath(args[0]), &st, nil); err != nil {
-			return cmdErr("queue status: %w", err)
-		}
-		out := cmd.OutOrStdout()
-		if *jsonOut {
-			return printJSON(out, &st)
-		}
-		q := st.Queue
-		parent := q.Parent
-		if parent == "" {
-			parent = "(none)"
-		}
-		kv(out, "Name", q.Name, "Parent", parent, "Description", q.Description,
-			"Weight", strconv.Itoa(q.EffectiveWeight()), "Priority", strconv.Itoa(q.Priority),
-			"Pending Jobs", strconv.Itoa(st.PendingJobs), "Running Allocs", strconv.Itoa(st.RunningAllocs))
-		fmt.Fprintln(out, "\nResources (this queue and its children)")
-		printQueueResources(out, &st)
-		return nil
-	}
-	return cmd
+	return readCmd(cmd, func(cmd *cobra.Command, c *api.Client, args []string) (answer, error) {
+		st, err := get[*api.QueueStatus](cmd, c, "queue status", queuePath(args[0]), nil)
+		return answer{st, func(out io.Writer) error {
+			q := st.Queue
+			parent := q.Parent
+			if parent == "" {
+				parent = "(none)"
+			}
+			kv(out, "Name", q.Name, "Parent", parent, "Description", q.Description,
+				"Weight", strconv.Itoa(q.EffectiveWeight()), "Priority", strconv.Itoa(q.Priority),
+				"Pending Jobs", strconv.Itoa(st.PendingJobs), "Running Allocs", strconv.Itoa(st.RunningAllocs))
+			fmt.Fprintln(out, "\nResources (this queue and its children)")
+			printQueueResources(out, st)
+			return nil
+		}}, err
+	})
 }
 
 // printQueueResources is a table of each resource (GPUs, each model, CPU,

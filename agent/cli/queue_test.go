@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/testcluster"
 )
 
 const teamQueues = `queue "team-a" {
@@ -38,7 +39,7 @@ queue "team-a/train" {
 // queue and its parent; busy queues can't be deleted; bad files are
 // file:line:col.
 func TestCLIQueues(t *testing.T) {
-	addr := startAgent(t, true)
+	addr, srv := startAgentServer(t, true)
 	dir := t.TempDir()
 	write := func(name, body string) string {
 		p := filepath.Join(dir, name)
@@ -58,18 +59,11 @@ func TestCLIQueues(t *testing.T) {
 	if code, _, stderr := runCLI(t, "job", "run", "-address", addr, "-detach", jobFile); code != 0 {
 		t.Fatalf("job in the applied queue: exit %d stderr %q", code, stderr)
 	}
-	deadline := time.Now().Add(20 * time.Second)
 	var st api.QueueStatus
-	for {
+	testcluster.WaitState(t, srv, 20*time.Second, "team-a with 2 allocs holding 200 MHz and 128 MB", func() bool {
 		code, out, _ := runCLI(t, "queue", "status", "-address", addr, "-json", "team-a")
-		if code == 0 && json.Unmarshal([]byte(out), &st) == nil && st.RunningAllocs == 2 && st.Allocated.CPU == 200 && st.Allocated.MemoryMB == 128 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("team-a status: exit %d out %q, want 2 allocs holding 200 MHz and 128 MB", code, out)
-		}
-		<-time.After(10 * time.Millisecond) // poll interval
-	}
+		return code == 0 && json.Unmarshal([]byte(out), &st) == nil && st.RunningAllocs == 2 && st.Allocated.CPU == 200 && st.Allocated.MemoryMB == 128
+	})
 	code, out, _ := runCLI(t, "queue", "status", "-address", addr, "team-a/train")
 	for _, want := range []string{"Parent         = team-a", "Priority       = 10", "Running Allocs = 2", "cpu (MHz)", "200", "gpu "} {
 		if code != 0 || !strings.Contains(out, want) {

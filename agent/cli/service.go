@@ -2,11 +2,14 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/drover/drover/api"
 )
 
 func init() {
@@ -17,67 +20,59 @@ func init() {
 
 func newServiceListCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "list [flags]", Short: "List the registered services and their tags", Args: exactArgs(0)}
-	jsonOut := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		list, _, err := apiClient(cmd).Services(cmd.Context(), nil)
+	return readCmd(cmd, func(cmd *cobra.Command, c *api.Client, _ []string) (answer, error) {
+		list, _, err := c.Services(cmd.Context(), nil)
 		if err != nil {
-			return cmdErr("service list: %w", err)
+			return answer{}, cmdErr("service list: %w", err)
 		}
-		if *jsonOut {
-			return printJSON(cmd.OutOrStdout(), list)
-		}
-		var rows []string
-		all := namespaceFlag(cmd) == "*"
-		for _, ns := range list {
-			for _, s := range ns.Services {
-				row := s.ServiceName + "\t[" + strings.Join(s.Tags, ",") + "]"
-				if all {
-					row = ns.Namespace + "\t" + row
+		return answer{list, func(out io.Writer) error {
+			var rows []string
+			all := namespaceFlag(cmd) == "*"
+			for _, ns := range list {
+				for _, s := range ns.Services {
+					row := s.ServiceName + "\t[" + strings.Join(s.Tags, ",") + "]"
+					if all {
+						row = ns.Namespace + "\t" + row
+					}
+					rows = append(rows, row)
 				}
-				rows = append(rows, row)
 			}
-		}
-		header := "Service Name\tTags"
-		if all {
-			header = "Namespace\t" + header
-		}
-		if len(rows) == 0 {
-			fmt.Fprintln(cmd.OutOrStdout(), "No services found")
+			header := "Service Name\tTags"
+			if all {
+				header = "Namespace\t" + header
+			}
+			if len(rows) == 0 {
+				fmt.Fprintln(out, "No services found")
+				return nil
+			}
+			table(out, header, rows)
 			return nil
-		}
-		table(cmd.OutOrStdout(), header, rows)
-		return nil
-	}
-	return cmd
+		}}, nil
+	})
 }
 
 func newServiceInfoCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "info [flags] NAME", Short: "List the instances of a service: address, health, node and alloc", Args: exactArgs(1)}
-	jsonOut := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		regs, _, err := apiClient(cmd).Service(cmd.Context(), args[0], nil)
+	return readCmd(cmd, func(cmd *cobra.Command, c *api.Client, args []string) (answer, error) {
+		regs, _, err := c.Service(cmd.Context(), args[0], nil)
 		if err != nil {
-			return cmdErr("service info: %w", err)
+			return answer{}, cmdErr("service info: %w", err)
 		}
-		if *jsonOut {
-			return printJSON(cmd.OutOrStdout(), regs)
-		}
-		if len(regs) == 0 {
-			return cmdErr("service info: no service %q registered", args[0])
-		}
-		rows := make([]string, 0, len(regs))
-		for _, r := range regs {
-			health := r.Health
-			if health == "" {
-				health = "-"
+		return answer{regs, func(out io.Writer) error {
+			if len(regs) == 0 {
+				return cmdErr("service info: no service %q registered", args[0])
 			}
-			rows = append(rows, strings.Join([]string{r.JobID, net.JoinHostPort(r.Address, strconv.Itoa(r.Port)), health,
-				"[" + strings.Join(r.Tags, ",") + "]", short(r.NodeID), short(r.AllocID)}, "\t"))
-		}
-		table(cmd.OutOrStdout(), "Job ID\tAddress\tHealth\tTags\tNode ID\tAlloc ID", rows)
-		return nil
-	}
-	return cmd
+			listTable(out, regs, "", "Job ID\tAddress\tHealth\tTags\tNode ID\tAlloc ID", func(r *api.ServiceRegistration) string {
+				health := r.Health
+				if health == "" {
+					health = "-"
+				}
+				return strings.Join([]string{r.JobID, net.JoinHostPort(r.Address, strconv.Itoa(r.Port)), health,
+					"[" + strings.Join(r.Tags, ",") + "]", short(r.NodeID), short(r.AllocID)}, "\t")
+			})
+			return nil
+		}}, nil
+	})
 }
 
 func newServiceDeleteCmd() *cobra.Command {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/testproc"
 )
 
 // TestSimCommand: drover sim registers its nodes with a real server and
@@ -21,17 +22,16 @@ func TestSimCommand(t *testing.T) {
 		done <- run(ctx, []string{"sim", "-servers", addr, "-nodes", "3", "-gpus", "dgxa100", "-datacenters", "dc1,dc2", "-report", "10ms"}, &out, &errb)
 	}()
 	c := api.NewClient(addr)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	defer func() {
+		if t.Failed() {
+			t.Logf("sim output %q, stderr %q", out.String(), errb.String())
+		}
+	}()
+	// The report line is the sim's output, not the server's state: poll.
+	testproc.Eventually(t, 20*time.Second, "3 simulated nodes registered and reported", func() bool {
 		nodes, _, err := c.Nodes(ctx, nil)
-		if err == nil && len(nodes) == 3 && strings.Contains(out.String(), "nodes=3 ") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no 3 simulated nodes within 20s; nodes %d err %v; out %q err %q", len(nodes), err, out.String(), errb.String())
-		}
-		time.Sleep(5 * time.Millisecond) // polling interval
-	}
+		return err == nil && len(nodes) == 3 && strings.Contains(out.String(), "nodes=3 ")
+	})
 	cancel()
 	select {
 	case code := <-done:

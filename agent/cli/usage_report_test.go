@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/testcluster"
 )
 
 const gpuJobHCL = `job "train" {
@@ -38,7 +39,7 @@ const gpuJobHCL = `job "train" {
 // and then finished by the "client" (this test, through the node API),
 // shows up in drover usage as a table, CSV and JSON.
 func TestCLIUsage(t *testing.T) {
-	addr := startAPI(t)
+	addr, srv := startAgentServer(t, false)
 	ctx := context.Background()
 	n := &api.Node{ID: "c0ffee00-0000-4000-8000-000000000001", SecretID: "s3cret", Name: "gpu1", Datacenter: "dc1",
 		NodePool: "default", HTTPAddr: "127.0.0.1:1", Status: api.NodeStatusReady,
@@ -60,17 +61,16 @@ func TestCLIUsage(t *testing.T) {
 		t.Fatalf("job run: exit %d %q %q", code, out, stderr)
 	}
 	var allocID string
-	for deadline := time.Now().Add(10 * time.Second); allocID == ""; {
+	testcluster.WaitState(t, srv, 10*time.Second, "an alloc placed", func() bool {
 		stubs, _, err := c.JobAllocations(ctx, "train", &api.QueryOptions{WaitTime: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(stubs) > 0 {
 			allocID = stubs[0].ID
-		} else if time.Now().After(deadline) {
-			t.Fatal("no alloc placed within 10s")
 		}
-	}
+		return allocID != ""
+	})
 	nc := api.NewClient(addr)
 	nc.Headers = nethttp.Header{api.NodeSecretHeader: {n.SecretID}}
 	started := time.Now().Add(-2 * time.Hour)

@@ -110,7 +110,7 @@ func New(cfg *Config) (*Client, error) {
 			_, err := cl.UpdateNodeServices(ctx, id.NodeID, req)
 			return err
 		})
-	}, c.cfg.Logger)
+	}, c.cfg.Clock, c.cfg.Logger)
 	c.servers.http = c.cfg.HTTPClient
 	c.servers.setSecret(id.SecretID)
 	c.drivers = map[string]drivers.Driver{}
@@ -215,6 +215,10 @@ func (c *Client) Node() *api.Node {
 	defer c.mu.Unlock()
 	return c.node.Copy()
 }
+
+// Registered returns a channel closed once the node first registered
+// with a server (after Start).
+func (c *Client) Registered() <-chan struct{} { return c.registeredCh }
 
 // HasAlloc reports whether this client runs (or ran) the allocation.
 func (c *Client) HasAlloc(id string) bool {

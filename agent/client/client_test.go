@@ -7,20 +7,8 @@ import (
 
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/drivers"
+	"github.com/drover/drover/internal/testproc"
 )
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		<-tick.C
-	}
-}
 
 func testConfig(dir string, servers ...string) *Config {
 	return &Config{DataDir: dir, Servers: servers, NodeName: "n1", Datacenter: "dc1", HTTPAddr: "127.0.0.1:4646",
@@ -59,7 +47,7 @@ func TestRegisterHeartbeatAndRunAlloc(t *testing.T) {
 	srv.ttl = 100 * time.Millisecond
 	dir := t.TempDir()
 	c := startClient(t, testConfig(dir, srv.addr()))
-	eventually(t, "registration and heartbeats", func() bool {
+	testproc.Eventually(t, 15*time.Second, "registration and heartbeats", func() bool {
 		srv.mu.Lock()
 		defer srv.mu.Unlock()
 		return srv.registers == 1 && srv.heartbeats >= 2
@@ -87,7 +75,7 @@ func TestRegisterHeartbeatAndRunAlloc(t *testing.T) {
 
 	a := testAlloc(n.ID, "aaaaaaaa-0000-4000-8000-000000000001", nil)
 	srv.putAlloc(a)
-	eventually(t, "alloc running on the server", func() bool { return srv.lastStatus(a.ID) == api.AllocClientStatusRunning })
+	testproc.Eventually(t, 15*time.Second, "alloc running on the server", func() bool { return srv.lastStatus(a.ID) == api.AllocClientStatusRunning })
 	if !c.HasAlloc(a.ID) {
 		t.Error("HasAlloc = false for a running alloc")
 	}
@@ -95,10 +83,10 @@ func TestRegisterHeartbeatAndRunAlloc(t *testing.T) {
 	stop := *a
 	stop.DesiredStatus = api.AllocDesiredStatusStop
 	srv.putAlloc(&stop)
-	eventually(t, "alloc complete on the server", func() bool { return srv.lastStatus(a.ID) == api.AllocClientStatusComplete })
+	testproc.Eventually(t, 15*time.Second, "alloc complete on the server", func() bool { return srv.lastStatus(a.ID) == api.AllocClientStatusComplete })
 	// GC on the server removes the alloc dir and state.
 	srv.deleteAlloc(a.ID)
-	eventually(t, "alloc forgotten", func() bool { return !c.HasAlloc(a.ID) })
+	testproc.Eventually(t, 15*time.Second, "alloc forgotten", func() bool { return !c.HasAlloc(a.ID) })
 }
 
 // TestLaggingServerListNotApplied: client-allocs is read stale (any
@@ -108,10 +96,10 @@ func TestRegisterHeartbeatAndRunAlloc(t *testing.T) {
 func TestLaggingServerListNotApplied(t *testing.T) {
 	srv := newFakeServer(t)
 	c := startClient(t, testConfig(t.TempDir(), srv.addr()))
-	eventually(t, "registered", func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.node != nil })
+	testproc.Eventually(t, 15*time.Second, "registered", func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.node != nil })
 	a := testAlloc(c.NodeID(), "aaaaaaaa-0000-4000-8000-000000000011", nil)
 	srv.putAlloc(a)
-	eventually(t, "alloc running", func() bool { return srv.lastStatus(a.ID) == api.AllocClientStatusRunning })
+	testproc.Eventually(t, 15*time.Second, "alloc running", func() bool { return srv.lastStatus(a.ID) == api.AllocClientStatusRunning })
 	if srv.staleReads.Load() == 0 {
 		t.Fatal("client-allocs never read stale")
 	}
@@ -120,7 +108,7 @@ func TestLaggingServerListNotApplied(t *testing.T) {
 	srv.mu.Lock()
 	srv.bump() // ends the client's poll; its next stale read lags
 	srv.mu.Unlock()
-	eventually(t, "read from the leader after the lagging answer", func() bool { return srv.leaderReads.Load() > leader })
+	testproc.Eventually(t, 15*time.Second, "read from the leader after the lagging answer", func() bool { return srv.leaderReads.Load() > leader })
 	if !c.HasAlloc(a.ID) || srv.lastStatus(a.ID) != api.AllocClientStatusRunning {
 		t.Fatalf("alloc after a lagging server's answer: on client %v, status %s", c.HasAlloc(a.ID), srv.lastStatus(a.ID))
 	}
@@ -133,12 +121,12 @@ func TestStaleNodeNotFoundAsksLeader(t *testing.T) {
 	srv := newFakeServer(t)
 	srv.staleNotFound.Store(true)
 	c := startClient(t, testConfig(t.TempDir(), srv.addr()))
-	eventually(t, "a stale read, then one from the leader", func() bool {
+	testproc.Eventually(t, 15*time.Second, "a stale read, then one from the leader", func() bool {
 		return srv.staleReads.Load() > 0 && srv.leaderReads.Load() > 0
 	})
 	a := testAlloc(c.NodeID(), "aaaaaaaa-0000-4000-8000-000000000013", nil)
 	srv.putAlloc(a)
-	eventually(t, "alloc running", func() bool { return srv.lastStatus(a.ID) == api.AllocClientStatusRunning })
+	testproc.Eventually(t, 15*time.Second, "alloc running", func() bool { return srv.lastStatus(a.ID) == api.AllocClientStatusRunning })
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	if srv.registers != 1 {
@@ -152,11 +140,11 @@ func TestStaleNodeNotFoundAsksLeader(t *testing.T) {
 func TestFetchBehindListRetried(t *testing.T) {
 	srv := newFakeServer(t)
 	c := startClient(t, testConfig(t.TempDir(), srv.addr()))
-	eventually(t, "registered", func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.node != nil })
+	testproc.Eventually(t, 15*time.Second, "registered", func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.node != nil })
 	srv.emptyFetches.Store(1)
 	a := testAlloc(c.NodeID(), "aaaaaaaa-0000-4000-8000-000000000012", nil)
 	srv.putAlloc(a)
-	eventually(t, "alloc running", func() bool { return srv.lastStatus(a.ID) == api.AllocClientStatusRunning })
+	testproc.Eventually(t, 15*time.Second, "alloc running", func() bool { return srv.lastStatus(a.ID) == api.AllocClientStatusRunning })
 	if n := srv.emptyFetches.Load(); n >= 0 {
 		t.Fatalf("the empty fetch was never asked (left %d)", n)
 	}
@@ -168,11 +156,11 @@ func TestFetchBehindListRetried(t *testing.T) {
 func TestStoppedBeforeStartReportedComplete(t *testing.T) {
 	srv := newFakeServer(t)
 	c := startClient(t, testConfig(t.TempDir(), srv.addr()))
-	eventually(t, "registered", func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.node != nil })
+	testproc.Eventually(t, 15*time.Second, "registered", func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.node != nil })
 	a := testAlloc(c.NodeID(), "cccccccc-0000-4000-8000-000000000001", nil)
 	a.DesiredStatus = api.AllocDesiredStatusStop
 	srv.putAlloc(a)
-	eventually(t, "never-run alloc reported complete", func() bool { return srv.lastStatus(a.ID) == api.AllocClientStatusComplete })
+	testproc.Eventually(t, 15*time.Second, "never-run alloc reported complete", func() bool { return srv.lastStatus(a.ID) == api.AllocClientStatusComplete })
 	if c.HasAlloc(a.ID) {
 		t.Error("HasAlloc = true for an alloc stopped before it ran, want no runner")
 	}
@@ -183,7 +171,7 @@ func TestUpdatesAreCoalesced(t *testing.T) {
 	cfg := testConfig(t.TempDir(), srv.addr())
 	cfg.UpdateCoalesce = 300 * time.Millisecond
 	c := startClient(t, cfg)
-	eventually(t, "registered", func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.node != nil })
+	testproc.Eventually(t, 15*time.Second, "registered", func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.node != nil })
 	ids := []string{"bbbbbbbb-0000-4000-8000-000000000001", "bbbbbbbb-0000-4000-8000-000000000002", "bbbbbbbb-0000-4000-8000-000000000003"}
 	srv.mu.Lock()
 	for _, id := range ids {
@@ -193,7 +181,7 @@ func TestUpdatesAreCoalesced(t *testing.T) {
 	}
 	srv.bump()
 	srv.mu.Unlock()
-	eventually(t, "all running", func() bool {
+	testproc.Eventually(t, 15*time.Second, "all running", func() bool {
 		for _, id := range ids {
 			if srv.lastStatus(id) != api.AllocClientStatusRunning {
 				return false
@@ -216,7 +204,7 @@ func TestServerFailover(t *testing.T) {
 	bad, good := newFakeServer(t), newFakeServer(t)
 	bad.fail.Store(true)
 	c := startClient(t, testConfig(t.TempDir(), bad.addr(), good.addr()))
-	eventually(t, "registered with the healthy server", func() bool {
+	testproc.Eventually(t, 15*time.Second, "registered with the healthy server", func() bool {
 		good.mu.Lock()
 		defer good.mu.Unlock()
 		return good.node != nil && good.node.ID == c.NodeID()
@@ -230,13 +218,13 @@ func TestServerListRefreshedFromResponses(t *testing.T) {
 	a, b := newFakeServer(t), newFakeServer(t)
 	a.others = []string{b.addr()}
 	c := startClient(t, testConfig(t.TempDir(), a.addr()))
-	eventually(t, "server list learned", func() bool {
+	testproc.Eventually(t, 15*time.Second, "server list learned", func() bool {
 		list, _, _ := c.servers.snapshot()
 		return len(list) == 2
 	})
 	a.fail.Store(true)
 	a.srv.CloseClientConnections()
-	eventually(t, "heartbeats move to the other server", func() bool {
+	testproc.Eventually(t, 15*time.Second, "heartbeats move to the other server", func() bool {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		return b.registers+b.heartbeats > 0
@@ -253,10 +241,10 @@ func TestIdentityPersistsAndAllocsReattach(t *testing.T) {
 	if err := c1.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "registered", func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.node != nil })
+	testproc.Eventually(t, 15*time.Second, "registered", func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.node != nil })
 	a := testAlloc(c1.NodeID(), "cccccccc-0000-4000-8000-000000000001", nil)
 	srv.putAlloc(a)
-	eventually(t, "running", func() bool { return srv.lastStatus(a.ID) == api.AllocClientStatusRunning })
+	testproc.Eventually(t, 15*time.Second, "running", func() bool { return srv.lastStatus(a.ID) == api.AllocClientStatusRunning })
 	id := c1.NodeID()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -271,7 +259,7 @@ func TestIdentityPersistsAndAllocsReattach(t *testing.T) {
 	if !c2.HasAlloc(a.ID) {
 		t.Fatal("alloc not restored")
 	}
-	eventually(t, "reattached", func() bool {
+	testproc.Eventually(t, 15*time.Second, "reattached", func() bool {
 		ar, _ := c2.runner(a.ID)
 		for _, e := range ar.Alloc().TaskStates["web"].Events {
 			if e.Type == api.TaskReattached {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/drivers"
+	"github.com/drover/drover/internal/testproc"
 )
 
 // closingDriver is the fake driver with a Close that records when it ran
@@ -60,10 +61,10 @@ func TestShutdownClosesDrivers(t *testing.T) {
 	if err := c.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "registered", func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.node != nil })
+	testproc.Eventually(t, 15*time.Second, "registered", func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.node != nil })
 	a := testAlloc(c.NodeID(), "dddddddd-0000-4000-8000-000000000001", nil)
 	srv.putAlloc(a)
-	eventually(t, "running", func() bool { return srv.lastStatus(a.ID) == api.AllocClientStatusRunning })
+	testproc.Eventually(t, 15*time.Second, "running", func() bool { return srv.lastStatus(a.ID) == api.AllocClientStatusRunning })
 	drv.mu.Lock()
 	if drv.closes != 0 {
 		t.Errorf("Close called %d times while the client runs, want 0", drv.closes)
@@ -110,10 +111,10 @@ func TestShutdownStopsAllocsWhenAsked(t *testing.T) {
 		if err := c.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "registered", func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.node != nil })
+		testproc.Eventually(t, 15*time.Second, "registered", func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.node != nil })
 		a := testAlloc(c.NodeID(), "dddddddd-0000-4000-8000-000000000002", nil)
 		srv.putAlloc(a)
-		eventually(t, "running", func() bool { return srv.lastStatus(a.ID) == api.AllocClientStatusRunning })
+		testproc.Eventually(t, 15*time.Second, "running", func() bool { return srv.lastStatus(a.ID) == api.AllocClientStatusRunning })
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		if err := c.Shutdown(ctx); err != nil {
 			t.Fatal(err)

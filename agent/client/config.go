@@ -6,13 +6,10 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/drover/drover/agent/taskrunner"
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/drivers"
+	"github.com/drover/drover/internal/clock"
 )
-
-// Clock is the client's time source (taskrunner.RealClock by default).
-type Clock = taskrunner.Clock
 
 // DeviceSource fingerprints devices (agent/fingerprint/nvidia's
 // Fingerprinter satisfies it). Watch runs until ctx ends, calling changed
@@ -51,7 +48,9 @@ type Config struct {
 	// otherwise tasks keep running and the next agent reattaches.
 	StopAllocsOnShutdown bool
 	Logger               *slog.Logger
-	Clock                Clock
+	// Clock is the client's time source (clock.Real by default): its
+	// loops, backoffs and the runners' restart delays.
+	Clock clock.Clock
 	// HTTPClient, when set, carries every call to the servers (tests cut a
 	// client off from them with its transport); nil: a plain client.
 	HTTPClient *http.Client
@@ -80,7 +79,7 @@ func (c *Config) defaults() {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if c.Clock == nil {
-		c.Clock = taskrunner.RealClock{}
+		c.Clock = clock.Real{}
 	}
 	if c.Datacenter == "" {
 		c.Datacenter = "dc1"

@@ -4,8 +4,10 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/testproc"
 )
 
 // fakeDevices stands in for the NVML fingerprinter (fakes are allowed for NVML).
@@ -57,7 +59,7 @@ func TestDeviceFingerprint(t *testing.T) {
 	if err := c.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "registered with devices", func() bool {
+	testproc.Eventually(t, 15*time.Second, "registered with devices", func() bool {
 		srv.mu.Lock()
 		defer srv.mu.Unlock()
 		return srv.node != nil && len(srv.node.NodeResources.Devices) == 1
@@ -69,7 +71,7 @@ func TestDeviceFingerprint(t *testing.T) {
 		t.Errorf("device = %+v, want a healthy GPU derived from the node ID", inst)
 	}
 	fd.trigger <- struct{}{}
-	eventually(t, "re-registered with the unhealthy GPU", func() bool {
+	testproc.Eventually(t, 15*time.Second, "re-registered with the unhealthy GPU", func() bool {
 		srv.mu.Lock()
 		defer srv.mu.Unlock()
 		return srv.registers == 2 && !srv.node.NodeResources.Devices[0].Instances[0].Healthy

@@ -5,22 +5,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover/drover/agent/taskrunner/fakeclock"
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/clock"
+	"github.com/drover/drover/internal/testproc"
 )
 
 // disconnectClient starts a client with a fake clock against a fake
 // server with a 10 s TTL and runs one alloc per given
 // max_client_disconnect (0 = unset), waiting until each runs.
-func disconnectClient(t *testing.T, windows ...time.Duration) (*Client, *fakeServer, *fakeclock.Clock, []*api.Allocation) {
+func disconnectClient(t *testing.T, windows ...time.Duration) (*Client, *fakeServer, *clock.Fake, []*api.Allocation) {
 	t.Helper()
 	srv := newFakeServer(t)
 	srv.ttl = 10 * time.Second
 	cfg := testConfig(t.TempDir(), srv.addr())
-	clock := fakeclock.New(time.Unix(1_700_000_000, 0))
-	cfg.Clock = clock
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	cfg.Clock = clk
 	c := startClient(t, cfg)
-	eventually(t, "registered", func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.registers == 1 })
+	testproc.Eventually(t, 15*time.Second, "registered", func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.registers == 1 })
 	var allocs []*api.Allocation
 	for i, w := range windows {
 		a := testAlloc(c.NodeID(), "dddddddd-0000-4000-8000-00000000000"+string(rune('1'+i)), nil)
@@ -29,12 +30,12 @@ func disconnectClient(t *testing.T, windows ...time.Duration) (*Client, *fakeSer
 		allocs = append(allocs, a)
 	}
 	for _, a := range allocs {
-		eventually(t, "alloc running on the server", func() bool {
-			clock.Advance(25 * time.Millisecond) // the update coalescing runs on the clock
+		testproc.Eventually(t, 15*time.Second, "alloc running on the server", func() bool {
+			clk.Advance(25 * time.Millisecond) // the update coalescing runs on the clock
 			return srv.lastStatus(a.ID) == api.AllocClientStatusRunning
 		})
 	}
-	return c, srv, clock, allocs
+	return c, srv, clk, allocs
 }
 
 func runnerDone(c *Client, id string) bool {
@@ -57,30 +58,30 @@ func runnerDone(c *Client, id string) bool {
 // with max_client_disconnect = 30s after 30 s more; once a heartbeat gets
 // through again both are reported lost.
 func TestCutOffClientStopsAllocs(t *testing.T) {
-	c, srv, clock, allocs := disconnectClient(t, 0, 30*time.Second)
+	c, srv, clk, allocs := disconnectClient(t, 0, 30*time.Second)
 	now, mcd := allocs[0], allocs[1]
 	srv.fail.Store(true)
-	clock.Advance(10 * time.Second) // the TTL: cut off
-	eventually(t, "the alloc without max_client_disconnect stopped", func() bool {
-		clock.Advance(10 * time.Millisecond)
+	clk.Advance(10 * time.Second) // the TTL: cut off
+	testproc.Eventually(t, 15*time.Second, "the alloc without max_client_disconnect stopped", func() bool {
+		clk.Advance(10 * time.Millisecond)
 		return runnerDone(c, now.ID)
 	})
 	if runnerDone(c, mcd.ID) {
 		t.Fatal("the alloc with max_client_disconnect = 30s stopped at once")
 	}
-	clock.Advance(25 * time.Second)
+	clk.Advance(25 * time.Second)
 	if runnerDone(c, mcd.ID) {
 		t.Fatal("the alloc with max_client_disconnect = 30s stopped before its window")
 	}
-	clock.Advance(6 * time.Second)
-	eventually(t, "the alloc with max_client_disconnect stopped after its window", func() bool {
-		clock.Advance(10 * time.Millisecond)
+	clk.Advance(6 * time.Second)
+	testproc.Eventually(t, 15*time.Second, "the alloc with max_client_disconnect stopped after its window", func() bool {
+		clk.Advance(10 * time.Millisecond)
 		return runnerDone(c, mcd.ID)
 	})
 	// Back in touch: both are reported lost (not complete).
 	srv.fail.Store(false)
-	eventually(t, "both reported lost after the reconnect", func() bool {
-		clock.Advance(time.Second) // heartbeat backoff, coalescing
+	testproc.Eventually(t, 15*time.Second, "both reported lost after the reconnect", func() bool {
+		clk.Advance(time.Second) // heartbeat backoff, coalescing
 		return srv.lastStatus(now.ID) == api.AllocClientStatusLost && srv.lastStatus(mcd.ID) == api.AllocClientStatusLost
 	})
 	srv.mu.Lock()
@@ -97,17 +98,17 @@ func TestCutOffClientStopsAllocs(t *testing.T) {
 // alloc keeps running, and after the reconnect its status is reported
 // again (the server marked it unknown meanwhile).
 func TestShortCutOffResendsStatus(t *testing.T) {
-	c, srv, clock, allocs := disconnectClient(t, time.Minute)
+	c, srv, clk, allocs := disconnectClient(t, time.Minute)
 	a := allocs[0]
 	srv.mu.Lock()
 	before := len(srv.updates)
 	srv.mu.Unlock()
 	srv.fail.Store(true)
-	clock.Advance(10 * time.Second)
-	clock.Advance(20 * time.Second)
+	clk.Advance(10 * time.Second)
+	clk.Advance(20 * time.Second)
 	srv.fail.Store(false)
-	eventually(t, "the running status reported again after the reconnect", func() bool {
-		clock.Advance(time.Second)
+	testproc.Eventually(t, 15*time.Second, "the running status reported again after the reconnect", func() bool {
+		clk.Advance(time.Second)
 		srv.mu.Lock()
 		defer srv.mu.Unlock()
 		for _, batch := range srv.updates[before:] {

@@ -25,8 +25,8 @@
 // stopped.
 //
 // Imports: api, drivers, agent/{fingerprint,allocrunner,taskrunner,
-// clientstate}. It talks to servers only through api.Client; never
-// imports server.
+// clientstate}, internal/clock. It talks to servers only through
+// api.Client; never imports server.
 //
 // Concurrency: Start launches the loops (register/heartbeat, alloc
 // watch, status updates, re-fingerprint, disconnect watch) and one goroutine per alloc

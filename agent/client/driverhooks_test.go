@@ -12,6 +12,7 @@ import (
 
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/drivers"
+	"github.com/drover/drover/internal/testproc"
 )
 
 // eventDriver is the fake driver with the two optional hooks: it reports
@@ -97,10 +98,10 @@ func TestDriverEventsAndLeftovers(t *testing.T) {
 	if err := c1.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "registered", func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.node != nil })
+	testproc.Eventually(t, 15*time.Second, "registered", func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.node != nil })
 	a := testAlloc(c1.NodeID(), "dddddddd-0000-4000-8000-000000000001", nil)
 	srv.putAlloc(a)
-	eventually(t, "running", func() bool { return srv.lastStatus(a.ID) == api.AllocClientStatusRunning })
+	testproc.Eventually(t, 15*time.Second, "running", func() bool { return srv.lastStatus(a.ID) == api.AllocClientStatusRunning })
 
 	ar, err := c1.runner(a.ID)
 	if err != nil {
@@ -138,7 +139,7 @@ func TestDriverEventsAndLeftovers(t *testing.T) {
 	if out := log2.String(); !strings.Contains(out, `level=WARN msg="leftover container not managed by drover" component=client driver=fake id=stray-container`) {
 		t.Errorf("no WARN for the leftover in the log:\n%s", out)
 	}
-	eventually(t, "reattached", func() bool {
+	testproc.Eventually(t, 15*time.Second, "reattached", func() bool {
 		ar, _ := c2.runner(a.ID)
 		s := ar.Alloc().TaskStates["web"]
 		return s.State == api.TaskStateRunning && s.Events[len(s.Events)-1].Type == api.TaskReattached

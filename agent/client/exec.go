@@ -23,11 +23,11 @@ func (c *Client) handleExec(w http.ResponseWriter, r *http.Request, ar *allocrun
 	q := r.URL.Query()
 	var command []string
 	if err := json.Unmarshal([]byte(q.Get("command")), &command); err != nil {
-		writeError(w, badRequest("command must be a JSON array of strings: "+err.Error()))
+		api.WriteError(w, badRequest("command must be a JSON array of strings: "+err.Error()))
 		return
 	}
 	if len(command) == 0 || command[0] == "" {
-		writeError(w, badRequest("command must not be empty"))
+		api.WriteError(w, badRequest("command must not be empty"))
 		return
 	}
 	tty := false
@@ -36,21 +36,21 @@ func (c *Client) handleExec(w http.ResponseWriter, r *http.Request, ar *allocrun
 	case "true":
 		tty = true
 	default:
-		writeError(w, badRequest("tty must be true or false"))
+		api.WriteError(w, badRequest("tty must be true or false"))
 		return
 	}
 	name := q.Get("task")
 	if name == "" {
 		names := ar.TaskNames()
 		if len(names) != 1 {
-			writeError(w, badRequest(fmt.Sprintf("allocation has %d tasks: task is required", len(names))))
+			api.WriteError(w, badRequest(fmt.Sprintf("allocation has %d tasks: task is required", len(names))))
 			return
 		}
 		name = names[0]
 	}
 	tr := ar.Task(name)
 	if tr == nil {
-		writeError(w, api.Errorf(api.ErrNotFound, "unknown task "+name))
+		api.WriteError(w, api.Errorf(api.ErrNotFound, "unknown task "+name))
 		return
 	}
 	execer, taskID, err := tr.ExecTarget()
@@ -58,7 +58,7 @@ func (c *Client) handleExec(w http.ResponseWriter, r *http.Request, ar *allocrun
 		if errors.Is(err, drivers.ErrNotSupported) {
 			err = api.Errorf(api.ErrBadRequest, err.Error())
 		}
-		writeError(w, err)
+		api.WriteError(w, restError(err))
 		return
 	}
 	// A browser that offered its token as a subprotocol needs one of its

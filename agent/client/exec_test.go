@@ -26,8 +26,9 @@ import (
 	"github.com/drover/drover/agent/http/serverstate"
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/drivers"
-	"github.com/drover/drover/drivers/drivertest"
 	"github.com/drover/drover/drivers/rawexec"
+	"github.com/drover/drover/internal/testcluster"
+	"github.com/drover/drover/internal/testproc"
 	"github.com/drover/drover/server"
 )
 
@@ -35,7 +36,7 @@ func TestAllocExecRawExec(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a dev server and builds the drover binary")
 	}
-	bin, cleanup, err := drivertest.DroverBinary()
+	bin, cleanup, err := testproc.DroverBinary()
 	if err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatal(err)
@@ -45,16 +46,7 @@ func TestAllocExecRawExec(t *testing.T) {
 	t.Cleanup(cleanup)
 
 	log := slog.New(slog.DiscardHandler)
-	s, err := server.New(&server.Config{DevMode: true, BindAddr: "127.0.0.1", NumSchedulers: 1, Logger: log, NodeName: "srv"})
-	if err != nil {
-		t.Fatalf("server.New: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = s.Shutdown(ctx)
-	})
-	poll(t, "leadership", s.IsLeader)
+	s := testcluster.Server(t, server.Config{Logger: log, NodeName: "srv"})
 	lazy := &lazyClient{}
 	h, err := agenthttp.New(agenthttp.Config{Server: serverstate.Bind(s), Client: lazy, Logger: log})
 	if err != nil {
@@ -91,7 +83,7 @@ func TestAllocExecRawExec(t *testing.T) {
 	})
 	ac := api.NewClient(ts.URL)
 	ctx := context.Background()
-	poll(t, "node ready", func() bool {
+	testcluster.WaitState(t, s, 20*time.Second, "node ready", func() bool {
 		n, _, err := ac.Node(ctx, c.NodeID(), nil)
 		return err == nil && n.Status == api.NodeStatusReady && n.Attributes["driver.raw_exec"] == "1"
 	})
@@ -103,7 +95,7 @@ func TestAllocExecRawExec(t *testing.T) {
 		t.Fatalf("register job: %v", err)
 	}
 	var allocID string
-	poll(t, "task running", func() bool {
+	testcluster.WaitState(t, s, 20*time.Second, "task running", func() bool {
 		as, _, err := ac.JobAllocations(ctx, "sh", nil)
 		if err != nil || len(as) != 1 {
 			return false
@@ -190,7 +182,7 @@ func TestAllocExecRawExec(t *testing.T) {
 		default:
 			t.Fatalf("no pid printed: %v", err)
 		}
-		poll(t, "remote command killed", func() bool {
+		testproc.Eventually(t, 20*time.Second, "remote command killed", func() bool {
 			b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 			return err != nil || strings.Contains(string(b), ") Z ")
 		})

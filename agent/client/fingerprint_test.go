@@ -5,7 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover/drover/agent/taskrunner/fakeclock"
+	"github.com/drover/drover/internal/clock"
+	"github.com/drover/drover/internal/testproc"
 )
 
 func TestRefingerprintReportsOnlyChanges(t *testing.T) {
@@ -36,15 +37,23 @@ func TestDriverChangeReregisters(t *testing.T) {
 	srv := newFakeServer(t)
 	srv.ttl = time.Hour
 	cfg := testConfig(t.TempDir(), srv.addr())
-	clock := fakeclock.New(time.Unix(1_700_000_000, 0))
-	cfg.Clock = clock
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	cfg.Clock = clk
 	startClient(t, cfg)
-	eventually(t, "registered", func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.registers == 1 })
-	// Timers: heartbeat, driver and resource fingerprints.
-	eventually(t, "loops waiting", func() bool { return clock.Waiters() >= 3 })
+	testproc.Eventually(t, 15*time.Second, "registered", func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.registers == 1 })
+	// Timers: heartbeat, driver and resource fingerprints; the driver
+	// fingerprint's (30 s) is the first due once it is armed (stale waits
+	// of the heartbeat watch count too, so the count alone could be
+	// reached before it).
+	if err := clk.WaitPending(15*time.Second, func(n int) bool {
+		d, ok := clk.NextIn()
+		return n >= 3 && ok && d <= 30*time.Second
+	}); err != nil {
+		t.Fatalf("loops waiting: %v", err)
+	}
 	fakeUnhealthy.Store(true)
-	clock.Advance(30 * time.Second)
-	eventually(t, "re-registered", func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.registers == 2 })
+	clk.Advance(30 * time.Second)
+	testproc.Eventually(t, 15*time.Second, "re-registered", func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.registers == 2 })
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	if _, ok := srv.node.Attributes["driver.fake"]; ok || srv.node.Drivers["fake"].Healthy {

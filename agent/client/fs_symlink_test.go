@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/testproc"
 )
 
 // The issue #15 traversal table: every fs/log route against .., encoded
@@ -191,7 +192,7 @@ func TestLogsFollowRefusesSwappedLink(t *testing.T) {
 			}
 			defer resp.Body.Close()
 			s := readStream(resp.Body)
-			eventually(t, "first line streamed", func() bool { return strings.Contains(s.String(), "first\n") })
+			testproc.Eventually(t, 15*time.Second, "first line streamed", func() bool { return strings.Contains(s.String(), "first\n") })
 			// Between two reads: swap a link in with an atomic rename.
 			name := "web.stderr.0"
 			if swap == "next" {

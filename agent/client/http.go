@@ -61,30 +61,28 @@ func (c *Client) routes() http.Handler {
 		m.HandleFunc(r.pattern, r.h)
 	}
 	m.HandleFunc("/v1/client/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, api.Errorf(api.ErrNotFound, fmt.Sprintf("no client endpoint %s %s", r.Method, r.URL.Path)))
+		api.WriteError(w, api.Errorf(api.ErrNotFound, fmt.Sprintf("no client endpoint %s %s", r.Method, r.URL.Path)))
 	})
 	return m
 }
 
-func writeError(w http.ResponseWriter, err error) {
-	e := api.AsError(badPathError(err))
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(e.Status)
-	_ = json.NewEncoder(w).Encode(api.ErrorBody{Error: e})
-}
+// restError is a handler's error as the REST error it answers: an
+// *api.Error keeps its code, a path the kernel refused is a bad request
+// (badPathError), anything else is internal.
+func restError(err error) *api.Error { return api.AsError(badPathError(err)) }
 
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func badRequest(msg string) error { return api.Errorf(api.ErrBadRequest, msg) }
+func badRequest(msg string) *api.Error { return api.Errorf(api.ErrBadRequest, msg) }
 
 func (c *Client) withAlloc(h func(http.ResponseWriter, *http.Request, *allocrunner.AllocRunner)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ar, err := c.runner(r.PathValue("alloc"))
 		if err != nil {
-			writeError(w, err)
+			api.WriteError(w, restError(err))
 			return
 		}
 		h(w, r, ar)
@@ -94,18 +92,18 @@ func (c *Client) withAlloc(h func(http.ResponseWriter, *http.Request, *allocrunn
 func (c *Client) handleStat(w http.ResponseWriter, r *http.Request, ar *allocrunner.AllocRunner) {
 	f, name, err := openInAlloc(ar.AllocDir(), r.URL.Query().Get("path"), unix.O_PATH)
 	if err != nil {
-		writeError(w, err)
+		api.WriteError(w, restError(err))
 		return
 	}
 	defer f.Close()
 	fi, st, err := fstatInfo(f, name)
 	if err != nil {
-		writeError(w, err)
+		api.WriteError(w, restError(err))
 		return
 	}
 	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
 		// O_PATH|O_NOFOLLOW opened the link itself: refused like cat.
-		writeError(w, classifyOpen(name, unix.ELOOP))
+		api.WriteError(w, restError(classifyOpen(name, unix.ELOOP)))
 		return
 	}
 	writeJSON(w, fi)
@@ -116,22 +114,22 @@ func (c *Client) handleStat(w http.ResponseWriter, r *http.Request, ar *allocrun
 func (c *Client) handleLs(w http.ResponseWriter, r *http.Request, ar *allocrunner.AllocRunner) {
 	f, name, err := openInAlloc(ar.AllocDir(), r.URL.Query().Get("path"), unix.O_RDONLY)
 	if err != nil {
-		writeError(w, err)
+		api.WriteError(w, restError(err))
 		return
 	}
 	defer f.Close()
 	_, st, err := fstatInfo(f, name)
 	if err != nil {
-		writeError(w, err)
+		api.WriteError(w, restError(err))
 		return
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		writeError(w, badRequest(fmt.Sprintf("%q is not a directory", name)))
+		api.WriteError(w, badRequest(fmt.Sprintf("%q is not a directory", name)))
 		return
 	}
 	names, err := f.Readdirnames(-1)
 	if err != nil {
-		writeError(w, err)
+		api.WriteError(w, restError(err))
 		return
 	}
 	sort.Strings(names)
@@ -149,22 +147,22 @@ func (c *Client) handleCat(w http.ResponseWriter, r *http.Request, ar *allocrunn
 	// O_NONBLOCK: a planted FIFO must not hang the request.
 	f, name, err := openInAlloc(ar.AllocDir(), r.URL.Query().Get("path"), unix.O_RDONLY|unix.O_NONBLOCK)
 	if err != nil {
-		writeError(w, err)
+		api.WriteError(w, restError(err))
 		return
 	}
 	defer f.Close()
 	_, st, err := fstatInfo(f, name)
 	if err != nil {
-		writeError(w, err)
+		api.WriteError(w, restError(err))
 		return
 	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFREG:
 	case unix.S_IFDIR:
-		writeError(w, badRequest(fmt.Sprintf("%q is a directory", name)))
+		api.WriteError(w, badRequest(fmt.Sprintf("%q is a directory", name)))
 		return
 	default:
-		writeError(w, badRequest(fmt.Sprintf("%q is not a regular file", name)))
+		api.WriteError(w, badRequest(fmt.Sprintf("%q is not a regular file", name)))
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -174,7 +172,7 @@ func (c *Client) handleCat(w http.ResponseWriter, r *http.Request, ar *allocrunn
 func (c *Client) handleAllocStats(w http.ResponseWriter, r *http.Request, ar *allocrunner.AllocRunner) {
 	st, err := ar.Stats(r.Context())
 	if err != nil {
-		writeError(w, err)
+		api.WriteError(w, restError(err))
 		return
 	}
 	if st.Timestamp == 0 {
@@ -209,14 +207,14 @@ func decodeBody(r *http.Request, v any) error {
 func (c *Client) handleRestart(w http.ResponseWriter, r *http.Request, ar *allocrunner.AllocRunner) {
 	var req api.AllocRestartRequest
 	if err := decodeBody(r, &req); err != nil {
-		writeError(w, err)
+		api.WriteError(w, restError(err))
 		return
 	}
 	if req.TaskName == "" {
 		req.TaskName = r.URL.Query().Get("task")
 	}
 	if err := ar.Restart(r.Context(), req.TaskName); err != nil {
-		writeError(w, err)
+		api.WriteError(w, restError(err))
 		return
 	}
 	writeJSON(w, struct{}{})
@@ -225,18 +223,18 @@ func (c *Client) handleRestart(w http.ResponseWriter, r *http.Request, ar *alloc
 func (c *Client) handleSignal(w http.ResponseWriter, r *http.Request, ar *allocrunner.AllocRunner) {
 	var req api.AllocSignalRequest
 	if err := decodeBody(r, &req); err != nil {
-		writeError(w, err)
+		api.WriteError(w, restError(err))
 		return
 	}
 	if req.Signal == "" {
-		writeError(w, badRequest("Signal is required"))
+		api.WriteError(w, badRequest("Signal is required"))
 		return
 	}
 	if err := ar.Signal(r.Context(), req.Task, req.Signal); err != nil {
 		if errors.Is(err, drivers.ErrNotSupported) {
 			err = api.Errorf(api.ErrBadRequest, err.Error())
 		}
-		writeError(w, err)
+		api.WriteError(w, restError(err))
 		return
 	}
 	writeJSON(w, struct{}{})

@@ -12,8 +12,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/testproc"
 )
 
 // httpClient is a client with one running alloc (no servers) and an
@@ -26,7 +28,7 @@ func httpClient(t *testing.T) (*Client, *api.Allocation, string) {
 		t.Fatal(err)
 	}
 	ar, _ := c.runner(a.ID)
-	eventually(t, "task running", func() bool { return ar.Alloc().ClientStatus == api.AllocClientStatusRunning })
+	testproc.Eventually(t, 15*time.Second, "task running", func() bool { return ar.Alloc().ClientStatus == api.AllocClientStatusRunning })
 	srv := httptest.NewServer(c.Handler())
 	t.Cleanup(srv.Close)
 	return c, a, srv.URL
@@ -270,7 +272,7 @@ func TestAllocControlEndpoints(t *testing.T) {
 		t.Errorf("restart: %d %s", st, b)
 	}
 	ar, _ := c.runner(a.ID)
-	eventually(t, "restarted", func() bool {
+	testproc.Eventually(t, 15*time.Second, "restarted", func() bool {
 		s := ar.Alloc().TaskStates["web"]
 		return s.Restarts == 1 && s.State == api.TaskStateRunning
 	})

@@ -21,21 +21,9 @@ import (
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/drivers"
 	"github.com/drover/drover/drivers/mock"
+	"github.com/drover/drover/internal/testcluster"
 	"github.com/drover/drover/server"
 )
-
-func poll(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		<-tick.C
-	}
-}
 
 // lazyClient lets the HTTP server exist before the client does.
 type lazyClient struct{ c atomic.Pointer[client.Client] }
@@ -50,16 +38,7 @@ func TestClientWithRealServer(t *testing.T) {
 		t.Skip("starts a dev server")
 	}
 	log := slog.New(slog.DiscardHandler)
-	s, err := server.New(&server.Config{DevMode: true, BindAddr: "127.0.0.1", NumSchedulers: 1, Logger: log, NodeName: "srv"})
-	if err != nil {
-		t.Fatalf("server.New: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = s.Shutdown(ctx)
-	})
-	poll(t, "leadership", s.IsLeader)
+	s := testcluster.Server(t, server.Config{Logger: log, NodeName: "srv"})
 	lazy := &lazyClient{}
 	h, err := agenthttp.New(agenthttp.Config{Server: serverstate.Bind(s), Client: lazy, Logger: log})
 	if err != nil {
@@ -85,7 +64,7 @@ func TestClientWithRealServer(t *testing.T) {
 	})
 	api1 := api.NewClient(ts.URL)
 	ctx := context.Background()
-	poll(t, "node ready", func() bool {
+	testcluster.WaitState(t, s, 20*time.Second, "node ready", func() bool {
 		n, _, err := api1.Node(ctx, c.NodeID(), nil)
 		return err == nil && n.Status == api.NodeStatusReady && n.Attributes["driver.mock_driver"] == "1"
 	})
@@ -98,7 +77,7 @@ func TestClientWithRealServer(t *testing.T) {
 		t.Fatalf("register job: %v", err)
 	}
 	var allocID string
-	poll(t, "alloc running on the server", func() bool {
+	testcluster.WaitState(t, s, 20*time.Second, "alloc running on the server", func() bool {
 		as, _, err := api1.JobAllocations(ctx, "hello", nil)
 		if err != nil || len(as) != 1 {
 			return false
@@ -118,7 +97,7 @@ func TestClientWithRealServer(t *testing.T) {
 	if _, err := api1.DeregisterJob(ctx, "hello", false, nil); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "alloc complete on the server", func() bool {
+	testcluster.WaitState(t, s, 20*time.Second, "alloc complete on the server", func() bool {
 		a, _, err := api1.Allocation(ctx, allocID, nil)
 		return err == nil && a.ClientStatus == api.AllocClientStatusComplete
 	})

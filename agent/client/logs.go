@@ -34,15 +34,15 @@ func (c *Client) handleLogs(w http.ResponseWriter, r *http.Request, ar *allocrun
 		typ = "stdout"
 	}
 	if typ != "stdout" && typ != "stderr" {
-		writeError(w, badRequest(fmt.Sprintf("type must be stdout or stderr, not %q", typ)))
+		api.WriteError(w, badRequest(fmt.Sprintf("type must be stdout or stderr, not %q", typ)))
 		return
 	}
 	if task == "" {
-		writeError(w, badRequest("task is required"))
+		api.WriteError(w, badRequest("task is required"))
 		return
 	}
 	if !slices.Contains(ar.TaskNames(), task) {
-		writeError(w, api.Errorf(api.ErrNotFound, fmt.Sprintf("task %q is not in allocation %s", task, ar.ID())))
+		api.WriteError(w, api.Errorf(api.ErrNotFound, fmt.Sprintf("task %q is not in allocation %s", task, ar.ID())))
 		return
 	}
 	origin := q.Get("origin")
@@ -50,14 +50,14 @@ func (c *Client) handleLogs(w http.ResponseWriter, r *http.Request, ar *allocrun
 		origin = "start"
 	}
 	if origin != "start" && origin != "end" {
-		writeError(w, badRequest(fmt.Sprintf("origin must be start or end, not %q", origin)))
+		api.WriteError(w, badRequest(fmt.Sprintf("origin must be start or end, not %q", origin)))
 		return
 	}
 	var offset int64
 	if s := q.Get("offset"); s != "" {
 		v, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || v < 0 {
-			writeError(w, badRequest(fmt.Sprintf("offset %q is not a non-negative integer", s)))
+			api.WriteError(w, badRequest(fmt.Sprintf("offset %q is not a non-negative integer", s)))
 			return
 		}
 		offset = v
@@ -69,11 +69,11 @@ func (c *Client) handleLogs(w http.ResponseWriter, r *http.Request, ar *allocrun
 	ls := &logStream{allocDir: ar.AllocDir(), prefix: task + "." + typ, done: ar.WaitCh()}
 	defer ls.close()
 	if err := ls.openDir(); err != nil && !errors.Is(err, api.ErrNotFound) {
-		writeError(w, err)
+		api.WriteError(w, restError(err))
 		return
 	}
 	if err := ls.check(); err != nil {
-		writeError(w, err)
+		api.WriteError(w, restError(err))
 		return
 	}
 	if plain {

@@ -10,15 +10,13 @@ import (
 
 	"github.com/drover/drover/agent/fingerprint"
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/clock"
 )
 
-// backoff returns a jittered delay that doubles per attempt up to max.
-func backoff(attempt int, base, max time.Duration) time.Duration {
-	d := base << min(attempt, 10)
-	if d > max || d <= 0 {
-		d = max
-	}
-	return d/2 + rand.N(d/2+1)
+// serverBackoff is the retry delay of the loops that talk to the servers:
+// jittered, doubling from 250 ms to 15 s.
+func serverBackoff() clock.Backoff {
+	return clock.Backoff{Base: 250 * time.Millisecond, Max: 15 * time.Second, Jitter: true}
 }
 
 // sleep waits d on the client clock; false when ctx ended.
@@ -34,7 +32,7 @@ func (c *Client) sleep(ctx context.Context, d time.Duration) bool {
 // registerLoop registers the node, then heartbeats within half the TTL
 // (jittered); it re-registers when the node changed or the server lost it.
 func (c *Client) registerLoop(ctx context.Context) {
-	attempt := 0
+	retry := serverBackoff()
 	registered := false
 	var ttl time.Duration
 	for ctx.Err() == nil {
@@ -68,15 +66,14 @@ func (c *Client) registerLoop(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			d := backoff(attempt, 250*time.Millisecond, 15*time.Second)
-			attempt++
+			d := retry.Next()
 			c.log.Warn("node register/heartbeat failed", "error", err, "retry_in", d)
 			if !c.sleep(ctx, d) {
 				return
 			}
 			continue
 		}
-		attempt = 0
+		retry.Reset()
 		if !registered {
 			c.log.Info("node registered", "node_id", node(c).ID, "server", c.servers.current())
 			c.regOnce.Do(func() { close(c.registeredCh) })
@@ -120,7 +117,7 @@ func (c *Client) watchLoop(ctx context.Context) {
 		return
 	}
 	var index uint64
-	attempt := 0
+	retry := serverBackoff()
 	fetched := map[string]uint64{} // alloc ID -> AllocModifyIndex last fetched
 	stale := true                  // any server answers; the leader after a server behind us did
 	fail := func(what string, err error) bool {
@@ -130,8 +127,7 @@ func (c *Client) watchLoop(ctx context.Context) {
 		if errors.Is(err, api.ErrNodeNotFound) {
 			c.reregister()
 		}
-		d := backoff(attempt, 250*time.Millisecond, 15*time.Second)
-		attempt++
+		d := retry.Next()
 		c.log.Warn(what+" failed", "error", err, "retry_in", d)
 		return c.sleep(ctx, d)
 	}
@@ -184,7 +180,7 @@ func (c *Client) watchLoop(ctx context.Context) {
 			}
 			continue // index unchanged: the next poll answers at once
 		}
-		attempt = 0
+		retry.Reset()
 		for _, a := range changed {
 			fetched[a.ID] = a.AllocModifyIndex
 		}
@@ -341,7 +337,7 @@ func (c *Client) report(a *api.Allocation, status, desc string) {
 
 // updateLoop sends coalesced alloc status updates.
 func (c *Client) updateLoop(ctx context.Context) {
-	attempt := 0
+	retry := serverBackoff()
 	for {
 		select {
 		case <-c.dirtyCh:
@@ -394,8 +390,7 @@ func (c *Client) updateLoop(ctx context.Context) {
 			}
 			c.failedAllocs = append(c.failedAllocs, failed...)
 			c.dirtyMu.Unlock()
-			d := backoff(attempt, 250*time.Millisecond, 15*time.Second)
-			attempt++
+			d := retry.Next()
 			c.log.Warn("alloc status update failed", "error", err, "retry_in", d)
 			if !c.sleep(ctx, d) {
 				return
@@ -406,7 +401,7 @@ func (c *Client) updateLoop(ctx context.Context) {
 			}
 			continue
 		}
-		attempt = 0
+		retry.Reset()
 	}
 }
 

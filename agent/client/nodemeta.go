@@ -101,16 +101,16 @@ func (c *Client) handleMetaRead(w http.ResponseWriter, r *http.Request) {
 func (c *Client) handleMetaApply(w http.ResponseWriter, r *http.Request) {
 	var req api.NodeMetaApplyRequest
 	if err := decodeBody(r, &req); err != nil {
-		writeError(w, err)
+		api.WriteError(w, restError(err))
 		return
 	}
 	if req.NodeID != "" && req.NodeID != c.NodeID() {
-		writeError(w, api.Errorf(api.ErrBadRequest, fmt.Sprintf("node metadata: this is node %s, not %s", c.NodeID(), req.NodeID)))
+		api.WriteError(w, api.Errorf(api.ErrBadRequest, fmt.Sprintf("node metadata: this is node %s, not %s", c.NodeID(), req.NodeID)))
 		return
 	}
 	resp, err := c.ApplyNodeMeta(req.Meta)
 	if err != nil {
-		writeError(w, err)
+		api.WriteError(w, restError(err))
 		return
 	}
 	writeJSON(w, resp)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/testproc"
 )
 
 func strp(s string) *string { return &s }
@@ -37,7 +38,7 @@ func TestNodeMetaApplyReregistersAndPersists(t *testing.T) {
 		}
 		return srv.node.Meta
 	}
-	eventually(t, "registered", func() bool { return serverMeta()["rack"] == "r1" })
+	testproc.Eventually(t, 15*time.Second, "registered", func() bool { return serverMeta()["rack"] == "r1" })
 
 	body, _ := json.Marshal(api.NodeMetaApplyRequest{Meta: map[string]*string{"gpu.pool": strp("train"), "rack": nil}})
 	rec := httptest.NewRecorder()
@@ -52,7 +53,7 @@ func TestNodeMetaApplyReregistersAndPersists(t *testing.T) {
 	if resp.Meta["gpu.pool"] != "train" || resp.Meta["rack"] != "" || resp.Static["rack"] != "r1" || resp.Dynamic["rack"] != nil {
 		t.Fatalf("apply response %+v", resp)
 	}
-	eventually(t, "server sees the new meta", func() bool {
+	testproc.Eventually(t, 15*time.Second, "server sees the new meta", func() bool {
 		m := serverMeta()
 		_, hasRack := m["rack"]
 		return m["gpu.pool"] == "train" && !hasRack

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/drover/drover/agent/fingerprint/nvidia"
+	"github.com/drover/drover/internal/testproc"
 )
 
 // TestNVIDIAXIDReachesServer wires the real NVIDIA fingerprinter (on the
@@ -33,13 +34,13 @@ func TestNVIDIAXIDReachesServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Shutdown(context.Background())
-	eventually(t, "registered with 8 GPUs", func() bool {
+	testproc.Eventually(t, 15*time.Second, "registered with 8 GPUs", func() bool {
 		srv.mu.Lock()
 		defer srv.mu.Unlock()
 		return srv.node != nil && len(srv.node.NodeResources.Devices) == 1 && len(srv.node.NodeResources.Devices[0].Instances) == 8
 	})
 	sim.InjectXID(6, 79)
-	eventually(t, "GPU 6 unhealthy on the server", func() bool {
+	testproc.Eventually(t, 15*time.Second, "GPU 6 unhealthy on the server", func() bool {
 		srv.mu.Lock()
 		defer srv.mu.Unlock()
 		bad := 0
@@ -77,7 +78,7 @@ func TestNVIDIADevicePathsReachServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Shutdown(context.Background())
-	eventually(t, "registered with 8 GPUs", func() bool {
+	testproc.Eventually(t, 15*time.Second, "registered with 8 GPUs", func() bool {
 		srv.mu.Lock()
 		defer srv.mu.Unlock()
 		return srv.node != nil && len(srv.node.NodeResources.Devices) == 1 && len(srv.node.NodeResources.Devices[0].Instances) == 8

@@ -8,7 +8,7 @@ import (
 	"sync"
 
 	"github.com/drover/drover/api"
-	"github.com/drover/drover/server/codec"
+	"github.com/drover/drover/internal/codec"
 )
 
 // servers is the server list with failover: calls go to the current

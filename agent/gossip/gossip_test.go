@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+
+	"github.com/drover/drover/internal/testproc"
 )
 
 // fast makes failure detection quick on loopback (about 1.5 s), yet
@@ -48,20 +50,23 @@ func start(t *testing.T, name string, keys [][]byte, mod func(*Config)) *Gossip 
 	return g
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, d time.Duration, what string, cond func() (bool, string)) {
+// waitMembers waits until cond holds for g's members, checked now and
+// at each change g signals (Changed: joins, tags, failures, leaves, reaps).
+func waitMembers(t *testing.T, g *Gossip, d time.Duration, what string, cond func([]Member) (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, msg := cond()
+	changed := g.Changed() // subscribed before the first look: no change is missed
+	deadline := time.After(d)
+	for {
+		ok, last := cond(g.Members())
 		if ok {
 			return
 		}
-		last = msg
-		<-time.After(20 * time.Millisecond)
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("timed out after %s waiting for %s; last: %s", d, what, last)
+		}
 	}
-	t.Fatalf("timed out after %s waiting for %s; last: %s", d, what, last)
 }
 
 func statuses(g *Gossip) map[string]string {
@@ -74,7 +79,7 @@ func statuses(g *Gossip) map[string]string {
 
 func wantStatuses(t *testing.T, g *Gossip, want map[string]string) {
 	t.Helper()
-	eventually(t, 10*time.Second, fmt.Sprintf("%s to see %v", g.Name(), want), func() (bool, string) {
+	waitMembers(t, g, 10*time.Second, fmt.Sprintf("%s to see %v", g.Name(), want), func([]Member) (bool, string) {
 		got := statuses(g)
 		if len(got) != len(want) {
 			return false, fmt.Sprint(got)
@@ -123,8 +128,8 @@ func TestMembersTagsFailLeave(t *testing.T) {
 	if err := b.SetTags(map[string]string{"role": "server", "id": "b", "http_addr": "127.0.0.1:1"}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "b's new tag on a", func() (bool, string) {
-		for _, m := range a.Members() {
+	waitMembers(t, a, 10*time.Second, "b's new tag on a", func(members []Member) (bool, string) {
+		for _, m := range members {
 			if m.Name == "b" {
 				return m.Tags["http_addr"] == "127.0.0.1:1", fmt.Sprint(m.Tags)
 			}
@@ -356,8 +361,8 @@ func TestNameConflictReported(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_, _ = b.Join(ctx, []string{a.Addr()})
-	eventually(t, 10*time.Second, "a name conflict to be reported", func() (bool, string) {
-		n := a.NameConflicts() + b.NameConflicts()
-		return n > 0, fmt.Sprintf("%d conflicts", n)
+	// Conflicts are counted, not signalled: poll.
+	testproc.Eventually(t, 10*time.Second, "a name conflict to be reported", func() bool {
+		return a.NameConflicts()+b.NameConflicts() > 0
 	})
 }

@@ -63,7 +63,7 @@ func (s *HTTPServer) enforce(c capability, h nethttp.Handler) nethttp.Handler {
 			// A server forwarding a user's request: it checked the user's
 			// token and sends a grant for this alloc and action instead.
 			if err := s.verifyGrant(r); err != nil {
-				writeError(w, api.AsError(err))
+				api.WriteError(w, api.AsError(err))
 				return
 			}
 			h.ServeHTTP(w, r)
@@ -71,12 +71,12 @@ func (s *HTTPServer) enforce(c capability, h nethttp.Handler) nethttp.Handler {
 		}
 		a, _, err := res.ResolveToken(tokenOf(r))
 		if err != nil {
-			writeError(w, api.AsError(err))
+			api.WriteError(w, api.AsError(err))
 			return
 		}
 		need := c.of(r)
 		if !s.allow(need, a, r) {
-			writeError(w, api.Errorf(api.ErrPermissionDenied, "Permission denied: "+need.String()))
+			api.WriteError(w, api.Errorf(api.ErrPermissionDenied, "Permission denied: "+need.String()))
 			return
 		}
 		h.ServeHTTP(w, r.WithContext(withACL(r.Context(), a, need)))

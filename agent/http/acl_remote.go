@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/clock"
 	"github.com/drover/drover/server/acl"
 )
 
@@ -36,8 +37,9 @@ type RemoteACL struct {
 	// many (default 4096; when full, those near expiry go first).
 	TTL     time.Duration
 	Entries int
-	// Now is the clock (nil: time.Now).
-	Now func() time.Time
+	// Clock is the clock of the TTL and of Watch's retries (nil:
+	// clock.Real).
+	Clock clock.Clock
 
 	mu    sync.Mutex
 	cache map[[32]byte]*remoteEntry
@@ -132,12 +134,10 @@ func (r *RemoteACL) Watch(ctx context.Context, secret func() string, changed fun
 		idx, err := r.poll(ctx, sec, index)
 		if err != nil {
 			failures++
-			t := time.NewTimer(min(time.Duration(failures)*time.Second, 30*time.Second))
 			select {
 			case <-ctx.Done():
-				t.Stop()
 				return
-			case <-t.C:
+			case <-r.clock().After(min(time.Duration(failures)*time.Second, 30*time.Second)):
 			}
 			continue
 		}
@@ -214,9 +214,11 @@ func (r *RemoteACL) ttl() time.Duration {
 	return DefaultRemoteACLTTL
 }
 
-func (r *RemoteACL) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
+func (r *RemoteACL) clock() clock.Clock {
+	if r.Clock != nil {
+		return r.Clock
 	}
-	return time.Now()
+	return clock.Real{}
 }
+
+func (r *RemoteACL) now() time.Time { return r.clock().Now() }

@@ -8,6 +8,7 @@ import (
 
 	agenthttp "github.com/drover/drover/agent/http"
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/clock"
 	"github.com/drover/drover/server"
 	"github.com/drover/drover/server/acl"
 )
@@ -37,8 +38,8 @@ func TestRemoteACL(t *testing.T) {
 		t.Fatalf("register node = %d %s", code, b)
 	}
 
-	now := time.Now()
-	r := &agenthttp.RemoteACL{Servers: []string{a.ts.URL}, HTTP: a.ts.Client(), TTL: time.Minute, Now: func() time.Time { return now }}
+	clk := clock.NewFake(time.Now())
+	r := &agenthttp.RemoteACL{Servers: []string{a.ts.URL}, HTTP: a.ts.Client(), TTL: time.Minute, Clock: clk}
 	resolve := func(secret string) *acl.ACL {
 		t.Helper()
 		got, _, err := r.ResolveToken(secret)
@@ -72,7 +73,7 @@ func TestRemoteACL(t *testing.T) {
 	if !resolve(tok.SecretID).AllowNamespace("default", acl.CapReadLogs) {
 		t.Error("the cached answer was not used within the TTL")
 	}
-	now = now.Add(time.Minute + time.Second)
+	clk.Advance(time.Minute + time.Second)
 	if _, _, err := r.ResolveToken(tok.SecretID); !errors.Is(err, api.ErrPermissionDenied) {
 		t.Errorf("revoked token after the TTL: %v, want permission denied", err)
 	}

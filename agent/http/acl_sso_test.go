@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/drover/drover/api"
-	"github.com/drover/drover/drivers/drivertest"
+	"github.com/drover/drover/internal/oidctest"
 	"github.com/drover/drover/server"
 )
 
@@ -38,7 +38,7 @@ func TestOIDCLoginsCappedPerClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	redirect := "http://localhost:" + port + "/oidc/callback"
-	op := drivertest.StartOIDCProvider(t, []drivertest.OIDCUser{
+	op := oidctest.Start(t, []oidctest.User{
 		{ID: "u1", Username: "alice", Password: "alice-pw", Email: "alice@example.com"},
 	}, redirect)
 

@@ -45,7 +45,7 @@ func (h *clientHandlers) serve(w nethttp.ResponseWriter, r *nethttp.Request) {
 	if allocID == "" && r.URL.Path != "/v1/client/stats" {
 		// Only the node's own routes name no alloc: anything else has
 		// nothing to be checked against.
-		writeError(w, api.Errorf(api.ErrNotFound, "no client endpoint "+r.Method+" "+r.URL.Path))
+		api.WriteError(w, api.Errorf(api.ErrNotFound, "no client endpoint "+r.Method+" "+r.URL.Path))
 		return
 	}
 	// The action's capability in the alloc's own namespace.
@@ -62,7 +62,7 @@ func (h *clientHandlers) serve(w nethttp.ResponseWriter, r *nethttp.Request) {
 			err = h.checkLocalAlloc(r, allocID, need)
 		}
 		if err != nil {
-			writeError(w, api.AsError(err))
+			api.WriteError(w, api.AsError(err))
 			return
 		}
 	}
@@ -72,17 +72,17 @@ func (h *clientHandlers) serve(w nethttp.ResponseWriter, r *nethttp.Request) {
 		return
 	}
 	if allocID == "" {
-		writeError(w, api.Errorf(api.ErrNotFound, fmt.Sprintf("%s: this agent does not run the client role", r.URL.Path)))
+		api.WriteError(w, api.Errorf(api.ErrNotFound, fmt.Sprintf("%s: this agent does not run the client role", r.URL.Path)))
 		return
 	}
 	if s.role.State == nil || r.Header.Get(headerForwarded) != "" {
-		writeError(w, api.AsError(notFound(api.ErrAllocNotFound, "allocation", allocID)))
+		api.WriteError(w, api.AsError(notFound(api.ErrAllocNotFound, "allocation", allocID)))
 		return
 	}
 	if a == nil {
 		var err error
 		if a, err = lookupAllocFor(s.state(nil), nil, r, allocID, need); err != nil {
-			writeError(w, api.AsError(err))
+			api.WriteError(w, api.AsError(err))
 			return
 		}
 	}
@@ -94,15 +94,15 @@ func (h *clientHandlers) serve(w nethttp.ResponseWriter, r *nethttp.Request) {
 	}
 	n, err := s.state(nil).NodeByID(nil, a.NodeID)
 	if err != nil {
-		writeError(w, api.AsError(err))
+		api.WriteError(w, api.AsError(err))
 		return
 	}
 	if n == nil || n.HTTPAddr == "" {
-		writeError(w, api.Errorf(api.ErrUnavailable, fmt.Sprintf("node %q of allocation %s has no HTTP address", a.NodeID, a.ID)))
+		api.WriteError(w, api.Errorf(api.ErrUnavailable, fmt.Sprintf("node %q of allocation %s has no HTTP address", a.NodeID, a.ID)))
 		return
 	}
 	if n.Status == api.NodeStatusDown {
-		writeError(w, api.Errorf(api.ErrUnavailable, fmt.Sprintf("node %q of allocation %s is down", n.ID, a.ID)))
+		api.WriteError(w, api.Errorf(api.ErrUnavailable, fmt.Sprintf("node %q of allocation %s is down", n.ID, a.ID)))
 		return
 	}
 	r.URL.Path = strings.Replace(r.URL.Path, "/"+allocID, "/"+a.ID, 1)
@@ -140,7 +140,7 @@ type allocNamespacer interface {
 func (s *HTTPServer) proxyToNode(w nethttp.ResponseWriter, r *nethttp.Request, n *api.Node, allocID string) {
 	u, err := s.peerURL(hostOf(n.HTTPAddr))
 	if err != nil {
-		writeError(w, api.Errorf(api.ErrInternal, fmt.Sprintf("node %q HTTP address %q: %v", n.ID, n.HTTPAddr, err)))
+		api.WriteError(w, api.Errorf(api.ErrInternal, fmt.Sprintf("node %q HTTP address %q: %v", n.ID, n.HTTPAddr, err)))
 		return
 	}
 	g := signGrant(n.SecretID, s.grantFor(r, n.ID, allocID))
@@ -154,7 +154,7 @@ func (s *HTTPServer) proxyToNode(w nethttp.ResponseWriter, r *nethttp.Request, n
 		},
 		FlushInterval: -1, // stream logs as they come
 		ErrorHandler: func(w nethttp.ResponseWriter, _ *nethttp.Request, err error) {
-			writeError(w, api.Errorf(api.ErrUnavailable, fmt.Sprintf("forward to node %q at %s: %v", n.ID, n.HTTPAddr, err)))
+			api.WriteError(w, api.Errorf(api.ErrUnavailable, fmt.Sprintf("forward to node %q at %s: %v", n.ID, n.HTTPAddr, err)))
 		},
 	}
 	proxy.ServeHTTP(w, r)
@@ -203,7 +203,7 @@ func (s *HTTPServer) forwardToServers(next nethttp.Handler) nethttp.Handler {
 				ErrorHandler: func(w nethttp.ResponseWriter, _ *nethttp.Request, err error) {
 					failed = true
 					if !retry || i == len(targets)-1 {
-						writeError(w, api.Errorf(api.ErrUnavailable, fmt.Sprintf("forward to server %s: %v", u.Host, err)))
+						api.WriteError(w, api.Errorf(api.ErrUnavailable, fmt.Sprintf("forward to server %s: %v", u.Host, err)))
 					}
 				},
 			}

@@ -23,17 +23,17 @@ func (h *clientHandlers) metadata(w nethttp.ResponseWriter, r *nethttp.Request) 
 	if r.Method == nethttp.MethodPost || r.Method == nethttp.MethodPut {
 		body, err := io.ReadAll(r.Body) // bounded by the body limit middleware
 		if err != nil {
-			writeError(w, api.AsError(fmt.Errorf("read body: %w", api.Errorf(api.ErrBadRequest, err.Error()))))
+			api.WriteError(w, api.AsError(fmt.Errorf("read body: %w", api.Errorf(api.ErrBadRequest, err.Error()))))
 			return
 		}
 		var req api.NodeMetaApplyRequest
 		if err := json.Unmarshal(body, &req); err != nil {
-			writeError(w, api.Errorf(api.ErrBadRequest, "invalid JSON body: "+err.Error()))
+			api.WriteError(w, api.Errorf(api.ErrBadRequest, "invalid JSON body: "+err.Error()))
 			return
 		}
 		if req.NodeID != "" {
 			if nodeID != "" && nodeID != req.NodeID {
-				writeError(w, api.Errorf(api.ErrBadRequest, fmt.Sprintf("node_id %q and body NodeID %q differ", nodeID, req.NodeID)))
+				api.WriteError(w, api.Errorf(api.ErrBadRequest, fmt.Sprintf("node_id %q and body NodeID %q differ", nodeID, req.NodeID)))
 				return
 			}
 			nodeID = req.NodeID
@@ -48,25 +48,25 @@ func (h *clientHandlers) metadata(w nethttp.ResponseWriter, r *nethttp.Request) 
 		}
 	}
 	if nodeID == "" {
-		writeError(w, api.Errorf(api.ErrBadRequest, "this agent does not run the client role: name a node with node_id"))
+		api.WriteError(w, api.Errorf(api.ErrBadRequest, "this agent does not run the client role: name a node with node_id"))
 		return
 	}
 	if s.role.State == nil || r.Header.Get(headerForwarded) != "" {
-		writeError(w, api.Errorf(api.ErrNodeNotFound, fmt.Sprintf("node %q not found", nodeID)))
+		api.WriteError(w, api.Errorf(api.ErrNodeNotFound, fmt.Sprintf("node %q not found", nodeID)))
 		return
 	}
 	n, err := s.state(nil).NodeByID(nil, nodeID)
 	if err != nil {
-		writeError(w, api.AsError(err))
+		api.WriteError(w, api.AsError(err))
 		return
 	}
 	switch {
 	case n == nil:
-		writeError(w, api.Errorf(api.ErrNodeNotFound, fmt.Sprintf("node %q not found", nodeID)))
+		api.WriteError(w, api.Errorf(api.ErrNodeNotFound, fmt.Sprintf("node %q not found", nodeID)))
 	case n.HTTPAddr == "":
-		writeError(w, api.Errorf(api.ErrUnavailable, fmt.Sprintf("node %q has no HTTP address", n.ID)))
+		api.WriteError(w, api.Errorf(api.ErrUnavailable, fmt.Sprintf("node %q has no HTTP address", n.ID)))
 	case n.Status == api.NodeStatusDown:
-		writeError(w, api.Errorf(api.ErrUnavailable, fmt.Sprintf("node %q is down", n.ID)))
+		api.WriteError(w, api.Errorf(api.ErrUnavailable, fmt.Sprintf("node %q is down", n.ID)))
 	default:
 		s.proxyToNode(w, r, n, "")
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/drover/drover/api"
-	"github.com/drover/drover/server/codec/codectest"
+	"github.com/drover/drover/internal/codec/codectest"
 )
 
 // notWire are the api package's struct types that are not sent as JSON.

@@ -15,6 +15,7 @@ import (
 
 	agenthttp "github.com/drover/drover/agent/http"
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/testproc"
 )
 
 // startListening serves a test API's config (with mod applied) through
@@ -167,19 +168,10 @@ func TestHTTPMaxConnsPerClient(t *testing.T) {
 		t.Fatalf("held connection after the refusal: %q %v, want 200", st, err)
 	}
 	held[1].Close()
-	deadline := time.Now().Add(10 * time.Second)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	testproc.Eventually(t, 10*time.Second, "a new connection served (200) after closing one", func() bool {
 		st, err := extra()
-		if err == nil && strings.HasPrefix(st, "200") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after closing one connection, a new one: %q %v, want 200 within 10s", st, err)
-		}
-		<-tick.C
-	}
+		return err == nil && strings.HasPrefix(st, "200")
+	})
 }
 
 // drover's own traffic (servers forwarding to the leader or to client

@@ -41,8 +41,8 @@
 // usage.go serves the usage ledger (GET /v1/usage, JSON or CSV), pricing
 // GPU hours with Config.UsagePrices.
 //
-// It must not import package agent, server/* (but server/acl and
-// server/codec) or drivers/*; agent/http/serverstate may import server.
+// It must not import package agent, server/* (but server/acl) or
+// drivers/*; agent/http/serverstate may import server.
 // It imports jobspec for POST /v1/jobs/parse.
 //
 // Concurrency: a *HTTPServer is safe for concurrent use; net/http runs

@@ -50,19 +50,19 @@ type eventHandlers struct {
 // subscription ends.
 func (h *eventHandlers) stream(w nethttp.ResponseWriter, r *nethttp.Request) {
 	if h.src == nil {
-		writeError(w, api.AsError(errNoServer()))
+		api.WriteError(w, api.AsError(errNoServer()))
 		return
 	}
 	q := r.URL.Query()
 	topics, err := parseTopics(q["topic"])
 	if err != nil {
-		writeError(w, api.AsError(err))
+		api.WriteError(w, api.AsError(err))
 		return
 	}
 	var from uint64
 	if v := q.Get("index"); v != "" {
 		if from, err = strconv.ParseUint(v, 10, 64); err != nil {
-			writeError(w, api.Errorf(api.ErrBadRequest, fmt.Sprintf("invalid index %q", v)))
+			api.WriteError(w, api.Errorf(api.ErrBadRequest, fmt.Sprintf("invalid index %q", v)))
 			return
 		}
 	}
@@ -70,7 +70,7 @@ func (h *eventHandlers) stream(w nethttp.ResponseWriter, r *nethttp.Request) {
 	defer cancel()
 	sub, err := h.src.Subscribe(ctx, topics, from)
 	if err != nil {
-		writeError(w, api.AsError(fmt.Errorf("subscribe: %w", api.Errorf(api.ErrUnavailable, err.Error()))))
+		api.WriteError(w, api.AsError(fmt.Errorf("subscribe: %w", api.Errorf(api.ErrUnavailable, err.Error()))))
 		return
 	}
 	defer sub.Close()

@@ -157,8 +157,8 @@ func stripCredentials(h nethttp.Header) {
 }
 
 func (s *HTTPServer) now() time.Time {
-	if s.cfg.Now != nil {
-		return s.cfg.Now()
+	if s.cfg.Clock != nil {
+		return s.cfg.Clock.Now()
 	}
 	return time.Now()
 }

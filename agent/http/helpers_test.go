@@ -2,7 +2,6 @@ package http_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -15,6 +14,7 @@ import (
 	agenthttp "github.com/drover/drover/agent/http"
 	"github.com/drover/drover/agent/http/serverstate"
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/testcluster"
 	"github.com/drover/drover/server"
 )
 
@@ -34,32 +34,8 @@ func newTestAPI(t *testing.T, mod ...func(*agenthttp.Config)) *testAPI {
 func newTestAPIWith(t *testing.T, sc server.Config, mod ...func(*agenthttp.Config)) *testAPI {
 	t.Helper()
 	log := slog.New(slog.DiscardHandler)
-	sc.DevMode, sc.BindAddr, sc.NumSchedulers, sc.Logger, sc.NodeName = true, "127.0.0.1", 1, log, "test"
-	s, err := server.New(&sc)
-	if err != nil {
-		t.Fatalf("server.New: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := s.Shutdown(ctx); err != nil {
-			t.Errorf("server shutdown: %v", err)
-		}
-	})
-	// Wait for the election through the server's leader notifications
-	// (taken before each look at the leader: none is missed).
-	deadline := time.After(10 * time.Second)
-	for {
-		changed := s.LeaderChanged()
-		if s.IsLeader() {
-			break
-		}
-		select {
-		case <-deadline:
-			t.Fatal("dev server did not become leader within 10s")
-		case <-changed:
-		}
-	}
+	sc.BindAddr, sc.NumSchedulers, sc.Logger, sc.NodeName = "127.0.0.1", 1, log, "test"
+	s := testcluster.Server(t, sc) // a dev server, ready (leading, duties running)
 	cfg := agenthttp.Config{Server: serverstate.Bind(s), Logger: log, EventHeartbeat: 50 * time.Millisecond, ACL: s.ACL()}
 	for _, m := range mod {
 		m(&cfg)

@@ -71,12 +71,12 @@ func (s *HTTPServer) forwardToLeader(next nethttp.Handler) nethttp.Handler {
 			q := r.URL.Query()
 			stale, err := boolParam(r, "stale")
 			if err != nil {
-				writeError(w, api.AsError(err))
+				api.WriteError(w, api.AsError(err))
 				return
 			}
 			consistent, err := boolParam(r, "consistent")
 			if err != nil {
-				writeError(w, api.AsError(err))
+				api.WriteError(w, api.AsError(err))
 				return
 			}
 			if !q.Has("consistent") && consistentByDefault(r) {
@@ -94,7 +94,7 @@ func (s *HTTPServer) forwardToLeader(next nethttp.Handler) nethttp.Handler {
 				err := ls.VerifyLeader(ctx)
 				cancel()
 				if err != nil {
-					writeError(w, api.AsError(err))
+					api.WriteError(w, api.AsError(err))
 					return
 				}
 			}
@@ -104,7 +104,7 @@ func (s *HTTPServer) forwardToLeader(next nethttp.Handler) nethttp.Handler {
 		if r.Header.Get(headerLeaderForwarded) != "" {
 			// Not processed at all: the sender may safely try again.
 			w.Header().Set(headerNotProcessed, "1")
-			writeError(w, api.Errorf(api.ErrNotLeader, "request forwarded to a server that is not the leader (leadership changed); retry"))
+			api.WriteError(w, api.Errorf(api.ErrNotLeader, "request forwarded to a server that is not the leader (leadership changed); retry"))
 			return
 		}
 		s.forwardWithHold(w, r, ls, next)
@@ -149,7 +149,7 @@ func (s *HTTPServer) forwardWithHold(w nethttp.ResponseWriter, r *nethttp.Reques
 	if replay && r.Body != nil {
 		b, err := io.ReadAll(r.Body)
 		if err != nil {
-			writeError(w, api.AsError(bodyError(err)))
+			api.WriteError(w, api.AsError(bodyError(err)))
 			return
 		}
 		body = b
@@ -195,7 +195,7 @@ func (s *HTTPServer) forwardWithHold(w nethttp.ResponseWriter, r *nethttp.Reques
 		}
 		u, err := s.peerURL(addr)
 		if err != nil {
-			writeError(w, api.Errorf(api.ErrInternal, fmt.Sprintf("leader HTTP address %q: %v", addr, err)))
+			api.WriteError(w, api.Errorf(api.ErrInternal, fmt.Sprintf("leader HTTP address %q: %v", addr, err)))
 			return
 		}
 		retry := false
@@ -220,7 +220,7 @@ func (s *HTTPServer) forwardWithHold(w nethttp.ResponseWriter, r *nethttp.Reques
 					retry, lastErr = true, api.Errorf(api.ErrNoLeader, fmt.Sprintf("leader at %s unavailable: %v", addr, err))
 					return
 				}
-				writeError(w, api.Errorf(api.ErrUnavailable, fmt.Sprintf("forward to leader at %s: %v", addr, err)))
+				api.WriteError(w, api.Errorf(api.ErrUnavailable, fmt.Sprintf("forward to leader at %s: %v", addr, err)))
 			},
 		}
 		proxy.ServeHTTP(w, r)
@@ -231,5 +231,5 @@ func (s *HTTPServer) forwardWithHold(w nethttp.ResponseWriter, r *nethttp.Reques
 	if lastErr == nil {
 		lastErr = api.Errorf(api.ErrNoLeader, "no cluster leader; retry")
 	}
-	writeError(w, api.AsError(lastErr))
+	api.WriteError(w, api.AsError(lastErr))
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/drover/drover/api"
-	"github.com/drover/drover/server/codec"
+	"github.com/drover/drover/internal/codec"
 )
 
 type metrics struct {
@@ -117,7 +117,7 @@ func (s *HTTPServer) middleware(next nethttp.Handler) nethttp.Handler {
 				}
 				s.log.Error("http handler panic", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p))
 				if sw.status == 0 {
-					writeError(sw, api.Errorf(api.ErrInternal, "internal error"))
+					api.WriteError(sw, api.Errorf(api.ErrInternal, "internal error"))
 				}
 			}
 			route := r.Pattern
@@ -155,7 +155,7 @@ func (s *HTTPServer) wrap(f apiFunc) nethttp.HandlerFunc {
 			if e.Status >= 500 {
 				s.log.Warn("http request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 			}
-			writeError(w, e)
+			api.WriteError(w, e)
 			return
 		}
 		if idx := writeIndex(out); idx > 0 && w.Header().Get(api.HeaderIndex) == "" {
@@ -195,14 +195,6 @@ func writeJSON(w nethttp.ResponseWriter, status int, v any) {
 	// less time: nodes' alloc fetches are a large share of a busy leader's
 	// work.
 	_ = codec.Encode(w, v)
-}
-
-func writeError(w nethttp.ResponseWriter, e *api.Error) {
-	status := e.Status
-	if status == 0 {
-		status = nethttp.StatusInternalServerError
-	}
-	writeJSON(w, status, &api.ErrorBody{Error: e})
 }
 
 // decodeBody reads a JSON body into v: unknown fields, trailing data, an
@@ -302,8 +294,8 @@ func (s *HTTPServer) notFound(w nethttp.ResponseWriter, r *nethttp.Request) {
 	}
 	if len(allow) > 0 {
 		w.Header().Set("Allow", strings.Join(allow, ", "))
-		writeError(w, api.Errorf(api.ErrMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, strings.Join(allow, ", "))))
+		api.WriteError(w, api.Errorf(api.ErrMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, strings.Join(allow, ", "))))
 		return
 	}
-	writeError(w, api.Errorf(api.ErrNotFound, fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)))
+	api.WriteError(w, api.Errorf(api.ErrNotFound, fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)))
 }

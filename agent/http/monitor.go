@@ -18,28 +18,28 @@ import (
 // agent's own API.
 func (h *agentHandlers) monitor(w nethttp.ResponseWriter, r *nethttp.Request) {
 	if h.s.cfg.Monitor == nil {
-		writeError(w, api.Errorf(api.ErrUnavailable, "this agent has no log monitor"))
+		api.WriteError(w, api.Errorf(api.ErrUnavailable, "this agent has no log monitor"))
 		return
 	}
 	q := r.URL.Query()
 	level, err := monitorLevel(q.Get("log_level"))
 	if err != nil {
-		writeError(w, api.AsError(err))
+		api.WriteError(w, api.AsError(err))
 		return
 	}
 	asJSON, err := boolParam(r, "log_json")
 	if err != nil {
-		writeError(w, api.AsError(err))
+		api.WriteError(w, api.AsError(err))
 		return
 	}
 	plain, err := boolParam(r, "plain")
 	if err != nil {
-		writeError(w, api.AsError(err))
+		api.WriteError(w, api.AsError(err))
 		return
 	}
 	for _, k := range []string{"node_id", "server_id"} {
 		if v := q.Get(k); v != "" && !h.isSelf(v) {
-			writeError(w, api.Errorf(api.ErrBadRequest, k+" "+strconv.Quote(v)+
+			api.WriteError(w, api.Errorf(api.ErrBadRequest, k+" "+strconv.Quote(v)+
 				" is another agent: monitor it through its own HTTP API"))
 			return
 		}

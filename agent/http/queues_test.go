@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/testcluster"
 )
 
 // Queues over HTTP: one queue or a batch per PUT, names with slashes in
@@ -57,17 +58,10 @@ func TestQueuesHTTP(t *testing.T) {
 	a.fails("PUT", "/v1/jobs", job, 400, api.ErrInvalidJob.Code)
 	job["Job"].(map[string]any)["Queue"] = "team-a/train"
 	a.register(job) // no nodes: it stays pending
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testcluster.WaitState(t, a.srv, 10*time.Second, "team-a with 1 pending job (its child's)", func() bool {
 		a.ok("GET", "/v1/queue/team-a", nil, &st)
-		if st.PendingJobs == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("team-a status %+v, want 1 pending job (its child's)", st)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return st.PendingJobs == 1
+	})
 	a.fails("DELETE", "/v1/queue/team-a/train", nil, 400, api.ErrBadRequest.Code)
 	a.ok("DELETE", "/v1/queue/team-b", nil, nil)
 	a.fails("DELETE", "/v1/queue/team-b", nil, 404, api.ErrNotFound.Code)

@@ -1,7 +1,6 @@
 package http_test
 
 import (
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -10,6 +9,7 @@ import (
 
 	agenthttp "github.com/drover/drover/agent/http"
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/testproc"
 	"github.com/drover/drover/server"
 )
 
@@ -122,13 +122,8 @@ func TestHeldWriteResumesOnLeaderChange(t *testing.T) {
 	})
 	done := make(chan *resp, 1)
 	go func() { done <- a.do("PUT", "/v1/jobs", webJob(1)) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for e.looks.Load() == 0 { // held: it has looked for a leader once
-		if time.Now().After(deadline) {
-			t.Fatal("the write never looked for a leader")
-		}
-		runtime.Gosched()
-	}
+	// Held: it has looked for a leader once.
+	testproc.Eventually(t, 10*time.Second, "the write to look for a leader", func() bool { return e.looks.Load() != 0 })
 	e.elect()
 	select {
 	case r := <-done:

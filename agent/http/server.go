@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/drover/drover/agent/logmon"
+	"github.com/drover/drover/internal/clock"
 	"log/slog"
 	"net"
 	nethttp "net/http"
@@ -87,8 +88,8 @@ type Config struct {
 	TLS, PeerTLS *tls.Config
 	// EnableDebug serves /debug/pprof/ (agent enable_debug).
 	EnableDebug bool
-	// Now is the clock of grants to nodes (nil: time.Now).
-	Now func() time.Time
+	// Clock is the clock of grants to nodes (nil: clock.Real).
+	Clock clock.Clock
 	// Region is this agent's region (default "global"): the region of the
 	// certificates it takes for agents'.
 	Region string

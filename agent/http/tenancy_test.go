@@ -15,6 +15,7 @@ import (
 
 	agenthttp "github.com/drover/drover/agent/http"
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/clock"
 	"github.com/drover/drover/server"
 	"github.com/drover/drover/server/acl"
 )
@@ -343,8 +344,7 @@ func ptr[T any](v T) *T { return &v }
 // its servers' ACLs change (RemoteACL.Watch), not TTL later.
 func TestRemoteACLWatchRevokes(t *testing.T) {
 	ts := newTenants(t)
-	now := time.Now()
-	r := &agenthttp.RemoteACL{Servers: []string{ts.ts.URL}, HTTP: ts.ts.Client(), TTL: time.Hour, Now: func() time.Time { return now }}
+	r := &agenthttp.RemoteACL{Servers: []string{ts.ts.URL}, HTTP: ts.ts.Client(), TTL: time.Hour, Clock: clock.NewFake(time.Now())}
 	tok := ts.token(`namespace "tenant-alpha" { policy = "read" }`)
 	secret := tok[api.HeaderToken]
 	if a, _, err := r.ResolveToken(secret); err != nil || !a.AllowNamespace(alphaNS, acl.CapReadJob) {

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/drover/drover/internal/testproc"
 )
 
 func TestOffReason(t *testing.T) {
@@ -142,14 +144,13 @@ func TestAdvisorFollowsGC(t *testing.T) {
 	a := newAdvisor(slog.New(slog.NewTextHandler(io.Discard, nil)), 0, 1<<40)
 	a.arm()
 	defer a.Stop()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(a.Ranges()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no heap range advised after 10s of collections")
+	testproc.Eventually(t, 10*time.Second, "a heap range advised after collections", func() bool {
+		if len(a.Ranges()) != 0 {
+			return true
 		}
 		runtime.GC()
-		runtime.Gosched()
-	}
+		return false
+	})
 	if r := a.Ranges()[0]; !vmaAdvised(t, r.Start) {
 		t.Errorf("range %+v not advised in smaps", r)
 	}

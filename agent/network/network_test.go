@@ -15,6 +15,7 @@ import (
 
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/drivers/drivertest"
+	"github.com/drover/drover/internal/testproc"
 )
 
 // hostIP is a non-loopback address of the host (what other machines reach).
@@ -43,7 +44,7 @@ func TestBridgeSetupPortMapTeardown(t *testing.T) {
 	drivertest.Need(t, iptErr == nil, "iptables is not installed")
 	drivertest.Need(t, fileExists("/bin/busybox"), "/bin/busybox (busybox-static) is not installed")
 	m := New(t.TempDir(), nil)
-	hostPort := drivertest.FreePort(t)
+	hostPort := testproc.FreePort(t)
 	ports := []api.AllocatedPort{{Label: "http", Value: hostPort, To: 8080}}
 	ctx := context.Background()
 	id := fmt.Sprintf("test-%d", time.Now().UnixNano())
@@ -70,22 +71,19 @@ func TestBridgeSetupPortMapTeardown(t *testing.T) {
 	t.Cleanup(func() { _ = httpd.Process.Kill(); _ = httpd.Wait() })
 	for _, ip := range []string{hostIP(t), "127.0.0.1"} {
 		url := "http://" + net.JoinHostPort(ip, strconv.Itoa(hostPort)) + "/"
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		// httpd starting in another process: poll.
+		testproc.Eventually(t, 10*time.Second, "GET "+url, func() bool {
 			r, err := http.Get(url)
-			if err == nil {
-				b, _ := io.ReadAll(r.Body)
-				r.Body.Close()
-				if string(b) != "inside\n" {
-					t.Fatalf("GET %s = %q", url, b)
-				}
-				break
+			if err != nil {
+				return false
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("GET %s: %v", url, err)
+			b, _ := io.ReadAll(r.Body)
+			r.Body.Close()
+			if string(b) != "inside\n" {
+				t.Fatalf("GET %s = %q", url, b)
 			}
-			time.Sleep(20 * time.Millisecond) // httpd starting in another process
-		}
+			return true
+		})
 	}
 	if err := m.Teardown(ctx, id, ports); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/drivers"
+	"github.com/drover/drover/internal/clock"
 )
 
 // AllocConfig is what an Alloc needs from its alloc runner.
@@ -28,8 +29,9 @@ type AllocConfig struct {
 	// Interpolate expands ${...} in service names and tags.
 	Interpolate func(string) string
 	Logger      *slog.Logger
-	// Now is the clock (time.Now when nil).
-	Now func() time.Time
+	// Clock gives check results their time and check_restart its grace
+	// (clock.Real when nil).
+	Clock clock.Clock
 }
 
 // Alloc runs the services of one allocation.
@@ -74,8 +76,8 @@ func NewAlloc(cfg AllocConfig) *Alloc {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
 	}
 	if cfg.Interpolate == nil {
 		cfg.Interpolate = func(s string) string { return s }
@@ -281,7 +283,7 @@ func (s *Alloc) Checks() map[string]*api.CheckResult {
 
 func (s *Alloc) startLocked(inst *instance, since time.Time) {
 	inst.active = true
-	now := s.cfg.Now()
+	now := s.cfg.Clock.Now()
 	for _, cs := range inst.checks {
 		cs.health, cs.okRun, cs.badRn, cs.unhealthy = "", 0, 0, 0
 		cs.res.Status, cs.res.Health, cs.res.Output = api.CheckPending, api.ServiceHealthCritical, ""
@@ -374,7 +376,7 @@ func (s *Alloc) record(cs *checkState, r result) (bool, string) {
 	if !cs.inst.active {
 		return false, ""
 	}
-	now := s.cfg.Now()
+	now := s.cfg.Clock.Now()
 	cs.res.StatusCode, cs.res.Output, cs.res.Timestamp = r.code, r.output, now.Unix()
 	if r.health == api.ServiceHealthPassing {
 		cs.okRun, cs.badRn = cs.okRun+1, 0

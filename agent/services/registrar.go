@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/clock"
 )
 
 // SendFunc writes registrations to the servers (the client's
@@ -19,8 +20,9 @@ type SendFunc func(ctx context.Context, req *api.NodeServicesRequest) error
 // wanted set: every change is sent as one batch of upserts and deletes,
 // retried with backoff until the servers take it.
 type Registrar struct {
-	send SendFunc
-	log  *slog.Logger
+	send  SendFunc
+	clock clock.Clock // the retry backoff
+	log   *slog.Logger
 
 	mu   sync.Mutex
 	want map[string]map[string]*api.ServiceRegistration // alloc ID -> registration ID -> registration
@@ -29,14 +31,18 @@ type Registrar struct {
 	idle chan struct{} // closed while nothing is left to send (replaced when something is)
 }
 
-// NewRegistrar returns a Registrar sending through send; Run drives it.
-func NewRegistrar(send SendFunc, log *slog.Logger) *Registrar {
+// NewRegistrar returns a Registrar sending through send, waiting out
+// retries on clk (nil: the wall clock); Run drives it.
+func NewRegistrar(send SendFunc, clk clock.Clock, log *slog.Logger) *Registrar {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if clk == nil {
+		clk = clock.Real{}
+	}
 	idle := make(chan struct{})
 	close(idle)
-	return &Registrar{send: send, log: log.With("component", "services"), want: map[string]map[string]*api.ServiceRegistration{},
+	return &Registrar{send: send, clock: clk, log: log.With("component", "services"), want: map[string]map[string]*api.ServiceRegistration{},
 		sent: map[string]*api.ServiceRegistration{}, kick: make(chan struct{}, 1), idle: idle}
 }
 
@@ -106,7 +112,7 @@ func (r *Registrar) dirtyLocked() {
 
 // Run sends changes until ctx ends.
 func (r *Registrar) Run(ctx context.Context) {
-	backoff := time.Duration(0)
+	backoff := clock.Backoff{Base: 250 * time.Millisecond, Max: 30 * time.Second}
 	var retry <-chan time.Time
 	for {
 		select {
@@ -120,12 +126,12 @@ func (r *Registrar) Run(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			backoff = min(max(2*backoff, 250*time.Millisecond), 30*time.Second)
-			r.log.Warn("service registrations not sent; retrying", "error", err, "in", backoff)
-			retry = time.After(backoff)
+			d := backoff.Next()
+			r.log.Warn("service registrations not sent; retrying", "error", err, "in", d)
+			retry = r.clock.After(d)
 			continue
 		}
-		backoff = 0
+		backoff.Reset()
 	}
 }
 

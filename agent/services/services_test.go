@@ -16,6 +16,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/clock"
+	"github.com/drover/drover/internal/testproc"
 )
 
 // recorder is the servers' side of the registrar in these tests: it
@@ -56,19 +58,12 @@ func (r *recorder) snapshot() map[string]*api.ServiceRegistration {
 	return out
 }
 
-func waitUntil(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+func startRegistrar(t *testing.T, rec *recorder) *Registrar {
+	return startRegistrarClock(t, rec, nil)
 }
 
-func startRegistrar(t *testing.T, rec *recorder) *Registrar {
-	r := NewRegistrar(rec.send, nil)
+func startRegistrarClock(t *testing.T, rec *recorder, clk clock.Clock) *Registrar {
+	r := NewRegistrar(rec.send, clk, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { r.Run(ctx); close(done) }()
@@ -113,6 +108,28 @@ func TestRegistrarSyncsAndRetries(t *testing.T) {
 	<-r.Idle()
 	if got := rec.snapshot(); len(got) != 1 || got["s3"] == nil {
 		t.Errorf("after resync: %+v", got)
+	}
+}
+
+// Failed batches are retried after a backoff on the registrar's clock:
+// 250 ms, then doubling.
+func TestRegistrarBackoffOnClock(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	rec := &recorder{regs: map[string]*api.ServiceRegistration{}, fail: 2}
+	r := startRegistrarClock(t, rec, clk)
+	r.SetAlloc("a1", []*api.ServiceRegistration{{ID: "s1", ServiceName: "web", AllocID: "a1", Port: 1}})
+	for _, want := range []time.Duration{250 * time.Millisecond, 500 * time.Millisecond} {
+		if err := clk.WaitPending(10*time.Second, func(n int) bool { return n == 1 }); err != nil {
+			t.Fatalf("retry never waited on the clock: %v", err)
+		}
+		if d, _ := clk.NextIn(); d != want {
+			t.Fatalf("retry in %v, want %v", d, want)
+		}
+		clk.Advance(want)
+	}
+	<-r.Idle()
+	if got := rec.snapshot(); len(got) != 1 || rec.calls != 3 {
+		t.Fatalf("after two failures: %d calls, registrations %+v; want 3 calls, s1", rec.calls, got)
 	}
 }
 
@@ -192,18 +209,18 @@ func TestAllocServicesChecks(t *testing.T) {
 		return nil
 	}
 	s.Update(map[string]time.Time{"web": time.Now()})
-	waitUntil(t, "both services registered", func() bool { return find("db") != nil && find("j-web") != nil })
+	testproc.Eventually(t, 10*time.Second, "both services registered", func() bool { return find("db") != nil && find("j-web") != nil })
 	if w := find("j-web"); w.Port != webPort || w.Address != "127.0.0.1" || w.Datacenter != "dc1" || len(w.Tags) != 1 {
 		t.Errorf("web registration %+v", w)
 	}
-	waitUntil(t, "db passing", func() bool { return find("db").Health == api.ServiceHealthPassing })
+	testproc.Eventually(t, 10*time.Second, "db passing", func() bool { return find("db").Health == api.ServiceHealthPassing })
 	// The failing http check restarts web every 3 results, and keeps it critical.
-	waitUntil(t, "check_restart", func() bool { return restarts.Load() >= 2 })
+	testproc.Eventually(t, 10*time.Second, "check_restart", func() bool { return restarts.Load() >= 2 })
 	if h := find("j-web").Health; h != api.ServiceHealthCritical {
 		t.Errorf("web health %q while failing", h)
 	}
 	healthy.Store(true)
-	waitUntil(t, "web passing", func() bool { return find("j-web").Health == api.ServiceHealthPassing })
+	testproc.Eventually(t, 10*time.Second, "web passing", func() bool { return find("j-web").Health == api.ServiceHealthPassing })
 	var res *api.CheckResult
 	for _, r := range s.Checks() {
 		if r.Check == "alive" {
@@ -215,7 +232,7 @@ func TestAllocServicesChecks(t *testing.T) {
 	}
 	n := restarts.Load()
 	s.Update(map[string]time.Time{})
-	waitUntil(t, "deregistered with the task", func() bool { return len(rec.snapshot()) == 0 })
+	testproc.Eventually(t, 10*time.Second, "deregistered with the task", func() bool { return len(rec.snapshot()) == 0 })
 	if restarts.Load() > n+1 {
 		t.Errorf("restarts went on after passing: %d -> %d", n, restarts.Load())
 	}

@@ -17,14 +17,14 @@ import (
 	"time"
 
 	"github.com/drover/drover/api"
-	"github.com/drover/drover/drivers/drivertest"
+	"github.com/drover/drover/internal/testproc"
 )
 
 // benchServer is one `drover agent -server` process of a benchmark
 // cluster: the real binary ($DROVER_TEST_BIN, else built once), real
 // Raft on disk, so its RSS and CPU are the server's alone.
 type benchServer struct {
-	*drivertest.Process
+	*testproc.Process
 	name                         string
 	base                         string
 	httpPort, raftPort, gossPort int
@@ -58,8 +58,8 @@ func startServers(b testing.TB, n int, configFile string) []*benchServer {
 	var out []*benchServer
 	var join string
 	for i := range n {
-		s := &benchServer{name: fmt.Sprintf("s%d", i+1), httpPort: drivertest.FreePort(b), raftPort: drivertest.FreePort(b),
-			gossPort: drivertest.FreePort(b)}
+		s := &benchServer{name: fmt.Sprintf("s%d", i+1), httpPort: testproc.FreePort(b), raftPort: testproc.FreePort(b),
+			gossPort: testproc.FreePort(b)}
 		args := []string{"agent", "-server", "-encrypt", "KYED7/CBebtGgPJzlH4od8NnEqi7sp1yHIgRgYtuAOo=", "-bootstrap-expect", strconv.Itoa(n), "-data-dir", b.TempDir(),
 			"-bind", "127.0.0.1", "-node", s.name, "-http-port", strconv.Itoa(s.httpPort), "-raft-port", strconv.Itoa(s.raftPort),
 			"-gossip-port", strconv.Itoa(s.gossPort), "-log-level", "warn"}
@@ -72,7 +72,7 @@ func startServers(b testing.TB, n int, configFile string) []*benchServer {
 		// DROVER_BENCH_SERVER_ENV: extra environment of the server
 		// processes alone ("GOGC=200 GOMEMLIMIT=16GiB"), not of the
 		// simulator.
-		s.Process = drivertest.StartProcessEnv(b, strings.Fields(os.Getenv("DROVER_BENCH_SERVER_ENV")), args...)
+		s.Process = testproc.StartProcessEnv(b, strings.Fields(os.Getenv("DROVER_BENCH_SERVER_ENV")), args...)
 		s.base = fmt.Sprintf("http://127.0.0.1:%d", s.httpPort)
 		s.api = api.NewClient(s.base)
 		if i == 0 {
@@ -107,18 +107,16 @@ func leaderOf(servers []*benchServer) int {
 	return -1
 }
 
+// waitLeader polls the server processes (no signal crosses the process
+// boundary) until they agree on a leader, and returns its index.
 func waitLeader(b testing.TB, servers []*benchServer, d time.Duration) int {
 	b.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		if l := leaderOf(servers); l >= 0 {
-			return l
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("servers agree on no leader within %v", d)
-		}
-		time.Sleep(10 * time.Millisecond) // polling interval
-	}
+	l := -1
+	testproc.Eventually(b, d, "servers agreeing on a leader", func() bool {
+		l = leaderOf(servers)
+		return l >= 0
+	})
+	return l
 }
 
 // raftIndex is one of a server's Raft stats ("last_log_index",
@@ -138,24 +136,23 @@ func raftIndex(s *benchServer, key string) (uint64, error) {
 // and replays the log first).
 func waitCaughtUp(b testing.TB, servers []*benchServer, i, leader int, d time.Duration) {
 	b.Helper()
-	deadline := time.Now().Add(d)
 	var target uint64
-	for {
-		var err error
-		if target == 0 {
-			target, err = raftIndex(servers[leader], "last_log_index")
+	var err error
+	defer func() {
+		if b.Failed() {
+			b.Logf("%s: target index %d, last error %v", servers[i].name, target, err)
 		}
-		if err == nil {
-			var applied uint64
-			if applied, err = raftIndex(servers[i], "applied_index"); err == nil && applied >= target {
-				return
+	}()
+	testproc.Eventually(b, d, servers[i].name+" caught up with the leader", func() bool {
+		if target == 0 {
+			if target, err = raftIndex(servers[leader], "last_log_index"); err != nil {
+				return false
 			}
 		}
-		if time.Now().After(deadline) {
-			b.Fatalf("%s not caught up with the leader within %v (target index %d): %v", servers[i].name, d, target, err)
-		}
-		time.Sleep(10 * time.Millisecond) // polling interval
-	}
+		var applied uint64
+		applied, err = raftIndex(servers[i], "applied_index")
+		return err == nil && applied >= target
+	})
 }
 
 func addrs(servers []*benchServer) []string {

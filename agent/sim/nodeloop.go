@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/clock"
 )
 
 // allocStub is all of an alloc a simulated node decodes: encoding/json
@@ -80,15 +81,17 @@ func (n *simNode) jitter(d time.Duration, frac float64) time.Duration {
 	return d - time.Duration(n.rng.Float64()*frac*float64(d))
 }
 
-func backoff(attempt int) time.Duration {
-	d := 250 * time.Millisecond << min(attempt, 6)
-	return min(d, 15*time.Second)
+// retryBackoff is the delay of the sim's register and watch retries:
+// 250 ms doubling to 15 s, on the wall clock (the sim drives real servers).
+func retryBackoff() clock.Backoff {
+	return clock.Backoff{Base: 250 * time.Millisecond, Max: 15 * time.Second}
 }
 
 // register registers the node, retrying up to attempts times.
 func (n *simNode) register(ctx context.Context, attempts int) error {
 	var err error
-	for a := range attempts {
+	retry := retryBackoff()
+	for range attempts {
 		var resp *api.NodeRegisterResponse
 		err = n.s.do(ctx, "", func(c *api.Client) error {
 			r, err := c.RegisterNode(ctx, n.node)
@@ -103,7 +106,7 @@ func (n *simNode) register(ctx context.Context, attempts int) error {
 			break
 		}
 		select {
-		case <-time.After(backoff(a)):
+		case <-clock.Real{}.After(retry.Next()):
 		case <-ctx.Done():
 		case <-n.ctx.Done():
 		}
@@ -178,7 +181,7 @@ func (n *simNode) watchLoop() {
 		return
 	}
 	var index uint64
-	attempt := 0
+	retry := retryBackoff()
 	path := "/v1/node/" + n.node.ID + "/client-allocs"
 	fetched := map[string]uint64{} // alloc ID -> AllocModifyIndex last fetched
 	var fetch struct {
@@ -224,15 +227,12 @@ func (n *simNode) watchLoop() {
 				n.reregister()
 			}
 			n.s.log.Debug("watch allocations failed", "node", n.node.Name, "error", err)
-			select {
-			case <-time.After(backoff(attempt)):
-			case <-n.ctx.Done():
+			if !retry.Wait(n.ctx, clock.Real{}) {
 				return
 			}
-			attempt++
 			continue
 		}
-		attempt = 0
+		retry.Reset()
 		n.s.allocReads.Add(1)
 		for _, a := range fetch.Allocs {
 			fetched[a.ID] = a.AllocModifyIndex

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/drover/drover/api"
-	"github.com/drover/drover/server/codec"
+	"github.com/drover/drover/internal/codec"
 )
 
 // Config is one simulator run.

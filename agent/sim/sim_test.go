@@ -2,20 +2,21 @@ package sim_test
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 	"time"
 
-	"github.com/drover/drover/agent"
 	"github.com/drover/drover/agent/config"
 	"github.com/drover/drover/agent/sim"
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/testcluster"
+	"github.com/drover/drover/internal/testproc"
 	"github.com/drover/drover/jobspec"
+	"github.com/drover/drover/server"
 )
 
 // startServer runs a real server-only dev agent on a free port and
-// returns its address once it leads.
-func startServer(t *testing.T, tune func(*config.Config)) string {
+// returns its address and server once it is ready.
+func startServer(t *testing.T, tune func(*config.Config)) (string, *server.Server) {
 	t.Helper()
 	cfg := config.Dev()
 	cfg.Client.Enabled = false
@@ -24,41 +25,9 @@ func startServer(t *testing.T, tune func(*config.Config)) string {
 	if tune != nil {
 		tune(cfg)
 	}
-	a, err := agent.New(cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := a.Start(ctx); err != nil {
-		t.Fatalf("start agent: %v", err)
-	}
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		if err := a.Shutdown(sctx); err != nil {
-			t.Errorf("agent shutdown: %v", err)
-		}
-	})
-	addr := "http://" + a.HTTPAddr()
-	c := api.NewClient(addr)
-	waitFor(t, 10*time.Second, "a leader", func() bool {
-		l, err := c.Leader(ctx)
-		return err == nil && l != ""
-	})
-	return addr
-}
-
-// waitFor polls cond every few milliseconds until it holds or the
-// deadline passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within %v", what, d)
-		}
-		time.Sleep(5 * time.Millisecond) // polling interval, not synchronization
-	}
+	a := testcluster.StartAgent(t, cfg)
+	testcluster.WaitReady(t, a.Server())
+	return "http://" + a.HTTPAddr(), a.Server()
 }
 
 func startSim(t *testing.T, cfg sim.Config) *sim.Sim {
@@ -120,7 +89,7 @@ const serviceHCL = `job "web" {
 // datacenters, topology meta and GPUs, take a job's allocs and report them
 // running; stopping the job has them report complete.
 func TestSimRunsServiceAllocs(t *testing.T) {
-	addr := startServer(t, nil)
+	addr, srv := startServer(t, nil)
 	s := startSim(t, sim.Config{Servers: []string{addr}, Nodes: 20, GPUs: "dgxh100", Datacenters: []string{"dc1", "dc2"},
 		RunDelay: 20 * time.Millisecond, UpdateCoalesce: 20 * time.Millisecond})
 	c := api.NewClient(addr)
@@ -161,7 +130,7 @@ func TestSimRunsServiceAllocs(t *testing.T) {
 	}
 
 	registerJob(t, c, serviceHCL)
-	waitFor(t, 20*time.Second, "40 running allocs", func() bool {
+	testcluster.WaitState(t, srv, 20*time.Second, "40 running allocs", func() bool {
 		return countStatus(jobAllocs(t, c, "web"), api.AllocClientStatusRunning) == 40
 	})
 	if st := s.Stats(); st.Running != 40 || st.Started != 40 || st.Registered != 20 {
@@ -176,7 +145,7 @@ func TestSimRunsServiceAllocs(t *testing.T) {
 	if _, err := c.DeregisterJob(ctx, "web", false, nil); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "40 complete allocs", func() bool {
+	testcluster.WaitState(t, srv, 20*time.Second, "40 complete allocs", func() bool {
 		return countStatus(jobAllocs(t, c, "web"), api.AllocClientStatusComplete) == 40
 	})
 	for _, a := range jobAllocs(t, c, "web") {
@@ -184,7 +153,7 @@ func TestSimRunsServiceAllocs(t *testing.T) {
 			t.Fatalf("alloc %s: task states %+v, want srv dead, not failed, finished after its start", a.ID, a.TaskStates)
 		}
 	}
-	waitFor(t, 5*time.Second, "the sim's running gauge at 0", func() bool { return s.Stats().Running == 0 })
+	testproc.Eventually(t, 5*time.Second, "the sim's running gauge at 0", func() bool { return s.Stats().Running == 0 })
 }
 
 const batchHCL = `job "crunch" {
@@ -219,12 +188,12 @@ func TestSimCompletesAndFails(t *testing.T) {
 		status string
 	}{{"complete", 0, api.AllocClientStatusComplete}, {"failed", 1, api.AllocClientStatusFailed}} {
 		t.Run(tc.name, func(t *testing.T) {
-			addr := startServer(t, nil)
+			addr, srv := startServer(t, nil)
 			s := startSim(t, sim.Config{Servers: []string{addr}, Nodes: 5, CompleteAfter: 30 * time.Millisecond,
 				FailRate: tc.rate, UpdateCoalesce: 20 * time.Millisecond})
 			c := api.NewClient(addr)
 			registerJob(t, c, batchHCL)
-			waitFor(t, 20*time.Second, "30 "+tc.status+" allocs", func() bool {
+			testcluster.WaitState(t, srv, 20*time.Second, "30 "+tc.status+" allocs", func() bool {
 				return countStatus(jobAllocs(t, c, "crunch"), tc.status) == 30
 			})
 			st := s.Stats()
@@ -239,11 +208,11 @@ func TestSimCompletesAndFails(t *testing.T) {
 // marked down by the server once their TTL runs out; the others stay
 // ready.
 func TestSimKilledNodesGoDown(t *testing.T) {
-	addr := startServer(t, func(c *config.Config) { c.Server.MinHeartbeatTTL, c.Server.HeartbeatGrace = time.Second, time.Second })
+	addr, srv := startServer(t, func(c *config.Config) { c.Server.MinHeartbeatTTL, c.Server.HeartbeatGrace = time.Second, time.Second })
 	s := startSim(t, sim.Config{Servers: []string{addr}, Nodes: 10})
 	s.Kill(0, 1, 2)
 	c := api.NewClient(addr)
-	waitFor(t, 20*time.Second, "3 down nodes", func() bool {
+	testcluster.WaitState(t, srv, 20*time.Second, "3 down nodes", func() bool {
 		nodes, _, err := c.Nodes(context.Background(), nil)
 		if err != nil {
 			t.Fatal(err)

@@ -14,10 +14,10 @@
 // one event, the latest, with Details["coalesced_count"], so progress
 // never pushes "Received" and "Task Setup" out.
 //
-// Imports: api, drivers, agent/clientstate. Never server.
+// Imports: api, drivers, agent/clientstate, internal/clock. Never server.
 //
 // Concurrency: a TaskRunner is driven by one goroutine, Run, owned and
 // waited for by the alloc runner. Kill, Restart, Signal, State and
 // WaitCh are safe to call from any goroutine. Time comes from an injected
-// Clock so restart delays are tested without sleeping.
+// clock (internal/clock) so restart delays are tested without sleeping.
 package taskrunner

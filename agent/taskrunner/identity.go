@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/clock"
 )
 
 // IdentitySigner asks the servers for a task's signed identities.
@@ -29,21 +30,18 @@ func exposedIdentities(t *api.Task) []*api.WorkloadIdentity {
 }
 
 // fetchIdentities signs the task's identities, retrying transient
-// failures for a few seconds.
-func fetchIdentities(ctx context.Context, sign IdentitySigner, allocID, task string) (*api.TaskIdentityResponse, error) {
-	delay := 250 * time.Millisecond
+// failures for a few seconds (250 ms doubling, five retries) on clk.
+func fetchIdentities(ctx context.Context, clk clock.Clock, sign IdentitySigner, allocID, task string) (*api.TaskIdentityResponse, error) {
+	retry := clock.Backoff{Base: 250 * time.Millisecond}
 	for attempt := 0; ; attempt++ {
 		resp, err := sign(ctx, allocID, task)
 		var ae *api.Error
 		if err == nil || attempt == 5 || ctx.Err() != nil || (errors.As(err, &ae) && ae.Status < 500) {
 			return resp, err
 		}
-		select {
-		case <-ctx.Done():
+		if !retry.Wait(ctx, clk) {
 			return nil, ctx.Err()
-		case <-time.After(delay):
 		}
-		delay *= 2
 	}
 }
 
@@ -148,7 +146,7 @@ func (tr *TaskRunner) renewIdentities(ctx context.Context) {
 			return
 		case <-tr.clock.After(ttl / 2):
 		}
-		resp, err := fetchIdentities(ctx, tr.cfg.Identities, tr.cfg.Alloc.ID, tr.cfg.Task.Name)
+		resp, err := fetchIdentities(ctx, tr.clock, tr.cfg.Identities, tr.cfg.Alloc.ID, tr.cfg.Task.Name)
 		if err == nil {
 			_, err = WriteIdentities(filepath.Join(tr.cfg.AllocDir, tr.cfg.Task.Name), ids, resp)
 		}

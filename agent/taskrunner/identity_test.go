@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover/drover/agent/taskrunner/fakeclock"
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/clock"
 )
 
 // Identity files: the default one at secrets/nomad_token, a named one at
@@ -62,27 +62,24 @@ func TestWriteAndRenewIdentities(t *testing.T) {
 		t.Errorf("mode %v", fi.Mode())
 	}
 
-	clk := fakeclock.New(time.Unix(1000, 0))
+	clk := clock.NewFake(time.Unix(1000, 0))
 	tr := New(Config{Alloc: &api.Allocation{ID: "a"}, Task: task, AllocDir: dir, Identities: sign, Clock: clk})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { tr.renewIdentities(ctx); close(done) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for clk.Waiters() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("renewal never waited")
-		}
-		time.Sleep(time.Millisecond)
+	if err := clk.WaitPending(10*time.Second, func(n int) bool { return n != 0 }); err != nil {
+		t.Fatalf("renewal never waited: %v", err)
 	}
 	if d, _ := clk.NextIn(); d != 30*time.Minute {
 		t.Errorf("renewal due in %v, want half the TTL", d)
 	}
 	clk.Advance(30 * time.Minute)
-	for read("secrets/nomad_vault.jwt") != "v2" {
-		if time.Now().After(deadline) {
-			t.Fatalf("not renewed: %q", read("secrets/nomad_vault.jwt"))
-		}
-		time.Sleep(time.Millisecond)
+	// The renewal writes the files, then waits on the clock again.
+	if err := clk.WaitPending(10*time.Second, func(n int) bool { return n != 0 }); err != nil {
+		t.Fatalf("renewal never waited again: %v", err)
+	}
+	if got := read("secrets/nomad_vault.jwt"); got != "v2" {
+		t.Fatalf("not renewed: %q", got)
 	}
 	cancel()
 	<-done

@@ -18,6 +18,7 @@ import (
 	"github.com/drover/drover/agent/clientstate"
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/drivers"
+	"github.com/drover/drover/internal/clock"
 )
 
 // Store persists a task runner's record (clientstate.DB satisfies it).
@@ -40,7 +41,7 @@ type Config struct {
 	// DoneOnSuccess: a clean exit ends the task (batch jobs, prestart
 	// non-sidecar and poststop tasks).
 	DoneOnSuccess bool
-	Clock         Clock
+	Clock         clock.Clock
 	Logger        *slog.Logger
 	Store         Store
 	// Restored is the record saved by an earlier agent process (nil = new).
@@ -62,7 +63,7 @@ type Config struct {
 type TaskRunner struct {
 	cfg    Config
 	log    *slog.Logger
-	clock  Clock
+	clock  clock.Clock
 	policy *api.RestartPolicy
 
 	mu        sync.Mutex
@@ -99,7 +100,7 @@ type TaskRunner struct {
 // New builds a task runner; Run drives it.
 func New(cfg Config) *TaskRunner {
 	if cfg.Clock == nil {
-		cfg.Clock = RealClock{}
+		cfg.Clock = clock.Real{}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -735,7 +736,7 @@ func (tr *TaskRunner) setup(ctx context.Context, alloc *api.Allocation, task *ap
 		if tr.cfg.Identities == nil {
 			return nil, fmt.Errorf("workload identity: this client cannot sign identities")
 		}
-		resp, err := fetchIdentities(ctx, tr.cfg.Identities, alloc.ID, task.Name)
+		resp, err := fetchIdentities(ctx, tr.clock, tr.cfg.Identities, alloc.ID, task.Name)
 		if err != nil {
 			return nil, fmt.Errorf("workload identity: %w", err)
 		}
@@ -753,7 +754,7 @@ func (tr *TaskRunner) setup(ctx context.Context, alloc *api.Allocation, task *ap
 	}
 	// Templates are rendered on the host, with the env the task will see.
 	if tr.svc == nil && tr.cfg.Services != nil && len(task.Templates) > 0 {
-		tr.svc = NewServiceCache(tr.cfg.Services, alloc.Namespace)
+		tr.svc = NewServiceCache(tr.cfg.Services, alloc.Namespace, tr.clock)
 	}
 	extra, err := RenderTemplates(task.Templates, taskDir, env, tr.cfg.Node, tr.svc)
 	if err != nil {

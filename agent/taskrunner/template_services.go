@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/clock"
 )
 
 // ServiceLookup reads the instances of a native service for templates:
@@ -22,6 +23,7 @@ type ServiceLookup func(ctx context.Context, namespace, name string, index uint6
 type ServiceCache struct {
 	lookup ServiceLookup
 	ns     string
+	clock  clock.Clock // Watch's retry backoff
 
 	mu      sync.Mutex
 	entries map[string]*cacheEntry
@@ -32,9 +34,10 @@ type cacheEntry struct {
 	index uint64
 }
 
-// NewServiceCache returns a cache reading through lookup in namespace ns.
-func NewServiceCache(lookup ServiceLookup, ns string) *ServiceCache {
-	return &ServiceCache{lookup: lookup, ns: ns, entries: map[string]*cacheEntry{}}
+// NewServiceCache returns a cache reading through lookup in namespace ns,
+// waiting out Watch's retries on clk.
+func NewServiceCache(lookup ServiceLookup, ns string, clk clock.Clock) *ServiceCache {
+	return &ServiceCache{lookup: lookup, ns: ns, clock: clk, entries: map[string]*cacheEntry{}}
 }
 
 // get returns the passing instances of a service, reading it on first use.
@@ -94,21 +97,17 @@ func (c *ServiceCache) Watch(ctx context.Context) bool {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			backoff := time.Duration(0)
+			retry := clock.Backoff{Base: 250 * time.Millisecond, Max: 30 * time.Second}
 			for wctx.Err() == nil {
 				c.mu.Lock()
 				e := c.entries[name]
 				c.mu.Unlock()
 				regs, idx, err := c.lookup(wctx, c.ns, name, e.index, 5*time.Minute)
 				if err != nil {
-					backoff = min(max(2*backoff, 250*time.Millisecond), 30*time.Second)
-					select {
-					case <-wctx.Done():
-					case <-time.After(backoff):
-					}
+					retry.Wait(wctx, c.clock)
 					continue
 				}
-				backoff = 0
+				retry.Reset()
 				p := passing(regs)
 				same := slices.EqualFunc(p, e.regs, func(a, b *api.ServiceRegistration) bool {
 					return a.ID == b.ID && a.Address == b.Address && a.Port == b.Port && slices.Equal(a.Tags, b.Tags)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/clock"
 )
 
 // fakeCatalog answers lookups like the servers' blocking queries: a
@@ -53,7 +54,7 @@ func TestNomadServiceTemplates(t *testing.T) {
 	f.set("web", &api.ServiceRegistration{ID: "b", Address: "10.0.0.2", Port: 80, Health: api.ServiceHealthPassing},
 		&api.ServiceRegistration{ID: "a", Address: "10.0.0.1", Port: 80}, &api.ServiceRegistration{ID: "c", Address: "10.0.0.3", Port: 80, Health: api.ServiceHealthCritical})
 	f.set("db", &api.ServiceRegistration{ID: "d", Address: "10.0.1.1", Port: 5432})
-	cache := NewServiceCache(f.lookup, "default")
+	cache := NewServiceCache(f.lookup, "default", clock.Real{})
 	dir := t.TempDir()
 	tmpls := []*api.Template{
 		{EmbeddedTmpl: `{{ range nomadService "web" }}{{ .Address }}:{{ .Port }} {{ end }}`, DestPath: "local/web"},

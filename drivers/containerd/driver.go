@@ -48,8 +48,7 @@ type Driver struct {
 	// time: tasks starting together with the same archive share it.
 	archives singleflight.Group
 
-	mu    sync.Mutex
-	tasks map[string]*taskState // by drover task ID
+	tasks drivers.Tasks[*taskState]
 
 	// mhzPerCore converts cpu MHz into a CFS quota; hostRoot prefixes
 	// host paths (NVIDIA libraries) in tests.
@@ -80,7 +79,6 @@ func New(opts drivers.Options) (*Driver, error) {
 	return &Driver{
 		cfg:        cfg,
 		logger:     logger.With("component", "driver"),
-		tasks:      map[string]*taskState{},
 		imported:   map[archiveKey]string{},
 		dataDir:    opts.DataDir,
 		mhzPerCore: cpuMHz(),
@@ -204,11 +202,9 @@ func (d *Driver) currentConn() *containerd.Client {
 // Close stops the driver's goroutines (task owners stop copying logs; the
 // containers keep running) and closes the connection.
 func (d *Driver) Close() error {
-	d.mu.Lock()
-	for _, ts := range d.tasks {
+	for _, ts := range d.tasks.All() {
 		ts.detach()
 	}
-	d.mu.Unlock()
 	d.wg.Wait()
 	d.dropConn(d.currentConn())
 	return nil

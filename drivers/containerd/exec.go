@@ -20,7 +20,7 @@ import (
 // container with the task's process spec (user, env, caps), optionally
 // on a TTY with resizes.
 func (d *Driver) ExecTask(ctx context.Context, taskID string, opts *drivers.ExecOptions) (*drivers.ExitResult, error) {
-	ts, err := d.get(taskID)
+	ts, err := d.tasks.Get(taskID)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,21 +14,22 @@ import (
 	"time"
 
 	"github.com/drover/drover/drivers"
+	"github.com/drover/drover/internal/testproc"
 )
 
 // waitForLog polls the task's stdout until it contains want.
 func waitForLog(t *testing.T, cfg *drivers.TaskConfig, want string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		if strings.Contains(readLog(t, cfg, "stdout"), want) {
-			return
+	var got string
+	defer func() {
+		if t.Failed() {
+			t.Logf("stdout: %q", got)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stdout never contained %q; got %q", want, readLog(t, cfg, "stdout"))
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval, not synchronization
-	}
+	}()
+	testproc.Eventually(t, timeout, fmt.Sprintf("stdout containing %q", want), func() bool {
+		got = readLog(t, cfg, "stdout")
+		return strings.Contains(got, want)
+	})
 }
 
 func TestStopKillSignalAndTimeout(t *testing.T) {
@@ -171,7 +173,7 @@ func TestResourceLimitsEnforced(t *testing.T) {
 	cfg.Resources.Memory.MemoryMaxMB = 192
 	startTask(t, d, cfg)
 	waitForLog(t, cfg, "ready", 20*time.Second)
-	ts, err := d.get(cfg.ID)
+	ts, err := d.tasks.Get(cfg.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,20 +216,13 @@ func TestStatsReportUsage(t *testing.T) {
 		t.Errorf("memory usage 0, want > 0: %+v", first.ResourceUsage.MemoryStats)
 	}
 	// The busy loop burns cpu: a later sample shows a positive percentage.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testproc.Eventually(t, 10*time.Second, "a cpu percent above 1", func() bool {
 		s, err := d.TaskStats(ctx, cfg.ID)
 		if err != nil {
 			t.Fatalf("TaskStats: %v", err)
 		}
-		if s.ResourceUsage.CpuStats.Percent > 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("cpu percent stayed %v", s.ResourceUsage.CpuStats.Percent)
-		}
-		time.Sleep(100 * time.Millisecond) // sampling interval
-	}
+		return s.ResourceUsage.CpuStats.Percent > 1
+	})
 	if _, err := d.TaskStats(ctx, "nope"); !errors.Is(err, drivers.ErrTaskNotFound) {
 		t.Fatalf("unknown task: %v, want ErrTaskNotFound", err)
 	}
@@ -242,7 +237,7 @@ func TestReservedCores(t *testing.T) {
 	cfg.Resources.Cpu.ReservedCores = []uint16{0}
 	startTask(t, d, cfg)
 	waitForLog(t, cfg, "ready", 20*time.Second)
-	ts, err := d.get(cfg.ID)
+	ts, err := d.tasks.Get(cfg.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

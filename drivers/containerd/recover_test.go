@@ -15,6 +15,7 @@ import (
 
 	"github.com/drover/drover/drivers"
 	"github.com/drover/drover/drivers/drivertest"
+	"github.com/drover/drover/internal/testproc"
 )
 
 const waitForGo = `echo before; while [ ! -f /local/go ]; do sleep 0.05; done; echo after; exit 5`
@@ -111,22 +112,23 @@ func TestRecoverAfterAgentKill(t *testing.T) {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	defer func() {
+		if t.Failed() {
+			_ = cmd.Process.Kill()
+			t.Logf("helper agent output:\n%s", stderr.String())
+		}
+	}()
+	testproc.Eventually(t, 60*time.Second, "the helper agent's handle", func() bool {
 		if _, err := os.Stat(handlePath); err == nil {
-			break
+			return true
 		}
 		select {
 		case err := <-exited:
-			t.Fatalf("helper agent exited early: %v\n%s", err, stderr.String())
+			t.Fatalf("helper agent exited early: %v", err)
 		default:
 		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			t.Fatalf("helper agent wrote no handle\n%s", stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval
-	}
+		return false
+	})
 	waitForLog(t, cfg, "before", 20*time.Second)
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)

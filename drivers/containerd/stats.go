@@ -31,7 +31,7 @@ type cpuSample struct {
 // TaskStats implements drivers.Statser from the container's cgroup
 // metrics (cgroup v1 or v2, as the daemon reports them).
 func (d *Driver) TaskStats(ctx context.Context, taskID string) (*api.TaskResourceUsage, error) {
-	ts, err := d.get(taskID)
+	ts, err := d.tasks.Get(taskID)
 	if err != nil {
 		return nil, err
 	}

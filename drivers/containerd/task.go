@@ -2,7 +2,6 @@ package containerd
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -226,9 +225,8 @@ func (d *Driver) StartTask(ctx context.Context, cfg *drivers.TaskConfig) (*drive
 	}
 	waitExec(ctx, task.Pid())
 	d.own(ts, ownerCtx, exitCh)
-	state, _ := json.Marshal(st)
 	d.logger.Info("task started", "task_id", cfg.ID, "container", cid, "pid", task.Pid())
-	return &drivers.TaskHandle{Version: handleVersion, Config: cfg, DriverState: state, StartedAt: time.Now()}, nil
+	return drivers.NewHandle(handleVersion, cfg, st, time.Now())
 }
 
 func closeAll(ws []*logging.Writer) {
@@ -247,9 +245,7 @@ func (d *Driver) newTaskState(cfg *drivers.TaskConfig, st State, container conta
 // own registers ts and starts its owner goroutine, which waits for the
 // exit (or a detach), drains the logs and publishes the result.
 func (d *Driver) own(ts *taskState, ctx context.Context, exitCh <-chan containerd.ExitStatus) {
-	d.mu.Lock()
-	d.tasks[ts.id] = ts
-	d.mu.Unlock()
+	d.tasks.Set(ts.id, ts)
 	liveMu.Lock()
 	live[ts.st.ContainerID] = ts
 	liveMu.Unlock()
@@ -301,40 +297,21 @@ func (d *Driver) exitResult(ts *taskState, st containerd.ExitStatus) *drivers.Ex
 	return res
 }
 
-func (d *Driver) get(taskID string) (*taskState, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	ts, ok := d.tasks[taskID]
-	if !ok {
-		return nil, fmt.Errorf("task %q: %w", taskID, drivers.ErrTaskNotFound)
-	}
-	return ts, nil
-}
-
 // WaitTask implements drivers.Driver.
 func (d *Driver) WaitTask(ctx context.Context, taskID string) (<-chan *drivers.ExitResult, error) {
-	ts, err := d.get(taskID)
+	ts, err := d.tasks.Get(taskID)
 	if err != nil {
 		return nil, err
 	}
-	ch := make(chan *drivers.ExitResult, 1)
-	go func() {
-		defer close(ch)
-		select {
-		case <-ts.done:
-			ts.mu.Lock()
-			ch <- ts.result
-			ts.mu.Unlock()
-		case <-ts.owned: // detached without a result
-			if ts.exited() {
-				ts.mu.Lock()
-				ch <- ts.result
-				ts.mu.Unlock()
-			}
-		case <-ctx.Done():
+	// owned closes once the exit is published, or on a detach without one.
+	return drivers.WaitExit(ctx, ts.owned, func() *drivers.ExitResult {
+		if !ts.exited() {
+			return nil
 		}
-	}()
-	return ch, nil
+		ts.mu.Lock()
+		defer ts.mu.Unlock()
+		return ts.result
+	}), nil
 }
 
 func parseSignal(s string) (syscall.Signal, error) {
@@ -351,14 +328,11 @@ func parseSignal(s string) (syscall.Signal, error) {
 // StopTask implements drivers.Driver: signal (default the task's
 // kill_signal, else SIGTERM), then SIGKILL after timeout.
 func (d *Driver) StopTask(ctx context.Context, taskID string, timeout time.Duration, sigName string) error {
-	ts, err := d.get(taskID)
+	ts, err := d.tasks.Get(taskID)
 	if err != nil {
 		return err
 	}
-	if sigName == "" {
-		sigName = ts.cfg.KillSignal
-	}
-	sig, err := parseSignal(sigName)
+	sig, err := parseSignal(ts.cfg.StopSignal(sigName))
 	if err != nil {
 		return err
 	}
@@ -425,7 +399,7 @@ func (d *Driver) kill(ctx context.Context, ts *taskState, sig syscall.Signal) er
 
 // SignalTask implements drivers.Signaler.
 func (d *Driver) SignalTask(ctx context.Context, taskID string, sigName string) error {
-	ts, err := d.get(taskID)
+	ts, err := d.tasks.Get(taskID)
 	if err != nil {
 		return err
 	}
@@ -442,7 +416,7 @@ func (d *Driver) SignalTask(ctx context.Context, taskID string, sigName string) 
 // DestroyTask implements drivers.Driver: deletes the task, the container
 // and its snapshot. A running task is refused unless force.
 func (d *Driver) DestroyTask(ctx context.Context, taskID string, force bool) error {
-	ts, err := d.get(taskID)
+	ts, err := d.tasks.Get(taskID)
 	if err != nil {
 		return err
 	}
@@ -468,9 +442,7 @@ func (d *Driver) DestroyTask(ctx context.Context, taskID string, force bool) err
 		return fmt.Errorf("destroy task %q: delete container: %w", taskID, err)
 	}
 	_ = os.RemoveAll(filepath.Dir(ts.st.Stdout))
-	d.mu.Lock()
-	delete(d.tasks, taskID)
-	d.mu.Unlock()
+	d.tasks.Delete(taskID)
 	liveMu.Lock()
 	if live[ts.st.ContainerID] == ts {
 		delete(live, ts.st.ContainerID)
@@ -482,16 +454,13 @@ func (d *Driver) DestroyTask(ctx context.Context, taskID string, force bool) err
 // RecoverTask implements drivers.Driver: reattaches to the container
 // named in the handle and resumes copying its FIFOs into the logs.
 func (d *Driver) RecoverTask(ctx context.Context, h *drivers.TaskHandle) error {
-	if h == nil || h.Config == nil {
-		return fmt.Errorf("%w: empty handle", drivers.ErrRecoverFailed)
+	var st State
+	if known, err := d.tasks.Recover(h, &st); known || err != nil {
+		return err
 	}
 	cfg := h.Config
-	if _, err := d.get(cfg.ID); err == nil {
-		return nil
-	}
-	var st State
-	if err := json.Unmarshal(h.DriverState, &st); err != nil || st.ContainerID == "" {
-		return fmt.Errorf("%w: task %q: bad driver state: %v", drivers.ErrRecoverFailed, cfg.ID, err)
+	if st.ContainerID == "" {
+		return fmt.Errorf("%w: task %q: bad driver state: no container ID", drivers.ErrRecoverFailed, cfg.ID)
 	}
 	c, err := d.conn(ctx)
 	if err != nil {
@@ -509,11 +478,7 @@ func (d *Driver) RecoverTask(ctx context.Context, h *drivers.TaskHandle) error {
 	if prev != nil {
 		prev.detach()
 		<-prev.owned
-		prev.drv.mu.Lock()
-		if prev.drv.tasks[prev.id] == prev {
-			delete(prev.drv.tasks, prev.id)
-		}
-		prev.drv.mu.Unlock()
+		prev.drv.tasks.Remove(prev.id, prev)
 	}
 	logs, err := openLogs(cfg)
 	if err != nil {

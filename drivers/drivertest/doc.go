@@ -8,18 +8,12 @@
 //
 // Helpers: NewTaskConfig lays out an alloc dir like the client does;
 // NeedRoot / Need / NeedBinary apply the rule "outside CI skip, under
-// CI=true fail"; DroverBinary gives $DROVER_TEST_BIN or builds drover
-// once (TestMain); ShellHarness fills a Harness for {command, args}
+// CI=true fail"; ShellHarness fills a Harness for {command, args}
 // drivers with /bin/sh tasks; SandboxProbe builds a small static program
 // (testdata/probe, also setuid root) that checks a task's sandbox from
 // inside, StatusFields and MountOptions parse /proc/<pid>/status and
-// mountinfo.
-//
-// Shared by every test that runs the real binary (drivers, agent e2e and
-// benchmarks, the ui browser test; layout_test.go lets ui's tests import
-// this package): Binary (DroverBinary once per test process), FreePort,
-// and Process (StartProcess: a `drover ...` process with its output kept,
-// Stop/Kill/Restart/WaitFor, ended by the test's cleanup).
+// mountinfo. The drover binary the executor-based drivers need, ports and
+// processes come from internal/testproc.
 //
 // What the suite expects beyond the Driver doc comments: a second
 // WaitTask yields the same result; StopTask on an exited task is no
@@ -27,7 +21,7 @@
 // a known task is a no-op and of undecodable DriverState wraps
 // drivers.ErrRecoverFailed; unknown task IDs wrap drivers.ErrTaskNotFound.
 //
-// Imports: drivers, drivers/logging and api only.
+// Imports: drivers, drivers/logging, api and internal/testproc only.
 //
 // Concurrency: subtests may run in parallel (Harness.Parallel); each gets
 // its own alloc dir and task ID.

@@ -3,7 +3,6 @@ package drivertest
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -98,56 +97,4 @@ func NewTaskConfig(t testing.TB, name string, cfg map[string]any) *drivers.TaskC
 		KillSignal:       "SIGTERM",
 		KillTimeout:      5 * time.Second,
 	}
-}
-
-// DroverBinary returns $DROVER_TEST_BIN, or builds github.com/drover/drover
-// and drover-executor into a new temp dir (call it once, from TestMain);
-// cleanup removes it.
-// Binary is the same for tests without a TestMain.
-func DroverBinary() (path string, cleanup func(), err error) {
-	if p := os.Getenv("DROVER_TEST_BIN"); p != "" {
-		return p, func() {}, nil
-	}
-	dir, err := os.MkdirTemp("", "drover-bin-")
-	if err != nil {
-		return "", nil, err
-	}
-	path = filepath.Join(dir, "drover")
-	var out []byte
-	// As `make build` builds bin/drover and, next to it, the small task
-	// supervisor bin/drover-executor (which the drivers prefer), so
-	// benchmarks measure them.
-	for _, b := range [][2]string{{path, "github.com/drover/drover"},
-		{filepath.Join(dir, "drover-executor"), "github.com/drover/drover/drivers/executor/cmd/drover-executor"}} {
-		for try := 0; try < 2; try++ { // concurrent builds of several test packages can trip once
-			cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", b[0], b[1])
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-			if out, err = cmd.CombinedOutput(); err == nil {
-				break
-			}
-		}
-		if err != nil {
-			os.RemoveAll(dir)
-			return "", nil, fmt.Errorf("build %s: %v: %s", b[1], err, out)
-		}
-	}
-	// The exec driver's tasks (user nobody) never need to read it, but
-	// the supervisor runs it as root from here.
-	_ = os.Chmod(dir, 0o755)
-	return path, func() { os.RemoveAll(dir) }, nil
-}
-
-// MainWithBinary is a TestMain for packages whose tests run the drover
-// binaries: it sets *bin (see DroverBinary), runs the tests, removes what
-// it built and exits with the tests' code.
-func MainWithBinary(m *testing.M, bin *string) {
-	path, cleanup, err := DroverBinary()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	*bin = path
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
 }

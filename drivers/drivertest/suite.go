@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
-
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/drover/drover/drivers"
 	"github.com/drover/drover/drivers/logging"
+	"github.com/drover/drover/internal/testproc"
 )
 
 // Run runs the conformance suite against the driver h describes.
@@ -139,23 +140,20 @@ func (k *task) logs(t *testing.T, stream string) string {
 	return string(b)
 }
 
-// waitLog polls the task's log until it contains s.
+// waitLog polls the task's log (a file: no signal) until it contains s.
 func (k *task) waitLog(t *testing.T, stream, s string) {
 	t.Helper()
-	deadline := time.Now().Add(k.h.timeout())
-	for {
-		if strings.Contains(k.logs(t, stream), s) {
-			return
+	var got string
+	defer func() {
+		if t.Failed() {
+			t.Logf("%s: %q", stream, got)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never contained %q; got %q", stream, s, k.logs(t, stream))
-		}
-		pause()
-	}
+	}()
+	testproc.Eventually(t, k.h.timeout(), fmt.Sprintf("%s containing %q", stream, s), func() bool {
+		got = k.logs(t, stream)
+		return strings.Contains(got, s)
+	})
 }
-
-// pause is the poll interval of the suite's deadline loops.
-func pause() { <-time.After(20 * time.Millisecond) }
 
 func testFingerprint(t *testing.T, h *Harness) {
 	d := h.New(t)
@@ -366,8 +364,7 @@ func testStats(t *testing.T, h *Harness) {
 	if !ok {
 		t.Skipf("driver %T is no drivers.Statser", k.d)
 	}
-	deadline := time.Now().Add(h.timeout())
-	for {
+	testproc.Eventually(t, h.timeout(), "memory stats reaching 16 MB", func() bool {
 		u, err := st.TaskStats(h.ctx(t), k.cfg.ID)
 		if err != nil {
 			t.Fatalf("TaskStats: %v", err)
@@ -379,14 +376,8 @@ func testStats(t *testing.T, h *Harness) {
 			t.Error("TaskStats timestamp is zero")
 		}
 		m := u.ResourceUsage.MemoryStats
-		if m.RSS >= 16<<20 || m.Usage >= 16<<20 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("memory stats never reached 16 MB: %+v", m)
-		}
-		pause()
-	}
+		return m.RSS >= 16<<20 || m.Usage >= 16<<20
+	})
 	if _, err := st.TaskStats(h.ctx(t), "no-such-task"); !errors.Is(err, drivers.ErrTaskNotFound) {
 		t.Errorf("TaskStats(unknown) = %v, want ErrTaskNotFound", err)
 	}

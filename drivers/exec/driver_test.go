@@ -6,12 +6,13 @@ import (
 
 	"github.com/drover/drover/drivers"
 	"github.com/drover/drover/drivers/drivertest"
+	"github.com/drover/drover/internal/testproc"
 )
 
 var droverBin string
 
 func TestMain(m *testing.M) {
-	drivertest.MainWithBinary(m, &droverBin)
+	testproc.MainWithBinary(m, &droverBin)
 }
 
 // stateDir is shared by all driver instances, like an agent's data dir

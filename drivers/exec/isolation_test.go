@@ -14,6 +14,7 @@ import (
 	"github.com/drover/drover/drivers/drivertest"
 	"github.com/drover/drover/drivers/executor"
 	"github.com/drover/drover/drivers/logging"
+	"github.com/drover/drover/internal/testproc"
 )
 
 func run(t *testing.T, cfg *drivers.TaskConfig) (*drivers.ExitResult, string) {
@@ -155,19 +156,13 @@ func TestCgroupLimits(t *testing.T) {
 		t.Fatalf("StartTask: %v", err)
 	}
 	t.Cleanup(func() { _ = d.DestroyTask(context.Background(), cfg.ID, true) })
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		b, _ := logging.ReadAll(cfg.LogDir, logging.Prefix(cfg.Name, "stdout"))
-		if strings.Contains(string(b), "ready") {
-			if !strings.Contains(string(b), "device=present") {
-				t.Errorf("/dev/kmsg not in the chroot: %q", b)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task never got ready: %q", b)
-		}
-		<-time.After(20 * time.Millisecond)
+	var out []byte
+	testproc.Eventually(t, 30*time.Second, "the task ready", func() bool {
+		out, _ = logging.ReadAll(cfg.LogDir, logging.Prefix(cfg.Name, "stdout"))
+		return strings.Contains(string(out), "ready")
+	})
+	if !strings.Contains(string(out), "device=present") {
+		t.Errorf("/dev/kmsg not in the chroot: %q", out)
 	}
 	var st executor.State
 	if err := json.Unmarshal(h.DriverState, &st); err != nil {

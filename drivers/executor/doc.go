@@ -2,8 +2,10 @@
 // raw_exec and qemu share: Launch starts a supervisor detached, Reattach
 // finds a running one again from persisted State (PIDs checked against
 // their /proc start times), Process waits on it without polling (pidfd),
-// signals, execs into and measures the task; Driver is the drivers.Driver
-// of the exec and raw_exec packages.
+// signals, execs into and measures the task; Supervised is the task
+// table of the drivers whose tasks run under a supervisor, with their
+// WaitTask, TaskStats and DestroyTask; Driver is the drivers.Driver of
+// the exec and raw_exec packages.
 //
 // The supervisor itself lives in package supervisor (task start, chroot,
 // cgroup limits, logs, exit status) so that it can be the small binary

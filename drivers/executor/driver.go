@@ -2,7 +2,6 @@ package executor
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -42,14 +40,16 @@ type Driver struct {
 	// denied users (exec only): the client option user.denylist.
 	denied map[string]bool
 
-	mu    sync.Mutex
-	tasks map[string]*task
+	tasks Supervised[*task]
 }
 
 type task struct {
 	cfg  *drivers.TaskConfig
 	proc *Process
 }
+
+func (t *task) Process() *Process         { return t.proc }
+func (t *task) Exit() *drivers.ExitResult { return ExitResult(t.proc.Result()) }
 
 var (
 	_ drivers.Driver   = (*Driver)(nil)
@@ -62,7 +62,7 @@ var (
 // keys: executor_path (the drover binary; default os.Executable()) and,
 // for exec, pids_limit.
 func NewDriver(name string, isolated bool, opts drivers.Options) (*Driver, error) {
-	d := &Driver{name: name, isolated: isolated, logger: opts.Logger, tasks: map[string]*task{}, pids: DefaultPidsLimit}
+	d := &Driver{name: name, isolated: isolated, logger: opts.Logger, pids: DefaultPidsLimit}
 	if d.logger == nil {
 		d.logger = slog.New(slog.DiscardHandler)
 	}
@@ -142,11 +142,8 @@ func (d *Driver) StartTask(ctx context.Context, cfg *drivers.TaskConfig) (*drive
 	if err != nil {
 		return nil, err
 	}
-	d.mu.Lock()
-	_, dup := d.tasks[cfg.ID]
-	d.mu.Unlock()
-	if dup {
-		return nil, fmt.Errorf("start task %q: already running", cfg.ID)
+	if err := d.tasks.CheckNew(cfg.ID); err != nil {
+		return nil, err
 	}
 	ecfg, err := d.executorConfig(cfg, opts)
 	if err != nil {
@@ -160,15 +157,13 @@ func (d *Driver) StartTask(ctx context.Context, cfg *drivers.TaskConfig) (*drive
 		_ = os.RemoveAll(ecfg.StateDir)
 		return nil, fmt.Errorf("start task %q: %w", cfg.ID, err)
 	}
-	state, err := json.Marshal(proc.State)
+	h, err := drivers.NewHandle(handleVersion, cfg, proc.State, time.Now())
 	if err != nil {
 		return nil, err
 	}
-	d.mu.Lock()
-	d.tasks[cfg.ID] = &task{cfg: cfg, proc: proc}
-	d.mu.Unlock()
+	d.tasks.Set(cfg.ID, &task{cfg: cfg, proc: proc})
 	d.logger.Debug("task started", "task", cfg.ID, "pid", proc.State.TaskPID, "executor_pid", proc.State.ExecutorPID)
-	return &drivers.TaskHandle{Version: handleVersion, Config: cfg, DriverState: state, StartedAt: time.Now()}, nil
+	return h, nil
 }
 
 func (d *Driver) executorConfig(cfg *drivers.TaskConfig, opts *TaskOptions) (*Config, error) {
@@ -276,40 +271,9 @@ func envList(env map[string]string) []string {
 	return out
 }
 
-func (d *Driver) get(id string) (*task, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	t, ok := d.tasks[id]
-	if !ok {
-		return nil, fmt.Errorf("task %q: %w", id, drivers.ErrTaskNotFound)
-	}
-	return t, nil
-}
-
-func exitResult(r *Result) *drivers.ExitResult {
-	out := &drivers.ExitResult{ExitCode: r.ExitCode, Signal: r.Signal, OOMKilled: r.OOMKilled}
-	if r.Err != "" {
-		out.Err = errors.New(r.Err)
-	}
-	return out
-}
-
 // WaitTask yields the task's exit once.
 func (d *Driver) WaitTask(ctx context.Context, id string) (<-chan *drivers.ExitResult, error) {
-	t, err := d.get(id)
-	if err != nil {
-		return nil, err
-	}
-	ch := make(chan *drivers.ExitResult, 1)
-	go func() { // ends with the task or ctx
-		defer close(ch)
-		select {
-		case <-t.proc.Done():
-			ch <- exitResult(t.proc.Result())
-		case <-ctx.Done():
-		}
-	}()
-	return ch, nil
+	return d.tasks.WaitTask(ctx, id)
 }
 
 // ParseSignal turns "SIGTERM" / "TERM" / "sigterm" into a signal.
@@ -331,14 +295,11 @@ func ParseSignal(name string) (syscall.Signal, error) {
 // StopTask sends signal (default the task's KillSignal, else SIGTERM),
 // waits up to timeout, then SIGKILLs the whole task.
 func (d *Driver) StopTask(ctx context.Context, id string, timeout time.Duration, signal string) error {
-	t, err := d.get(id)
+	t, err := d.tasks.Get(id)
 	if err != nil {
 		return err
 	}
-	if signal == "" {
-		signal = t.cfg.KillSignal
-	}
-	sig, err := ParseSignal(signal)
+	sig, err := ParseSignal(t.cfg.StopSignal(signal))
 	if err != nil {
 		return fmt.Errorf("stop task %q: %w", id, err)
 	}
@@ -364,82 +325,33 @@ func (d *Driver) StopTask(ctx context.Context, id string, timeout time.Duration,
 // DestroyTask kills a running task when force, then removes its cgroup
 // and supervisor state.
 func (d *Driver) DestroyTask(ctx context.Context, id string, force bool) error {
-	t, err := d.get(id)
-	if err != nil {
-		return err
-	}
-	if !t.proc.Exited() {
-		if !force {
-			return fmt.Errorf("destroy task %q: %w", id, ErrTaskRunning)
-		}
-		if err := t.proc.Kill(ctx); err != nil {
-			return fmt.Errorf("destroy task %q: %w", id, err)
-		}
-	}
-	t.proc.Close()
-	var errs []error
-	if t.proc.State.Cgroup != "" {
-		if err := DeleteCgroup(t.proc.State.Cgroup); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := os.RemoveAll(t.proc.State.StateDir); err != nil {
-		errs = append(errs, err)
-	}
-	d.mu.Lock()
-	delete(d.tasks, id)
-	d.mu.Unlock()
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("destroy task %q: %w", id, err)
-	}
-	return nil
+	return d.tasks.DestroyTask(ctx, id, force, nil, nil)
 }
 
 // RecoverTask reattaches to a supervisor started by an earlier agent.
 func (d *Driver) RecoverTask(_ context.Context, h *drivers.TaskHandle) error {
-	if h == nil || h.Config == nil {
-		return fmt.Errorf("recover: %w: empty handle", drivers.ErrRecoverFailed)
-	}
-	d.mu.Lock()
-	_, known := d.tasks[h.Config.ID]
-	d.mu.Unlock()
-	if known {
-		return nil
-	}
 	var st State
-	if err := json.Unmarshal(h.DriverState, &st); err != nil {
-		return fmt.Errorf("recover task %q: %w: decode state: %v", h.Config.ID, drivers.ErrRecoverFailed, err)
+	if known, err := d.tasks.Recover(h, &st); known || err != nil {
+		return err
 	}
 	proc, err := Reattach(st)
 	if err != nil {
 		return fmt.Errorf("recover task %q: %w: %v", h.Config.ID, drivers.ErrRecoverFailed, err)
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if _, known := d.tasks[h.Config.ID]; known {
-		proc.Close()
-		return nil
+	if !d.tasks.Add(h.Config.ID, &task{cfg: h.Config, proc: proc}) {
+		proc.Close() // recovered meanwhile
 	}
-	d.tasks[h.Config.ID] = &task{cfg: h.Config, proc: proc}
 	return nil
 }
 
 // TaskStats reports memory and CPU usage.
-func (d *Driver) TaskStats(_ context.Context, id string) (*api.TaskResourceUsage, error) {
-	t, err := d.get(id)
-	if err != nil {
-		return nil, err
-	}
-	u, err := t.proc.Stats()
-	if err != nil {
-		return nil, fmt.Errorf("stats of task %q: %w", id, err)
-	}
-	return u, nil
+func (d *Driver) TaskStats(ctx context.Context, id string) (*api.TaskResourceUsage, error) {
+	return d.tasks.TaskStats(ctx, id)
 }
 
 // SignalTask sends a signal to the running task.
 func (d *Driver) SignalTask(_ context.Context, id string, signal string) error {
-	t, err := d.get(id)
+	t, err := d.tasks.Get(id)
 	if err != nil {
 		return err
 	}

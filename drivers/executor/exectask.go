@@ -34,7 +34,7 @@ func nsenter() (string, error) {
 // namespaces, chroot and user (via nsenter), for raw_exec in its task
 // dir; with TTY on a pseudo-terminal.
 func (d *Driver) ExecTask(ctx context.Context, id string, opts *drivers.ExecOptions) (*drivers.ExitResult, error) {
-	t, err := d.get(id)
+	t, err := d.tasks.Get(id)
 	if err != nil {
 		return nil, err
 	}

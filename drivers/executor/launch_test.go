@@ -10,19 +10,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/drover/drover/drivers"
 	"github.com/drover/drover/drivers/drivertest"
 	"github.com/drover/drover/drivers/executor/supervisor"
 	"github.com/drover/drover/drivers/logging"
-	"github.com/google/go-cmp/cmp"
+	"github.com/drover/drover/internal/testproc"
 )
 
 // droverBin is the drover binary the tests run (with drover-executor next
-// to it, as make build and drivertest.DroverBinary lay them out).
+// to it, as make build and testproc.DroverBinary lay them out).
 var droverBin string
 
 func TestMain(m *testing.M) {
-	drivertest.MainWithBinary(m, &droverBin)
+	testproc.MainWithBinary(m, &droverBin)
 }
 
 func TestFindSupervisor(t *testing.T) {
@@ -77,7 +79,7 @@ func TestFindSupervisor(t *testing.T) {
 func TestSupervisorBinary(t *testing.T) {
 	helper := filepath.Join(filepath.Dir(droverBin), HelperName)
 	if _, err := os.Stat(helper); err != nil {
-		t.Fatalf("%s must lie next to %s (make build, drivertest.DroverBinary): %v", HelperName, droverBin, err)
+		t.Fatalf("%s must lie next to %s (make build, testproc.DroverBinary): %v", HelperName, droverBin, err)
 	}
 	alone := filepath.Join(t.TempDir(), "drover")
 	if err := copyFile(droverBin, alone); err != nil {
@@ -121,7 +123,7 @@ func checkSupervisedTask(t *testing.T, d *Driver, wantExe string, wantArgs []str
 	if err != nil {
 		t.Fatal(err)
 	}
-	tk, err := d.get(cfg.ID)
+	tk, err := d.tasks.Get(cfg.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,17 +167,17 @@ func checkSupervisedTask(t *testing.T, d *Driver, wantExe string, wantArgs []str
 // waitLog polls the task's stdout log for s.
 func waitLog(t *testing.T, cfg *drivers.TaskConfig, s string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var got string
+	defer func() {
+		if t.Failed() {
+			t.Logf("stdout: %q", got)
+		}
+	}()
+	testproc.Eventually(t, 20*time.Second, fmt.Sprintf("stdout containing %q", s), func() bool {
 		b, _ := logging.ReadAll(cfg.LogDir, logging.Prefix(cfg.Name, "stdout"))
-		if strings.Contains(string(b), s) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stdout never had %q: %q", s, b)
-		}
-		<-time.After(20 * time.Millisecond)
-	}
+		got = string(b)
+		return strings.Contains(got, s)
+	})
 }
 
 func copyFile(src, dst string) error {

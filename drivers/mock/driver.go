@@ -2,7 +2,6 @@ package mock
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -27,9 +26,7 @@ const killedSignal = 9
 // Driver is the mock driver.
 type Driver struct {
 	logger *slog.Logger
-
-	mu    sync.Mutex
-	tasks map[string]*task
+	tasks  drivers.Tasks[*task]
 }
 
 var (
@@ -50,7 +47,7 @@ func New(opts drivers.Options) (drivers.Driver, error) {
 	if l == nil {
 		l = slog.New(slog.DiscardHandler)
 	}
-	return &Driver{logger: l.With("component", "driver", "driver", Name), tasks: map[string]*task{}}, nil
+	return &Driver{logger: l.With("component", "driver", "driver", Name)}, nil
 }
 
 // state is the mock's DriverState.
@@ -105,18 +102,19 @@ func (d *Driver) StartTask(ctx context.Context, cfg *drivers.TaskConfig) (*drive
 		return nil, fmt.Errorf("start task %q: %s", cfg.ID, mc.StartError)
 	}
 	now := time.Now()
-	b, _ := json.Marshal(state{StartedAt: now.UnixNano()})
+	h, err := drivers.NewHandle(1, cfg, state{StartedAt: now.UnixNano()}, now)
+	if err != nil {
+		return nil, err
+	}
 	if err := d.launch(cfg, mc, mc.RunFor, true); err != nil {
 		return nil, err
 	}
-	return &drivers.TaskHandle{Version: 1, Config: cfg, DriverState: b, StartedAt: now}, nil
+	return h, nil
 }
 
 func (d *Driver) launch(cfg *drivers.TaskConfig, mc *TaskConfig, runFor time.Duration, output bool) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if _, ok := d.tasks[cfg.ID]; ok {
-		return fmt.Errorf("start task %q: already running", cfg.ID)
+	if err := d.tasks.CheckNew(cfg.ID); err != nil {
+		return err
 	}
 	out, err := logging.Open(logging.Config{Dir: cfg.LogDir, Prefix: logging.Prefix(cfg.Name, "stdout"),
 		MaxFiles: cfg.LogMaxFiles, MaxFileSizeMB: cfg.LogMaxFileSizeMB})
@@ -130,7 +128,11 @@ func (d *Driver) launch(cfg *drivers.TaskConfig, mc *TaskConfig, runFor time.Dur
 		return fmt.Errorf("start task %q: %w", cfg.ID, err)
 	}
 	t := &task{cfg: cfg, mc: mc, stop: make(chan int, 1), kill: make(chan struct{}), done: make(chan struct{})}
-	d.tasks[cfg.ID] = t
+	if !d.tasks.Add(cfg.ID, t) { // started meanwhile
+		errw.Close()
+		out.Close()
+		return fmt.Errorf("start task %q: already running", cfg.ID)
+	}
 	go t.run(out, errw, runFor, output)
 	return nil
 }
@@ -195,33 +197,13 @@ func (t *task) run(out, errw io.WriteCloser, runFor time.Duration, output bool) 
 	}
 }
 
-func (d *Driver) get(id string) (*task, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	t, ok := d.tasks[id]
-	if !ok {
-		return nil, fmt.Errorf("task %q: %w", id, drivers.ErrTaskNotFound)
-	}
-	return t, nil
-}
-
 // WaitTask yields the exit once.
 func (d *Driver) WaitTask(ctx context.Context, id string) (<-chan *drivers.ExitResult, error) {
-	t, err := d.get(id)
+	t, err := d.tasks.Get(id)
 	if err != nil {
 		return nil, err
 	}
-	ch := make(chan *drivers.ExitResult, 1)
-	go func() {
-		defer close(ch)
-		select {
-		case <-t.done:
-			r := *t.res
-			ch <- &r
-		case <-ctx.Done():
-		}
-	}()
-	return ch, nil
+	return drivers.WaitExit(ctx, t.done, func() *drivers.ExitResult { r := *t.res; return &r }), nil
 }
 
 func signalNumber(name string) (int, error) {
@@ -247,14 +229,11 @@ func signalNumber(name string) (int, error) {
 // StopTask delivers the stop signal; the task exits after kill_after, or
 // is killed (signal 9) when that exceeds timeout.
 func (d *Driver) StopTask(ctx context.Context, id string, timeout time.Duration, signal string) error {
-	t, err := d.get(id)
+	t, err := d.tasks.Get(id)
 	if err != nil {
 		return err
 	}
-	if signal == "" {
-		signal = t.cfg.KillSignal
-	}
-	sig, err := signalNumber(signal)
+	sig, err := signalNumber(t.cfg.StopSignal(signal))
 	if err != nil {
 		return fmt.Errorf("stop task %q: %w", id, err)
 	}
@@ -282,7 +261,7 @@ func (d *Driver) StopTask(ctx context.Context, id string, timeout time.Duration,
 
 // DestroyTask forgets the task, killing it first when force.
 func (d *Driver) DestroyTask(ctx context.Context, id string, force bool) error {
-	t, err := d.get(id)
+	t, err := d.tasks.Get(id)
 	if err != nil {
 		return err
 	}
@@ -299,23 +278,18 @@ func (d *Driver) DestroyTask(ctx context.Context, id string, force bool) error {
 			return fmt.Errorf("destroy task %q: %w", id, ctx.Err())
 		}
 	}
-	d.mu.Lock()
-	delete(d.tasks, id)
-	d.mu.Unlock()
+	d.tasks.Delete(id)
 	return nil
 }
 
 // RecoverTask recreates a task from its handle: it runs for what is left
 // of run_for (a finished one exits at once) and writes no output again.
 func (d *Driver) RecoverTask(_ context.Context, h *drivers.TaskHandle) error {
-	if h == nil || h.Config == nil {
-		return fmt.Errorf("recover: %w: empty handle", drivers.ErrRecoverFailed)
-	}
-	if _, err := d.get(h.Config.ID); err == nil {
-		return nil
-	}
 	var st state
-	if err := json.Unmarshal(h.DriverState, &st); err != nil || st.StartedAt == 0 {
+	if known, err := d.tasks.Recover(h, &st); known || err != nil {
+		return err
+	}
+	if st.StartedAt == 0 {
 		return fmt.Errorf("recover task %q: %w: bad driver state", h.Config.ID, drivers.ErrRecoverFailed)
 	}
 	mc, err := ParseConfig(h.Config.Config)
@@ -331,7 +305,7 @@ func (d *Driver) RecoverTask(_ context.Context, h *drivers.TaskHandle) error {
 
 // TaskStats reports a fixed small usage (1 MiB, 1 %).
 func (d *Driver) TaskStats(_ context.Context, id string) (*api.TaskResourceUsage, error) {
-	if _, err := d.get(id); err != nil {
+	if _, err := d.tasks.Get(id); err != nil {
 		return nil, err
 	}
 	return &api.TaskResourceUsage{
@@ -345,7 +319,7 @@ func (d *Driver) TaskStats(_ context.Context, id string) (*api.TaskResourceUsage
 
 // SignalTask records the signal (see Signals) or fails with signal_error.
 func (d *Driver) SignalTask(_ context.Context, id string, signal string) error {
-	t, err := d.get(id)
+	t, err := d.tasks.Get(id)
 	if err != nil {
 		return err
 	}
@@ -363,7 +337,7 @@ func (d *Driver) SignalTask(_ context.Context, id string, signal string) error {
 
 // Signals returns the signals a task received through SignalTask.
 func (d *Driver) Signals(id string) []string {
-	t, err := d.get(id)
+	t, err := d.tasks.Get(id)
 	if err != nil {
 		return nil
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -65,10 +64,11 @@ type Driver struct {
 	probeOnce sync.Once
 	wg        sync.WaitGroup // the version probe
 
-	mu         sync.Mutex
+	mu         sync.Mutex // guards version, versionErr
 	version    string
 	versionErr error
-	tasks      map[string]*task
+
+	tasks executor.Supervised[*task]
 }
 
 type task struct {
@@ -79,6 +79,8 @@ type task struct {
 
 	stopMu sync.Mutex // one stop sequence at a time
 }
+
+func (t *task) Process() *executor.Process { return t.proc }
 
 var (
 	_ drivers.Driver  = (*Driver)(nil)
@@ -98,7 +100,7 @@ func NewDriver(opts drivers.Options) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Driver{cfg: pc, logger: opts.Logger, tasks: map[string]*task{}, bin: pc.ExecutorPath}
+	d := &Driver{cfg: pc, logger: opts.Logger, bin: pc.ExecutorPath}
 	if d.logger == nil {
 		d.logger = slog.New(slog.DiscardHandler)
 	}
@@ -123,14 +125,7 @@ func (d *Driver) Name() string { return Name }
 // Close stops watching the driver's VMs (they keep running, for the next
 // driver instance to recover) and waits for its goroutines.
 func (d *Driver) Close() error {
-	d.mu.Lock()
-	ts := make([]*task, 0, len(d.tasks))
-	for _, t := range d.tasks {
-		ts = append(ts, t)
-	}
-	d.tasks = map[string]*task{}
-	d.mu.Unlock()
-	for _, t := range ts {
+	for _, t := range d.tasks.Clear() {
 		t.proc.Close()
 	}
 	d.wg.Wait()
@@ -156,16 +151,6 @@ func (d *Driver) parse(cfg map[string]any) (*TaskConfig, error) {
 		return nil, err
 	}
 	return c, nil
-}
-
-func (d *Driver) get(id string) (*task, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	t, ok := d.tasks[id]
-	if !ok {
-		return nil, fmt.Errorf("task %q: %w", id, drivers.ErrTaskNotFound)
-	}
-	return t, nil
 }
 
 // socketPath is TaskDir/qmp.sock, or a path in a short directory when
@@ -270,11 +255,8 @@ func (d *Driver) StartTask(ctx context.Context, cfg *drivers.TaskConfig) (*drive
 	if err != nil {
 		return nil, err
 	}
-	d.mu.Lock()
-	_, dup := d.tasks[cfg.ID]
-	d.mu.Unlock()
-	if dup {
-		return nil, fmt.Errorf("start task %q: already running", cfg.ID)
+	if err := d.tasks.CheckNew(cfg.ID); err != nil {
+		return nil, err
 	}
 	emu, err := d.emulator()
 	if err != nil {
@@ -337,16 +319,14 @@ func (d *Driver) StartTask(ctx context.Context, cfg *drivers.TaskConfig) (*drive
 		return nil, fmt.Errorf("start task %q: %w", cfg.ID, err)
 	}
 	st := driverState{Executor: proc.State, QMPSocket: sock, OwnSocketDir: own, Graceful: c.GracefulShutdown, StateDir: stateDir}
-	raw, err := json.Marshal(st)
+	h, err := drivers.NewHandle(handleVersion, cfg, st, time.Now())
 	if err != nil {
 		return nil, err
 	}
-	d.mu.Lock()
-	d.tasks[cfg.ID] = &task{cfg: cfg, proc: proc, qmp: q, state: st}
-	d.mu.Unlock()
+	d.tasks.Set(cfg.ID, &task{cfg: cfg, proc: proc, qmp: q, state: st})
 	d.logger.Info("vm started", "task", cfg.ID, "pid", proc.State.TaskPID, "accelerator", spec.Accelerator,
 		"memory_mb", spec.MemoryMB, "vcpus", spec.VCPUs, "qmp", sock)
-	return &drivers.TaskHandle{Version: handleVersion, Config: cfg, DriverState: raw, StartedAt: time.Now()}, nil
+	return h, nil
 }
 
 // waitRunning polls QMP until the VM runs, qemu exits, or time is up.
@@ -393,15 +373,11 @@ func logTail(dir, name, stream string) string {
 	return s
 }
 
-// exitResult is the VM's exit. A VM the driver had to quit (after its
+// Exit is the VM's exit. A VM the driver had to quit (after its
 // guest ignored the power-down for kill_timeout) reports SIGTERM, one it
 // had to kill SIGKILL: neither counts as a clean exit.
-func exitResult(t *task) *drivers.ExitResult {
-	r := t.proc.Result()
-	out := &drivers.ExitResult{ExitCode: r.ExitCode, Signal: r.Signal, OOMKilled: r.OOMKilled}
-	if r.Err != "" {
-		out.Err = errors.New(r.Err)
-	}
+func (t *task) Exit() *drivers.ExitResult {
+	out := executor.ExitResult(t.proc.Result())
 	if out.Signal == 0 && out.Err == nil {
 		if _, err := os.Stat(filepath.Join(t.state.StateDir, forcedFile)); err == nil {
 			out.Signal, out.ExitCode = int(syscall.SIGTERM), 128+int(syscall.SIGTERM)
@@ -412,20 +388,7 @@ func exitResult(t *task) *drivers.ExitResult {
 
 // WaitTask yields the VM's exit once.
 func (d *Driver) WaitTask(ctx context.Context, id string) (<-chan *drivers.ExitResult, error) {
-	t, err := d.get(id)
-	if err != nil {
-		return nil, err
-	}
-	ch := make(chan *drivers.ExitResult, 1)
-	go func() { // ends with the VM or ctx
-		defer close(ch)
-		select {
-		case <-t.proc.Done():
-			ch <- exitResult(t)
-		case <-ctx.Done():
-		}
-	}()
-	return ch, nil
+	return d.tasks.WaitTask(ctx, id)
 }
 
 // StopTask powers the VM down: an ACPI power-button press over QMP
@@ -433,7 +396,7 @@ func (d *Driver) WaitTask(ctx context.Context, id string) (<-chan *drivers.ExitR
 // false), then QMP quit once timeout has passed, then SIGKILL after
 // quitGrace. signal is ignored: a VM has no signal of its own.
 func (d *Driver) StopTask(ctx context.Context, id string, timeout time.Duration, _ string) error {
-	t, err := d.get(id)
+	t, err := d.tasks.Get(id)
 	if err != nil {
 		return err
 	}
@@ -466,9 +429,7 @@ func (d *Driver) StopTask(ctx context.Context, id string, timeout time.Duration,
 		}
 		d.logger.Info("vm did not power off in time, quitting", "task", id, "timeout", timeout)
 	}
-	if err := os.WriteFile(filepath.Join(t.state.StateDir, forcedFile), nil, 0o600); err != nil {
-		d.logger.Warn("mark vm stop forced", "task", id, "error", err)
-	}
+	d.markForced(t)
 	qctx, cancel := context.WithTimeout(ctx, quitGrace)
 	qerr := t.qmp.Quit(qctx)
 	if qerr == nil || t.proc.Exited() {
@@ -488,63 +449,36 @@ func (d *Driver) StopTask(ctx context.Context, id string, timeout time.Duration,
 	return nil
 }
 
+// markForced marks t's VM as one the driver had to quit or kill (see
+// Exit).
+func (d *Driver) markForced(t *task) {
+	if err := os.WriteFile(filepath.Join(t.state.StateDir, forcedFile), nil, 0o600); err != nil {
+		d.logger.Warn("mark vm stop forced", "task", t.cfg.ID, "error", err)
+	}
+}
+
 // DestroyTask kills a running VM when force, then removes the supervisor
 // state, cgroup and QMP socket. The overlays go with the alloc dir.
 func (d *Driver) DestroyTask(ctx context.Context, id string, force bool) error {
-	t, err := d.get(id)
-	if err != nil {
-		return err
-	}
-	if !t.proc.Exited() {
-		if !force {
-			return fmt.Errorf("destroy task %q: %w", id, executor.ErrTaskRunning)
+	return d.tasks.DestroyTask(ctx, id, force, d.markForced, func(t *task) error {
+		t.qmp.Close() // qemu is gone: every session has ended
+		if err := os.Remove(t.state.QMPSocket); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
 		}
-		if err := os.WriteFile(filepath.Join(t.state.StateDir, forcedFile), nil, 0o600); err != nil {
-			d.logger.Warn("mark vm stop forced", "task", id, "error", err)
-		}
-		if err := t.proc.Kill(ctx); err != nil {
-			return fmt.Errorf("destroy task %q: %w", id, err)
-		}
-	}
-	t.proc.Close()
-	t.qmp.Close() // qemu is gone: every session has ended
-	var errs []error
-	if cg := t.proc.State.Cgroup; cg != "" {
-		if err := executor.DeleteCgroup(cg); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := os.RemoveAll(t.state.StateDir); err != nil {
-		errs = append(errs, err)
-	}
-	if err := os.Remove(t.state.QMPSocket); err != nil && !errors.Is(err, os.ErrNotExist) {
-		errs = append(errs, err)
-	}
-	d.mu.Lock()
-	delete(d.tasks, id)
-	d.mu.Unlock()
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("destroy task %q: %w", id, err)
-	}
-	return nil
+		return nil
+	})
 }
 
 // RecoverTask reattaches to a VM started by an earlier agent: its
 // supervisor through the saved PIDs, the VM through its QMP socket.
 func (d *Driver) RecoverTask(ctx context.Context, h *drivers.TaskHandle) error {
-	if h == nil || h.Config == nil {
-		return fmt.Errorf("recover: %w: empty handle", drivers.ErrRecoverFailed)
+	var st driverState
+	if known, err := d.tasks.Recover(h, &st); known || err != nil {
+		return err
 	}
 	id := h.Config.ID
-	if _, err := d.get(id); err == nil {
-		return nil
-	}
 	if h.Version != handleVersion {
 		return fmt.Errorf("recover task %q: %w: handle version %d, want %d", id, drivers.ErrRecoverFailed, h.Version, handleVersion)
-	}
-	var st driverState
-	if err := json.Unmarshal(h.DriverState, &st); err != nil {
-		return fmt.Errorf("recover task %q: %w: decode state: %v", id, drivers.ErrRecoverFailed, err)
 	}
 	if st.QMPSocket == "" || st.StateDir == "" {
 		return fmt.Errorf("recover task %q: %w: incomplete state", id, drivers.ErrRecoverFailed)
@@ -565,25 +499,13 @@ func (d *Driver) RecoverTask(ctx context.Context, h *drivers.TaskHandle) error {
 			d.logger.Info("vm recovered", "task", id, "status", status)
 		}
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if _, known := d.tasks[id]; known {
-		proc.Close()
-		return nil
+	if !d.tasks.Add(id, t) {
+		proc.Close() // recovered meanwhile
 	}
-	d.tasks[id] = t
 	return nil
 }
 
 // TaskStats reports the qemu process's memory and CPU use.
-func (d *Driver) TaskStats(_ context.Context, id string) (*api.TaskResourceUsage, error) {
-	t, err := d.get(id)
-	if err != nil {
-		return nil, err
-	}
-	u, err := t.proc.Stats()
-	if err != nil {
-		return nil, fmt.Errorf("stats of task %q: %w", id, err)
-	}
-	return u, nil
+func (d *Driver) TaskStats(ctx context.Context, id string) (*api.TaskResourceUsage, error) {
+	return d.tasks.TaskStats(ctx, id)
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/drover/drover/drivers/drivertest"
 	"github.com/drover/drover/drivers/drivertest/testimage"
 	"github.com/drover/drover/drivers/executor"
+	"github.com/drover/drover/internal/testproc"
 )
 
 // The conformance suite: fingerprint, config validation, and one VM that
@@ -98,22 +99,28 @@ func gone(pid int) bool {
 func httpGet(t *testing.T, url string, timeout time.Duration) string {
 	t.Helper()
 	c := &http.Client{Timeout: 10 * time.Second}
-	deadline := time.Now().Add(timeout)
-	for {
-		r, err := c.Get(url)
-		if err == nil {
-			b, rerr := io.ReadAll(r.Body)
-			r.Body.Close()
-			if rerr == nil && r.StatusCode == 200 {
-				return string(b)
-			}
-			err = fmt.Errorf("status %d, read %v", r.StatusCode, rerr)
+	var body string
+	var err error
+	defer func() {
+		if t.Failed() {
+			t.Logf("GET %s: %v", url, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("GET %s: %v", url, err)
+	}()
+	testproc.Eventually(t, timeout, "GET "+url+" answering 200", func() bool {
+		var r *http.Response
+		if r, err = c.Get(url); err != nil {
+			return false
 		}
-		<-time.After(100 * time.Millisecond)
-	}
+		b, rerr := io.ReadAll(r.Body)
+		r.Body.Close()
+		if rerr == nil && r.StatusCode == 200 {
+			body = string(b)
+			return true
+		}
+		err = fmt.Errorf("status %d, read %v", r.StatusCode, rerr)
+		return false
+	})
+	return body
 }
 
 // One VM for the whole life of a task: it boots from the test kernel,
@@ -124,7 +131,7 @@ func TestVMLifecycle(t *testing.T) {
 	needQEMU(t)
 	kernel, initrd, dir := vmImages(t)
 	d := newDriver(t, []string{dir})
-	port := drivertest.FreePort(t)
+	port := testproc.FreePort(t)
 	cfg := drivertest.NewTaskConfig(t, "vm", map[string]any{
 		"kernel": kernel, "initrd": initrd, "kernel_args": "console=ttyS0 quiet",
 		"port_map": map[string]any{"http": int64(testimage.VMHTTPPort)},
@@ -173,7 +180,7 @@ func TestVMLifecycle(t *testing.T) {
 	if gone(pid) {
 		t.Fatal("qemu exited when the first driver instance closed")
 	}
-	if status, err := d2.get(cfg.ID); err != nil {
+	if status, err := d2.tasks.Get(cfg.ID); err != nil {
 		t.Fatal(err)
 	} else if s, err := status.qmp.Status(ctx); err != nil || s != "running" {
 		t.Fatalf("recovered VM QMP status = %q, %v; want running", s, err)
@@ -454,14 +461,13 @@ func TestFingerprintVersion(t *testing.T) {
 	if kvm := fp.Attributes["driver.qemu.kvm"]; kvm != strconv.FormatBool(KVMUsable()) {
 		t.Errorf("driver.qemu.kvm = %q, want %v", kvm, KVMUsable())
 	}
-	deadline := time.Now().Add(versionProbeTimeout + 5*time.Second)
-	for fp.Attributes["driver.qemu.version"] == "" {
-		if time.Now().After(deadline) {
-			t.Fatalf("no driver.qemu.version after %s: %+v", versionProbeTimeout, fp)
+	testproc.Eventually(t, versionProbeTimeout+5*time.Second, "driver.qemu.version", func() bool {
+		if fp.Attributes["driver.qemu.version"] != "" {
+			return true
 		}
-		<-time.After(20 * time.Millisecond)
 		fp = d.Fingerprint(ctx)
-	}
+		return false
+	})
 	if v := fp.Attributes["driver.qemu.version"]; !strings.Contains(v, ".") {
 		t.Errorf("driver.qemu.version = %q", v)
 	}
@@ -505,7 +511,7 @@ func TestLongTaskDirAndDrives(t *testing.T) {
 	if !st.OwnSocketDir || len(st.QMPSocket) > maxSocketPath || strings.HasPrefix(st.QMPSocket, cfg.TaskDir) {
 		t.Errorf("QMP socket %s (own dir %v) for a %d-byte task dir", st.QMPSocket, st.OwnSocketDir, len(cfg.TaskDir))
 	}
-	tk, err := d.get(cfg.ID)
+	tk, err := d.tasks.Get(cfg.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

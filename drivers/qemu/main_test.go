@@ -1,6 +1,7 @@
 package qemu
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,13 +12,14 @@ import (
 	"github.com/drover/drover/drivers/drivertest"
 	"github.com/drover/drover/drivers/drivertest/testimage"
 	"github.com/drover/drover/drivers/logging"
+	"github.com/drover/drover/internal/testproc"
 )
 
 // droverBin supervises the VMs (`drover executor`).
 var droverBin string
 
 func TestMain(m *testing.M) {
-	drivertest.MainWithBinary(m, &droverBin)
+	testproc.MainWithBinary(m, &droverBin)
 }
 
 // vmTimeout bounds every wait on a VM: a TCG boot takes ~10 s alone and
@@ -66,20 +68,21 @@ func newDriver(t *testing.T, imageDirs []string, allow ...string) *Driver {
 // waitLog polls the task's stream until it contains s.
 func waitLog(t *testing.T, cfg *drivers.TaskConfig, stream, s string, timeout time.Duration) string {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	var got string
+	defer func() {
+		if t.Failed() {
+			t.Logf("%s:\n%s", stream, got)
+		}
+	}()
+	testproc.Eventually(t, timeout, fmt.Sprintf("%s containing %q", stream, s), func() bool {
 		b, err := logging.ReadAll(cfg.LogDir, logging.Prefix(cfg.Name, stream))
 		if err != nil {
 			t.Fatalf("read %s log: %v", stream, err)
 		}
-		if strings.Contains(string(b), s) {
-			return string(b)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never contained %q within %s; got:\n%s", stream, s, timeout, b)
-		}
-		<-time.After(50 * time.Millisecond)
-	}
+		got = string(b)
+		return strings.Contains(got, s)
+	})
+	return got
 }
 
 func readLog(t *testing.T, cfg *drivers.TaskConfig, stream string) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,9 +12,11 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/drover/drover/drivers/logging"
 	"testing"
 	"time"
+
+	"github.com/drover/drover/drivers/logging"
+	"github.com/drover/drover/internal/testproc"
 
 	"github.com/drover/drover/drivers"
 	"github.com/drover/drover/drivers/drivertest"
@@ -223,17 +226,10 @@ func TestSupervisorKilled(t *testing.T) {
 	}
 	if err := syscall.Kill(st.TaskPID, 0); !errors.Is(err, syscall.ESRCH) {
 		// It may linger as a zombie of init for a moment: poll.
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		testproc.Eventually(t, 10*time.Second, fmt.Sprintf("task pid %d gone after its supervisor died", st.TaskPID), func() bool {
 			b, rerr := os.ReadFile(filepath.Join("/proc", strconv.Itoa(st.TaskPID), "stat"))
-			if rerr != nil || strings.Contains(string(b), ") Z ") {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("task pid %d still running after its supervisor died", st.TaskPID)
-			}
-			<-time.After(20 * time.Millisecond)
-		}
+			return rerr != nil || strings.Contains(string(b), ") Z ")
+		})
 	}
 }
 

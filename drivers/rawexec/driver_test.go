@@ -6,6 +6,7 @@ import (
 
 	"github.com/drover/drover/drivers"
 	"github.com/drover/drover/drivers/drivertest"
+	"github.com/drover/drover/internal/testproc"
 )
 
 var droverBin string
@@ -14,7 +15,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(fakeAgentEnv) != "" {
 		os.Exit(fakeAgent())
 	}
-	drivertest.MainWithBinary(m, &droverBin)
+	testproc.MainWithBinary(m, &droverBin)
 }
 
 func newDriver(t *testing.T) drivers.Driver {

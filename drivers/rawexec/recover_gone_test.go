@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/drover/drover/drivers"
 	"github.com/drover/drover/drivers/drivertest"
 	"github.com/drover/drover/drivers/executor"
+	"github.com/drover/drover/internal/testproc"
 )
 
 // TestRecoverKillsUnsupervisedTask: the agent and the task's supervisor
@@ -87,13 +89,5 @@ func running(pid int) bool {
 
 func waitDead(t *testing.T, pid int, what string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for running(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s (pid %d) still alive after 30s", what, pid)
-		}
-		<-tick.C
-	}
+	testproc.Eventually(t, 30*time.Second, fmt.Sprintf("%s (pid %d) gone", what, pid), func() bool { return !running(pid) })
 }

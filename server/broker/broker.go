@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/clock"
 )
 
 // Errors returned by the eval broker.
@@ -33,7 +34,9 @@ type Config struct {
 	// DeliveryLimit is how many deliveries an eval gets; the delivery that
 	// reaches it and is nacked fails the eval (default 3).
 	DeliveryLimit int
-	Clock         Clock
+	// Clock drives nack timeouts, delays and Dequeue's timeout (default
+	// the wall clock).
+	Clock clock.Clock
 	// InitialNackDelay and SubsequentNackDelay hold a nacked eval back
 	// before its second and later redeliveries (0: redeliver at once), so
 	// a persistent failure does not spin the workers.
@@ -67,7 +70,7 @@ type jobKey struct{ ns, id string }
 type unacked struct {
 	eval  *api.Evaluation
 	token string
-	timer Timer
+	timer clock.Timer
 }
 
 // EvalBroker hands evaluations to scheduler workers. At most one eval per
@@ -82,11 +85,14 @@ type EvalBroker struct {
 	ready      map[string]*evalHeap // scheduler type -> ready
 	pending    map[jobKey]*evalHeap
 	unack      map[string]*unacked
-	delayed    map[string]Timer
+	delayed    map[string]clock.Timer
 	delayedEvs map[string]*api.Evaluation
-	nackWait   map[string]Timer // nacked evals waiting for redelivery
-	notify     chan struct{}    // closed and replaced when something becomes ready
-	seq        uint64
+	nackWait   map[string]clock.Timer // nacked evals waiting for redelivery
+	notify     chan struct{}          // closed and replaced when something becomes ready
+	// idle is closed while no eval is ready or in flight, and replaced by
+	// an open one when one becomes ready (see Idle).
+	idle chan struct{}
+	seq  uint64
 }
 
 // NewEvalBroker returns a disabled broker.
@@ -98,9 +104,10 @@ func NewEvalBroker(cfg Config) *EvalBroker {
 		cfg.DeliveryLimit = 3
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = RealClock{}
+		cfg.Clock = clock.Real{}
 	}
-	b := &EvalBroker{cfg: cfg, notify: make(chan struct{})}
+	b := &EvalBroker{cfg: cfg, notify: make(chan struct{}), idle: make(chan struct{})}
+	close(b.idle)
 	b.reset()
 	return b
 }
@@ -120,9 +127,9 @@ func (b *EvalBroker) reset() {
 	b.ready = map[string]*evalHeap{}
 	b.pending = map[jobKey]*evalHeap{}
 	b.unack = map[string]*unacked{}
-	b.delayed = map[string]Timer{}
+	b.delayed = map[string]clock.Timer{}
 	b.delayedEvs = map[string]*api.Evaluation{}
-	b.nackWait = map[string]Timer{}
+	b.nackWait = map[string]clock.Timer{}
 }
 
 // SetEnabled turns the broker on (leader) or off (follower). Disabling
@@ -151,6 +158,42 @@ func (b *EvalBroker) Enabled() bool {
 func (b *EvalBroker) wakeLocked() {
 	close(b.notify)
 	b.notify = make(chan struct{})
+	b.idleLocked()
+}
+
+// Idle returns a channel closed once the broker is idle: no eval is ready
+// and none is in flight (dequeued, not yet acked or nacked). Delayed
+// evals (WaitUntil, a nack's redelivery delay) and the evals of the same
+// job queued behind them wait for the clock, not for a worker, and do not
+// count; neither do blocked evals (BlockedEvals is another structure). A
+// disabled broker holds nothing and is idle. Take the channel after the
+// work was enqueued: a channel taken while idle is already closed.
+//
+// A worker acks an eval only once its plan is applied, so after Idle a
+// test sees every plan of the evals enqueued before.
+func (b *EvalBroker) Idle() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.idle
+}
+
+// idleLocked closes idle when the broker became idle and replaces a
+// closed one when it became busy.
+func (b *EvalBroker) idleLocked() {
+	busy := len(b.unack) > 0
+	for _, h := range b.ready {
+		busy = busy || h.Len() > 0
+	}
+	select {
+	case <-b.idle:
+		if busy {
+			b.idle = make(chan struct{})
+		}
+	default:
+		if !busy {
+			close(b.idle)
+		}
+	}
 }
 
 // Enqueue adds an eval. Evals already tracked (by ID) are ignored, as are
@@ -370,6 +413,7 @@ func (b *EvalBroker) Ack(evalID, token string) error {
 	delete(b.unack, evalID)
 	delete(b.evals, evalID)
 	b.releaseJobLocked(u.eval)
+	b.idleLocked()
 	return nil
 }
 
@@ -404,6 +448,7 @@ func (b *EvalBroker) Nack(evalID, token string) error {
 	if b.evals[evalID] >= b.cfg.DeliveryLimit {
 		delete(b.evals, evalID)
 		b.releaseJobLocked(u.eval)
+		b.idleLocked()
 		b.mu.Unlock()
 		if b.cfg.OnFailed != nil {
 			b.cfg.OnFailed(u.eval)
@@ -427,6 +472,7 @@ func (b *EvalBroker) Nack(evalID, token string) error {
 			delete(b.nackWait, e.ID)
 			b.readyLocked(e)
 		})
+		b.idleLocked()
 		b.mu.Unlock()
 		return nil
 	}

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/clock"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -19,9 +19,9 @@ func ev(id, job string, prio int, idx uint64) *api.Evaluation {
 		Priority: prio, CreateIndex: idx, ModifyIndex: idx, Status: api.EvalStatusPending}
 }
 
-func newBroker(t *testing.T, limit int) (*EvalBroker, *FakeClock, *[]string) {
+func newBroker(t *testing.T, limit int) (*EvalBroker, *clock.Fake, *[]string) {
 	t.Helper()
-	clk := NewFakeClock(t0)
+	clk := clock.NewFake(t0)
 	var mu sync.Mutex
 	failed := []string{}
 	b := NewEvalBroker(Config{NackTimeout: 5 * time.Second, DeliveryLimit: limit, Clock: clk,
@@ -205,12 +205,8 @@ func TestDequeueTimeoutAndDisable(t *testing.T) {
 		out <- res{e, err}
 	}()
 	// Wait for the dequeue's timer to be registered, then expire it.
-	deadline := time.Now().Add(5 * time.Second)
-	for clk.Pending() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("dequeue never registered its timeout")
-		}
-		runtime.Gosched()
+	if err := clk.WaitPending(5*time.Second, func(n int) bool { return n != 0 }); err != nil {
+		t.Fatalf("dequeue never registered its timeout: %v", err)
 	}
 	clk.Advance(time.Minute)
 	if r := <-out; r.e != nil || r.err != nil {
@@ -237,7 +233,7 @@ func TestDuplicateEnqueueIgnored(t *testing.T) {
 }
 
 func TestNackDelays(t *testing.T) {
-	clk := NewFakeClock(t0)
+	clk := clock.NewFake(t0)
 	b := NewEvalBroker(Config{NackTimeout: time.Hour, DeliveryLimit: 5, Clock: clk,
 		InitialNackDelay: time.Second, SubsequentNackDelay: 20 * time.Second})
 	b.SetEnabled(true)
@@ -267,7 +263,7 @@ func TestNackDelays(t *testing.T) {
 }
 
 func TestQueueDeficitThenPriorityThenAge(t *testing.T) {
-	clk := NewFakeClock(t0)
+	clk := clock.NewFake(t0)
 	var mu sync.Mutex // the deficits change between dequeues
 	queueOf := map[string]string{"j1": "a", "j2": "a", "j3": "b", "j4": "b", "j5": "c"}
 	deficit := map[string]float64{"a": 0.1, "b": 0.3, "c": -0.2}
@@ -320,5 +316,75 @@ func TestQueueDeficitThenPriorityThenAge(t *testing.T) {
 	take()
 	if want := []string{"c-again", "b-again"}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("order without queues %v, want %v", got, want)
+	}
+}
+
+// isClosed reports whether ch is closed now.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// TestIdle: the idle signal closes once nothing is ready or in flight,
+// and not before; evals waiting on the clock do not hold it open.
+func TestIdle(t *testing.T) {
+	b, clk, failed := newBroker(t, 2)
+	b.cfg.InitialNackDelay = time.Second
+	if !isClosed(b.Idle()) {
+		t.Fatal("an empty broker is not idle")
+	}
+	b.Enqueue(ev("e1", "j1", 50, 1))
+	b.Enqueue(ev("e2", "j1", 50, 2)) // pending behind e1
+	b.Enqueue(ev("e3", "j2", 50, 3))
+	idle := b.Idle()
+	if isClosed(idle) {
+		t.Fatal("idle with evals ready")
+	}
+	e, tok := mustDequeue(t, b)
+	if err := b.Ack(e.ID, tok); err != nil {
+		t.Fatal(err)
+	}
+	if isClosed(idle) {
+		t.Fatal("idle with evals still ready")
+	}
+	e2, tok2 := mustDequeue(t, b)
+	e3, tok3 := mustDequeue(t, b)
+	if e2.ID != "e2" || e3.ID != "e3" {
+		t.Fatalf("dequeued %s, %s; want e2, e3", e2.ID, e3.ID)
+	}
+	if err := b.Ack(e3.ID, tok3); err != nil {
+		t.Fatal(err)
+	}
+	if isClosed(idle) {
+		t.Fatal("idle with e2 in flight")
+	}
+	// Nacked with a redelivery delay: it waits on the clock.
+	if err := b.Nack(e2.ID, tok2); err != nil {
+		t.Fatal(err)
+	}
+	if !isClosed(idle) {
+		t.Fatalf("not idle with only a nack-delayed eval (stats %+v)", b.Stats())
+	}
+	clk.Advance(time.Second) // redelivered: busy again
+	idle = b.Idle()
+	if isClosed(idle) {
+		t.Fatal("idle with the redelivered eval ready")
+	}
+	e, tok = mustDequeue(t, b)
+	if err := b.Nack(e.ID, tok); err != nil { // the delivery limit: failed
+		t.Fatal(err)
+	}
+	if !isClosed(idle) || len(*failed) != 1 {
+		t.Fatalf("after the last delivery failed: idle %v, failed %v", isClosed(idle), *failed)
+	}
+	b.Enqueue(ev("e4", "j3", 50, 4))
+	idle = b.Idle()
+	b.SetEnabled(false)
+	if !isClosed(idle) {
+		t.Fatal("a disabled broker is not idle")
 	}
 }

@@ -13,8 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/drover/drover/api"
-	"github.com/drover/drover/server/codec"
-	"github.com/drover/drover/server/codec/codectest"
+	"github.com/drover/drover/internal/codec"
+	"github.com/drover/drover/internal/codec/codectest"
 	"github.com/drover/drover/server/state"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/klauspost/compress/s2"
 
 	"github.com/drover/drover/api"
-	"github.com/drover/drover/server/codec"
+	"github.com/drover/drover/internal/codec"
 	"github.com/drover/drover/server/state"
 )
 

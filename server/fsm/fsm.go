@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/drover/drover/api"
-	"github.com/drover/drover/server/codec"
+	"github.com/drover/drover/internal/codec"
 	"github.com/drover/drover/server/state"
 	"github.com/hashicorp/raft"
 )

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/drover/drover/api"
-	"github.com/drover/drover/server/codec"
-	"github.com/drover/drover/server/codec/codectest"
+	"github.com/drover/drover/internal/codec"
+	"github.com/drover/drover/internal/codec/codectest"
 )
 
 type ptrMarshaler struct{ V int }

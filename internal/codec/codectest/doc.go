@@ -3,5 +3,5 @@
 // checks codec writes and reads it as encoding/json does. Packages that
 // store or send a type through codec test it here.
 //
-// It imports server/codec and go-cmp; only tests import it.
+// It imports internal/codec and go-cmp; only tests import it.
 package codectest

@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/drover/drover/server/codec"
+	"github.com/drover/drover/internal/codec"
 )
 
 // Filled returns a new T with every field it can reach (through at most

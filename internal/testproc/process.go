@@ -1,11 +1,13 @@
-package drivertest
+package testproc
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
@@ -21,8 +23,8 @@ var binary struct {
 
 // Binary returns $DROVER_TEST_BIN, or a drover binary built once per test
 // process (as `make build` builds it) into a temp dir that is left for the
-// OS to clean (use DroverBinary from TestMain to remove it). A build
-// failure fails the test.
+// OS to clean (use MainWithBinary to remove it). A build failure fails
+// the test.
 func Binary(t testing.TB) string {
 	t.Helper()
 	binary.once.Do(func() { binary.path, _, binary.err = DroverBinary() })
@@ -30,6 +32,58 @@ func Binary(t testing.TB) string {
 		t.Fatal(binary.err)
 	}
 	return binary.path
+}
+
+// DroverBinary returns $DROVER_TEST_BIN, or builds github.com/drover/drover
+// and drover-executor into a new temp dir (call it once, from TestMain);
+// cleanup removes it.
+// Binary is the same for tests without a TestMain.
+func DroverBinary() (path string, cleanup func(), err error) {
+	if p := os.Getenv("DROVER_TEST_BIN"); p != "" {
+		return p, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "drover-bin-")
+	if err != nil {
+		return "", nil, err
+	}
+	path = filepath.Join(dir, "drover")
+	var out []byte
+	// As `make build` builds bin/drover and, next to it, the small task
+	// supervisor bin/drover-executor (which the drivers prefer), so
+	// benchmarks measure them.
+	for _, b := range [][2]string{{path, "github.com/drover/drover"},
+		{filepath.Join(dir, "drover-executor"), "github.com/drover/drover/drivers/executor/cmd/drover-executor"}} {
+		for try := 0; try < 2; try++ { // concurrent builds of several test packages can trip once
+			cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", b[0], b[1])
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, err = cmd.CombinedOutput(); err == nil {
+				break
+			}
+		}
+		if err != nil {
+			os.RemoveAll(dir)
+			return "", nil, fmt.Errorf("build %s: %v: %s", b[1], err, out)
+		}
+	}
+	// The exec driver's tasks (user nobody) never need to read it, but
+	// the supervisor runs it as root from here.
+	_ = os.Chmod(dir, 0o755)
+	return path, func() { os.RemoveAll(dir) }, nil
+}
+
+// MainWithBinary is a TestMain for packages whose tests run the drover
+// binaries: it sets *bin (see DroverBinary), runs the tests, removes what
+// it built and exits with the tests' code.
+func MainWithBinary(m *testing.M, bin *string) {
+	path, cleanup, err := DroverBinary()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	*bin = path
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
 }
 
 // Ports handed out by FreePort: below both the kernel's ephemeral range
@@ -230,22 +284,15 @@ func (p *Process) Kill() {
 	<-p.done
 }
 
-// WaitFor polls cond (every 10 ms) until it holds; it fails the test when
-// timeout passes first or the process exits.
+// WaitFor is Eventually that also fails the test when the process exits
+// before cond holds.
 func (p *Process) WaitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, timeout)
-		}
-		select {
-		case <-p.done:
+	if err := poll(timeout, cond, p.done); err != nil {
+		if p.Exited() {
 			t.Fatalf("%s: %s exited first: %v", what, p.what(), p.err)
-		case <-tick.C:
 		}
+		t.Fatalf("%s: %v", what, err)
 	}
 }
 
