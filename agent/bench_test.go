@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/internal/testproc"
@@ -314,25 +315,33 @@ func executorChildren(pid int) ([]int, error) {
 
 // waitGone polls until none of pids exists (or the timeout) and returns
 // the ones left.
+// waitGone waits until every process of pids has exited (or timeout
+// passes) and returns those still running. It waits on each process's
+// pidfd, which becomes readable when the process exits (zombies count as
+// gone), not by polling.
 func waitGone(pids []int, timeout time.Duration) []int {
 	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		var left []int
-		for _, p := range pids {
-			if err := syscall.Kill(p, 0); err == nil || !errors.Is(err, syscall.ESRCH) {
-				// a zombie still answers kill 0; count it as gone
-				if st, _ := procState(p); st != "Z" {
-					left = append(left, p)
-				}
+	var left []int
+	for _, p := range pids {
+		fd, err := unix.PidfdOpen(p, 0)
+		if err != nil {
+			continue // gone already (ESRCH)
+		}
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		for {
+			ms := int(time.Until(deadline).Milliseconds())
+			n, err := unix.Poll(fds, max(ms, 0))
+			if err == unix.EINTR {
+				continue
 			}
+			if n == 0 && err == nil {
+				left = append(left, p)
+			}
+			break
 		}
-		if len(left) == 0 || time.Now().After(deadline) {
-			return left
-		}
-		<-tick.C
+		unix.Close(fd)
 	}
+	return left
 }
 
 func procState(pid int) (string, error) {

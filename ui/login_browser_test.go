@@ -95,19 +95,18 @@ func TestUISSOLogin(t *testing.T) {
 // document, until the deadline.
 func untilAcross(t *testing.T, ctx context.Context, what, predicate string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		left := time.Until(deadline)
-		_, err := chromedp.Run(ctx, chromedp.Poll[bool](predicate, chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(left)))
-		if err == nil {
-			return
-		}
-		if left <= 0 {
+	// Each look polls in the page; a navigation aborts it, and the shared
+	// helper looks again in the next page.
+	var last error
+	defer func() {
+		if t.Failed() {
 			loc, _ := chromedp.Run(ctx, chromedp.Location())
-			t.Fatalf("%s: %v (at %s)", what, err, loc)
+			t.Logf("%s: last %v (at %s)", what, last, loc)
 		}
-		<-tick.C
-	}
+	}()
+	testproc.Eventually(t, timeout, what, func() bool {
+		_, last = chromedp.Run(ctx, chromedp.Poll[bool](predicate, chromedp.WithPollingInterval(100*time.Millisecond),
+			chromedp.WithPollingTimeout(time.Second)))
+		return last == nil
+	})
 }
