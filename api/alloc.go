@@ -187,6 +187,18 @@ type AllocatedDeviceResource struct {
 	Type      string   `json:"Type"`
 	Name      string   `json:"Name"`
 	DeviceIDs []string `json:"DeviceIDs"`
+	// Share, when set, is the part of each of DeviceIDs the alloc holds;
+	// nil: the instances are the alloc's alone.
+	Share *AllocatedShare `json:"Share,omitempty"`
+}
+
+// Milli is what the alloc holds of each of its instances, in
+// thousandths (a whole instance is MilliPerDevice).
+func (d *AllocatedDeviceResource) Milli() int {
+	if d.Share != nil {
+		return d.Share.Milli
+	}
+	return MilliPerDevice
 }
 
 // Comparable sums an alloc's resources for fit checks.

@@ -543,6 +543,11 @@ func (v *validator) task(p string, t *Task, labels map[string]bool) {
 			}
 			v.constraints(dp, d.Constraints)
 			v.affinities(dp, d.Affinities)
+			if d.Share != nil {
+				if err := d.Share.Validate(); err != nil {
+					v.add(dp, "%v", err)
+				}
+			}
 		}
 	}
 	if lc := t.LogConfig; lc != nil && (lc.MaxFiles < 0 || lc.MaxFileSizeMB < 0) {

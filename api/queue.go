@@ -32,13 +32,14 @@ type Queue struct {
 }
 
 // QueueResources is an amount of the resources queues account: GPUs (any
-// model, and per model such as "nvidia/gpu/H100"), CPU in MHz and memory
-// in MB. A zero field means none of that resource.
+// model, and per model such as "nvidia/gpu/H100"; a share of a GPU counts
+// as its fraction, kept to thousandths), CPU in MHz and memory in MB. A
+// zero field means none of that resource.
 type QueueResources struct {
-	GPUs        int            `json:"GPUs,omitempty"`
-	GPUsByModel map[string]int `json:"GPUsByModel,omitempty"`
-	CPU         int64          `json:"CPU,omitempty"`
-	MemoryMB    int64          `json:"MemoryMB,omitempty"`
+	GPUs        float64            `json:"GPUs,omitempty"`
+	GPUsByModel map[string]float64 `json:"GPUsByModel,omitempty"`
+	CPU         int64              `json:"CPU,omitempty"`
+	MemoryMB    int64              `json:"MemoryMB,omitempty"`
 }
 
 // QueueUpsertRequest is the body of PUT /v1/queues.
@@ -91,7 +92,7 @@ func (q *Queue) Validate() error {
 		}
 		for m, n := range r.GPUsByModel {
 			if n < 0 || m == "" {
-				return Errorf(ErrBadRequest, fmt.Sprintf("queue %q: %s: bad GPU model amount %q = %d", q.Name, what, m, n))
+				return Errorf(ErrBadRequest, fmt.Sprintf("queue %q: %s: bad GPU model amount %q = %s", q.Name, what, m, FormatGPUs(n)))
 			}
 		}
 	}

@@ -2,7 +2,9 @@ package api
 
 import (
 	"fmt"
+	"math"
 	"sort"
+	"strconv"
 )
 
 // JobQueue is the queue a job's allocs count against: job.Queue, or
@@ -16,8 +18,8 @@ func JobQueue(j *Job) string {
 
 // QueueUsage is what a queue-accounted alloc holds: the CPU (MHz) and
 // memory (MB) of its tasks and its GPUs, counted from the device IDs of
-// every allocated device of type "gpu", per model by the node device
-// group's "vendor/type/name". It does not look at the alloc's status: the
+// every allocated device of type "gpu" (a share as its fraction), per
+// model by the node device group's "vendor/type/name". It does not look at the alloc's status: the
 // caller decides whether the alloc counts (it does while non-terminal).
 func (a *Allocation) QueueUsage() QueueResources {
 	var r QueueResources
@@ -34,11 +36,13 @@ func (a *Allocation) QueueUsage() QueueResources {
 			if d == nil || d.Type != "gpu" || len(d.DeviceIDs) == 0 {
 				continue
 			}
-			r.GPUs += len(d.DeviceIDs)
+			n := d.GPUs()
+			r.GPUs = RoundGPUs(r.GPUs + n)
 			if r.GPUsByModel == nil {
-				r.GPUsByModel = map[string]int{}
+				r.GPUsByModel = map[string]float64{}
 			}
-			r.GPUsByModel[d.Vendor+"/"+d.Type+"/"+d.Name] += len(d.DeviceIDs)
+			m := d.Vendor + "/" + d.Type + "/" + d.Name
+			r.GPUsByModel[m] = RoundGPUs(r.GPUsByModel[m] + n)
 		}
 	}
 	return r
@@ -47,14 +51,14 @@ func (a *Allocation) QueueUsage() QueueResources {
 // Add adds sign times o to r (sign is 1 or -1); per-model counts that
 // reach zero are dropped.
 func (r *QueueResources) Add(o QueueResources, sign int) {
-	r.GPUs += sign * o.GPUs
+	r.GPUs = RoundGPUs(r.GPUs + float64(sign)*o.GPUs)
 	r.CPU += int64(sign) * o.CPU
 	r.MemoryMB += int64(sign) * o.MemoryMB
 	for m, n := range o.GPUsByModel {
 		if r.GPUsByModel == nil {
-			r.GPUsByModel = map[string]int{}
+			r.GPUsByModel = map[string]float64{}
 		}
-		r.GPUsByModel[m] += sign * n
+		r.GPUsByModel[m] = RoundGPUs(r.GPUsByModel[m] + float64(sign)*n)
 		if r.GPUsByModel[m] == 0 {
 			delete(r.GPUsByModel, m)
 		}
@@ -76,7 +80,7 @@ func (r *QueueResources) Copy() *QueueResources {
 	}
 	c := *r
 	if r.GPUsByModel != nil {
-		c.GPUsByModel = make(map[string]int, len(r.GPUsByModel))
+		c.GPUsByModel = make(map[string]float64, len(r.GPUsByModel))
 		for m, n := range r.GPUsByModel {
 			c.GPUsByModel[m] = n
 		}
@@ -95,7 +99,7 @@ func (used QueueResources) Exceeds(limit *QueueResources) []string {
 	}
 	var out []string
 	if limit.GPUs > 0 && used.GPUs > limit.GPUs {
-		out = append(out, fmt.Sprintf("gpu %d of %d", used.GPUs, limit.GPUs))
+		out = append(out, fmt.Sprintf("gpu %s of %s", FormatGPUs(used.GPUs), FormatGPUs(limit.GPUs)))
 	}
 	models := make([]string, 0, len(limit.GPUsByModel))
 	for m := range limit.GPUsByModel {
@@ -104,7 +108,7 @@ func (used QueueResources) Exceeds(limit *QueueResources) []string {
 	sort.Strings(models)
 	for _, m := range models {
 		if n := used.GPUsByModel[m]; n > limit.GPUsByModel[m] {
-			out = append(out, fmt.Sprintf("gpu %s %d of %d", m, n, limit.GPUsByModel[m]))
+			out = append(out, fmt.Sprintf("gpu %s %s of %s", m, FormatGPUs(n), FormatGPUs(limit.GPUsByModel[m])))
 		}
 	}
 	if limit.CPU > 0 && used.CPU > limit.CPU {
@@ -125,3 +129,16 @@ func QueueAncestry(name string) []string {
 	}
 	return out
 }
+
+// RoundGPUs keeps a GPU amount to thousandths (the grain of shares), so
+// sums of shares added and taken away come back to exact values.
+func RoundGPUs(g float64) float64 { return math.Round(g*MilliPerDevice) / MilliPerDevice }
+
+// GPUs is how many GPUs the grant holds: its instances, each counted as
+// the alloc's share of it.
+func (d *AllocatedDeviceResource) GPUs() float64 {
+	return RoundGPUs(float64(len(d.DeviceIDs)*d.Milli()) / MilliPerDevice)
+}
+
+// FormatGPUs renders a GPU amount: "4", "0.25".
+func FormatGPUs(g float64) string { return strconv.FormatFloat(RoundGPUs(g), 'f', -1, 64) }

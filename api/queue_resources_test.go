@@ -16,14 +16,14 @@ func TestQueueResources(t *testing.T) {
 		"b": {Cpu: AllocatedCpuResources{CpuShares: 100}, Memory: AllocatedMemoryResources{MemoryMB: 64}},
 	}}}
 	u := a.QueueUsage()
-	want := QueueResources{GPUs: 2, GPUsByModel: map[string]int{"nvidia/gpu/H100": 2}, CPU: 600, MemoryMB: 320}
+	want := QueueResources{GPUs: 2, GPUsByModel: map[string]float64{"nvidia/gpu/H100": 2}, CPU: 600, MemoryMB: 320}
 	if !reflect.DeepEqual(u, want) {
 		t.Fatalf("usage %+v, want %+v", u, want)
 	}
 	sum := QueueResources{}
 	sum.Add(u, 1)
 	sum.Add(u, 1)
-	if over := sum.Exceeds(&QueueResources{GPUs: 4, CPU: 1000, GPUsByModel: map[string]int{"nvidia/gpu/H100": 3, "nvidia/gpu/A100": 0}}); !reflect.DeepEqual(over,
+	if over := sum.Exceeds(&QueueResources{GPUs: 4, CPU: 1000, GPUsByModel: map[string]float64{"nvidia/gpu/H100": 3, "nvidia/gpu/A100": 0}}); !reflect.DeepEqual(over,
 		[]string{"gpu nvidia/gpu/H100 4 of 3", "cpu 1200 of 1000 MHz"}) {
 		t.Errorf("exceeds %v", over)
 	}

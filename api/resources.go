@@ -28,6 +28,9 @@ type RequestedDevice struct {
 	Count       uint64        `json:"Count"`
 	Constraints []*Constraint `json:"Constraints,omitempty"`
 	Affinities  []*Affinity   `json:"Affinities,omitempty"`
+	// Share, when set, asks that share of each of Count instances
+	// (share.go) instead of whole ones.
+	Share *DeviceShare `json:"Share,omitempty"`
 }
 
 // AttrBridgeNetwork is the node attribute of clients that can build

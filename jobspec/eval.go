@@ -335,6 +335,21 @@ func (d *decoder) integer(c *hcl.BodyContent, name string, dst *int, lo, hi int6
 
 const anyInt = math.MaxInt32
 
+// number decodes a number (a fraction, a limit).
+func (d *decoder) number(c *hcl.BodyContent, name string, dst *float64) bool {
+	a := c.Attributes[name]
+	if a == nil {
+		return false
+	}
+	v, ok := d.typed(a, cty.Number)
+	if !ok {
+		return false
+	}
+	f, _ := v.AsBigFloat().Float64()
+	*dst = f
+	return true
+}
+
 func (d *decoder) dur(c *hcl.BodyContent, name string, dst *time.Duration) bool {
 	a := c.Attributes[name]
 	if a == nil {

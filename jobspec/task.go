@@ -1,9 +1,11 @@
 package jobspec
 
 import (
-	"github.com/drover/drover/api"
+	"github.com/dustin/go-humanize"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/drover/drover/api"
 )
 
 var (
@@ -12,7 +14,8 @@ var (
 		"logs", "artifact", "template", "dispatch_payload", "lifecycle", "volume_mount", "identity"),
 		"", "vault", "consul", "csi_plugin", "scaling:name", "action:name", "schedule")
 	resourcesSchema = accept(schema("cpu cores memory memory_max disk", "network", "device:name"), "iops", "numa")
-	deviceSchema    = schema("count", "constraint", "affinity")
+	deviceSchema    = schema("count", "constraint", "affinity", "share")
+	shareSchema     = schema("fraction memory mode limit")
 	logsSchema      = schema("max_files max_file_size disabled enabled")
 	lifecycleSchema = schema("hook sidecar")
 	identitySchema  = accept(schema("name aud env file filepath ttl"), "change_mode change_signal")
@@ -136,12 +139,47 @@ func (d *decoder) resources(b *hcl.Block) *api.Resources {
 					dev.Constraints = append(dev.Constraints, d.constraint(sub))
 				case "affinity":
 					dev.Affinities = append(dev.Affinities, d.affinity(sub))
+				case "share":
+					d.once(dev.Share != nil, sub)
+					dev.Share = d.share(sub)
 				}
 			}
 			r.Devices = append(r.Devices, dev)
 		}
 	}
 	return r
+}
+
+// share is a device block's share { fraction | memory, mode, limit }.
+func (d *decoder) share(b *hcl.Block) *api.DeviceShare {
+	sh := &api.DeviceShare{}
+	c := d.content(b.Body, shareSchema)
+	fr, mem := c.Attributes["fraction"], c.Attributes["memory"]
+	switch {
+	case fr != nil && mem != nil:
+		d.errorf(mem.NameRange, "Conflicting share: fraction and memory are mutually exclusive")
+	case fr == nil && mem == nil:
+		d.errorf(b.DefRange, "Missing share size: share needs fraction (e.g. 0.25) or memory (e.g. \"10GiB\")")
+	}
+	if d.number(c, "fraction", &sh.Fraction) && (sh.Fraction <= 0 || sh.Fraction >= 1) {
+		d.errorf(fr.Expr.Range(), "Invalid value for \"fraction\": %v must be above 0 and below 1 (ask a whole device without share)", sh.Fraction)
+	}
+	var size string
+	if d.str(c, "memory", &size) {
+		b, err := humanize.ParseBytes(size)
+		if err != nil || b == 0 {
+			d.errorf(mem.Expr.Range(), "Invalid value for \"memory\": %q is not a size such as \"10GiB\" or \"512MiB\"", size)
+		} else {
+			sh.MemoryMB = int64((b + 1<<20 - 1) >> 20)
+		}
+	}
+	d.enum(c, "mode", "share mode", &sh.Mode, api.ShareModeTimeSlicing, api.ShareModeMPS)
+	if lim := c.Attributes["limit"]; d.number(c, "limit", &sh.Limit) {
+		if sh.Limit <= 0 || sh.Limit > 1 || (sh.Fraction > 0 && sh.Limit < sh.Fraction) {
+			d.errorf(lim.Expr.Range(), "Invalid value for \"limit\": %v must be within [fraction, 1]", sh.Limit)
+		}
+	}
+	return sh
 }
 
 func (d *decoder) logs(b *hcl.Block) *api.LogConfig {

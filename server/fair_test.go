@@ -85,10 +85,11 @@ func TestFairSharesFromState(t *testing.T) {
 	if err != nil || fs == nil {
 		t.Fatalf("shares %v err %v", fs, err)
 	}
-	// Demands a 16, b 8, c 8 on 16 GPUs: water-filled 16/3 each.
+	// Demands a 16, b 8, c 8 on 16 GPUs: water-filled 16/3 each, rounded
+	// down to thousandths (the grain of GPU shares).
 	for _, q := range []string{"a", "b", "c"} {
-		if got := fs.Share(q).GPUs; got != 5 {
-			t.Errorf("%s: share %d GPUs, want 5 (16/3 rounded down)", q, got)
+		if got := fs.Share(q).GPUs; got != 5.333 {
+			t.Errorf("%s: share %v GPUs, want 5.333 (16/3 rounded down to thousandths)", q, got)
 		}
 	}
 	// The base (without c's own ask) is what the broker orders by: b
@@ -103,7 +104,7 @@ func TestFairSharesFromState(t *testing.T) {
 		t.Errorf("deficits: unknown job %v (want 0), b %v (want > 0)", da, db)
 	}
 	if f.share("b").GPUs != 8 {
-		t.Errorf("base share of b: %d GPUs, want 8 (a 8, b 8)", f.share("b").GPUs)
+		t.Errorf("base share of b: %v GPUs, want 8 (a 8, b 8)", f.share("b").GPUs)
 	}
 	// Same index: the base is cached.
 	base := f.base

@@ -100,12 +100,12 @@ func TestQueueUsageGauges(t *testing.T) {
 	if fs := s.Tenancy().QueueFairShare("team-a"); fs == nil && ok {
 		t.Error("a fair-share gauge without a fair share")
 	} else if fs != nil && (!ok || v != float64(fs.GPUs)) {
-		t.Errorf("fair-share GPUs of team-a = %v (present %v), want %d", v, ok, fs.GPUs)
+		t.Errorf("fair-share GPUs of team-a = %v (present %v), want %v", v, ok, fs.GPUs)
 	}
 
 	s.queueStatus = func() ([]*api.QueueStatus, error) {
 		return []*api.QueueStatus{{Queue: &api.Queue{Name: "team-a", Guaranteed: &api.QueueResources{GPUs: 4}},
-			Allocated: api.QueueResources{GPUs: 2, GPUsByModel: map[string]int{"nvidia/gpu/H100": 2}, CPU: 2000, MemoryMB: 1024},
+			Allocated: api.QueueResources{GPUs: 2, GPUsByModel: map[string]float64{"nvidia/gpu/H100": 2}, CPU: 2000, MemoryMB: 1024},
 			FairShare: &api.QueueResources{GPUs: 3}}}, nil
 	}
 	got = gaugeValues(t, reg)

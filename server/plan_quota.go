@@ -185,13 +185,13 @@ func (q *planQuota) nodeDelta(plan *api.Plan, node string) ([]api.QueueResources
 // raisesOver reports whether delta raises some resource of used above
 // limit (zero GPUs, CPU or memory: no cap; a listed model is capped).
 func raisesOver(used, delta api.QueueResources, limit *api.QueueResources) bool {
-	if delta.GPUs > 0 && limit.GPUs > 0 && used.GPUs+delta.GPUs > limit.GPUs ||
+	if delta.GPUs > 0 && limit.GPUs > 0 && api.RoundGPUs(used.GPUs+delta.GPUs) > limit.GPUs ||
 		delta.CPU > 0 && limit.CPU > 0 && used.CPU+delta.CPU > limit.CPU ||
 		delta.MemoryMB > 0 && limit.MemoryMB > 0 && used.MemoryMB+delta.MemoryMB > limit.MemoryMB {
 		return true
 	}
 	for m, n := range delta.GPUsByModel {
-		if lim, ok := limit.GPUsByModel[m]; ok && n > 0 && used.GPUsByModel[m]+n > lim {
+		if lim, ok := limit.GPUsByModel[m]; ok && n > 0 && api.RoundGPUs(used.GPUsByModel[m]+n) > lim {
 			return true
 		}
 	}

@@ -37,7 +37,7 @@ var fixtureQueues = []*api.QueueStatus{
 	{Queue: &api.Queue{Name: "team-a", Description: "research", Weight: 2,
 		Guaranteed: &api.QueueResources{GPUs: 16, CPU: 32000, MemoryMB: 131072}, Limit: &api.QueueResources{GPUs: 16}},
 		FairShare:   &api.QueueResources{GPUs: 20, CPU: 40000, MemoryMB: 163840},
-		Allocated:   api.QueueResources{GPUs: 16, GPUsByModel: map[string]int{"nvidia/gpu/H100": 16}, CPU: 16000, MemoryMB: 65536},
+		Allocated:   api.QueueResources{GPUs: 16, GPUsByModel: map[string]float64{"nvidia/gpu/H100": 16}, CPU: 16000, MemoryMB: 65536},
 		PendingJobs: 3, RunningAllocs: 4},
 	{Queue: &api.Queue{Name: "team-a/train", Parent: "team-a", Weight: 1}, Allocated: api.QueueResources{GPUs: 8}, RunningAllocs: 1},
 	{Queue: &api.Queue{Name: "team-b", Weight: 1, Guaranteed: &api.QueueResources{GPUs: 8}},

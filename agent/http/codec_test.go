@@ -29,6 +29,8 @@ var wireTypes = []any{
 	new(api.ACLOIDCCompleteAuthRequest),
 	new(api.ACLPolicy),
 	new(api.NodeIntroRequest),
+	new(api.DeviceShare),
+	new(api.AllocatedShare),
 	new(api.NodeIntroResponse),
 	new(api.ACLPolicyListStub),
 	new(api.ACLResolution),

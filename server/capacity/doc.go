@@ -14,10 +14,10 @@
 // the scheduler reports to users ("cpu", "memory", "network: port
 // collision", ...); they must not change.
 //
-// Room is left for more dimensions: fractional GPU shares (a share count
-// per device instance next to Devices) and queue/quota usage (a per-queue
-// Vector summed by a usage ledger) are meant to be added as further
-// Vector fields checked by Fits in the same fixed order.
+// Device shares (GPU sharing): a Vector's Shares hold thousandths of an
+// instance's compute and MiB of its memory, in a mode; an instance is
+// either held whole or shared, in one mode at a time, its shares within
+// 1000 thousandths and its memory (the group's "memory" attribute).
 //
 // Imports: api and the standard library only (enforced by layout_test.go).
 // It must not import server/state, the scheduler, agent or drivers.

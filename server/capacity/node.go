@@ -18,6 +18,7 @@ const (
 	DimPorts        = "network: port collision"
 	DimDynamicPorts = "network: dynamic port exhausted"
 	DimDevices      = "devices"
+	DimDeviceShare  = "device share"
 )
 
 // Exhausted says which dimension an ask does not fit in.
@@ -39,7 +40,7 @@ func (e *Exhausted) Error() string {
 			what = "port " + e.ID
 		case DimCores:
 			what = "cpu core " + e.ID
-		case DimDevices:
+		case DimDevices, DimDeviceShare:
 			what = "device " + e.ID
 		}
 		return what + " " + e.Why
@@ -62,7 +63,7 @@ type Node struct {
 
 	cores         []uint16 // reservable cores the node does not reserve itself, in node order
 	reservedPorts map[int]struct{}
-	devices       map[string]struct{} // every device instance on the node
+	devices       map[string]int64 // every device instance on the node: its memory in MiB (0: unknown)
 
 	used        Usage
 	busyDynamic int // distinct busy ports (reserved or used) in the dynamic range
@@ -76,6 +77,17 @@ type Usage struct {
 	Cores                 map[uint16]int
 	Ports                 map[int]int
 	Devices               map[string]int
+	// Shared is what shares hold of each shared device instance.
+	Shared map[string]*SharedUse
+}
+
+// SharedUse is what the shares of one device instance hold: thousandths
+// of its compute, MiB of its memory, and its mode, held by Holders shares.
+type SharedUse struct {
+	Milli    int
+	MemoryMB int64
+	Mode     string
+	Holders  int
 }
 
 // NewNode reads n's capacity: NodeResources less ReservedResources (cpu,
@@ -133,11 +145,12 @@ func NewNode(n *api.Node) *Node {
 			}
 		}
 		for _, d := range r.Devices {
+			mem := DeviceMemoryMB(d)
 			for _, inst := range d.Instances {
 				if c.devices == nil {
-					c.devices = map[string]struct{}{}
+					c.devices = map[string]int64{}
 				}
-				c.devices[inst.ID] = struct{}{}
+				c.devices[inst.ID] = mem
 			}
 		}
 	}
@@ -145,6 +158,35 @@ func NewNode(n *api.Node) *Node {
 }
 
 func (c *Node) inDynamic(p int) bool { return p >= c.MinDynamicPort && p <= c.MaxDynamicPort }
+
+// DeviceMemoryMB is the memory of each instance of a device group (its
+// "memory" attribute, in MiB unless its unit says GiB), 0 when unknown.
+func DeviceMemoryMB(d *api.NodeDeviceResource) int64 {
+	a := d.Attributes["memory"]
+	if a == nil {
+		return 0
+	}
+	var v float64
+	switch {
+	case a.IntVal != nil:
+		v = float64(*a.IntVal)
+	case a.FloatVal != nil:
+		v = *a.FloatVal
+	default:
+		return 0
+	}
+	switch a.Unit {
+	case "GiB", "GB":
+		v *= 1024
+	case "KiB", "KB":
+		v /= 1024
+	}
+	return int64(v)
+}
+
+// DeviceMemory is device instance id's memory in MiB (0: unknown or not
+// on the node).
+func (c *Node) DeviceMemory(id string) int64 { return c.devices[id] }
 
 // Used returns the node's usage (its maps are the ledger's own: read only).
 func (c *Node) Used() Usage { return c.used }
@@ -175,6 +217,19 @@ func (c *Node) Add(v *Vector) {
 			u.Devices = map[string]int{}
 		}
 		u.Devices[id]++
+	}
+	for _, sh := range v.Shares {
+		if u.Shared == nil {
+			u.Shared = map[string]*SharedUse{}
+		}
+		su := u.Shared[sh.ID]
+		if su == nil {
+			su = &SharedUse{Mode: sh.Mode}
+			u.Shared[sh.ID] = su
+		}
+		su.Milli += sh.Milli
+		su.MemoryMB += sh.MemoryMB
+		su.Holders++
 	}
 }
 
@@ -221,6 +276,20 @@ func (c *Node) Sub(v *Vector) {
 	if len(u.Devices) == 0 {
 		u.Devices = nil
 	}
+	for _, sh := range v.Shares {
+		su := u.Shared[sh.ID]
+		if su == nil || su.Holders == 0 {
+			continue
+		}
+		su.Milli -= sh.Milli
+		su.MemoryMB -= sh.MemoryMB
+		if su.Holders--; su.Holders == 0 {
+			delete(u.Shared, sh.ID)
+		}
+	}
+	if len(u.Shared) == 0 {
+		u.Shared = nil
+	}
 }
 
 // PortBusy reports whether host port p is reserved by the node or used.
@@ -231,8 +300,34 @@ func (c *Node) PortBusy(p int) bool {
 	return c.used.Ports[p] > 0
 }
 
-// DeviceUsed reports whether device instance id is used.
-func (c *Node) DeviceUsed(id string) bool { return c.used.Devices[id] > 0 }
+// DeviceUsed reports whether device instance id is used, whole or in
+// part (it is not free for a whole ask).
+func (c *Node) DeviceUsed(id string) bool { return c.used.Devices[id] > 0 || c.used.Shared[id] != nil }
+
+// DeviceShareFree is what a share of mode may still take of device
+// instance id: thousandths of its compute and MiB of its memory (memory
+// -1: unknown). An instance held whole, or shared in another mode, has
+// nothing free for it.
+func (c *Node) DeviceShareFree(id, mode string) (milli int, memMB int64) {
+	mem, ok := c.devices[id]
+	if !ok || c.used.Devices[id] > 0 {
+		return 0, 0
+	}
+	if mem == 0 {
+		mem = -1
+	}
+	su := c.used.Shared[id]
+	if su == nil {
+		return api.MilliPerDevice, mem
+	}
+	if su.Mode != mode {
+		return 0, 0
+	}
+	if mem > 0 {
+		mem = max(0, mem-su.MemoryMB)
+	}
+	return max(0, api.MilliPerDevice-su.Milli), mem
+}
 
 // FreeCores returns up to k free reservable core IDs in node order.
 func (c *Node) FreeCores(k int) []uint16 {
@@ -338,8 +433,46 @@ func (c *Node) Fits(v *Vector) *Exhausted {
 		if _, ok := c.devices[id]; !ok {
 			return &Exhausted{Dimension: DimDevices, ID: id, Why: "not on node"}
 		}
-		if u.Devices[id] > 0 || indexOf(v.Devices[:i], id) {
+		if u.Devices[id] > 0 || u.Shared[id] != nil || indexOf(v.Devices[:i], id) {
 			return &Exhausted{Dimension: DimDevices, ID: id, Why: "collision"}
+		}
+	}
+	return c.sharesFit(v)
+}
+
+// sharesFit checks v's shares: each instance on the node, not held whole
+// (by the node's allocs or v itself), one mode per instance, and the
+// shares on it (v's included) within its compute and known memory.
+func (c *Node) sharesFit(v *Vector) *Exhausted {
+	u := &c.used
+	for i, sh := range v.Shares {
+		mem, ok := c.devices[sh.ID]
+		if !ok {
+			return &Exhausted{Dimension: DimDevices, ID: sh.ID, Why: "not on node"}
+		}
+		if u.Devices[sh.ID] > 0 || indexOf(v.Devices, sh.ID) {
+			return &Exhausted{Dimension: DimDevices, ID: sh.ID, Why: "collision"}
+		}
+		milli, memMB, mode := sh.Milli, sh.MemoryMB, ""
+		if su := u.Shared[sh.ID]; su != nil {
+			milli, memMB, mode = milli+su.Milli, memMB+su.MemoryMB, su.Mode
+		}
+		for _, o := range v.Shares[:i] {
+			if o.ID == sh.ID {
+				milli, memMB = milli+o.Milli, memMB+o.MemoryMB
+				if mode == "" {
+					mode = o.Mode
+				}
+			}
+		}
+		if mode != "" && mode != sh.Mode {
+			return &Exhausted{Dimension: DimDevices, ID: sh.ID, Why: "is shared in mode " + mode}
+		}
+		if milli > api.MilliPerDevice {
+			return &Exhausted{Dimension: DimDeviceShare, ID: sh.ID, Need: int64(sh.Milli), Free: int64(api.MilliPerDevice - (milli - sh.Milli)), Why: "compute share exhausted"}
+		}
+		if mem > 0 && memMB > mem {
+			return &Exhausted{Dimension: DimDeviceShare, ID: sh.ID, Need: sh.MemoryMB, Free: mem - (memMB - sh.MemoryMB), Why: "memory share exhausted"}
 		}
 	}
 	return nil
@@ -361,5 +494,12 @@ func (c *Node) Clone() *Node {
 	d.used.Cores = maps.Clone(c.used.Cores)
 	d.used.Ports = maps.Clone(c.used.Ports)
 	d.used.Devices = maps.Clone(c.used.Devices)
+	if c.used.Shared != nil {
+		d.used.Shared = make(map[string]*SharedUse, len(c.used.Shared))
+		for id, su := range c.used.Shared {
+			cp := *su
+			d.used.Shared[id] = &cp
+		}
+	}
 	return &d
 }

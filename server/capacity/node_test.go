@@ -113,6 +113,11 @@ func randVector(r *rand.Rand) Vector {
 	for range r.IntN(2) {
 		v.Devices = append(v.Devices, "GPU-"+strconv.Itoa(r.IntN(2)))
 	}
+	for range r.IntN(3) {
+		g := r.IntN(2)
+		v.Shares = append(v.Shares, Share{ID: "GPU-" + strconv.Itoa(g), Milli: 1 + r.IntN(600), MemoryMB: r.Int64N(30000),
+			Mode: []string{api.ShareModeMPS, api.ShareModeTimeSlicing}[g]})
+	}
 	return v
 }
 
@@ -150,6 +155,14 @@ func snapshot(c *Node, probes []Vector) ledgerState {
 		}
 		s.used.Devices = o
 	}
+	if s.used.Shared != nil {
+		o := map[string]*SharedUse{}
+		for k, v := range s.used.Shared {
+			cp := *v
+			o[k] = &cp
+		}
+		s.used.Shared = o
+	}
 	for i := range probes {
 		s.fits = append(s.fits, c.Fits(&probes[i]))
 	}
@@ -161,7 +174,8 @@ func snapshot(c *Node, probes []Vector) ledgerState {
 // and every Fits verdict) is what it was, overlapping IDs included.
 func TestAddSubInverse(t *testing.T) {
 	probes := []Vector{{CPU: 3500}, {NumCores: 3}, {MemoryMB: 8000}, {DiskMB: 9000}, {NumDynamicPorts: 8},
-		{Ports: []int{20005}}, {Devices: []string{"GPU-0"}}, {Cores: []uint16{2}}}
+		{Ports: []int{20005}}, {Devices: []string{"GPU-0"}}, {Cores: []uint16{2}},
+		{Shares: []Share{{ID: "GPU-0", Milli: 500, Mode: api.ShareModeMPS}}}, {Shares: []Share{{ID: "GPU-1", Milli: 900, MemoryMB: 40000, Mode: api.ShareModeTimeSlicing}}}}
 	for seed := range uint64(300) {
 		r := rand.New(rand.NewPCG(seed, 7))
 		c := NewNode(testNode())
@@ -231,5 +245,58 @@ func TestFreeCoresPreferring(t *testing.T) {
 	}
 	if got := c.FreeCoresPreferring(2, nil); !reflect.DeepEqual(got, []uint16{0, 1}) {
 		t.Fatalf("no preference: got %v, want [0 1]", got)
+	}
+}
+
+// Shares of a device instance: whole asks need an untouched instance, a
+// shared one takes shares of its mode only, within 1000 thousandths and
+// its memory; Clone copies the shares; AllocVector reads them.
+func TestSharesFit(t *testing.T) {
+	n := testNode()
+	mem := int64(81559)
+	n.NodeResources.Devices[0].Attributes = map[string]*api.Attribute{"memory": {IntVal: &mem, Unit: "MiB"}}
+	c := NewNode(n)
+	c.Add(&Vector{Shares: []Share{{ID: "GPU-0", Milli: 600, MemoryMB: 40000, Mode: api.ShareModeMPS}}})
+	for _, tc := range []struct {
+		name string
+		v    Vector
+		want string // "" fits
+	}{
+		{"a whole ask of a shared instance", Vector{Devices: []string{"GPU-0"}}, "device GPU-0 collision"},
+		{"the rest in the same mode", Vector{Shares: []Share{{ID: "GPU-0", Milli: 400, MemoryMB: 41559, Mode: api.ShareModeMPS}}}, ""},
+		{"more than the rest", Vector{Shares: []Share{{ID: "GPU-0", Milli: 401, Mode: api.ShareModeMPS}}}, "device GPU-0 compute share exhausted"},
+		{"more memory than the rest", Vector{Shares: []Share{{ID: "GPU-0", Milli: 100, MemoryMB: 41560, Mode: api.ShareModeMPS}}}, "device GPU-0 memory share exhausted"},
+		{"another mode", Vector{Shares: []Share{{ID: "GPU-0", Milli: 100, Mode: api.ShareModeTimeSlicing}}}, "device GPU-0 is shared in mode mps"},
+		{"two of the ask's own over the rest", Vector{Shares: []Share{{ID: "GPU-0", Milli: 300, Mode: api.ShareModeMPS}, {ID: "GPU-0", Milli: 300, Mode: api.ShareModeMPS}}}, "device GPU-0 compute share exhausted"},
+		{"a share of an instance the ask takes whole", Vector{Devices: []string{"GPU-1"}, Shares: []Share{{ID: "GPU-1", Milli: 10, Mode: api.ShareModeMPS}}}, "device GPU-1 collision"},
+		{"an instance not on the node", Vector{Shares: []Share{{ID: "GPU-9", Milli: 10, Mode: api.ShareModeMPS}}}, "device GPU-9 not on node"},
+	} {
+		got := ""
+		if e := c.Fits(&tc.v); e != nil {
+			got = e.Error()
+		}
+		if got != tc.want {
+			t.Errorf("%s: Fits = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	if m, mm := c.DeviceShareFree("GPU-0", api.ShareModeMPS); m != 400 || mm != 41559 {
+		t.Errorf("free share of GPU-0 in mps = %d, %d MiB, want 400, 41559", m, mm)
+	}
+	if m, _ := c.DeviceShareFree("GPU-0", api.ShareModeTimeSlicing); m != 0 {
+		t.Errorf("free share of GPU-0 in time-slicing = %d, want 0 (shared in mps)", m)
+	}
+	if !c.DeviceUsed("GPU-0") || c.DeviceUsed("GPU-1") {
+		t.Error("DeviceUsed: a shared instance is used for whole asks, an untouched one is not")
+	}
+	d := c.Clone()
+	d.Add(&Vector{Shares: []Share{{ID: "GPU-0", Milli: 400, Mode: api.ShareModeMPS}}})
+	if m, _ := c.DeviceShareFree("GPU-0", api.ShareModeMPS); m != 400 {
+		t.Errorf("a clone's share changed the original: %d free", m)
+	}
+	v := AllocVector(&api.AllocatedResources{Tasks: map[string]*api.AllocatedTaskResources{"t": {Devices: []*api.AllocatedDeviceResource{
+		{Vendor: "nvidia", Type: "gpu", Name: "H100", DeviceIDs: []string{"GPU-0", "GPU-1"}, Share: &api.AllocatedShare{Milli: 250, MemoryMB: 20000, Mode: api.ShareModeMPS}}}}}})
+	want := []Share{{ID: "GPU-0", Milli: 250, MemoryMB: 20000, Mode: api.ShareModeMPS}, {ID: "GPU-1", Milli: 250, MemoryMB: 20000, Mode: api.ShareModeMPS}}
+	if !reflect.DeepEqual(v.Shares, want) || v.Devices != nil {
+		t.Errorf("AllocVector shares %+v devices %v, want %+v and no whole device", v.Shares, v.Devices, want)
 	}
 }

@@ -17,7 +17,18 @@ type Vector struct {
 	Ports           []int // static host ports, each once
 	NumDynamicPorts int   // dynamic ports wanted, values not chosen yet (an ask)
 
-	Devices []string // device instance IDs
+	Devices []string // device instance IDs held whole
+
+	Shares []Share // parts of device instances (GPU sharing)
+}
+
+// Share is part of one device instance: thousandths of its compute, MiB
+// of its memory (0: not asked by memory) and the mode it is shared in.
+type Share struct {
+	ID       string
+	Milli    int
+	MemoryMB int64
+	Mode     string
 }
 
 // Add adds o's amounts and IDs to v.
@@ -30,11 +41,13 @@ func (v *Vector) Add(o *Vector) {
 	v.Ports = append(v.Ports, o.Ports...)
 	v.NumDynamicPorts += o.NumDynamicPorts
 	v.Devices = append(v.Devices, o.Devices...)
+	v.Shares = append(v.Shares, o.Shares...)
 }
 
 // AllocVector is what a placed allocation holds: the Comparable amounts,
 // its reserved cores, its host ports (shared ports and every network's
-// reserved and dynamic ports, each once) and its device instances. A nil
+// reserved and dynamic ports, each once), its device instances and its
+// shares of device instances. A nil
 // r holds nothing. Slices are nil when empty (no allocation).
 func AllocVector(r *api.AllocatedResources) Vector {
 	var v Vector
@@ -73,6 +86,12 @@ func AllocVector(r *api.AllocatedResources) Vector {
 		v.Cores = append(v.Cores, t.Cpu.ReservedCores...)
 		addNets(t.Networks)
 		for _, d := range t.Devices {
+			if sh := d.Share; sh != nil {
+				for _, id := range d.DeviceIDs {
+					v.Shares = append(v.Shares, Share{ID: id, Milli: sh.Milli, MemoryMB: sh.MemoryMB, Mode: sh.Mode})
+				}
+				continue
+			}
 			v.Devices = append(v.Devices, d.DeviceIDs...)
 		}
 	}

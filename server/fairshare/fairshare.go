@@ -84,8 +84,8 @@ type qnode struct {
 	hist      float64
 	// demandGPU and demandModels: the subtree's raw GPU demand, total and
 	// by model (to split a share by model; see space).
-	demandGPU    int
-	demandModels map[string]int
+	demandGPU    float64
+	demandModels map[string]float64
 }
 
 // Shares is the outcome of Compute: each queue's fair share, demand and
@@ -144,7 +144,7 @@ func Compute(cfg Config, in Input) *Shares {
 			a.demandGPU += d.GPUs
 			for m, k := range d.GPUsByModel {
 				if a.demandModels == nil {
-					a.demandModels = map[string]int{}
+					a.demandModels = map[string]float64{}
 				}
 				a.demandModels[m] += k
 			}

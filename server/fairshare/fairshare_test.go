@@ -9,7 +9,7 @@ import (
 	"github.com/drover/drover/api"
 )
 
-func gpus(n int) *api.QueueResources { return &api.QueueResources{GPUs: n} }
+func gpus(n int) *api.QueueResources { return &api.QueueResources{GPUs: float64(n)} }
 
 func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol }
 
@@ -41,9 +41,9 @@ func TestGuaranteeThenPriorityThenWeight(t *testing.T) {
 	s := Compute(Config{}, in)
 	// prod: 8 guaranteed + 12 more first (priority); dev 16 guaranteed;
 	// the 28 left: dev 7, research 21 (1:3).
-	for q, want := range map[string]int{"prod": 20, "dev": 23, "research": 21} {
+	for q, want := range map[string]float64{"prod": 20, "dev": 23, "research": 21} {
 		if got := s.Share(q).GPUs; got != want {
-			t.Errorf("%s: share %d GPUs, want %d", q, got, want)
+			t.Errorf("%s: share %v GPUs, want %v", q, got, want)
 		}
 	}
 }
@@ -85,9 +85,9 @@ func TestHierarchyAndLimits(t *testing.T) {
 	s := Compute(Config{}, in)
 	// team-a capped at 20 (15:5); team-b gets its 30; 14 stay idle (nobody
 	// else may take them).
-	for q, want := range map[string]int{"team-a": 20, "team-a/train": 15, "team-a/infer": 5, "team-b": 30} {
+	for q, want := range map[string]float64{"team-a": 20, "team-a/train": 15, "team-a/infer": 5, "team-b": 30} {
 		if got := s.Share(q).GPUs; got != want {
-			t.Errorf("%s: share %d GPUs, want %d", q, got, want)
+			t.Errorf("%s: share %v GPUs, want %v", q, got, want)
 		}
 	}
 }
@@ -100,12 +100,12 @@ func TestBorrowIdleCapacity(t *testing.T) {
 	}
 	s := Compute(Config{}, in)
 	if got := s.Share("a").GPUs; got != 64 {
-		t.Errorf("a borrows: share %d, want 64", got)
+		t.Errorf("a borrows: share %v, want 64", got)
 	}
 	in.Demand["b"] = gpus(8)
 	s = Compute(Config{}, in)
 	if a, b := s.Share("a").GPUs, s.Share("b").GPUs; a != 56 || b != 8 {
-		t.Errorf("b wants 8: shares a=%d b=%d, want 56 8", a, b)
+		t.Errorf("b wants 8: shares a=%v b=%v, want 56 8", a, b)
 	}
 }
 
@@ -158,7 +158,7 @@ func TestHistoryAdvanceDecays(t *testing.T) {
 // guarantees, some limits (at or above the guarantee) and random demands
 // over GPUs of two models, CPU and memory.
 func randomInput(r *rand.Rand) Input {
-	capy := api.QueueResources{GPUs: 64, GPUsByModel: map[string]int{"nvidia/gpu/H100": 32, "nvidia/gpu/A100": 32},
+	capy := api.QueueResources{GPUs: 64, GPUsByModel: map[string]float64{"nvidia/gpu/H100": 32, "nvidia/gpu/A100": 32},
 		CPU: 100000, MemoryMB: 400000}
 	in := Input{Capacity: capy, Demand: map[string]*api.QueueResources{}, Allocated: map[string]*api.QueueResources{}}
 	var mk func(parent string, budget api.QueueResources, depth int)
@@ -173,7 +173,7 @@ func randomInput(r *rand.Rand) Input {
 			if r.IntN(4) == 0 {
 				q.Priority = r.IntN(3)
 			}
-			g := api.QueueResources{GPUs: r.IntN(budget.GPUs/n + 1), CPU: r.Int64N(budget.CPU/int64(n) + 1),
+			g := api.QueueResources{GPUs: float64(r.IntN(int(budget.GPUs)/n + 1)), CPU: r.Int64N(budget.CPU/int64(n) + 1),
 				MemoryMB: r.Int64N(budget.MemoryMB/int64(n) + 1)}
 			if r.IntN(3) > 0 {
 				q.Guaranteed = &g
@@ -181,7 +181,7 @@ func randomInput(r *rand.Rand) Input {
 				g = api.QueueResources{}
 			}
 			if r.IntN(3) == 0 {
-				q.Limit = &api.QueueResources{GPUs: g.GPUs + r.IntN(40), CPU: g.CPU + r.Int64N(80000) + 1,
+				q.Limit = &api.QueueResources{GPUs: g.GPUs + float64(r.IntN(40)), CPU: g.CPU + r.Int64N(80000) + 1,
 					MemoryMB: g.MemoryMB + r.Int64N(300000) + 1}
 			}
 			in.Queues = append(in.Queues, q)
@@ -190,11 +190,11 @@ func randomInput(r *rand.Rand) Input {
 				mk(name, g, depth+1)
 			}
 			if leaf || r.IntN(3) == 0 {
-				h, a := r.IntN(40), r.IntN(40)
+				h, a := float64(r.IntN(40)), float64(r.IntN(40))
 				if r.IntN(4) == 0 {
 					h, a = 0, 0
 				}
-				in.Demand[name] = &api.QueueResources{GPUs: h + a, GPUsByModel: map[string]int{"nvidia/gpu/H100": h, "nvidia/gpu/A100": a},
+				in.Demand[name] = &api.QueueResources{GPUs: h + a, GPUsByModel: map[string]float64{"nvidia/gpu/H100": h, "nvidia/gpu/A100": a},
 					CPU: r.Int64N(60000), MemoryMB: r.Int64N(250000)}
 			}
 		}
@@ -331,9 +331,9 @@ func TestQueueWithOwnJobsAndChildren(t *testing.T) {
 	s := Compute(Config{}, in)
 	// team and other split 32:32; inside team its own jobs (weight 1) and
 	// team/x (weight 3) split 8:24.
-	for q, want := range map[string]int{"team": 32, "team/x": 24, "other": 32} {
+	for q, want := range map[string]float64{"team": 32, "team/x": 24, "other": 32} {
 		if got := s.Share(q).GPUs; got != want {
-			t.Errorf("%s: share %d GPUs, want %d", q, got, want)
+			t.Errorf("%s: share %v GPUs, want %v", q, got, want)
 		}
 	}
 	alloc, fair := s.Level("team")

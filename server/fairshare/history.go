@@ -62,9 +62,9 @@ func (s *Shares) Share(q string) *api.QueueResources {
 	r := s.sp.resources(n.share)
 	if d := n.demandGPU; d > 0 && r.GPUs > 0 {
 		for _, m := range sortedKeys(n.demandModels) {
-			if k := int(float64(r.GPUs) * float64(n.demandModels[m]) / float64(d)); k > 0 {
+			if k := floorGPUs(r.GPUs * n.demandModels[m] / d); k > 0 {
 				if r.GPUsByModel == nil {
-					r.GPUsByModel = map[string]int{}
+					r.GPUsByModel = map[string]float64{}
 				}
 				r.GPUsByModel[m] = k
 			}

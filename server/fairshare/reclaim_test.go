@@ -93,7 +93,7 @@ func TestPropertyReclaimNeverLoops(t *testing.T) {
 					a := live[i]
 					prev := 0
 					if v := victims[a.queue]; v != nil {
-						prev = v.GPUs
+						prev = int(v.GPUs)
 					}
 					victims[a.queue] = gpus(prev + a.gpus)
 					chosen = append(chosen, i)

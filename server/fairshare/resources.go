@@ -24,19 +24,32 @@ func GroupAsk(tg *api.TaskGroup) api.QueueResources {
 		r.MemoryMB += int64(res.MemoryMB)
 		for _, d := range res.Devices {
 			parts := strings.Split(d.Name, "/")
+			n := AskGPUs(d)
 			switch {
 			case len(parts) == 1 && parts[0] == "gpu", len(parts) == 2 && parts[1] == "gpu":
-				r.GPUs += int(d.Count)
+				r.GPUs = api.RoundGPUs(r.GPUs + n)
 			case len(parts) == 3 && parts[1] == "gpu":
-				r.GPUs += int(d.Count)
+				r.GPUs = api.RoundGPUs(r.GPUs + n)
 				if r.GPUsByModel == nil {
-					r.GPUsByModel = map[string]int{}
+					r.GPUsByModel = map[string]float64{}
 				}
-				r.GPUsByModel[d.Name] += int(d.Count)
+				r.GPUsByModel[d.Name] = api.RoundGPUs(r.GPUsByModel[d.Name] + n)
 			}
 		}
 	}
 	return r
+}
+
+// AskGPUs is how many GPUs a device ask counts for: its count, times its
+// fraction for a share (a share asked by memory counts whole: its
+// fraction is known only on the GPU it gets).
+func AskGPUs(d *api.RequestedDevice) float64 {
+	n := float64(max(d.Count, 1))
+	if sh := d.Share; sh != nil && sh.Fraction > 0 {
+		milli, _ := sh.Milli(0)
+		n = n * float64(milli) / api.MilliPerDevice
+	}
+	return api.RoundGPUs(n)
 }
 
 // NodeOffers is what a node adds to the cluster's capacity as queues
@@ -59,12 +72,12 @@ func NodeOffers(n *api.Node) api.QueueResources {
 				k++
 			}
 		}
-		r.GPUs += k
+		r.GPUs += float64(k)
 		if k > 0 && d.Name != "" {
 			if r.GPUsByModel == nil {
-				r.GPUsByModel = map[string]int{}
+				r.GPUsByModel = map[string]float64{}
 			}
-			r.GPUsByModel[d.Vendor+"/"+d.Type+"/"+d.Name] += k
+			r.GPUsByModel[d.Vendor+"/"+d.Type+"/"+d.Name] += float64(k)
 		}
 	}
 	return r
@@ -72,12 +85,12 @@ func NodeOffers(n *api.Node) api.QueueResources {
 
 // Scale returns r times n (n allocs of one ask).
 func Scale(r api.QueueResources, n int) api.QueueResources {
-	out := api.QueueResources{GPUs: r.GPUs * n, CPU: r.CPU * int64(n), MemoryMB: r.MemoryMB * int64(n)}
+	out := api.QueueResources{GPUs: api.RoundGPUs(r.GPUs * float64(n)), CPU: r.CPU * int64(n), MemoryMB: r.MemoryMB * int64(n)}
 	for m, k := range r.GPUsByModel {
 		if out.GPUsByModel == nil {
-			out.GPUsByModel = map[string]int{}
+			out.GPUsByModel = map[string]float64{}
 		}
-		out.GPUsByModel[m] = k * n
+		out.GPUsByModel[m] = api.RoundGPUs(k * float64(n))
 	}
 	return out
 }

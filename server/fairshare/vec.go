@@ -65,13 +65,14 @@ func (sp *space) inf() vec {
 	return v
 }
 
-// resources converts v back, rounding down (a share of 2.9 GPUs is 2).
+// resources converts v back, rounding down (GPUs to thousandths, the
+// grain of shares: a share of 2.9996 GPUs is 2.999).
 func (sp *space) resources(v vec) *api.QueueResources {
-	r := &api.QueueResources{GPUs: int(v[dimGPU] + eps), CPU: int64(v[dimCPU] + eps), MemoryMB: int64(v[dimMem] + eps)}
+	r := &api.QueueResources{GPUs: floorGPUs(v[dimGPU]), CPU: int64(v[dimCPU] + eps), MemoryMB: int64(v[dimMem] + eps)}
 	for i, m := range sp.models {
-		if n := int(v[dimModel+i] + eps); n > 0 {
+		if n := floorGPUs(v[dimModel+i]); n > 0 {
 			if r.GPUsByModel == nil {
-				r.GPUsByModel = map[string]int{}
+				r.GPUsByModel = map[string]float64{}
 			}
 			r.GPUsByModel[m] = n
 		}
@@ -126,4 +127,9 @@ func (v vec) clampZero() vec {
 		}
 	}
 	return v
+}
+
+// floorGPUs rounds a GPU amount down to thousandths.
+func floorGPUs(g float64) float64 {
+	return math.Floor((g+eps)*api.MilliPerDevice) / api.MilliPerDevice
 }

@@ -59,7 +59,7 @@ func (pl *placer) buildAlloc(tc *tgCtx, p *placement, c *cand) *api.Allocation {
 	for _, pk := range c.picks {
 		tr := ar.Tasks[pk.ask.task]
 		tr.Devices = append(tr.Devices, &api.AllocatedDeviceResource{
-			Vendor: pk.group.Vendor, Type: pk.group.Type, Name: pk.group.Name, DeviceIDs: pk.ids,
+			Vendor: pk.group.Vendor, Type: pk.group.Type, Name: pk.group.Name, DeviceIDs: pk.ids, Share: pk.share,
 		})
 	}
 	if len(tc.ports) > 0 {

@@ -1,16 +1,23 @@
 package scheduler
 
 import (
+	"math"
+	"slices"
+	"sort"
 	"strings"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/capacity"
 )
 
 // devicePicker is the device picker: which instances of a node's device
 // groups an ask gets (constraints, affinities, the device graph of
 // devset.go), and the cheap counts the device index and the explanations
 // need. It reads node usage, never changes it.
-type devicePicker struct{ m *matcher }
+type devicePicker struct {
+	m      *matcher
+	shapes []WorkloadShape // the expected workload (Options.Workload)
+}
 
 // devAsk is one task's device request.
 type devAsk struct {
@@ -24,6 +31,9 @@ type devPick struct {
 	group *api.NodeDeviceResource
 	ids   []string
 	score float64 // in [0,1]: tight fit and good interconnect score high
+	// share is what the alloc holds of each of ids (a share ask; nil:
+	// the instances whole).
+	share *api.AllocatedShare
 }
 
 // deviceNameMatch matches "gpu", "nvidia/gpu" or "nvidia/gpu/<model>".
@@ -99,6 +109,7 @@ func (pk *devicePicker) pick(ns *nodeState, asks []devAsk) ([]devPick, bool) {
 		return nil, false
 	}
 	taken := map[string]struct{}{}
+	shared := map[string]int{} // thousandths of an instance this alloc's earlier share picks took
 	picks := make([]devPick, 0, len(asks))
 	for i := range asks {
 		ask := &asks[i]
@@ -108,6 +119,12 @@ func (pk *devicePicker) pick(ns *nodeState, asks []devAsk) ([]devPick, bool) {
 			if !deviceNameMatch(ask.req.Name, g) || !pk.constraintsOK(ask.req, g) {
 				continue
 			}
+			if ask.req.Share != nil {
+				if p, ok := pk.pickShare(ns, ask, g, taken, shared); ok && (!found || p.score > best.score) {
+					best, found = p, true
+				}
+				continue
+			}
 			want := int(ask.req.Count)
 			if want <= 0 {
 				want = 1
@@ -115,7 +132,7 @@ func (pk *devicePicker) pick(ns *nodeState, asks []devAsk) ([]devPick, bool) {
 			gr := ns.graph(g)
 			free := make([]int, 0, len(gr.inst))
 			for k, inst := range gr.inst {
-				if ns.cap.DeviceUsed(inst.ID) {
+				if ns.cap.DeviceUsed(inst.ID) || shared[inst.ID] > 0 {
 					continue
 				}
 				if _, used := taken[inst.ID]; used {
@@ -150,11 +167,161 @@ func (pk *devicePicker) pick(ns *nodeState, asks []devAsk) ([]devPick, bool) {
 			return nil, false
 		}
 		for _, id := range best.ids {
-			taken[id] = struct{}{}
+			if best.share != nil {
+				shared[id] += best.share.Milli
+			} else {
+				taken[id] = struct{}{}
+			}
 		}
 		picks = append(picks, best)
 	}
 	return picks, true
+}
+
+// pickShare picks Count instances of group g for a share ask: healthy,
+// not held whole (by the node or this alloc), shared in the ask's mode or
+// not at all, with room for the share (compute, and memory where asked);
+// the tightest first, so shares fill GPUs already shared and untouched
+// GPUs stay whole. Its score is the share over what is free of the
+// instances it takes (1: they are filled up).
+func (pk *devicePicker) pickShare(ns *nodeState, ask *devAsk, g *api.NodeDeviceResource, taken map[string]struct{}, shared map[string]int) (devPick, bool) {
+	sh := ask.req.Share
+	mode := sh.ShareMode()
+	mem := capacity.DeviceMemoryMB(g)
+	milli, ok := sh.Milli(mem)
+	if !ok {
+		return devPick{}, false
+	}
+	held := &api.AllocatedShare{Milli: milli, Mode: mode, LimitMilli: sh.LimitMilli(milli), MemoryMB: sh.MemoryMB}
+	if held.MemoryMB == 0 && mem > 0 {
+		held.MemoryMB = int64(milli) * mem / api.MilliPerDevice
+	}
+	if held.LimitMilli == milli {
+		held.LimitMilli = 0
+	}
+	want := max(int(ask.req.Count), 1)
+	type inst struct {
+		id   string
+		free int
+	}
+	var fits []inst
+	for _, d := range g.Instances {
+		if !d.Healthy {
+			continue
+		}
+		if _, t := taken[d.ID]; t {
+			continue
+		}
+		free, freeMem := ns.cap.DeviceShareFree(d.ID, mode)
+		free -= shared[d.ID]
+		if free < milli || freeMem >= 0 && freeMem < held.MemoryMB {
+			continue
+		}
+		fits = append(fits, inst{d.ID, free})
+	}
+	if len(fits) < want {
+		return devPick{}, false
+	}
+	sort.SliceStable(fits, func(a, b int) bool { return fits[a].free < fits[b].free })
+	if len(pk.shapes) > 0 && want == 1 {
+		// The GPU whose share grows the node's fragmentation least (the
+		// tightest first on ties); GPUs as free as each other are alike.
+		free := pk.gpuFree(ns, shared)
+		cpu, mem := ns.freeCPUMem()
+		best, bestFrag, last := 0, math.Inf(1), -1
+		for i, f := range fits {
+			if f.free == last {
+				continue
+			}
+			last = f.free
+			k := slices.Index(free.ids, f.id)
+			free.milli[k] -= milli
+			fr := NodeFrag(pk.shapes, free.milli, cpu, mem)
+			free.milli[k] += milli
+			if fr < bestFrag-1e-9 {
+				best, bestFrag = i, fr
+			}
+		}
+		fits = fits[best : best+1]
+	}
+	fits = fits[:want]
+	ids := make([]string, want)
+	free := 0
+	for i, f := range fits {
+		ids[i] = f.id
+		free += f.free
+	}
+
+	return devPick{ask: ask, group: g, ids: ids, share: held, score: float64(want*milli) / float64(free)}, true
+}
+
+// nodeGPUs is every GPU instance of a node with what is free of it.
+type nodeGPUs struct {
+	ids   []string
+	milli []int
+}
+
+// gpuFree is the free thousandths of each GPU of the node (0 for one
+// held whole or unhealthy), less what this alloc's share picks took.
+func (pk *devicePicker) gpuFree(ns *nodeState, shared map[string]int) nodeGPUs {
+	var out nodeGPUs
+	used := ns.cap.Used()
+	for _, g := range ns.node.NodeResources.Devices {
+		if g.Type != "gpu" {
+			continue
+		}
+		for _, d := range g.Instances {
+			f := 0
+			if d.Healthy && used.Devices[d.ID] == 0 {
+				f = api.MilliPerDevice - shared[d.ID]
+				if su := used.Shared[d.ID]; su != nil {
+					f -= su.Milli
+				}
+			}
+			out.ids = append(out.ids, d.ID)
+			out.milli = append(out.milli, max(f, 0))
+		}
+	}
+	return out
+}
+
+// fragScore is how well placing picks (with the alloc's cpu and memory)
+// keeps the node's idle GPUs usable for the expected workload, in [0,1]:
+// 0.5 less half the growth of the fragmented share of the node's idle GPU
+// capacity (fragment.go). With no picks (an ask without GPUs on a GPU
+// node) it is 0.5 less half the growth of the fragmentation per GPU its
+// CPU and memory cause. ok is false without a workload or GPUs.
+func (pk *devicePicker) fragScore(ns *nodeState, picks []devPick, cpu, mem int64) (float64, bool) {
+	if len(pk.shapes) == 0 {
+		return 0, false
+	}
+	free := pk.gpuFree(ns, nil)
+	if len(free.ids) == 0 {
+		return 0, false
+	}
+	fc, fm := ns.freeCPUMem()
+	before := NodeFrag(pk.shapes, free.milli, fc, fm)
+	if len(picks) == 0 {
+		after := NodeFrag(pk.shapes, free.milli, fc-cpu, fm-mem)
+		return min(1, max(0, 0.5-(after-before)/float64(2*api.MilliPerDevice*len(free.ids)))), true
+	}
+	idle := 0
+	for _, f := range free.milli {
+		idle += f
+	}
+	taken := 0
+	for _, p := range picks {
+		for _, id := range p.ids {
+			if k := slices.Index(free.ids, id); k >= 0 {
+				m := (&api.AllocatedDeviceResource{Share: p.share}).Milli()
+				free.milli[k] -= m
+				taken += m
+			}
+		}
+	}
+	after := NodeFrag(pk.shapes, free.milli, fc-cpu, fm-mem)
+	d := after/float64(idle-taken+1) - before/float64(idle+1)
+	return min(1, max(0, 0.5-d/2)), true
 }
 
 // missing names the first device ask of the group the node cannot

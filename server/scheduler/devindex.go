@@ -1,6 +1,9 @@
 package scheduler
 
-import "github.com/drover/drover/api"
+import (
+	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/capacity"
+)
 
 // Node choice for groups asking for devices. A fixed sample of the
 // shuffled nodes misses the tight fits that keep whole GPU nodes free (a
@@ -111,6 +114,14 @@ func (pk *devicePicker) fit(ask *api.RequestedDevice, want int, ns *nodeState) (
 		if !deviceNameMatch(ask.Name, g) || !pk.constraintsOK(ask, g) {
 			continue
 		}
+		if ask.Share != nil {
+			// A share ask: the instances with room for it (any
+			// interconnect serves a share).
+			n := pk.shareRoom(ask.Share, g, ns)
+			free += n
+			good = good || n >= want
+			continue
+		}
 		var fr []*api.NodeDevice
 		var allNUMA, freeNUMA [8]int
 		for _, inst := range g.Instances {
@@ -139,6 +150,22 @@ func (pk *devicePicker) fit(ask *api.RequestedDevice, want int, ns *nodeState) (
 		good = numaOK && (islandOf(fr) >= want || islandOf(g.Instances) < want)
 	}
 	return free, good
+}
+
+// shareRoom counts the healthy instances of g with room for share sh.
+func (pk *devicePicker) shareRoom(sh *api.DeviceShare, g *api.NodeDeviceResource, ns *nodeState) int {
+	mem := capacity.DeviceMemoryMB(g)
+	milli, ok := sh.Milli(mem)
+	if !ok {
+		return 0
+	}
+	n := 0
+	for _, inst := range g.Instances {
+		if free, _ := ns.cap.DeviceShareFree(inst.ID, sh.ShareMode()); inst.Healthy && free >= milli {
+			n++
+		}
+	}
+	return n
 }
 
 func maxOf(a [8]int) int {

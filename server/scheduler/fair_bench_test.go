@@ -185,13 +185,13 @@ func (s *fairSim) submit(q string) (placed, reclaimed bool) {
 // gpuShares is the GPU share of each active queue of what they hold
 // together, in queue order.
 func (s *fairSim) gpuShares() []float64 {
-	total := 0
+	total := 0.0
 	for _, q := range s.names() {
 		total += s.held[q].GPUs
 	}
 	var out []float64
 	for _, q := range s.names() {
-		out = append(out, float64(s.held[q].GPUs)/float64(max(total, 1)))
+		out = append(out, s.held[q].GPUs/max(total, 1))
 	}
 	return out
 }

@@ -357,3 +357,9 @@ func nearCores(n *api.Node, picks []devPick) []uint16 {
 	}
 	return out
 }
+
+// freeCPUMem is the node's CPU (MHz) and memory (MB) not used.
+func (ns *nodeState) freeCPUMem() (int64, int64) {
+	u := ns.cap.Used()
+	return ns.cap.CPU - u.CPU, ns.cap.MemoryMB - u.MemoryMB
+}

@@ -112,18 +112,20 @@ func (q *queueLimits) apply(a *api.Allocation, sign int) {
 }
 
 // quotaAsk is what a placement of the group on ns holds (the queue
-// accounting of its alloc: CPU, memory, the picked GPUs by model).
+// accounting of its alloc: CPU, memory, the picked GPUs by model, a share
+// as its fraction).
 func quotaAsk(tc *tgCtx, ns *nodeState, picks []devPick) api.QueueResources {
 	r := api.QueueResources{CPU: tc.cpuOn(ns), MemoryMB: tc.mem}
 	for _, p := range picks {
 		if p.group.Type != "gpu" || len(p.ids) == 0 {
 			continue
 		}
-		r.GPUs += len(p.ids)
+		n := (&api.AllocatedDeviceResource{DeviceIDs: p.ids, Share: p.share}).GPUs()
+		r.GPUs = api.RoundGPUs(r.GPUs + n)
 		if r.GPUsByModel == nil {
-			r.GPUsByModel = map[string]int{}
+			r.GPUsByModel = map[string]float64{}
 		}
-		r.GPUsByModel[p.group.ID()] += len(p.ids)
+		r.GPUsByModel[p.group.ID()] = api.RoundGPUs(r.GPUsByModel[p.group.ID()] + n)
 	}
 	return r
 }
@@ -162,8 +164,9 @@ func (q *queueLimits) lines(ask api.QueueResources) []string {
 // asked", "memory ... MB").
 func quotaOver(used, ask api.QueueResources, limit *api.QueueResources) []string {
 	var out []string
-	if limit.GPUs > 0 && ask.GPUs > 0 && used.GPUs+ask.GPUs > limit.GPUs {
-		out = append(out, fmt.Sprintf("gpu %d of %d used, %d more asked", used.GPUs, limit.GPUs, ask.GPUs))
+	g := api.FormatGPUs
+	if limit.GPUs > 0 && ask.GPUs > 0 && api.RoundGPUs(used.GPUs+ask.GPUs) > limit.GPUs {
+		out = append(out, fmt.Sprintf("gpu %s of %s used, %s more asked", g(used.GPUs), g(limit.GPUs), g(ask.GPUs)))
 	}
 	models := make([]string, 0, len(ask.GPUsByModel))
 	for m := range ask.GPUsByModel {
@@ -172,8 +175,8 @@ func quotaOver(used, ask api.QueueResources, limit *api.QueueResources) []string
 	sort.Strings(models)
 	for _, m := range models {
 		n := ask.GPUsByModel[m]
-		if lim, ok := limit.GPUsByModel[m]; ok && n > 0 && used.GPUsByModel[m]+n > lim {
-			out = append(out, fmt.Sprintf("gpu %s %d of %d used, %d more asked", m, used.GPUsByModel[m], lim, n))
+		if lim, ok := limit.GPUsByModel[m]; ok && n > 0 && api.RoundGPUs(used.GPUsByModel[m]+n) > lim {
+			out = append(out, fmt.Sprintf("gpu %s %s of %s used, %s more asked", m, g(used.GPUsByModel[m]), g(lim), g(n)))
 		}
 	}
 	if limit.CPU > 0 && ask.CPU > 0 && used.CPU+ask.CPU > limit.CPU {

@@ -80,7 +80,7 @@ func TestQuotaLimitPerModel(t *testing.T) {
 	a.NodeResources.Devices[0].Name = "A100"
 	st.addNode(h)
 	st.addNode(a)
-	st.upsertQueue(&api.Queue{Name: "q", Limit: &api.QueueResources{GPUsByModel: map[string]int{"nvidia/gpu/H100": 4}}})
+	st.upsertQueue(&api.Queue{Name: "q", Limit: &api.QueueResources{GPUsByModel: map[string]float64{"nvidia/gpu/H100": 4}}})
 	j := queueGPUJob("j", "q", 3, 4)
 	st.upsertJob(j)
 	res, err := Schedule(st, testEval(j, 1), Options{Now: testNow})
@@ -149,9 +149,9 @@ func TestQuotaPropertyNeverAboveLimit(t *testing.T) {
 			if r.IntN(3) == 0 {
 				return nil
 			}
-			l := &api.QueueResources{GPUs: r.IntN(12), CPU: int64(r.IntN(4) * 4000)}
+			l := &api.QueueResources{GPUs: float64(r.IntN(12)), CPU: int64(r.IntN(4) * 4000)}
 			if r.IntN(3) == 0 {
-				l.GPUsByModel = map[string]int{"nvidia/gpu/H100": r.IntN(8)}
+				l.GPUsByModel = map[string]float64{"nvidia/gpu/H100": float64(r.IntN(8))}
 			}
 			return l
 		}

@@ -45,8 +45,11 @@ func (rk *ranker) sampleLimit(tc *tgCtx) int {
 	if rk.env.job.Type == api.JobTypeBatch || l < 2 {
 		l = 2
 	}
-	if len(tc.devs) > 0 && l < deviceSample {
-		l = deviceSample // of the device index's best fits (devindex.go)
+	if (len(tc.devs) > 0 || len(rk.dev.shapes) > 0) && l < deviceSample {
+		// Of the device index's best fits (devindex.go); with a GPU
+		// workload, asks without GPUs are placed by the fragmentation
+		// they cause too, which needs a wider view than two nodes.
+		l = deviceSample
 	}
 	return l
 }
@@ -328,6 +331,14 @@ func (rk *ranker) score(tc *tgCtx, ns *nodeState, picks []devPick, prevNode stri
 			sum += sp
 			cnt++
 		}
+	}
+	if f, ok := rk.dev.fragScore(ns, picks, tc.cpuOn(ns), tc.mem); ok {
+		// The expected workload's fragmentation decides among GPU nodes,
+		// for asks with and without GPUs (CPU taken from next to idle
+		// GPUs strands them); the other scores break near ties.
+		c.devices = f
+		c.score = 0.9*f + 0.1*(sum/cnt)
+		return c
 	}
 	if len(picks) > 0 {
 		var d float64

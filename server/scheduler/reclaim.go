@@ -65,7 +65,7 @@ func groupAsk(tc *tgCtx) api.QueueResources {
 	ask := api.QueueResources{CPU: tc.cpu, MemoryMB: tc.mem}
 	for _, d := range tc.devs {
 		if isGPUAsk(d.req.Name) {
-			ask.GPUs += int(d.req.Count)
+			ask.GPUs = api.RoundGPUs(ask.GPUs + fairshare.AskGPUs(d.req))
 		}
 	}
 	return ask

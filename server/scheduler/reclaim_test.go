@@ -64,7 +64,7 @@ func heldGPUs(st *memState) map[string]int {
 	out := map[string]int{}
 	for _, a := range st.allocs {
 		if !a.TerminalStatus() {
-			out[api.JobQueue(a.Job)] += a.QueueUsage().GPUs
+			out[api.JobQueue(a.Job)] += int(a.QueueUsage().GPUs)
 		}
 	}
 	return out

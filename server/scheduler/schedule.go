@@ -142,7 +142,7 @@ func newPass(st State, eval *api.Evaluation, opts Options, job *api.Job) *pass {
 		noRetry: map[string]bool{}, class: map[string]bool{},
 	}
 	p.led = ledger{env: env, idx: &p.nodes, quota: &p.quota, stopped: map[string]bool{}}
-	p.dev = devicePicker{m: &p.m}
+	p.dev = devicePicker{m: &p.m, shapes: opts.Workload}
 	p.resv = reservations{env: env}
 	p.rec = reconciler{env: env, nodes: &p.nodes, plan: plan}
 	p.rk = ranker{env: env, out: out, led: &p.led, nodes: &p.nodes, quota: &p.quota, resv: &p.resv,

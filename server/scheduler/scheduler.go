@@ -73,6 +73,11 @@ type Options struct {
 	// updated) and fails with an api.PendingCountLimit reason and no
 	// blocked eval, until the job is changed.
 	MaxGroupCount int
+	// Workload is the expected shapes of GPU asks (the server's Workload
+	// of recent submissions); with it, GPU placements minimise the growth
+	// of the fragmentation those shapes see (fragment.go). Nil: GPU
+	// placement is best fit.
+	Workload []WorkloadShape
 }
 
 // DefaultMaxGroupCount is the default bound on a group's count: the

@@ -247,7 +247,7 @@ func checkQueueTree(tree map[string]*api.Queue) error {
 func guaranteeOver(r api.QueueResources, g *api.QueueResources) string {
 	switch {
 	case r.GPUs > g.GPUs:
-		return fmt.Sprintf("gpu %d (of %d)", r.GPUs, g.GPUs)
+		return fmt.Sprintf("gpu %s (of %s)", api.FormatGPUs(r.GPUs), api.FormatGPUs(g.GPUs))
 	case r.CPU > g.CPU:
 		return fmt.Sprintf("cpu %d MHz (of %d)", r.CPU, g.CPU)
 	case r.MemoryMB > g.MemoryMB:
@@ -264,7 +264,7 @@ func guaranteeOver(r api.QueueResources, g *api.QueueResources) string {
 			bound = g.GPUs
 		}
 		if r.GPUsByModel[m] > bound {
-			return fmt.Sprintf("gpu %s %d (of %d)", m, r.GPUsByModel[m], bound)
+			return fmt.Sprintf("gpu %s %s (of %s)", m, api.FormatGPUs(r.GPUsByModel[m]), api.FormatGPUs(bound))
 		}
 	}
 	return ""

@@ -32,7 +32,7 @@ func TestQueuesTree(t *testing.T) {
 	if len(qs) != 1 || qs[0].Name != api.DefaultQueue {
 		t.Fatalf("queues %v, want the implicit default", qs)
 	}
-	g := func(gpu int) *api.QueueResources { return &api.QueueResources{GPUs: gpu} }
+	g := func(gpu float64) *api.QueueResources { return &api.QueueResources{GPUs: gpu} }
 	if err := s.UpsertQueues(1, []*api.Queue{{Name: "team-a/train"}}); !errors.Is(err, api.ErrBadRequest) {
 		t.Errorf("child without parent: %v", err)
 	}
@@ -42,7 +42,7 @@ func TestQueuesTree(t *testing.T) {
 		"child above parent":   {Name: "team-a/big", Parent: "team-a", Guaranteed: g(9)},
 		"siblings above":       {Name: "team-a/eval", Parent: "team-a", Guaranteed: g(5)},
 		"parent below kids":    {Name: "team-a", Guaranteed: g(3)},
-		"model above parent":   {Name: "team-a/m", Parent: "team-a", Guaranteed: &api.QueueResources{GPUsByModel: map[string]int{"nvidia/gpu/H100": 9}}},
+		"model above parent":   {Name: "team-a/m", Parent: "team-a", Guaranteed: &api.QueueResources{GPUsByModel: map[string]float64{"nvidia/gpu/H100": 9}}},
 		"cpu without parent's": {Name: "team-a/c", Parent: "team-a", Guaranteed: &api.QueueResources{CPU: 1}},
 	} {
 		if err := s.UpsertQueues(3, []*api.Queue{q}); !errors.Is(err, api.ErrBadRequest) {

@@ -47,7 +47,7 @@ func (u *UsageAmounts) add(r UsageRate, secs float64) {
 		if u.GPUSeconds == nil {
 			u.GPUSeconds = map[string]float64{}
 		}
-		u.GPUSeconds[m] += float64(n) * secs
+		u.GPUSeconds[m] += n * secs
 	}
 	u.CPUCoreSeconds += r.CPUCores * secs
 	u.MemoryGiBSeconds += r.MemoryGiB * secs
@@ -78,9 +78,9 @@ func (u UsageAmounts) copy() UsageAmounts {
 
 // UsageRate is what an alloc holds while it runs.
 type UsageRate struct {
-	GPUs      map[string]int `json:"GPUs,omitempty"` // by model "vendor/type/name"
-	CPUCores  float64        `json:"CPUCores"`
-	MemoryGiB float64        `json:"MemoryGiB"`
+	GPUs      map[string]float64 `json:"GPUs,omitempty"` // by model "vendor/type/name"; a share as its fraction
+	CPUCores  float64            `json:"CPUCores"`
+	MemoryGiB float64            `json:"MemoryGiB"`
 }
 
 // UsageKey says whose usage it is.
@@ -169,7 +169,8 @@ func allocEnded(a *api.Allocation, start int64) int64 {
 }
 
 // UsageRateOf is what alloc a holds on node n (nil when unknown): GPUs by
-// model from its device grants of type "gpu", CPU cores (its reserved
+// model from its device grants of type "gpu" (a share as its fraction:
+// GPU-seconds x fraction), CPU cores (its reserved
 // cores, else its MHz over the node's MHz per core, 1000 MHz per core
 // without a node) and memory.
 func UsageRateOf(a *api.Allocation, n *api.Node) UsageRate {
@@ -196,9 +197,10 @@ func UsageRateOf(a *api.Allocation, n *api.Node) UsageRate {
 				continue
 			}
 			if r.GPUs == nil {
-				r.GPUs = map[string]int{}
+				r.GPUs = map[string]float64{}
 			}
-			r.GPUs[d.Vendor+"/"+d.Type+"/"+d.Name] += len(d.DeviceIDs)
+			m := d.Vendor + "/" + d.Type + "/" + d.Name
+			r.GPUs[m] = api.RoundGPUs(r.GPUs[m] + d.GPUs())
 		}
 	}
 	return r

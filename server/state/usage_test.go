@@ -69,7 +69,7 @@ var rowCmp = cmp.Comparer(approx)
 func TestSplitUsageAcrossHours(t *testing.T) {
 	var got []api.UsageRow
 	start, end := usageT0, usageT0.Add(105*time.Minute) // 10:30 to 12:15
-	SplitUsage(UsageRate{GPUs: map[string]int{h100: 2}, CPUCores: 2, MemoryGiB: 2}, start.UnixNano(), end.UnixNano(),
+	SplitUsage(UsageRate{GPUs: map[string]float64{h100: 2}, CPUCores: 2, MemoryGiB: 2}, start.UnixNano(), end.UnixNano(),
 		func(b int64, u UsageAmounts) {
 			got = append(got, api.UsageRow{Key: "k", Bucket: b, GPUSeconds: u.GPUSeconds, CPUCoreSeconds: u.CPUCoreSeconds,
 				MemoryGiBSeconds: u.MemoryGiBSeconds})
@@ -195,7 +195,7 @@ func TestUsageRateOf(t *testing.T) {
 	a := ledgerAlloc("a1", "j", "n1")
 	a.AllocatedResources.Tasks["side"] = &api.AllocatedTaskResources{Cpu: api.AllocatedCpuResources{CpuShares: 3000, ReservedCores: []uint16{0, 1, 2}}}
 	got := UsageRateOf(a, usageNode("n1"))
-	want := UsageRate{GPUs: map[string]int{h100: 2}, CPUCores: 5, MemoryGiB: 2}
+	want := UsageRate{GPUs: map[string]float64{h100: 2}, CPUCores: 5, MemoryGiB: 2}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("rate (-want +got):\n%s", diff)
 	}
