@@ -488,7 +488,13 @@ func evaluateNodePlan(snap *state.Snapshot, plan *api.Plan, nodeID string, overl
 			}
 		}
 	}
-	proposed = append(proposed, placed...)
+	for _, a := range placed {
+		// A terminal alloc in the plan (a failed one given its follow-up
+		// eval) uses nothing, as in the scheduler's NodePlanFits.
+		if !a.TerminalStatus() {
+			proposed = append(proposed, a)
+		}
+	}
 	ok, reason := nodeFits(node, proposed)
 	return ok, reason, nil
 }

@@ -11,10 +11,11 @@ import (
 // replays the plan's changes for nodeID on the node bookkeeping placement
 // uses (the node's live allocs, less the plan's stops and preemptions;
 // in-place updates replace the stored alloc; then each placement must fit
-// what is left). The plan applier (server, evaluateNodePlan) decides the
-// same question from scratch; a differential test holds them to the same
-// answer. A node that gains nothing always fits; one that gains allocs
-// must exist and be ready (ready, not draining, eligible).
+// what is left; terminal allocs in the plan use nothing). The plan
+// applier (server, evaluateNodePlan) decides the same question from
+// scratch; a differential test holds them to the same answer. A node
+// that gains nothing always fits; one that gains allocs must exist and
+// be ready (ready, not draining, eligible).
 func NodePlanFits(st State, plan *api.Plan, nodeID string) (bool, string, error) {
 	placed := plan.NodeAllocation[nodeID]
 	if len(placed) == 0 {
@@ -46,6 +47,12 @@ func NodePlanFits(st State, plan *api.Plan, nodeID string) (bool, string, error)
 		ns.removeAlloc(a, nil) // an in-place update: the plan's copy replaces it
 	}
 	for _, a := range placed {
+		if a.TerminalStatus() {
+			// A finished alloc the plan only annotates (a failed one
+			// given its follow-up eval): it holds nothing, as load
+			// does not count the stored copy either.
+			continue
+		}
 		v := capacity.AllocVector(a.AllocatedResources)
 		if e := ns.cap.Fits(&v); e != nil {
 			return false, e.Error(), nil
