@@ -61,7 +61,7 @@ var rules = []rule{
 // testOnly are packages only _test.go files (and the test-only packages
 // themselves) may import.
 var testOnly = []string{"internal/oidctest", "internal/codec/codectest", "internal/testproc", "internal/testcluster",
-	"drivers/drivertest"}
+	"drivers/drivertest", "agent/gpushare/gpusharetest"}
 
 // testHelper reports whether dir is one of the testOnly packages.
 func testHelper(dir string) bool {

@@ -13,6 +13,9 @@ import (
 	"github.com/drover/drover/agent/fingerprint/nvidia"
 )
 
+// The NVIDIA fingerprinter changes MIG layouts for the client.
+var _ client.MIGApplier = (*nvidia.Fingerprinter)(nil)
+
 // deviceSource returns the client's device fingerprinter factory:
 // simulated DGX GPUs for -dev-gpus (UUIDs derived from the node ID), else
 // the host's NVML. A host without NVML has no GPU devices; that is one

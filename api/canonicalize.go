@@ -547,6 +547,9 @@ func (v *validator) task(p string, t *Task, labels map[string]bool) {
 				if err := d.Share.Validate(); err != nil {
 					v.add(dp, "%v", err)
 				}
+				if isMIGAsk(d.Name) {
+					v.add(dp, "share: MIG instances are not shared; ask a smaller MIG profile instead")
+				}
 			}
 		}
 	}

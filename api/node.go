@@ -45,10 +45,14 @@ type Node struct {
 	Drivers               map[string]*DriverInfo `json:"Drivers"`
 	// HostVolumes are the host volumes the client offers, by name.
 	HostVolumes map[string]*ClientHostVolumeConfig `json:"HostVolumes,omitempty"`
-	LastDrain   *DrainMetadata                     `json:"LastDrain,omitempty"`
-	Version     string                             `json:"Version,omitempty"`
-	CreateIndex uint64                             `json:"CreateIndex"`
-	ModifyIndex uint64                             `json:"ModifyIndex"`
+	// GPUs are the node's physical GPUs as the client fingerprinted them,
+	// and MIGChange the last MIG layout change asked of them (mig.go).
+	GPUs        []*NodeGPU     `json:"GPUs,omitempty"`
+	MIGChange   *NodeMIGChange `json:"MIGChange,omitempty"`
+	LastDrain   *DrainMetadata `json:"LastDrain,omitempty"`
+	Version     string         `json:"Version,omitempty"`
+	CreateIndex uint64         `json:"CreateIndex"`
+	ModifyIndex uint64         `json:"ModifyIndex"`
 }
 
 // Ready reports whether the node can take new work.

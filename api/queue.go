@@ -32,9 +32,12 @@ type Queue struct {
 }
 
 // QueueResources is an amount of the resources queues account: GPUs (any
-// model, and per model such as "nvidia/gpu/H100"; a share of a GPU counts
-// as its fraction, kept to thousandths), CPU in MHz and memory in MB. A
-// zero field means none of that resource.
+// model, and per model; a share of a GPU counts as its fraction, kept to
+// thousandths), CPU in MHz and memory in MB. A zero field means none of
+// that resource. What allocs hold is keyed by the device group's
+// "vendor/gpu/<NVML name>"; a guarantee's or limit's key may be a short
+// name ("H100", "nvidia/gpu/H100") and counts every model it names
+// (GPUModelKeyMatches, ModelGPUs).
 type QueueResources struct {
 	GPUs        float64            `json:"GPUs,omitempty"`
 	GPUsByModel map[string]float64 `json:"GPUsByModel,omitempty"`
@@ -45,6 +48,14 @@ type QueueResources struct {
 // QueueUpsertRequest is the body of PUT /v1/queues.
 type QueueUpsertRequest struct {
 	Queues []*Queue `json:"Queues"`
+}
+
+// QueueUpsertResponse answers PUT /v1/queues when there is something to
+// say (otherwise the answer is null): Warnings, one per line, about what
+// was applied but may not work as written, such as a gpu_models key no
+// node's GPU matches yet.
+type QueueUpsertResponse struct {
+	Warnings string `json:"Warnings,omitempty"`
 }
 
 // DefaultQueue is the queue of jobs that name none.

@@ -107,7 +107,7 @@ func (used QueueResources) Exceeds(limit *QueueResources) []string {
 	}
 	sort.Strings(models)
 	for _, m := range models {
-		if n := used.GPUsByModel[m]; n > limit.GPUsByModel[m] {
+		if n := used.ModelGPUs(m); n > limit.GPUsByModel[m] { // m counts the models it names (GPUModelKeyMatches)
 			out = append(out, fmt.Sprintf("gpu %s %s of %s", m, FormatGPUs(n), FormatGPUs(limit.GPUsByModel[m])))
 		}
 	}

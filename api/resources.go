@@ -22,7 +22,9 @@ const (
 func DefaultResources() *Resources { return &Resources{CPU: DefaultCPU, MemoryMB: DefaultMemoryMB} }
 
 // RequestedDevice asks for Count instances of a device such as
-// "nvidia/gpu" (vendor/type), "gpu" (type) or "nvidia/gpu/H100" (vendor/type/model).
+// "nvidia/gpu" (vendor/type), "gpu" (type) or "nvidia/gpu/H100"
+// (vendor/type/model, the model by name or short name; MIG instances by
+// profile, "nvidia/gpu/1g.10gb": see NodeDeviceResource.Matches).
 type RequestedDevice struct {
 	Name        string        `json:"Name"`
 	Count       uint64        `json:"Count"`

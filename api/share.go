@@ -93,7 +93,7 @@ func (s *DeviceShare) Validate() error {
 // instances (AllocatedDeviceResource.DeviceIDs).
 type AllocatedShare struct {
 	Milli      int    `json:"Milli"`                // thousandths of each instance's compute
-	MemoryMB   int64  `json:"MemoryMB,omitempty"`   // of each instance's memory (0: not asked by memory)
+	MemoryMB   int64  `json:"MemoryMB,omitempty"`   // of each instance's memory: asked, or the fraction of it (0: memory unknown)
 	Mode       string `json:"Mode"`                 // ShareModeTimeSlicing or ShareModeMPS
 	LimitMilli int    `json:"LimitMilli,omitempty"` // burst limit (MPS thread percentage), >= Milli
 }

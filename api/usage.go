@@ -29,7 +29,8 @@ type UsageRow struct {
 	// Bucket is the bucket's start, Unix seconds (UTC); buckets are an
 	// hour long.
 	Bucket int64 `json:"Bucket"`
-	// GPUSeconds by GPU model ("nvidia/gpu/H100").
+	// GPUSeconds by GPU model ("nvidia/gpu/H100"); a share of a GPU
+	// counts its fraction (a quarter of a GPU for an hour: 900).
 	GPUSeconds       map[string]float64 `json:"GPUSeconds,omitempty"`
 	CPUCoreSeconds   float64            `json:"CPUCoreSeconds"`
 	MemoryGiBSeconds float64            `json:"MemoryGiBSeconds"`

@@ -21,6 +21,9 @@ type Jobs struct {
 	serverCore
 	region        string // a job without one gets the server's
 	maxGroupCount int    // Config.JobMaxGroupCount
+	// workload is the expected GPU asks the workers score against
+	// (workload.go); a dry run scores as they would.
+	workload *scheduler.Workload
 }
 
 // RegisterJob validates and canonicalizes a job and commits it with an
@@ -96,7 +99,19 @@ func (j *Jobs) register(ctx context.Context, req *api.JobRegisterRequest, trigge
 	if eval != nil {
 		resp.EvalID, resp.EvalCreateIndex = eval.ID, idx
 	}
+	resp.Warnings = j.deviceWarnings(job)
 	return resp, nil
+}
+
+// deviceWarnings is the answer's Warnings for device asks naming a model
+// no node has (gpu_models.go); "" when none does or the nodes could not
+// be read.
+func (j *Jobs) deviceWarnings(job *api.Job) string {
+	w, err := deviceWarnings(j.state(), job)
+	if err != nil {
+		j.log.Warn("read nodes for device model warnings", "job", job.ID, "err", err)
+	}
+	return strings.Join(w, "\n")
 }
 
 // prepare copies, canonicalizes and validates a submitted job.
@@ -220,7 +235,7 @@ func (j *Jobs) PlanJob(ctx context.Context, req *api.JobPlanRequest) (*api.JobPl
 	// preemption settings and algorithm.
 	pre, algorithm := schedulerOptions(snap)
 	res, err := scheduler.ScheduleContext(ctx, view, eval, scheduler.Options{Now: j.clock.Now(), Logger: j.log.With("component", "plan"),
-		Preemption: &pre, Algorithm: algorithm, MaxGroupCount: j.maxGroupCount})
+		Preemption: &pre, Algorithm: algorithm, MaxGroupCount: j.maxGroupCount, Workload: j.workload.Shapes()})
 	if err != nil {
 		return nil, fmt.Errorf("plan job %q: %w", job.ID, err)
 	}
@@ -237,6 +252,7 @@ func (j *Jobs) PlanJob(ctx context.Context, req *api.JobPlanRequest) (*api.JobPl
 	if req.Diff {
 		resp.Diff = jobDiff(cur, job)
 	}
+	resp.Warnings = j.deviceWarnings(job)
 	return resp, nil
 }
 

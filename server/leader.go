@@ -69,6 +69,9 @@ func (s *Server) establishLeadership() {
 		log.Error("list nodes for heartbeats", "err", err)
 	}
 	s.hb.enable(ctx, nodes) // armed before anything can advance the clock
+	if err := seedWorkload(s.workload, s.State()); err != nil {
+		log.Error("seed the expected GPU workload", "err", err)
+	}
 
 	run := func(f func()) {
 		s.leaderWG.Add(1)
@@ -111,7 +114,8 @@ func (s *Server) leaderDuties(since time.Time) []leaderDuty {
 	}
 	for range s.cfg.NumSchedulers {
 		duties = append(duties, &worker{serverCore: c.named("worker"), evals: s.broker, plans: s.planQueue,
-			blocked: s.blocked, obsolete: s.reap.superseded, fair: s.fair, maxGroupCount: s.cfg.JobMaxGroupCount})
+			blocked: s.blocked, obsolete: s.reap.superseded, fair: s.fair, maxGroupCount: s.cfg.JobMaxGroupCount,
+			workload: s.workload, usage: s.usage})
 	}
 	if m := s.cluster.membership(); m != nil {
 		duties = append(duties, newAutopilot(&s.cfg, s.rs.raft, m, c.log))

@@ -227,6 +227,7 @@ func replayOpenB(tb testing.TB, nodes []openbNode, pods []openbPod, seed uint64)
 	start := time.Now()
 	now := time.Unix(1_800_000_000, 0)
 	workload := scheduler.NewWorkload(0) // as the server keeps it from submissions
+	usage := scheduler.NewUsageCache()   // as the server keeps it for its workers
 	sample := 0
 	if v, err := strconv.Atoi(os.Getenv("DROVER_OPENB_SAMPLE")); err == nil {
 		sample = v
@@ -244,7 +245,7 @@ func replayOpenB(tb testing.TB, nodes []openbNode, pods []openbPod, seed uint64)
 		}
 		eval := &api.Evaluation{ID: fmt.Sprintf("00000000-0000-4000-9000-%012d", i), Namespace: job.Namespace, JobID: job.ID,
 			Type: job.Type, Priority: job.Priority, TriggeredBy: api.EvalTriggerJobRegister, Status: api.EvalStatusPending}
-		out, err := scheduler.Schedule(snap.Scheduler(), eval, scheduler.Options{Now: now, Workload: workload.Shapes(), SampleLimit: sample})
+		out, err := scheduler.Schedule(snap.Scheduler(), eval, scheduler.Options{Now: now, Workload: workload.Shapes(), Usage: usage, SampleLimit: sample})
 		if err != nil {
 			tb.Fatal(err)
 		}

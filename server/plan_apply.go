@@ -429,7 +429,8 @@ func appendStripped(dst, allocs []*api.Allocation, planJob *api.Job, always bool
 
 // evaluateNodePlan checks one node: a node that only loses allocs always
 // passes; one that gains allocs must exist, be ready, not draining,
-// eligible, and fit everything that stays plus everything placed.
+// eligible, give none of them a device a pending MIG change takes away,
+// and fit everything that stays plus everything placed.
 func evaluateNodePlan(snap *state.Snapshot, plan *api.Plan, nodeID string, overlay *planCommit) (bool, string, error) {
 	placed := plan.NodeAllocation[nodeID]
 	if len(placed) == 0 {
@@ -448,6 +449,13 @@ func evaluateNodePlan(snap *state.Snapshot, plan *api.Plan, nodeID string, overl
 		return false, "node is draining", nil
 	case node.SchedulingEligibility == api.NodeSchedulingIneligible:
 		return false, "node is not eligible", nil
+	}
+	if devs := node.MIGPendingDevices(); devs != nil { // a plan scheduled before the MIG change
+		for _, a := range placed {
+			if api.AllocHolds(a, devs) {
+				return false, "a MIG layout change is pending on a GPU of the plan", nil
+			}
+		}
 	}
 	existing, err := snap.AllocsByNode(nil, nodeID)
 	if err != nil {

@@ -190,8 +190,13 @@ func raisesOver(used, delta api.QueueResources, limit *api.QueueResources) bool 
 		delta.MemoryMB > 0 && limit.MemoryMB > 0 && used.MemoryMB+delta.MemoryMB > limit.MemoryMB {
 		return true
 	}
-	for m, n := range delta.GPUsByModel {
-		if lim, ok := limit.GPUsByModel[m]; ok && n > 0 && api.RoundGPUs(used.GPUsByModel[m]+n) > lim {
+	if len(delta.GPUsByModel) == 0 {
+		return false
+	}
+	// A model key counts every model it names, as the scheduler counts
+	// them (api.GPUModelKeyMatches).
+	for m, lim := range limit.GPUsByModel {
+		if n := delta.ModelGPUs(m); n > 0 && api.RoundGPUs(used.ModelGPUs(m)+n) > lim {
 			return true
 		}
 	}

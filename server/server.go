@@ -186,8 +186,10 @@ type Server struct {
 	broker    *broker.EvalBroker
 	blocked   *broker.BlockedEvals
 	planQueue *broker.PlanQueue
-	fair      *fairShares    // the queues' fair shares (fair.go)
-	reactor   *commitReactor // the FSM's hooks (reactions.go)
+	fair      *fairShares           // the queues' fair shares (fair.go)
+	workload  *scheduler.Workload   // the expected GPU asks (workload.go)
+	usage     *scheduler.UsageCache // nodes' usage between the workers' passes
+	reactor   *commitReactor        // the FSM's hooks (reactions.go)
 	hb        *heartbeats
 	reap      evalStatusQueue
 	metrics   *metrics
@@ -231,6 +233,8 @@ func New(cfg *Config) (*Server, error) {
 	s.reap.notify = make(chan struct{}, 1)
 	s.cluster.init()
 	s.fair = newFairShares(c.FairShare, nil)
+	s.workload = scheduler.NewWorkload(0)
+	s.usage = scheduler.NewUsageCache()
 	s.broker = broker.NewEvalBroker(broker.Config{
 		NackTimeout: c.NackTimeout, DeliveryLimit: c.DeliveryLimit, Clock: c.Clock,
 		InitialNackDelay: time.Second, SubsequentNackDelay: 20 * time.Second,
@@ -272,7 +276,7 @@ func New(cfg *Config) (*Server, error) {
 func (s *Server) newComponents() {
 	c, core := &s.cfg, s.core
 	s.keyring = &Keyring{serverCore: core, region: c.Region, issuer: c.OIDCIssuer}
-	s.jobs = &Jobs{serverCore: core, region: c.Region, maxGroupCount: c.JobMaxGroupCount}
+	s.jobs = &Jobs{serverCore: core, region: c.Region, maxGroupCount: c.JobMaxGroupCount, workload: s.workload}
 	s.nodes = &Nodes{serverCore: core, requireIntro: c.RequireNodeIntro, grace: c.HeartbeatGrace, hb: s.hb,
 		intro: &nodeIntros{serverCore: core, keys: s.keyring}, servers: s, beats: s.metrics.heartbeats}
 	s.nodes.allocUpdates.apply = core.applyAllocClientUpdate

@@ -124,7 +124,8 @@ func checkNodePool(st *state.StateStore, job *api.Job) error {
 
 // UpsertQueues creates or replaces queues through Raft (all or none). An
 // unset Parent is the name's prefix. An invalid queue, or one that breaks
-// the tree (missing parent, guarantees above the parent's), is
+// the tree (missing parent, guarantees above the parent's), or a
+// gpu_models key that counts nothing (checkQueueModels) is
 // api.ErrBadRequest.
 func (t *Tenancy) UpsertQueues(ctx context.Context, queues []*api.Queue) (uint64, error) {
 	if len(queues) == 0 {
@@ -135,6 +136,9 @@ func (t *Tenancy) UpsertQueues(ctx context.Context, queues []*api.Queue) (uint64
 			q.Parent = api.ParentOf(q.Name)
 		}
 		if err := q.Validate(); err != nil {
+			return 0, err
+		}
+		if err := checkQueueModels(q); err != nil {
 			return 0, err
 		}
 	}

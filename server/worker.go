@@ -58,6 +58,10 @@ type worker struct {
 	// maxGroupCount is Config.JobMaxGroupCount (0: the scheduler's
 	// default).
 	maxGroupCount int
+	// workload is the expected GPU asks (workload.go; nil: none).
+	workload *scheduler.Workload
+	// usage keeps nodes' usage between passes (nil: none).
+	usage *scheduler.UsageCache
 }
 
 // Run schedules until ctx ends.
@@ -169,6 +173,13 @@ func (w *worker) processEval(ctx context.Context, e *api.Evaluation, token strin
 		w.log.Info("skipping a deleted eval", "eval", e.ID, "job", e.JobID)
 		return nil
 	}
+	if w.workload != nil && submitted(e.TriggeredBy) {
+		job, err := snap.JobByID(nil, e.Namespace, e.JobID)
+		if err != nil {
+			return fmt.Errorf("read job for the workload: %w", err)
+		}
+		w.workload.Observe(job)
+	}
 	var res *scheduler.Result
 	exhausted := false
 	for attempt := 1; ; attempt++ {
@@ -176,7 +187,10 @@ func (w *worker) processEval(ctx context.Context, e *api.Evaluation, token strin
 		now := w.clock.Now()
 		view := snap.Scheduler()
 		opts := scheduler.Options{Now: now, Logger: w.log.With("component", "scheduler", "eval", e.ID),
-			Preemption: &pre, Algorithm: algorithm, MaxGroupCount: w.maxGroupCount}
+			Preemption: &pre, Algorithm: algorithm, MaxGroupCount: w.maxGroupCount, Usage: w.usage}
+		if w.workload != nil {
+			opts.Workload = w.workload.Shapes()
+		}
 		if w.fair != nil {
 			// Reclaim and borrowing follow the queues' fair shares at this
 			// snapshot (fair.go; nil without queues).

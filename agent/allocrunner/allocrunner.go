@@ -50,6 +50,9 @@ type Config struct {
 	Identities taskrunner.IdentitySigner
 	// Network builds bridge networks (nil: a bridge group fails to start).
 	Network *network.Manager
+	// MPS runs the MPS daemons of GPUs shared in MPS mode (nil: a task
+	// given an MPS share fails setup).
+	MPS taskrunner.MPSDaemons
 }
 
 // ErrUnknownTask is returned for a task name that is not in the alloc.
@@ -132,7 +135,7 @@ func New(cfg Config) (*AllocRunner, error) {
 			Alloc: a, Task: t, Driver: d, AllocDir: cfg.AllocDir, Node: cfg.Node, Region: cfg.Region,
 			MountedDirs: mountsDirs(d), DoneOnSuccess: done, Clock: cfg.Clock, Logger: cfg.Logger,
 			Store: cfg.Store, Restored: rec, OnUpdate: ar.notify, Services: cfg.ServiceLookup,
-			Identities: cfg.Identities, NetNS: ar.netNSFunc(tg),
+			Identities: cfg.Identities, NetNS: ar.netNSFunc(tg), MPS: cfg.MPS,
 		})
 		ar.order = append(ar.order, t.Name)
 		ar.hooks[t.Name] = t.Lifecycle

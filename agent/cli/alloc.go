@@ -160,7 +160,8 @@ func printAllocAddresses(w io.Writer, r *api.AllocatedResources) {
 }
 
 // printTaskResources shows what the scheduler gave a task: CPU, memory,
-// reserved cores and device instances (GPUs by ID).
+// reserved cores and device instances (GPUs by ID, with the share held of
+// each when not whole).
 func printTaskResources(w io.Writer, r *api.AllocatedResources, task string) {
 	if r == nil || r.Tasks[task] == nil {
 		return
@@ -173,7 +174,7 @@ func printTaskResources(w io.Writer, r *api.AllocatedResources, task string) {
 	}
 	table(w, "CPU\tMemory\tCores", []string{fmt.Sprintf("%d MHz\t%d MiB\t%s", t.Cpu.CpuShares, t.Memory.MemoryMB, cores)})
 	for _, d := range t.Devices {
-		fmt.Fprintf(w, "Device %s/%s/%s: %s\n", d.Vendor, d.Type, d.Name, strings.Join(d.DeviceIDs, ", "))
+		fmt.Fprintf(w, "Device %s/%s/%s: %s\n", d.Vendor, d.Type, d.Name, deviceGrantString(d))
 	}
 }
 

@@ -354,6 +354,7 @@ func printJobStatus(w io.Writer, job *api.Job, summary *api.JobSummary, allocs [
 		}
 		table(w, "Task Group\tQueued\tStarting\tRunning\tFailed\tComplete\tLost\tUnknown", rows)
 	}
+	printDeviceAsks(w, job)
 	printGangs(w, job)
 	var blocked *api.Evaluation
 	for _, e := range evals {

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -10,10 +11,23 @@ import (
 	"github.com/drover/drover/api"
 )
 
-// deviceUse maps a device instance ID to the short IDs of the live
-// allocations holding it.
-func deviceUse(allocs []*api.Allocation) map[string][]string {
-	use := map[string][]string{}
+// deviceHolder is a live allocation holding a device instance: all of
+// it (share nil) or a share of it.
+type deviceHolder struct {
+	alloc string // short ID
+	share *api.AllocatedShare
+}
+
+func (h deviceHolder) String() string {
+	if h.share == nil {
+		return h.alloc
+	}
+	return h.alloc + " " + grantString(h.share)
+}
+
+// deviceUse maps a device instance ID to the live allocations holding it.
+func deviceUse(allocs []*api.Allocation) map[string][]deviceHolder {
+	use := map[string][]deviceHolder{}
 	for _, a := range allocs {
 		if a.TerminalStatus() || a.AllocatedResources == nil {
 			continue
@@ -24,32 +38,77 @@ func deviceUse(allocs []*api.Allocation) map[string][]string {
 			}
 			for _, d := range tr.Devices {
 				for _, id := range d.DeviceIDs {
-					use[id] = append(use[id], short(a.ID))
+					use[id] = append(use[id], deviceHolder{alloc: short(a.ID), share: d.Share})
 				}
 			}
 		}
 	}
+	for _, hs := range use {
+		sort.SliceStable(hs, func(i, j int) bool { return hs[i].alloc < hs[j].alloc })
+	}
 	return use
 }
 
+// sharedUse sums the shares held of one instance: their thousandths and
+// their modes (one, unless the holders disagree); ok is false when a
+// holder has the whole instance.
+func sharedUse(hs []deviceHolder) (milli int, modes []string, ok bool) {
+	for _, h := range hs {
+		if h.share == nil {
+			return 0, nil, false
+		}
+		milli += h.share.Milli
+		if !slices.Contains(modes, h.share.Mode) {
+			modes = append(modes, h.share.Mode)
+		}
+	}
+	return milli, modes, len(hs) > 0
+}
+
 // printDeviceSummary writes one line per device group: "Devices: 8
-// nvidia/gpu/NVIDIA H100 80GB HBM3 (7 healthy, 4 in use)".
+// nvidia/gpu/NVIDIA H100 80GB HBM3 (7 healthy, 4 in use)" (", 2 shared"
+// when some are), then a table of the shared instances: their mode, who
+// holds what share and the part still free.
 func printDeviceSummary(w io.Writer, n *api.Node, allocs []*api.Allocation) {
 	if n.NodeResources == nil {
 		return
 	}
 	use := deviceUse(allocs)
+	var rows []string
 	for _, g := range n.NodeResources.Devices {
-		healthy, used := 0, 0
-		for _, in := range g.Instances {
+		healthy, used, shared := 0, 0, 0
+		for i, in := range g.Instances {
 			if in.Healthy {
 				healthy++
 			}
 			if len(use[in.ID]) > 0 {
 				used++
 			}
+			milli, modes, ok := sharedUse(use[in.ID])
+			if !ok {
+				continue
+			}
+			shared++
+			holders := make([]string, 0, len(use[in.ID]))
+			for _, h := range use[in.ID] {
+				held := h.alloc + " " + milliString(h.share.Milli)
+				if extras := grantExtras(h.share); len(extras) > 0 {
+					held += " (" + strings.Join(extras, ", ") + ")"
+				}
+				holders = append(holders, held)
+			}
+			rows = append(rows, fmt.Sprintf("%s\t%d\t%s\t%s\t%s\t%s", g.ID(), i, in.ID, strings.Join(modes, ","),
+				strings.Join(holders, "; "), milliString(max(0, api.MilliPerDevice-milli))))
 		}
-		fmt.Fprintf(w, "Devices: %d %s (%d healthy, %d in use)\n", len(g.Instances), g.ID(), healthy, used)
+		sharedNote := ""
+		if shared > 0 {
+			sharedNote = fmt.Sprintf(", %d shared", shared)
+		}
+		fmt.Fprintf(w, "Devices: %d %s (%d healthy, %d in use%s)\n", len(g.Instances), g.ID(), healthy, used, sharedNote)
+	}
+	if len(rows) > 0 {
+		fmt.Fprintln(w, "\nDevice Shares")
+		table(w, "Device\t#\tID\tMode\tHeld By\tFree", rows)
 	}
 }
 
@@ -91,8 +150,11 @@ func printDevices(w io.Writer, n *api.Node, allocs []*api.Allocation) {
 			if in.Locality != nil {
 				bus, numa = orDash(in.Locality.PciBusID), strconv.Itoa(in.Locality.NUMANode)
 			}
-			who := strings.Join(use[in.ID], ",")
-			rows = append(rows, fmt.Sprintf("%d\t%s\t%s\t%s\t%s\t%s", i, in.ID, bus, numa, orDash(who), health))
+			who := make([]string, 0, len(use[in.ID]))
+			for _, h := range use[in.ID] {
+				who = append(who, h.String())
+			}
+			rows = append(rows, fmt.Sprintf("%d\t%s\t%s\t%s\t%s\t%s", i, in.ID, bus, numa, orDash(strings.Join(who, "; ")), health))
 		}
 		table(w, "#\tID\tPCI Bus\tNUMA\tAllocation\tHealth", rows)
 		if m := topoMatrix(g); m != "" {

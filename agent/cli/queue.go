@@ -40,11 +40,15 @@ func newQueueApplyCmd() *cobra.Command {
 		if len(queues) > 1 {
 			body = &api.QueueUpsertRequest{Queues: queues}
 		}
-		if err := apiClient(cmd).Write(cmd.Context(), "PUT", "/v1/queues", body, nil, nil); err != nil {
+		var resp api.QueueUpsertResponse
+		if err := apiClient(cmd).Write(cmd.Context(), "PUT", "/v1/queues", body, &resp, nil); err != nil {
 			return cmdErr("queue apply: %w", err)
 		}
 		for _, q := range queues {
 			fmt.Fprintf(cmd.OutOrStdout(), "Successfully applied queue %q!\n", q.Name)
+		}
+		if resp.Warnings != "" {
+			fmt.Fprintf(cmd.OutOrStdout(), "\nQueue Warnings:\n%s\n", resp.Warnings)
 		}
 		return nil
 	}
@@ -59,25 +63,25 @@ func newQueueListCmd() *cobra.Command {
 		return listAnswer(list, "", "Name\tWeight\tPriority\tGPUs\tCPU (MHz)\tMemory (MB)\tPending Jobs\tRunning Allocs", func(st *api.QueueStatus) string {
 			q := st.Queue
 			return fmt.Sprintf("%s\t%d\t%d\t%s\t%s\t%s\t%d\t%d", q.Name, q.EffectiveWeight(), q.Priority,
-				triple(int64(st.Allocated.GPUs), q.Guaranteed, q.Limit, func(r *api.QueueResources) int64 { return int64(r.GPUs) }),
-				triple(st.Allocated.CPU, q.Guaranteed, q.Limit, func(r *api.QueueResources) int64 { return r.CPU }),
-				triple(st.Allocated.MemoryMB, q.Guaranteed, q.Limit, func(r *api.QueueResources) int64 { return r.MemoryMB }),
+				triple(st.Allocated.GPUs, q.Guaranteed, q.Limit, func(r *api.QueueResources) float64 { return r.GPUs }),
+				triple(float64(st.Allocated.CPU), q.Guaranteed, q.Limit, func(r *api.QueueResources) float64 { return float64(r.CPU) }),
+				triple(float64(st.Allocated.MemoryMB), q.Guaranteed, q.Limit, func(r *api.QueueResources) float64 { return float64(r.MemoryMB) }),
 				st.PendingJobs, st.RunningAllocs)
 		}), err
 	})
 }
 
 // triple renders "allocated/guaranteed/limit" ("-" for none; a zero
-// limit is no cap).
-func triple(alloc int64, g, l *api.QueueResources, f func(*api.QueueResources) int64) string {
+// limit is no cap); GPUs keep their fractions ("2.25").
+func triple(alloc float64, g, l *api.QueueResources, f func(*api.QueueResources) float64) string {
 	gs, ls := "-", "-"
 	if g != nil && f(g) > 0 {
-		gs = strconv.FormatInt(f(g), 10)
+		gs = api.FormatGPUs(f(g))
 	}
 	if l != nil && f(l) > 0 {
-		ls = strconv.FormatInt(f(l), 10)
+		ls = api.FormatGPUs(f(l))
 	}
-	return fmt.Sprintf("%d/%s/%s", alloc, gs, ls)
+	return fmt.Sprintf("%s/%s/%s", api.FormatGPUs(alloc), gs, ls)
 }
 
 func newQueueStatusCmd() *cobra.Command {
@@ -101,19 +105,20 @@ func newQueueStatusCmd() *cobra.Command {
 }
 
 // printQueueResources is a table of each resource (GPUs, each model, CPU,
-// memory): allocated, guaranteed, limit and fair share ("-": none set).
+// memory): allocated, guaranteed, limit and fair share ("-": none set;
+// GPUs keep their fractions).
 func printQueueResources(w io.Writer, st *api.QueueStatus) {
 	type row struct {
 		name string
-		get  func(*api.QueueResources) (int64, bool)
+		get  func(*api.QueueResources) (float64, bool)
 	}
-	nonZero := func(f func(*api.QueueResources) int64) func(*api.QueueResources) (int64, bool) {
-		return func(r *api.QueueResources) (int64, bool) { v := f(r); return v, v != 0 }
+	nonZero := func(f func(*api.QueueResources) float64) func(*api.QueueResources) (float64, bool) {
+		return func(r *api.QueueResources) (float64, bool) { v := f(r); return v, v != 0 }
 	}
 	rows := []row{
-		{"gpu", nonZero(func(r *api.QueueResources) int64 { return int64(r.GPUs) })},
-		{"cpu (MHz)", nonZero(func(r *api.QueueResources) int64 { return r.CPU })},
-		{"memory (MB)", nonZero(func(r *api.QueueResources) int64 { return r.MemoryMB })},
+		{"gpu", nonZero(func(r *api.QueueResources) float64 { return r.GPUs })},
+		{"cpu (MHz)", nonZero(func(r *api.QueueResources) float64 { return float64(r.CPU) })},
+		{"memory (MB)", nonZero(func(r *api.QueueResources) float64 { return float64(r.MemoryMB) })},
 	}
 	q := st.Queue
 	all := []*api.QueueResources{&st.Allocated, q.Guaranteed, q.Limit, st.FairShare}
@@ -126,18 +131,24 @@ func printQueueResources(w io.Writer, st *api.QueueStatus) {
 		}
 	}
 	for _, m := range sortedKeys(models) {
-		rows = append(rows, row{"gpu " + m, func(r *api.QueueResources) (int64, bool) { v, ok := r.GPUsByModel[m]; return int64(v), ok }})
+		rows = append(rows, row{"gpu " + m, func(r *api.QueueResources) (float64, bool) {
+			if r == &st.Allocated { // what the key counts: a limit's "H100" holds every H100 model
+				return r.ModelGPUs(m), true
+			}
+			v, ok := r.GPUsByModel[m]
+			return v, ok
+		}})
 	}
 	lines := make([]string, 0, len(rows))
 	for _, rw := range rows {
 		cells := []string{rw.name}
 		for i, r := range all {
-			v, ok := int64(0), false
+			v, ok := 0.0, false
 			if r != nil {
 				v, ok = rw.get(r)
 			}
 			if ok || i == 0 { // allocated: always a number
-				cells = append(cells, strconv.FormatInt(v, 10))
+				cells = append(cells, api.FormatGPUs(v))
 			} else {
 				cells = append(cells, "-")
 			}

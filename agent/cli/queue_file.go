@@ -31,7 +31,7 @@ parent and its children may be in one file, in any order):
       gpu    = 16        # any model
       cpu    = 64000     # MHz
       memory = 262144    # MB
-      gpu_models = { "nvidia/gpu/H100" = 8 }   # per model (vendor/type/name)
+      gpu_models = { "H100" = 8 }   # per model: "H100", "A100-80GB", "nvidia/gpu/H100" ...
     }
     limit {
       gpu = 32
@@ -44,7 +44,9 @@ parent and its children may be in one file, in any order):
   }
 
 In a limit, an unset or zero gpu, cpu or memory means no cap, while a model
-listed in gpu_models is capped at its value (0 forbids it). A JSON file
+listed in gpu_models is capped at its value (0 forbids it). A gpu_models key
+counts every GPU whose model it names: "H100" counts an "NVIDIA H100 80GB
+HBM3" (see a node's device aliases); MIG instances are not counted by queues. A JSON file
 holds one api.Queue object, an array of them, or {"Queues": [...]}.`
 
 // readQueues reads the queues of an HCL or JSON file; HCL problems are

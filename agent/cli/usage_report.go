@@ -16,7 +16,9 @@ func init() { rootCmd.AddCommand(newUsageCmd()) }
 
 const usageLong = `Show the usage ledger: GPU-seconds per GPU model, CPU-core-seconds and
 memory GiB-seconds in hourly buckets, grouped by queue, namespace or job
-("namespace/job"). Allocs still running are counted up to now.
+("namespace/job"). Allocs still running are counted up to now. A share of
+a GPU counts its fraction: a quarter of a GPU for an hour is 0.25 GPU-hours
+(900 GPU-seconds).
 
 -from and -to take Unix seconds, RFC3339 or a duration before now ("2h");
 by default the last 24 hours. The table shows hours; -csv prints seconds

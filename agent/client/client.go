@@ -18,6 +18,7 @@ import (
 	"github.com/drover/drover/agent/allocrunner"
 	"github.com/drover/drover/agent/clientstate"
 	"github.com/drover/drover/agent/fingerprint"
+	"github.com/drover/drover/agent/gpushare"
 	"github.com/drover/drover/agent/network"
 	"github.com/drover/drover/agent/services"
 	"github.com/drover/drover/api"
@@ -64,6 +65,8 @@ type Client struct {
 	registrar *services.Registrar
 	// network builds the allocs' bridge networks.
 	network *network.Manager
+	// mps runs the MPS daemons of GPUs shared in MPS mode.
+	mps *gpushare.Manager
 
 	registerCh   chan struct{} // node changed: re-register
 	registeredCh chan struct{} // closed after the first registration
@@ -104,6 +107,7 @@ func New(cfg *Config) (*Client, error) {
 		return nil, err
 	}
 	c.network = network.New(filepath.Join(c.cfg.DataDir, "network"), nil)
+	c.mps = gpushare.New(gpushare.Config{Dir: filepath.Join(c.cfg.DataDir, "mps"), Logger: c.cfg.Logger})
 	c.servers = newServers(c.cfg.ServerScheme, c.cfg.Servers)
 	c.registrar = services.NewRegistrar(func(ctx context.Context, req *api.NodeServicesRequest) error {
 		return c.servers.do(ctx, func(cl *api.Client) error {
@@ -191,14 +195,18 @@ func (c *Client) buildNode(ctx context.Context, id *clientstate.Identity) (*api.
 	if os.Geteuid() == 0 && network.Available(nil) == nil {
 		attrs[api.AttrBridgeNetwork] = "true" // Nomad names it plugins.cni.version.bridge
 	}
+	var gpus []*api.NodeGPU
 	if c.devices != nil {
 		host.Resources.Devices = c.devices.Devices()
+		if m, ok := c.devices.(MIGApplier); ok {
+			gpus = m.GPUs()
+		}
 	}
 	return &api.Node{
 		ID: id.NodeID, SecretID: id.SecretID, Datacenter: c.cfg.Datacenter, Name: name, HTTPAddr: c.cfg.HTTPAddr,
 		Attributes: attrs, NodeResources: host.Resources, Meta: mergeMeta(c.cfg.Meta, c.dynMeta), NodeClass: c.cfg.NodeClass,
 		NodePool: c.cfg.NodePool, SchedulingEligibility: api.NodeSchedulingEligible, Status: api.NodeStatusReady,
-		Drivers: infos, HostVolumes: maps.Clone(c.cfg.HostVolumes),
+		Drivers: infos, HostVolumes: maps.Clone(c.cfg.HostVolumes), GPUs: gpus,
 	}, nil
 }
 
@@ -263,6 +271,7 @@ func (c *Client) Start(ctx context.Context) error {
 		return fmt.Errorf("restore allocations: %w", err)
 	}
 	c.reportLeftovers(c.ctx, allocs)
+	c.restoreMPS(c.ctx, allocs)
 	for _, a := range allocs {
 		if err := c.startRunner(a, true); err != nil {
 			c.log.Error("restore allocation", "alloc_id", a.ID, "error", err)
@@ -271,6 +280,9 @@ func (c *Client) Start(ctx context.Context) error {
 	loops := []func(context.Context){c.registerLoop, c.watchLoop, c.updateLoop, c.fingerprintLoop, c.disconnectLoop, c.registrar.Run}
 	if c.devices != nil {
 		loops = append(loops, c.deviceLoop)
+	}
+	if _, ok := migCapable(c.devices); ok {
+		loops = append(loops, c.migLoop)
 	}
 	for _, loop := range loops {
 		c.wg.Add(1)
@@ -364,7 +376,7 @@ func (c *Client) startRunner(a *api.Allocation, restore bool) error {
 		Alloc: a, AllocDir: filepath.Join(c.cfg.DataDir, "alloc", a.ID), Node: node, Region: c.cfg.Region,
 		Drivers: c.drivers, Clock: c.cfg.Clock, Logger: c.cfg.Logger, Store: c.db, Restore: restore,
 		OnUpdate: c.markDirty, Services: c.registrar, ServiceLookup: c.lookupService,
-		Identities: c.signIdentities, Network: c.network,
+		Identities: c.signIdentities, Network: c.network, MPS: c.mps,
 	})
 	if err != nil {
 		return err

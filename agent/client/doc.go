@@ -8,7 +8,9 @@
 // A client that cannot heartbeat for its TTL stops each alloc after its
 // group's max_client_disconnect (at once without one) and reports it lost
 // once back in touch; then every alloc's status is sent again
-// (disconnect.go).
+// (disconnect.go). A node with MIG-capable GPUs long-polls its MIG
+// change and applies it once no task of its own uses those GPUs, then
+// registers its new devices with the outcome (mig.go).
 //
 // The fs and logs endpoints open every path beneath the alloc dir with
 // openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS (an
@@ -24,12 +26,17 @@
 // it runs that no restored task owns: each is logged at WARN, never
 // stopped.
 //
+// GPUs shared in MPS mode get one MPS control daemon each, run by the
+// client's agent/gpushare Manager (DataDir/mps/<GPU UUID>/); at Start the
+// daemons of GPUs no restored task holds are told to quit, the others are
+// adopted by their tasks (gpushare.go).
+//
 // Imports: api, drivers, agent/{fingerprint,allocrunner,taskrunner,
-// clientstate}, internal/clock. It talks to servers only through
+// clientstate,gpushare}, internal/clock. It talks to servers only through
 // api.Client; never imports server.
 //
 // Concurrency: Start launches the loops (register/heartbeat, alloc
-// watch, status updates, re-fingerprint, disconnect watch) and one goroutine per alloc
+// watch, status updates, re-fingerprint, disconnect watch, MIG changes) and one goroutine per alloc
 // runner, all owned by the Client and waited for in Shutdown. Handler,
 // HasAlloc and NodeID are safe for concurrent use.
 package client

@@ -492,6 +492,9 @@ func (c *Client) deviceLoop(ctx context.Context) {
 		c.mu.Lock()
 		n := c.node.Copy()
 		n.NodeResources.Devices = devs
+		if m, ok := c.devices.(MIGApplier); ok {
+			n.GPUs = m.GPUs()
+		}
 		c.node = n
 		c.mu.Unlock()
 		c.log.Info("device fingerprint changed, re-registering")

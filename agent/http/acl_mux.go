@@ -125,7 +125,7 @@ func (c capability) of(r *nethttp.Request) capability {
 	case "client":
 		return clientCap(r)
 	case "nodesub":
-		if r.PathValue("sub") == "client-allocs" {
+		if sub := r.PathValue("sub"); sub == "client-allocs" || sub == "client-mig" {
 			return self
 		}
 		return nodeRead
@@ -235,7 +235,8 @@ var (
 	// the server: an introduction, a client certificate or its secret).
 	nodeRegister = capability{kind: "register"}
 	// nodeSub is GET /v1/node/{id}/{sub}: allocations (node read, each
-	// alloc in a namespace the token reads) or client-allocs (self).
+	// alloc in a namespace the token reads), client-allocs or client-mig
+	// (self).
 	nodeSub = capability{kind: "nodesub"}
 	// client is /v1/client/...: the capability of the action (clientCap).
 	client = capability{kind: "client"}

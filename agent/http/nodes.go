@@ -41,6 +41,7 @@ type NodesBackend interface {
 	UpdateAllocsFromClient(ctx context.Context, nodeID, secret string, allocs []*api.Allocation) (uint64, error)
 	UpdateNodeDrain(ctx context.Context, req *api.NodeUpdateDrainRequest) (*api.NodeUpdateResponse, error)
 	UpdateNodeEligibility(ctx context.Context, req *api.NodeUpdateEligibilityRequest) (*api.NodeUpdateResponse, error)
+	ApplyNodeMIG(ctx context.Context, req *api.NodeMIGApplyRequest) (*api.NodeMIGApplyResponse, error)
 }
 
 // nodeHandlers serve /v1/nodes and /v1/node/{id}/... (pools, services
@@ -103,6 +104,8 @@ func (h *nodeHandlers) sub(w nethttp.ResponseWriter, r *nethttp.Request) (any, e
 		return h.allocs(w, r)
 	case "client-allocs":
 		return h.clientAllocs(w, r)
+	case "client-mig":
+		return h.clientMIG(w, r)
 	}
 	return nil, api.Errorf(api.ErrNotFound, "no endpoint GET "+r.URL.Path)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	nethttp "net/http"
 	"slices"
+	"strings"
 
 	memdb "github.com/hashicorp/go-memdb"
 
@@ -120,7 +121,18 @@ func (h *queueHandlers) upsert(w nethttp.ResponseWriter, r *nethttp.Request) (an
 		return nil, err
 	}
 	h.s.setMeta(w, idx)
+	if qw, ok := h.b.(queueWarner); ok {
+		if warn := qw.QueueWarnings(queues); len(warn) > 0 {
+			return &api.QueueUpsertResponse{Warnings: strings.Join(warn, "\n")}, nil
+		}
+	}
 	return nil, nil
+}
+
+// queueWarner is the optional ability of a QueuesBackend to say what in
+// queues it applied may not work as written (a GPU model no node has).
+type queueWarner interface {
+	QueueWarnings(queues []*api.Queue) []string
 }
 
 func (h *queueHandlers) delete(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {

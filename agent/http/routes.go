@@ -187,6 +187,8 @@ func (s *HTTPServer) routeTable() []route {
 		{"PUT /v1/node/{id}/drain", nodeWrite, j(nodes.drain)},
 		{"POST /v1/node/{id}/eligibility", nodeWrite, j(nodes.eligibility)},
 		{"PUT /v1/node/{id}/eligibility", nodeWrite, j(nodes.eligibility)},
+		{"POST /v1/node/{id}/gpu/mig", nodeWrite, j(nodes.migApply)},
+		{"PUT /v1/node/{id}/gpu/mig", nodeWrite, j(nodes.migApply)},
 		{"PUT /v1/node/register", nodeRegister, j(nodes.register)},
 		{"POST /v1/node/register", nodeRegister, j(nodes.register)},
 		{"PUT /v1/node/intro", nodeWrite, j(nodes.intro)},

@@ -200,10 +200,12 @@ func TestNodeSecretBoundToItsNode(t *testing.T) {
 		{"POST", n1 + "/allocations/fetch", api.NodeAllocFetchRequest{AllocIDs: []string{ts.bravoAllocs[0].ID}}},
 		{"PUT", n1 + "/allocations/update", api.NodeAllocUpdateRequest{}},
 		{"GET", n1 + "/client-allocs", nil},
+		{"GET", n1 + "/client-mig", nil},
 		{"PUT", n1 + "/services", api.NodeServicesRequest{}},
 		{"PUT", n1 + "/identities", api.TaskIdentityRequest{AllocID: ts.bravoAllocs[0].ID, Task: "srv"}},
 		{"PUT", n1 + "/drain", api.NodeUpdateDrainRequest{DrainSpec: &api.DrainSpec{Deadline: time.Hour}}},
 		{"PUT", n1 + "/eligibility", api.NodeUpdateEligibilityRequest{Eligibility: api.NodeSchedulingIneligible}},
+		{"PUT", n1 + "/gpu/mig", api.NodeMIGApplyRequest{Layouts: []api.MIGLayout{{GPU: "GPU-x", Disable: true}}}},
 		{"GET", n1 + "/allocations", nil},
 		{"GET", n1, nil},
 		{"PUT", "/v1/client/metadata?node_id=" + ts.n1.ID, api.NodeMetaApplyRequest{Meta: map[string]*string{}}},
@@ -212,6 +214,7 @@ func TestNodeSecretBoundToItsNode(t *testing.T) {
 			t.Errorf("%s %s with another node's secret = %d %s, want 403", c.method, c.path, code, b)
 		}
 		if strings.Contains(c.path, "/drain") || strings.Contains(c.path, "/eligibility") || strings.Contains(c.path, "metadata") ||
+			strings.HasSuffix(c.path, "/gpu/mig") ||
 			c.path == n1 || strings.HasSuffix(c.path, "/allocations") {
 			continue // node write's own powers
 		}

@@ -4,7 +4,11 @@
 // MASTER_ADDR/MASTER_PORT/WORLD_SIZE/RANK, which the job's env overrides),
 // hands the driver the device nodes of its GPUs (the paths the node's
 // fingerprint gives each allocated instance, plus the NVIDIA control
-// devices), interpolates ${...} in driver config and env, fetches
+// devices), gives a task holding GPU shares its share (DROVER_GPU_SHARE,
+// DROVER_GPU_MEMORY_LIMIT) and, in MPS mode, its GPUs' MPS daemons
+// (held through MPSDaemons from setup until the task is dead; their pipe
+// directories mounted at /run/nvidia-mps/<uuid> for drivers that mount
+// the task dirs) and CUDA_MPS_* limits (gpushare.go), interpolates ${...} in driver config and env, fetches
 // http(s) artifacts and the dispatch payload, renders templates, starts
 // the task (or reattaches to it after an agent
 // restart), waits for it, applies the restart policy, kills it with the

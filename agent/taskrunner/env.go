@@ -44,10 +44,14 @@ type EnvInput struct {
 	Node   *api.Node
 	Region string
 	Dirs   Dirs
+	// MPSPipeDirs are the MPS pipe directories of the task's GPUs shared
+	// in MPS mode as the task sees them, by GPU UUID (nil: none).
+	MPSPipeDirs map[string]string
 }
 
 // BuildEnv returns the task's environment: every variable under both the
-// DROVER_ and the NOMAD_ prefix, GPU visibility, a gang member's
+// DROVER_ and the NOMAD_ prefix, GPU visibility and GPU shares (see
+// gpuShareEnv; DROVER_ only), a gang member's
 // DROVER_GANG_* and torch.distributed variables (see gangEnv), then the
 // task's own env (interpolated against the former, and overriding it).
 func BuildEnv(in EnvInput) map[string]string {
@@ -114,6 +118,7 @@ func BuildEnv(in EnvInput) map[string]string {
 				v["NVIDIA_VISIBLE_DEVICES"] = j
 				set("GPU_IDS", j)
 			}
+			gpuShareEnv(v, tr, in.Node, in.MPSPipeDirs)
 		}
 		for _, p := range ar.Shared.Ports {
 			ip := p.HostIP

@@ -57,6 +57,9 @@ type Config struct {
 	// NetNS returns the alloc's network namespace, setting it up on first
 	// call (nil: the driver's default network).
 	NetNS func(ctx context.Context) (string, error)
+	// MPS runs the MPS control daemons of GPUs shared in MPS mode (nil: a
+	// task given an MPS share fails setup).
+	MPS MPSDaemons
 }
 
 // TaskRunner runs one task. See the package doc for the concurrency contract.
@@ -398,6 +401,7 @@ func (tr *TaskRunner) killed() bool {
 // so a later agent can reattach.
 func (tr *TaskRunner) Run(ctx context.Context) {
 	defer close(tr.doneCh)
+	defer tr.mpsRelease(ctx) // before doneCh: a dead task's daemons are let go by then
 	// Helpers that live as long as the runner: identity renewal and
 	// template re-rendering.
 	if tr.cfg.Identities != nil {
@@ -416,6 +420,9 @@ func (tr *TaskRunner) Run(ctx context.Context) {
 	}
 	var waitCh <-chan *drivers.ExitResult
 	if st == api.TaskStateRunning && h != nil && h.Config != nil {
+		// Hold its MPS daemons first, so that they are let go however the
+		// reattach ends.
+		tr.mpsReattach(ctx)
 		err := tr.cfg.Driver.RecoverTask(ctx, h)
 		if err == nil {
 			waitCh, err = tr.cfg.Driver.WaitTask(ctx, h.Config.ID)
@@ -726,7 +733,12 @@ func (tr *TaskRunner) setup(ctx context.Context, alloc *api.Allocation, task *ap
 	if tr.cfg.MountedDirs {
 		dirs = MountedDirs()
 	}
-	env := BuildEnv(EnvInput{Alloc: alloc, Task: task, Node: tr.cfg.Node, Region: tr.cfg.Region, Dirs: dirs})
+	res := taskResources(alloc, task)
+	mpsDirs, mpsMounts, err := tr.mpsSetup(ctx, res)
+	if err != nil {
+		return nil, err
+	}
+	env := BuildEnv(EnvInput{Alloc: alloc, Task: task, Node: tr.cfg.Node, Region: tr.cfg.Region, Dirs: dirs, MPSPipeDirs: mpsDirs})
 	if alloc.Job != nil {
 		if err := WritePayload(taskDir, task.DispatchPayload, alloc.Job.Payload); err != nil {
 			return nil, fmt.Errorf("dispatch payload: %w", err)
@@ -770,6 +782,9 @@ func (tr *TaskRunner) setup(ctx context.Context, alloc *api.Allocation, task *ap
 		}
 	}
 	maps.Copy(env, extra)
+	if !tr.started {
+		tr.shareWarnings(res)
+	}
 	if !tr.started && len(task.Templates) > 0 {
 		tr.emit(&api.TaskEvent{Type: api.TaskSetup, DisplayMessage: fmt.Sprintf("Rendered %d template(s)", len(task.Templates))})
 	} else if !tr.started {
@@ -783,10 +798,8 @@ func (tr *TaskRunner) setup(ctx context.Context, alloc *api.Allocation, task *ap
 	if lc == nil {
 		lc = api.DefaultLogConfig()
 	}
-	var res *api.AllocatedTaskResources
 	var ports []api.AllocatedPort
 	if alloc.AllocatedResources != nil {
-		res = alloc.AllocatedResources.Tasks[task.Name]
 		ports = alloc.AllocatedResources.Shared.Ports
 	}
 	cfg := &drivers.TaskConfig{
@@ -799,6 +812,7 @@ func (tr *TaskRunner) setup(ctx context.Context, alloc *api.Allocation, task *ap
 	if cfg.Mounts, err = VolumeMounts(alloc, task, tr.cfg.Node); err != nil {
 		return nil, err
 	}
+	cfg.Mounts = append(cfg.Mounts, mpsMounts...)
 	if tr.cfg.NetNS != nil {
 		if cfg.NetNS, err = tr.cfg.NetNS(ctx); err != nil {
 			return nil, fmt.Errorf("bridge network: %w", err)

@@ -1,8 +1,6 @@
 package fairshare
 
 import (
-	"strings"
-
 	"github.com/drover/drover/api"
 )
 
@@ -23,17 +21,19 @@ func GroupAsk(tg *api.TaskGroup) api.QueueResources {
 		r.CPU += int64(res.CPU)
 		r.MemoryMB += int64(res.MemoryMB)
 		for _, d := range res.Devices {
-			parts := strings.Split(d.Name, "/")
+			// The scheduler's queue accounting reads asks the same way
+			// (api.GPUAskModel: MIG instances do not count).
+			model, gpu := api.GPUAskModel(d.Name)
+			if !gpu {
+				continue
+			}
 			n := AskGPUs(d)
-			switch {
-			case len(parts) == 1 && parts[0] == "gpu", len(parts) == 2 && parts[1] == "gpu":
-				r.GPUs = api.RoundGPUs(r.GPUs + n)
-			case len(parts) == 3 && parts[1] == "gpu":
-				r.GPUs = api.RoundGPUs(r.GPUs + n)
+			r.GPUs = api.RoundGPUs(r.GPUs + n)
+			if model != "" {
 				if r.GPUsByModel == nil {
 					r.GPUsByModel = map[string]float64{}
 				}
-				r.GPUsByModel[d.Name] = api.RoundGPUs(r.GPUsByModel[d.Name] + n)
+				r.GPUsByModel[model] = api.RoundGPUs(r.GPUsByModel[model] + n)
 			}
 		}
 	}
@@ -63,7 +63,7 @@ func NodeOffers(n *api.Node) api.QueueResources {
 	r.CPU = n.NodeResources.Cpu.CpuShares
 	r.MemoryMB = n.NodeResources.Memory.MemoryMB
 	for _, d := range n.NodeResources.Devices {
-		if d.Type != "gpu" {
+		if d.Type != api.DeviceTypeGPU {
 			continue
 		}
 		k := 0

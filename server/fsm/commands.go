@@ -46,6 +46,7 @@ const (
 	ServiceUpdateType          MessageType = 25
 	RootKeyUpsertType          MessageType = 26
 	ACLWriteType               MessageType = 27
+	NodeMIGUpdateType          MessageType = 28
 )
 
 var typeNames = map[MessageType]string{
@@ -60,6 +61,7 @@ var typeNames = map[MessageType]string{
 	QueueUpsertType: "QueueUpsert", QueueDeleteType: "QueueDelete",
 	NamespaceUpsertType: "NamespaceUpsert", NamespaceDeleteType: "NamespaceDelete",
 	ServiceUpdateType: "ServiceUpdate", RootKeyUpsertType: "RootKeyUpsert", ACLWriteType: "ACLWrite",
+	NodeMIGUpdateType: "NodeMIGUpdate",
 }
 
 func (t MessageType) String() string {
@@ -276,6 +278,14 @@ type NodeEligibilityUpdateRequest struct {
 	Eligibility string            `json:"Eligibility"`
 	Event       *api.NodeEvent    `json:"Event,omitempty"`
 	Evals       []*api.Evaluation `json:"Evals,omitempty"`
+}
+
+// NodeMIGUpdateRequest asks a MIG layout change of a node (pending until
+// its client applies it).
+type NodeMIGUpdateRequest struct {
+	NodeID string             `json:"NodeID"`
+	Change *api.NodeMIGChange `json:"Change"`
+	Event  *api.NodeEvent     `json:"Event,omitempty"`
 }
 
 // AllocClientUpdateRequest carries a client's alloc status batch (only

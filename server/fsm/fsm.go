@@ -226,6 +226,14 @@ func (f *FSM) apply(t MessageType, index uint64, body json.RawMessage) error {
 		return f.nodeWrite(s, index, req.NodeID, req.Evals, func(tx *state.Txn) error {
 			return tx.UpdateNodeEligibility(req.NodeID, req.Eligibility, req.Event)
 		})
+	case NodeMIGUpdateType:
+		req, err := decodeBody[NodeMIGUpdateRequest](body)
+		if err != nil {
+			return err
+		}
+		return f.nodeWrite(s, index, req.NodeID, nil, func(tx *state.Txn) error {
+			return tx.UpdateNodeMIG(req.NodeID, req.Change, req.Event)
+		})
 	case AllocClientUpdateType:
 		req, err := decodeBody[AllocClientUpdateRequest](body)
 		if err != nil {

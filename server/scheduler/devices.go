@@ -36,19 +36,10 @@ type devPick struct {
 	share *api.AllocatedShare
 }
 
-// deviceNameMatch matches "gpu", "nvidia/gpu" or "nvidia/gpu/<model>".
-func deviceNameMatch(name string, d *api.NodeDeviceResource) bool {
-	parts := strings.Split(name, "/")
-	switch len(parts) {
-	case 1:
-		return parts[0] == d.Type
-	case 2:
-		return parts[0] == d.Vendor && parts[1] == d.Type
-	case 3:
-		return parts[0] == d.Vendor && parts[1] == d.Type && parts[2] == d.Name
-	}
-	return false
-}
+// deviceNameMatch matches "gpu", "nvidia/gpu" or "nvidia/gpu/<model>",
+// the model by name or alias ("H100", "1g.10gb" for MIG instances): see
+// api.NodeDeviceResource.Matches.
+func deviceNameMatch(name string, d *api.NodeDeviceResource) bool { return d.Matches(name) }
 
 // constraintsOK checks ${device.*} constraints on a device group.
 func (pk *devicePicker) constraintsOK(req *api.RequestedDevice, d *api.NodeDeviceResource) bool {
@@ -71,6 +62,13 @@ func (pk *devicePicker) check(l, op, r string, d *api.NodeDeviceResource) bool {
 	case "type":
 		return pk.m.check(op, d.Type, true, r, true)
 	case "model", "name":
+		// = and != also take the model's aliases ("H100").
+		switch op {
+		case "=", "==", "is", "":
+			return d.ModelIs(r)
+		case "!=", "not":
+			return !d.ModelIs(r)
+		}
 		return pk.m.check(op, d.Name, true, r, true)
 	}
 	if a, ok := strings.CutPrefix(key, "attr."); ok {
@@ -185,6 +183,9 @@ func (pk *devicePicker) pick(ns *nodeState, asks []devAsk) ([]devPick, bool) {
 // GPUs stay whole. Its score is the share over what is free of the
 // instances it takes (1: they are filled up).
 func (pk *devicePicker) pickShare(ns *nodeState, ask *devAsk, g *api.NodeDeviceResource, taken map[string]struct{}, shared map[string]int) (devPick, bool) {
+	if g.Type == api.DeviceTypeMIG {
+		return devPick{}, false // a MIG instance is not shared (api/gpumodel.go)
+	}
 	sh := ask.req.Share
 	mode := sh.ShareMode()
 	mem := capacity.DeviceMemoryMB(g)

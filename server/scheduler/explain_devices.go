@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"sort"
 	"strings"
 
 	"github.com/drover/drover/api"
@@ -14,7 +15,15 @@ import (
 type devShortfall struct {
 	asks []*api.RequestedDevice
 	best map[*api.RequestedDevice]devFree
+	// named holds the asks some noted node has the model of (free or
+	// not); models are the GPU and MIG models of the noted nodes, for
+	// the line of an ask naming a model none has.
+	named  map[*api.RequestedDevice]bool
+	models map[string]*api.NodeDeviceResource
 }
+
+// maxShortfallModels bounds the models collected and listed.
+const maxShortfallModels = 8
 
 type devFree struct {
 	node      string
@@ -32,7 +41,10 @@ func (d *devShortfall) note(pk *devicePicker, tc *tgCtx, ns *nodeState) {
 		free, connected := pk.freeMatching(ns, req)
 		if d.best == nil {
 			d.best = map[*api.RequestedDevice]devFree{}
+			d.named = map[*api.RequestedDevice]bool{}
+			d.models = map[string]*api.NodeDeviceResource{}
 		}
+		d.noteModels(req, ns)
 		cur, seen := d.best[req]
 		if !seen {
 			d.asks = append(d.asks, req)
@@ -44,12 +56,64 @@ func (d *devShortfall) note(pk *devicePicker, tc *tgCtx, ns *nodeState) {
 	}
 }
 
+// noteModels records whether ns has req's model and the GPU and MIG
+// models it has.
+func (d *devShortfall) noteModels(req *api.RequestedDevice, ns *nodeState) {
+	if ns.node.NodeResources == nil {
+		return
+	}
+	for _, g := range ns.node.NodeResources.Devices {
+		if deviceNameMatch(req.Name, g) {
+			d.named[req] = true
+		}
+		if _, seen := d.models[g.ID()]; !seen && len(d.models) < 4*maxShortfallModels &&
+			(g.Type == api.DeviceTypeGPU || g.Type == api.DeviceTypeMIG) {
+			d.models[g.ID()] = g
+		}
+	}
+}
+
+// unknownModel is the line for an ask naming a model ("nvidia/gpu/H100")
+// no noted node has, "" for other asks: "no node has a GPU model
+// matching nvidia/gpu/H1000 (known: NVIDIA H100 80GB HBM3 (H100,
+// H100-80GB), ...)", so a typo is not read as "exhausted".
+func (d *devShortfall) unknownModel(req *api.RequestedDevice) string {
+	if d.named[req] || strings.Count(req.Name, "/") != 2 {
+		return ""
+	}
+	vendor, rest, _ := strings.Cut(req.Name, "/")
+	typ, _, _ := strings.Cut(rest, "/")
+	var known []string
+	for _, g := range d.models {
+		if g.Vendor == vendor && (g.Type == typ || typ == api.DeviceTypeGPU && g.Type == api.DeviceTypeMIG) {
+			known = append(known, api.GPUModelLabel(g))
+		}
+	}
+	sort.Strings(known)
+	kind := "device"
+	if typ == api.DeviceTypeGPU || typ == api.DeviceTypeMIG {
+		kind = "GPU"
+	}
+	line := "no node has a " + kind + " model matching " + req.Name
+	switch {
+	case len(known) > maxShortfallModels:
+		line += " (known: " + strings.Join(known[:maxShortfallModels], ", ") + ", ...)"
+	case len(known) > 0:
+		line += " (known: " + strings.Join(known, ", ") + ")"
+	}
+	return line
+}
+
 // lines renders one line per ask.
 func (d *devShortfall) lines() []string {
 	var out []string
 	for _, req := range d.asks {
 		b := d.best[req]
 		line := "needs " + describeAsk(req) + "; "
+		if u := d.unknownModel(req); u != "" {
+			out = append(out, line+u)
+			continue
+		}
 		if b.free == 0 {
 			line += "no node has a matching one free"
 		} else {
@@ -68,7 +132,9 @@ func (d *devShortfall) reasons() []api.PendingReason {
 		need := int(max(req.Count, 1))
 		r := api.PendingReason{Kind: api.PendingDevices, Need: need, Have: b.free, Connected: b.connected}
 		msg := "needs " + describeAsk(req) + " on one node; "
-		if b.free == 0 {
+		if u := d.unknownModel(req); u != "" {
+			msg += u
+		} else if b.free == 0 {
 			msg += "no node has a matching one free"
 		} else {
 			r.Node = b.node

@@ -62,6 +62,13 @@ func NewWorkload(halfLife int) *Workload {
 	return &Workload{halfLife: float64(halfLife), scale: 1, w: map[shapeKey]float64{}}
 }
 
+// Reset forgets every observation.
+func (w *Workload) Reset() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.scale, w.w = 1, map[shapeKey]float64{}
+}
+
 // shapeKeyOf rounds an ask's CPU and memory (to 500 MHz and 1 GiB, up),
 // so asks that differ a little share a shape.
 func shapeKeyOf(gpus, milli int, cpu, mem int64) shapeKey {
@@ -133,8 +140,11 @@ func (w *Workload) add(k shapeKey, n float64) {
 
 // Shapes are the most frequent shapes that cover 95% of the recent asks'
 // weight, most frequent first, their weights summing to 1 (nil before
-// any GPU ask).
+// any GPU ask, or on a nil Workload).
 func (w *Workload) Shapes() []WorkloadShape {
+	if w == nil {
+		return nil
+	}
 	w.mu.Lock()
 	var out []WorkloadShape
 	var total float64

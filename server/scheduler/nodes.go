@@ -23,11 +23,14 @@ type nodeState struct {
 	pos   int
 	class string
 
-	loaded   bool
-	cap      *capacity.Node
-	allocs   []*api.Allocation // live allocs (not stopped by this plan)
-	jobTG    map[string]int    // live allocs of the scheduled job, by group
-	jobTotal int
+	loaded bool
+	cap    *capacity.Node
+	// capShared: cap is a UsageCache entry's, cloned before the first
+	// change (ownCap).
+	capShared bool
+	allocs    []*api.Allocation // live allocs (not stopped by this plan)
+	jobTG     map[string]int    // live allocs of the scheduled job, by group
+	jobTotal  int
 	// changed, once loaded, is the pass's log of nodes whose usage
 	// changes (see devIndex).
 	changed *changeLog
@@ -140,6 +143,10 @@ func (l *ledger) load(ns *nodeState) {
 		return
 	}
 	ns.loaded = true
+	if l.loadCached(ns) {
+		ns.changed = &l.changed
+		return
+	}
 	ns.cap = capacity.NewNode(ns.node)
 	allocs, err := l.env.st.AllocsByNode(ns.node.ID)
 	if err != nil {
@@ -201,6 +208,14 @@ func (ns *nodeState) addAlloc(a *api.Allocation, job *api.Job) {
 	ns.insertAlloc(len(ns.allocs), a, job)
 }
 
+// ownCap returns cap, first made the pass's own when it is shared.
+func (ns *nodeState) ownCap() *capacity.Node {
+	if ns.capShared {
+		ns.cap, ns.capShared = ns.cap.Clone(), false
+	}
+	return ns.cap
+}
+
 // insertAlloc counts a live alloc at position i of the node's list.
 func (ns *nodeState) insertAlloc(i int, a *api.Allocation, job *api.Job) {
 	if i == len(ns.allocs) {
@@ -209,7 +224,7 @@ func (ns *nodeState) insertAlloc(i int, a *api.Allocation, job *api.Job) {
 		ns.allocs = slices.Insert(ns.allocs, i, a)
 	}
 	v := capacity.AllocVector(a.AllocatedResources)
-	ns.cap.Add(&v)
+	ns.ownCap().Add(&v)
 	ns.logChange()
 	if job != nil && a.JobID == job.ID && a.Namespace == job.Namespace {
 		if ns.jobTG == nil {
@@ -229,7 +244,7 @@ func (ns *nodeState) removeAlloc(a *api.Allocation, job *api.Job) int {
 		}
 		ns.allocs = append(ns.allocs[:i:i], ns.allocs[i+1:]...)
 		v := capacity.AllocVector(x.AllocatedResources) // what was counted, whatever copy a is
-		ns.cap.Sub(&v)
+		ns.ownCap().Sub(&v)
 		ns.logChange()
 		if job != nil && x.JobID == job.ID && x.Namespace == job.Namespace {
 			if ns.jobTG[x.TaskGroup]--; ns.jobTG[x.TaskGroup] == 0 {

@@ -117,7 +117,7 @@ func (q *queueLimits) apply(a *api.Allocation, sign int) {
 func quotaAsk(tc *tgCtx, ns *nodeState, picks []devPick) api.QueueResources {
 	r := api.QueueResources{CPU: tc.cpuOn(ns), MemoryMB: tc.mem}
 	for _, p := range picks {
-		if p.group.Type != "gpu" || len(p.ids) == 0 {
+		if p.group.Type != api.DeviceTypeGPU || len(p.ids) == 0 {
 			continue
 		}
 		n := (&api.AllocatedDeviceResource{DeviceIDs: p.ids, Share: p.share}).GPUs()
@@ -168,15 +168,20 @@ func quotaOver(used, ask api.QueueResources, limit *api.QueueResources) []string
 	if limit.GPUs > 0 && ask.GPUs > 0 && api.RoundGPUs(used.GPUs+ask.GPUs) > limit.GPUs {
 		out = append(out, fmt.Sprintf("gpu %s of %s used, %s more asked", g(used.GPUs), g(limit.GPUs), g(ask.GPUs)))
 	}
-	models := make([]string, 0, len(ask.GPUsByModel))
-	for m := range ask.GPUsByModel {
-		models = append(models, m)
-	}
-	sort.Strings(models)
-	for _, m := range models {
-		n := ask.GPUsByModel[m]
-		if lim, ok := limit.GPUsByModel[m]; ok && n > 0 && api.RoundGPUs(used.GPUsByModel[m]+n) > lim {
-			out = append(out, fmt.Sprintf("gpu %s %s of %s used, %s more asked", m, g(used.GPUsByModel[m]), g(lim), g(n)))
+	if len(ask.GPUsByModel) > 0 {
+		// A limit's model key counts every model it names ("H100" counts
+		// "nvidia/gpu/NVIDIA H100 80GB HBM3"): api.GPUModelKeyMatches, as
+		// the plan applier counts them.
+		models := make([]string, 0, len(limit.GPUsByModel))
+		for m := range limit.GPUsByModel {
+			models = append(models, m)
+		}
+		sort.Strings(models)
+		for _, m := range models {
+			lim := limit.GPUsByModel[m]
+			if n := ask.ModelGPUs(m); n > 0 && api.RoundGPUs(used.ModelGPUs(m)+n) > lim {
+				out = append(out, fmt.Sprintf("gpu %s %s of %s used, %s more asked", m, g(used.ModelGPUs(m)), g(lim), g(n)))
+			}
 		}
 	}
 	if limit.CPU > 0 && ask.CPU > 0 && used.CPU+ask.CPU > limit.CPU {
@@ -189,10 +194,11 @@ func quotaOver(used, ask api.QueueResources, limit *api.QueueResources) []string
 }
 
 // isGPUAsk reports whether a device ask names GPUs ("gpu", "nvidia/gpu",
-// "nvidia/gpu/H100").
+// "nvidia/gpu/H100"; not MIG instances, which queues do not count: see
+// api.GPUAskModel).
 func isGPUAsk(name string) bool {
-	parts := strings.Split(name, "/")
-	return len(parts) == 1 && parts[0] == "gpu" || len(parts) >= 2 && parts[1] == "gpu"
+	_, ok := api.GPUAskModel(name)
+	return ok
 }
 
 // isQuotaDim reports whether an exhausted dimension is a queue limit.

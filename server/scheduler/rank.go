@@ -337,7 +337,7 @@ func (rk *ranker) score(tc *tgCtx, ns *nodeState, picks []devPick, prevNode stri
 		// for asks with and without GPUs (CPU taken from next to idle
 		// GPUs strands them); the other scores break near ties.
 		c.devices = f
-		c.score = 0.9*f + 0.1*(sum/cnt)
+		c.score = f + fragTieWeight*(sum/cnt)
 		return c
 	}
 	if len(picks) > 0 {
@@ -527,3 +527,8 @@ func (g groupNodes) fitsNode(ns *nodeState) bool {
 	ok, _ := g.rk.nodeOK(g.tc, ns)
 	return ok
 }
+
+// fragTieWeight is how much the other scores count beside the
+// fragmentation score: enough to break its ties, too little to outweigh
+// a real difference.
+var fragTieWeight = 0.001

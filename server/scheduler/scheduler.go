@@ -78,6 +78,9 @@ type Options struct {
 	// of the fragmentation those shapes see (fragment.go). Nil: GPU
 	// placement is best fit.
 	Workload []WorkloadShape
+	// Usage, when set and the State is a VersionedState, keeps nodes'
+	// usage between passes (usage.go). Nil: each pass adds it up.
+	Usage *UsageCache
 }
 
 // DefaultMaxGroupCount is the default bound on a group's count: the

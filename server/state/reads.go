@@ -191,6 +191,23 @@ func (r *reads) AllocsByNode(ws memdb.WatchSet, nodeID string) ([]*api.Allocatio
 	return list[api.Allocation](r, ws, nil, TableAllocs, "node", nodeID)
 }
 
+// NodeAllocsVersion names the version of the node's allocs: the watch
+// channel of their part of the node index, a new one whenever an alloc on
+// the node is written or deleted (the radix tree copies the path to a
+// changed leaf, each copy with its own channel). Equal versions, from
+// this store or a snapshot of it, hold the same allocs.
+func (r *reads) NodeAllocsVersion(nodeID string) (any, error) {
+	return nodeAllocsVersion(r.db.Txn(false), nodeID)
+}
+
+func nodeAllocsVersion(txn *memdb.Txn, nodeID string) (any, error) {
+	it, err := txn.Get(TableAllocs, "node", nodeID)
+	if err != nil {
+		return nil, err
+	}
+	return it.WatchCh(), nil
+}
+
 // NodeAllocsByID returns, in ids' order, each ID's alloc when it is on
 // nodeID, else nil (no such alloc, or another node's). From nodeWalkMin
 // IDs up it reads the node's allocs in one walk of the node index, where

@@ -1,6 +1,8 @@
 package state
 
 import (
+	"github.com/hashicorp/go-memdb"
+
 	"github.com/drover/drover/api"
 )
 
@@ -14,6 +16,7 @@ func (s *Snapshot) Scheduler() *SchedulerView { return &SchedulerView{s: s, inde
 type SchedulerView struct {
 	s     *Snapshot
 	index uint64
+	txn   *memdb.Txn // NodeAllocsVersion's, made on first use (a pass reads from one goroutine)
 }
 
 type schedState = *SchedulerView
@@ -30,6 +33,12 @@ func (a schedState) AllocsByJob(ns, jobID string) ([]*api.Allocation, error) {
 }
 func (a schedState) AllocsByNode(nodeID string) ([]*api.Allocation, error) {
 	return a.s.AllocsByNode(nil, nodeID)
+}
+func (a schedState) NodeAllocsVersion(nodeID string) (any, error) {
+	if a.txn == nil {
+		a.txn = a.s.db.Txn(false)
+	}
+	return nodeAllocsVersion(a.txn, nodeID)
 }
 func (a schedState) LatestDeploymentByJobID(ns, jobID string) (*api.Deployment, error) {
 	return a.s.LatestDeploymentByJobID(nil, ns, jobID)

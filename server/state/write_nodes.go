@@ -43,8 +43,9 @@ func nodeEvent(n *api.Node, typ string) api.Event {
 }
 
 // UpsertNode stores node (taking ownership). A re-registration keeps
-// CreateIndex, the drain state, the eligibility and the events; a new node
-// without eligibility is eligible.
+// CreateIndex, the drain state, the eligibility, the events and the MIG
+// change (whose outcome the client may report: write_node_mig.go); a new
+// node without eligibility is eligible.
 func (t *Txn) UpsertNode(node *api.Node) error {
 	if node == nil || node.ID == "" {
 		return fmt.Errorf("upsert node: missing node ID: %w", api.ErrBadRequest)
@@ -70,6 +71,12 @@ func (t *Txn) UpsertNode(node *api.Node) error {
 			t.touch(TableNodeAllocIndex)
 		}
 	}
+	// The servers own the MIG change; while one is pending, the devices
+	// it takes away stay unavailable whatever the client reports.
+	var migEvent *api.NodeEvent
+	node.MIGChange, migEvent = mergeMIGChange(existing, node.MIGChange)
+	markMIGPending(node)
+	t.addNodeEvent(node, migEvent)
 	if node.SchedulingEligibility == "" {
 		node.SchedulingEligibility = api.NodeSchedulingEligible
 	}

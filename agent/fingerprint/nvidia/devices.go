@@ -3,6 +3,7 @@ package nvidia
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/drover/drover/api"
 )
@@ -10,8 +11,8 @@ import (
 // Device types reported for NVIDIA devices.
 const (
 	Vendor  = "nvidia"
-	TypeGPU = "gpu"
-	TypeMIG = "mig"
+	TypeGPU = api.DeviceTypeGPU
+	TypeMIG = api.DeviceTypeMIG
 )
 
 // Attribute names of NVIDIA device groups, for ${device.attr.<name>}.
@@ -22,12 +23,22 @@ const (
 	AttrCUDAVersion       = "cuda_version"       // string "12.4"
 	AttrMIGProfile        = "mig_profile"        // string "1g.10gb" (MIG groups)
 	AttrParentModel       = "parent_model"       // string, the MIG instance's GPU model
+	// AttrAliases are the model's short names, comma separated, as device
+	// asks, queue gpu_models and ${device.model} constraints accept them
+	// ("H100,H100-80GB"; a MIG group's "1g.10gb,H100 MIG 1g.10gb,...").
+	// The server derives the same names from the group's name
+	// (api.GPUModelAliases): this attribute shows them and serves
+	// set_contains constraints.
+	AttrAliases = "aliases"
 )
 
 // BuildDevices turns a snapshot into the node's device groups: one group
 // per GPU model (Type "gpu") and one per MIG model+profile (Type "mig",
-// Name "<model> MIG <profile>"). GPUs in MIG mode are represented only by
-// their instances. Each instance carries its device minor and device
+// Name "<model> MIG <profile>"), each with its aliases (AttrAliases). A
+// MIG group is a device model of its own: asked for as
+// "nvidia/gpu/<profile>" or "nvidia/mig", never by a plain "nvidia/gpu"
+// (api/gpumodel.go). GPUs in MIG mode are represented only by their
+// instances. Each instance carries its device minor and device
 // nodes (see devicePaths), the one source the client's drivers expose.
 // unhealthy maps a device UUID to the reason it is unhealthy; a GPU's
 // reason also covers its MIG instances.
@@ -41,6 +52,9 @@ func BuildDevices(sys *System, unhealthy map[string]string) []*api.NodeDeviceRes
 		k := typ + "/" + name
 		if g := byKey[k]; g != nil {
 			return g
+		}
+		if al := api.GPUModelAliases(name); len(al) > 0 {
+			attrs[AttrAliases] = strAttr(strings.Join(al, ","))
 		}
 		g := &api.NodeDeviceResource{Vendor: Vendor, Type: typ, Name: name, Attributes: attrs}
 		byKey[k] = g

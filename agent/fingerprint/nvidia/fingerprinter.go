@@ -29,6 +29,8 @@ type Fingerprinter struct {
 	cfg Config
 	log *slog.Logger
 
+	applyMu sync.Mutex // one MIG layout change at a time (ApplyMIG)
+
 	mu        sync.Mutex
 	sys       *System
 	unhealthy map[string]string // UUID -> reason (sticky until restart)

@@ -51,6 +51,10 @@ type GPU struct {
 	// schedulable.
 	MIGEnabled bool
 	MIG        []MIGDevice
+	// MIGCapable: NVML reports a MIG mode for the GPU; MIGProfiles are
+	// the GPU instance profiles it offers, by profile ID (mig.go).
+	MIGCapable  bool
+	MIGProfiles []MIGProfile
 	// ECCUncorrected is the volatile count of uncorrected ECC errors.
 	ECCUncorrected uint64
 }

@@ -131,7 +131,12 @@ func readGPU(d nvml.Device, i int, caps migCaps) (GPU, error) {
 	if n, ret := d.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC); ret == nvml.SUCCESS {
 		g.ECCUncorrected = n
 	}
-	if cur, _, ret := d.GetMigMode(); ret == nvml.SUCCESS && cur == nvml.DEVICE_MIG_ENABLE {
+	cur, _, ret := d.GetMigMode()
+	if ret == nvml.SUCCESS {
+		g.MIGCapable = true
+		g.MIGProfiles = readProfiles(d)
+	}
+	if ret == nvml.SUCCESS && cur == nvml.DEVICE_MIG_ENABLE {
 		g.MIGEnabled = true
 		mig, err := readMIG(d, g.Minor, caps)
 		if err != nil {
@@ -333,10 +338,4 @@ func (l *nvmlLib) Close() error {
 		return fmt.Errorf("nvml shutdown: %v", ret)
 	}
 	return nil
-}
-
-// migProfile names a MIG profile the way nvidia-smi does: "1g.10gb".
-func migProfile(slices uint32, memMiB uint64) string {
-	gb := (memMiB + 512) / 1024
-	return fmt.Sprintf("%dg.%dgb", slices, gb)
 }

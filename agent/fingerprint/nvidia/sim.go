@@ -3,8 +3,11 @@ package nvidia
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/drover/drover/api"
 )
 
 // Simulator is a Library backed by a simulated DGX server whose faults
@@ -20,11 +23,21 @@ type Simulator interface {
 // pureSim is the simulator of CGO_ENABLED=0 builds: the same server as
 // the go-nvml mock based one, without NVML types.
 type pureSim struct {
-	cfg   SimConfig
-	shape Shape
-	ev    events
-	mu    sync.Mutex
-	ecc   [8]uint64
+	cfg      SimConfig
+	shape    Shape
+	profiles []MIGProfile
+	ev       events
+	mu       sync.Mutex
+	ecc      [8]uint64
+	mig      [8]simMIG
+}
+
+// simMIG is the MIG state of one simulated GPU: its GPU instances by ID
+// (each with compute instance 0), and how many layouts it was given.
+type simMIG struct {
+	on  bool
+	gis []MIGProfile
+	gen int
 }
 
 // NewPureSim returns the pure-Go simulator (also used in cgo builds' tests).
@@ -33,7 +46,16 @@ func NewPureSim(cfg SimConfig) (Simulator, error) {
 	if !ok {
 		return nil, fmt.Errorf("simulated GPU server %q: %w", cfg.Shape, ErrNoNVML)
 	}
-	return &pureSim{cfg: cfg, shape: sh}, nil
+	s := &pureSim{cfg: cfg, shape: sh, profiles: simMIGProfiles(sh)}
+	if cfg.MIG {
+		for i := range s.mig {
+			s.mig[i].on = true
+			for range sh.MIGCount {
+				s.mig[i].gis = append(s.mig[i].gis, s.profiles[0])
+			}
+		}
+	}
+	return s, nil
 }
 
 func (s *pureSim) Snapshot() (*System, error) {
@@ -43,12 +65,13 @@ func (s *pureSim) Snapshot() (*System, error) {
 	for i := range 8 {
 		g := GPU{Index: i, Minor: s.cfg.minor(i), UUID: simUUID("GPU", s.cfg.NodeID, i), Name: s.shape.Model,
 			MemoryMiB: s.shape.MemoryMiB, CCMajor: s.shape.CCMajor, CCMinor: s.shape.CCMinor,
-			PCIBusID: simBusIDs[i], NUMANode: simNUMA(i), MIGEnabled: s.cfg.MIG, ECCUncorrected: s.ecc[i]}
-		if s.cfg.MIG {
-			for gi := range s.shape.MIGCount {
+			PCIBusID: simBusIDs[i], NUMANode: simNUMA(i), MIGEnabled: s.mig[i].on, ECCUncorrected: s.ecc[i],
+			MIGCapable: true, MIGProfiles: slices.Clone(s.profiles)}
+		if m := s.mig[i]; m.on {
+			for gi, p := range m.gis {
 				giCap, ciCap := driverMIGCaps(g.Minor, gi, 0)
-				g.MIG = append(g.MIG, MIGDevice{UUID: simUUID("MIG", s.cfg.NodeID, i, gi), Profile: s.shape.MIGProfile,
-					MemoryMiB: s.shape.MIGMemMiB, GI: gi, CI: 0, GICap: giCap, CICap: ciCap})
+				g.MIG = append(g.MIG, MIGDevice{UUID: simMIGUUID(s.cfg.NodeID, i, gi, m.gen), Profile: p.Name,
+					MemoryMiB: p.MemoryMiB, GI: gi, CI: 0, GICap: giCap, CICap: ciCap})
 			}
 		}
 		sys.GPUs = append(sys.GPUs, g)
@@ -73,4 +96,29 @@ func (s *pureSim) SetECC(index int, n uint64) {
 	s.mu.Lock()
 	s.ecc[index] = n
 	s.mu.Unlock()
+}
+
+// ConfigureMIG gives a simulated GPU a new layout: its GPU instances are
+// numbered from 0 in creation order, largest first, as go-nvml's mock
+// numbers them after a full teardown.
+func (s *pureSim) ConfigureMIG(l api.MIGLayout) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := -1
+	for k := range s.mig {
+		if simUUID("GPU", s.cfg.NodeID, k) == l.GPU {
+			i = k
+		}
+	}
+	if i < 0 {
+		return fmt.Errorf("no GPU %s", l.GPU)
+	}
+	plan, err := migPlan(GPU{Index: i, Name: s.shape.Model, MIGCapable: true, MIGProfiles: s.profiles}, l)
+	if err != nil {
+		return err
+	}
+	m := &s.mig[i]
+	m.on, m.gis = !l.Disable, plan
+	m.gen++
+	return nil
 }

@@ -5,6 +5,7 @@ package nvidia
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +17,8 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh200"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
+
+	"github.com/drover/drover/api"
 )
 
 // Simulate builds a simulated DGX server on go-nvml's mock servers, with
@@ -53,6 +56,14 @@ type mockSim struct {
 	mu    sync.Mutex
 	ecc   map[string]uint64 // UUID -> count
 	ctx   context.Context   // of the WaitEvent in progress
+
+	// MIG device handles by GPU index and how many layouts each GPU was
+	// given (mig.go's simMIGUUID), under migMu; confMu serialises
+	// ConfigureMIG.
+	confMu sync.Mutex
+	migMu  sync.Mutex
+	migs   [8][]nvml.Device
+	gen    [8]int
 }
 
 func (s *mockSim) setup() error {
@@ -70,11 +81,6 @@ func (s *mockSim) setup() error {
 		d.PciBusID = simBusIDs[i]
 		d.Config.Name = strings.TrimPrefix(d.Config.Name, "Mock ")
 		s.device(d)
-		if s.cfg.MIG {
-			if err := s.carveMIG(d, i); err != nil {
-				return err
-			}
-		}
 	}
 	s.srv.EventSetCreateFunc = func() (nvml.EventSet, nvml.Return) {
 		return &mock.EventSet{
@@ -94,6 +100,13 @@ func (s *mockSim) setup() error {
 		}, nvml.SUCCESS
 	}
 	s.Library = FromNVML(s.srv)
+	if s.cfg.MIG {
+		for i, d := range devs {
+			if err := s.carveMIG(d, i); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
@@ -138,8 +151,19 @@ func (s *mockSim) device(d *server.Device) {
 	}
 	d.GetSupportedEventTypesFunc = func() (uint64, nvml.Return) { return critical, nvml.SUCCESS }
 	d.RegisterEventsFunc = func(uint64, nvml.EventSet) nvml.Return { return nvml.SUCCESS }
-	d.GetMaxMigDeviceCountFunc = func() (int, nvml.Return) { return 0, nvml.SUCCESS }
-	d.GetMigDeviceHandleByIndexFunc = func(int) (nvml.Device, nvml.Return) { return nil, nvml.ERROR_NOT_FOUND }
+	d.GetMaxMigDeviceCountFunc = func() (int, nvml.Return) {
+		s.migMu.Lock()
+		defer s.migMu.Unlock()
+		return len(s.migs[i]), nvml.SUCCESS
+	}
+	d.GetMigDeviceHandleByIndexFunc = func(k int) (nvml.Device, nvml.Return) {
+		s.migMu.Lock()
+		defer s.migMu.Unlock()
+		if k < 0 || k >= len(s.migs[i]) {
+			return nil, nvml.ERROR_INVALID_ARGUMENT
+		}
+		return s.migs[i][k], nvml.SUCCESS
+	}
 	d.GetGpuInstanceByIdFunc = func(id int) (nvml.GpuInstance, nvml.Return) {
 		d.RLock()
 		defer d.RUnlock()
@@ -152,51 +176,84 @@ func (s *mockSim) device(d *server.Device) {
 	}
 }
 
-// carveMIG enables MIG and creates Shape.MIGCount 1-slice instances, each
-// with one compute instance, as `nvidia-smi mig -cgi 1g.10gb -C` would.
+// carveMIG gives GPU i Shape.MIGCount 1-slice instances, each with one
+// compute instance, as `nvidia-smi mig -cgi 1g.10gb -C` would.
 func (s *mockSim) carveMIG(d *server.Device, i int) error {
-	if r, _ := d.SetMigMode(nvml.DEVICE_MIG_ENABLE); r != nvml.SUCCESS {
-		return fmt.Errorf("mock gpu %d: enable mig: %v", i, r)
+	l := api.MIGLayout{GPU: d.UUID}
+	name := migProfile(1, s.shape.MIGMemMiB)
+	for range s.shape.MIGCount {
+		l.Profiles = append(l.Profiles, name)
 	}
-	info, r := d.GetGpuInstanceProfileInfo(nvml.GPU_INSTANCE_PROFILE_1_SLICE)
-	if r != nvml.SUCCESS {
-		return fmt.Errorf("mock gpu %d: 1-slice profile: %v", i, r)
+	if err := s.Library.(MIGConfigurer).ConfigureMIG(l); err != nil {
+		return fmt.Errorf("mock gpu %d: %w", i, err)
 	}
-	var migs []nvml.Device
-	for k := range s.shape.MIGCount {
-		gi, r := d.CreateGpuInstance(&info)
-		if r != nvml.SUCCESS {
-			return fmt.Errorf("mock gpu %d: gpu instance: %v", i, r)
-		}
-		ciInfo, r := gi.GetComputeInstanceProfileInfo(nvml.COMPUTE_INSTANCE_PROFILE_1_SLICE, nvml.COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
-		if r != nvml.SUCCESS {
-			return fmt.Errorf("mock gpu %d: compute profile: %v", i, r)
-		}
-		ci, r := gi.CreateComputeInstance(&ciInfo)
-		if r != nvml.SUCCESS {
-			return fmt.Errorf("mock gpu %d: compute instance: %v", i, r)
-		}
-		giID := int(gi.(*server.GpuInstance).Info.Id)
-		ciID := int(ci.(*server.ComputeInstance).Info.Id)
-		uuid := simUUID("MIG", s.cfg.NodeID, i, k)
-		mem := info.MemorySizeMB << 20
-		migs = append(migs, &mock.Device{
-			GetUUIDFunc:                            func() (string, nvml.Return) { return uuid, nvml.SUCCESS },
-			GetGpuInstanceIdFunc:                   func() (int, nvml.Return) { return giID, nvml.SUCCESS },
-			GetComputeInstanceIdFunc:               func() (int, nvml.Return) { return ciID, nvml.SUCCESS },
-			GetMemoryInfoFunc:                      func() (nvml.Memory, nvml.Return) { return nvml.Memory{Total: mem}, nvml.SUCCESS },
-			IsMigDeviceHandleFunc:                  func() (bool, nvml.Return) { return true, nvml.SUCCESS },
-			GetDeviceHandleFromMigDeviceHandleFunc: func() (nvml.Device, nvml.Return) { return d, nvml.SUCCESS },
-		})
-	}
-	d.GetMaxMigDeviceCountFunc = func() (int, nvml.Return) { return len(migs), nvml.SUCCESS }
-	d.GetMigDeviceHandleByIndexFunc = func(k int) (nvml.Device, nvml.Return) {
-		if k < 0 || k >= len(migs) {
-			return nil, nvml.ERROR_INVALID_ARGUMENT
-		}
-		return migs[k], nvml.SUCCESS
-	}
+	s.handles(d, i)
 	return nil
+}
+
+// ConfigureMIG runs the NVML adapter's ConfigureMIG on the mock GPU, then
+// gives its MIG instances handles (the mock has none): GPU instances
+// numbered from 0 after the teardown, UUIDs from the GPU's layout count.
+func (s *mockSim) ConfigureMIG(l api.MIGLayout) error {
+	s.confMu.Lock()
+	defer s.confMu.Unlock()
+	for i, dev := range s.srv.Devices {
+		d := dev.(*server.Device)
+		if d.UUID != l.GPU {
+			continue
+		}
+		d.Lock()
+		d.GpuInstanceCounter = 0
+		d.Unlock()
+		err := s.Library.(MIGConfigurer).ConfigureMIG(l)
+		if err == nil {
+			s.migMu.Lock()
+			s.gen[i]++
+			s.migMu.Unlock()
+		}
+		s.handles(d, i)
+		return err
+	}
+	return fmt.Errorf("no GPU %s", l.GPU)
+}
+
+// handles builds the MIG device handles of GPU i from its mock GPU and
+// compute instances, by GPU instance ID.
+func (s *mockSim) handles(d *server.Device, i int) {
+	d.RLock()
+	gis := make([]*server.GpuInstance, 0, len(d.GpuInstances))
+	for gi := range d.GpuInstances {
+		gis = append(gis, gi)
+	}
+	d.RUnlock()
+	sort.Slice(gis, func(a, b int) bool { return gis[a].Info.Id < gis[b].Info.Id })
+	s.migMu.Lock()
+	defer s.migMu.Unlock()
+	var migs []nvml.Device
+	for _, gi := range gis {
+		gi.RLock()
+		cis := make([]*server.ComputeInstance, 0, len(gi.ComputeInstances))
+		for ci := range gi.ComputeInstances {
+			cis = append(cis, ci)
+		}
+		gi.RUnlock()
+		sort.Slice(cis, func(a, b int) bool { return cis[a].Info.Id < cis[b].Info.Id })
+		giID := int(gi.Info.Id)
+		mem := d.Config.MIGProfiles.GpuInstanceProfiles[int(gi.Info.ProfileId)].MemorySizeMB << 20
+		for _, ci := range cis {
+			ciID := int(ci.Info.Id)
+			uuid := simMIGUUID(s.cfg.NodeID, i, giID, s.gen[i])
+			migs = append(migs, &mock.Device{
+				GetUUIDFunc:                            func() (string, nvml.Return) { return uuid, nvml.SUCCESS },
+				GetGpuInstanceIdFunc:                   func() (int, nvml.Return) { return giID, nvml.SUCCESS },
+				GetComputeInstanceIdFunc:               func() (int, nvml.Return) { return ciID, nvml.SUCCESS },
+				GetMemoryInfoFunc:                      func() (nvml.Memory, nvml.Return) { return nvml.Memory{Total: mem}, nvml.SUCCESS },
+				IsMigDeviceHandleFunc:                  func() (bool, nvml.Return) { return true, nvml.SUCCESS },
+				GetDeviceHandleFromMigDeviceHandleFunc: func() (nvml.Device, nvml.Return) { return d, nvml.SUCCESS },
+			})
+		}
+	}
+	s.migs[i] = migs
 }
 
 // WaitEvent passes ctx to the mock event set's Wait (NVML's has none).

@@ -196,15 +196,46 @@ export function countsView(c) {
   return h('span', { class: 'counts' }, parts.length ? parts : h('span', { class: 'muted' }, 'none'));
 }
 
-/** resources sums an alloc's AllocatedResources: cpu MHz, memory MB, GPU device IDs. */
+/**
+ * resources sums an alloc's AllocatedResources: cpu MHz, memory MB, GPU device IDs, gpuMilli (thousandths
+ * of a GPU held: a whole one is 1000, a share its Milli) and grants (one {id, share} per GPU held; share
+ * is the AllocatedShare, null for a whole GPU).
+ */
 export function allocResources(ar) {
-  const r = { cpu: 0, mem: 0, gpus: [] };
+  const r = { cpu: 0, mem: 0, gpus: [], gpuMilli: 0, grants: [] };
   for (const t of Object.values(ar?.Tasks || {})) {
     r.cpu += t.Cpu?.CpuShares || 0;
     r.mem += t.Memory?.MemoryMB || 0;
-    for (const d of t.Devices || []) if (d.Type === 'gpu') r.gpus.push(...(d.DeviceIDs || []));
+    for (const d of t.Devices || []) {
+      if (d.Type !== 'gpu') continue;
+      for (const id of d.DeviceIDs || []) {
+        r.gpus.push(id);
+        r.gpuMilli += d.Share ? d.Share.Milli || 0 : 1000;
+        r.grants.push({ id, share: d.Share || null });
+      }
+    }
   }
   return r;
+}
+
+/** fmtGPUs formats thousandths of a GPU as GPUs: 6, 0.25, 2.125. */
+export const fmtGPUs = (milli) => String(Math.round(milli || 0) / 1000);
+
+/** shareAsk formats a DeviceShare asked of each device: "0.25 mps, limit 0.5", "10 GiB time-slicing". */
+export function shareAsk(s) {
+  const amount = s.MemoryMB ? mb(s.MemoryMB) : String(s.Fraction);
+  return `${amount} ${s.Mode || 'time-slicing'}${s.Limit ? `, limit ${s.Limit}` : ''}`;
+}
+
+/**
+ * shareGrant formats an AllocatedShare held of each device: "0.25 mps, limit 0.5, 20 GiB" (the limit only
+ * above the share; without the mode where the page shows it once per device).
+ */
+export function shareGrant(s, withMode = true) {
+  const parts = [withMode ? `${fmtGPUs(s.Milli)} ${s.Mode || 'time-slicing'}` : fmtGPUs(s.Milli)];
+  if (s.LimitMilli > s.Milli) parts.push(`limit ${fmtGPUs(s.LimitMilli)}`);
+  if (s.MemoryMB) parts.push(mb(s.MemoryMB));
+  return parts.join(', ');
 }
 
 /** nodeCapacity is what a node offers to allocations (total minus reserved). */
@@ -222,16 +253,17 @@ export function nodeCapacity(n) {
 /** liveAlloc reports whether an allocation still holds its resources. */
 export const liveAlloc = (a) => a.DesiredStatus === 'run' && !['complete', 'failed', 'lost'].includes(a.ClientStatus);
 
-/** usageByNode sums the resources of live allocations per node ID. */
+/** usageByNode sums the resources of live allocations per node ID (gpus: the GPU IDs held, a shared one once per holder). */
 export function usageByNode(allocs) {
   const m = new Map();
   for (const a of allocs || []) {
     if (!liveAlloc(a)) continue;
-    const u = m.get(a.NodeID) || { cpu: 0, mem: 0, gpus: [], allocs: [] };
+    const u = m.get(a.NodeID) || { cpu: 0, mem: 0, gpus: [], gpuMilli: 0, allocs: [] };
     const r = allocResources(a.AllocatedResources);
     u.cpu += r.cpu;
     u.mem += r.mem;
     u.gpus.push(...r.gpus);
+    u.gpuMilli += r.gpuMilli;
     u.allocs.push(a);
     m.set(a.NodeID, u);
   }

@@ -1,9 +1,11 @@
-// pages/job.js: one job: groups and tasks, allocations, evaluations,
+// pages/job.js: one job: groups and tasks (with the GPU shares asked),
+// allocations (with the GPUs or shares given), evaluations,
 // versions (with revert), placement failures, the job's definition as
 // the API holds it, and stop/start/re-evaluate.
 import { watch, get, put, post, del, url, onEvents } from '../api.js';
 import {
   h, replace, table, td, pill, link, when, errorBox, loading, countsView, summaryCounts, enc, shortId, kv, mhz, mb, restarts, confirmButton, debounce,
+  allocResources, shareAsk, shareGrant,
 } from '../dom.js';
 import { failuresView } from './failures.js';
 
@@ -124,11 +126,25 @@ export function render(root, { id }, { signal, query }) {
     td('wrap', (g.Tasks || []).map((t) => h('div', null,
       h('b', null, t.Name), ` · ${t.Driver} · ${mhz(t.Resources?.CPU)} · ${mb(t.Resources?.MemoryMB)}`,
       t.Config?.command ? h('span', { class: 'mono muted' }, ` · ${t.Config.command} ${(t.Config.args || []).join(' ')}`.slice(0, 140)) : null,
-      (t.Resources?.Devices || []).length ? ` · devices: ${t.Resources.Devices.map((d) => `${d.Count ?? 1}× ${d.Name}`).join(', ')}` : null))),
+      (t.Resources?.Devices || []).length ? [' · devices: ', t.Resources.Devices.map((d, i) => [i ? ', ' : '', `${d.Count ?? 1}× ${d.Name}`,
+        d.Share ? h('span', { class: 'share-ask', dataset: { device: d.Name } }, ` (share ${shareAsk(d.Share)} of each)`) : null])] : null))),
   ]));
+
+  // gpuCell is what GPUs an alloc was given: "2 GPUs" whole, or each
+  // share with the GPU it is of ("0.25 mps, limit 0.5, 20 GiB of GPU-…").
+  const gpuCell = (a) => {
+    const { grants } = allocResources(a.AllocatedResources);
+    const whole = grants.filter((g) => !g.share);
+    return td('wrap gpu-grant',
+      whole.length ? h('div', { title: whole.map((g) => g.id).join(', ') }, `${whole.length} GPU${whole.length === 1 ? '' : 's'}`) : null,
+      grants.filter((g) => g.share).map((g) => h('div', { class: 'share-grant', dataset: { gpu: g.id, milli: g.share.Milli, mode: g.share.Mode } },
+        `${shareGrant(g.share)} of `, h('span', { class: 'mono', title: g.id }, g.id.slice(0, 12)))),
+      grants.length ? null : '–');
+  };
 
   const allocsView = () => {
     if (!allocs) return loading();
+    const withGPUs = allocs.some((a) => allocResources(a.AllocatedResources).grants.length);
     const rows = [...allocs].sort((a, b) => b.CreateIndex - a.CreateIndex).map((a) => h('tr', { dataset: { allocId: a.ID, status: a.ClientStatus, desired: a.DesiredStatus } },
       td('', link(`/ui/allocations/${a.ID}`, shortId(a.ID), { class: 'mono alloc-link' })),
       td('opt', a.Name),
@@ -137,9 +153,10 @@ export function render(root, { id }, { signal, query }) {
       td('', a.NodeID ? link(`/ui/nodes/${a.NodeID}`, a.NodeName || shortId(a.NodeID)) : '–'),
       td('', when(a.CreateTime)),
       td('num', restarts(a)),
+      withGPUs ? gpuCell(a) : null,
       td('num opt', a.JobVersion)));
-    return table(['ID', { label: 'Name', class: 'opt' }, 'Status', { label: 'Desired', class: 'opt' }, 'Node', 'Age', { label: 'Restarts', class: 'num' }, { label: 'Version', class: 'num opt' }],
-      rows, { id: 'allocs-table', empty: 'No allocations.' });
+    return table(['ID', { label: 'Name', class: 'opt' }, 'Status', { label: 'Desired', class: 'opt' }, 'Node', 'Age', { label: 'Restarts', class: 'num' },
+      withGPUs ? 'GPUs' : null, { label: 'Version', class: 'num opt' }].filter(Boolean), rows, { id: 'allocs-table', empty: 'No allocations.' });
   };
 
   const evalsView = () => {

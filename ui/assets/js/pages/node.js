@@ -1,10 +1,11 @@
 // pages/node.js: one node: attributes, drivers' health, devices (GPUs with
-// the NVLink/PCIe topology matrix), allocations, events, and the
+// who holds each, the shares of shared ones and their free part, and the
+// NVLink/PCIe topology matrix), allocations, events, and the
 // drain/eligibility toggles.
 import { watch, get, post, url } from '../api.js';
 import {
   h, replace, table, td, pill, link, when, errorBox, loading, enc, shortId, kv, bar, mhz, mb, nodeCapacity, usageByNode, restarts,
-  allocResources,
+  allocResources, fmtGPUs, shareGrant,
 } from '../dom.js';
 
 // fullID is the length of a node ID; a shorter one in the URL is a prefix.
@@ -87,7 +88,7 @@ function show(root, id, { signal }) {
       return;
     }
     const cap = nodeCapacity(node);
-    const u = usageByNode((allocs || []).map((a) => ({ ...a, NodeID: id }))).get(id) || { cpu: 0, mem: 0, gpus: [], allocs: [] };
+    const u = usageByNode((allocs || []).map((a) => ({ ...a, NodeID: id }))).get(id) || { cpu: 0, mem: 0, gpus: [], gpuMilli: 0, allocs: [] };
     const nr = node.NodeResources || {};
     if (!sections) {
       // Built once, so the attribute filter keeps its focus across live updates.
@@ -108,7 +109,7 @@ function show(root, id, { signal }) {
       h('div', { class: 'panel', id: 'node-resources' }, h('h3', null, 'Allocated / available'), kv([
         ['CPU', bar(u.cpu, cap.cpu, 'cpu', `${mhz(u.cpu)} / ${mhz(cap.cpu)}`)],
         ['Memory', bar(u.mem, cap.mem, 'mem', `${mb(u.mem)} / ${mb(cap.mem)}`)],
-        ['GPUs', cap.gpus.length ? bar(u.gpus.length, cap.gpus.length, 'gpu', `${u.gpus.length} / ${cap.gpus.length}`) : 'none'],
+        ['GPUs', cap.gpus.length ? bar(u.gpuMilli / 1000, cap.gpus.length, 'gpu', `${fmtGPUs(u.gpuMilli)} / ${cap.gpus.length}`) : 'none'],
         ['Cores', nr.Cpu?.TotalCpuCores || '–'], ['Disk', mb(nr.Disk?.DiskMB)],
         ['Reserved', `${mhz(node.ReservedResources?.Cpu?.CpuShares || 0)}, ${mb(node.ReservedResources?.Memory?.MemoryMB || 0)}`],
       ]))));
@@ -167,11 +168,26 @@ function attr(a) {
 const linkClass = { nvlink: 'nv', 'pcie-switch': 'sw', 'pcie-host': 'host', system: 'sys' };
 const linkLabel = (l) => (l.Kind === 'nvlink' ? `NV${l.NVLinks || ''}` : { 'pcie-switch': 'PIX', 'pcie-host': 'PHB', system: 'SYS' }[l.Kind] || l.Kind);
 
-// holders maps each device instance ID to the live alloc holding it.
+// holders maps each device instance ID to the live allocs holding it:
+// [{alloc, share}], share null for the whole instance.
 function holders(allocs) {
   const m = new Map();
-  for (const a of allocs) for (const g of allocResources(a.AllocatedResources).gpus) m.set(g, a);
+  for (const a of allocs) {
+    for (const g of allocResources(a.AllocatedResources).grants) {
+      if (!m.has(g.id)) m.set(g.id, []);
+      m.get(g.id).push({ alloc: a, share: g.share });
+    }
+  }
   return m;
+}
+
+// heldBy is an instance's holders: a link to each alloc, with the share
+// it holds when the instance is shared ("0.25, limit 0.5, 20 GiB").
+function heldBy(hs) {
+  if (!hs.length) return pill('free', 'idle');
+  return hs.map(({ alloc, share }) => h('div', { class: share ? 'share' : 'whole', dataset: { allocId: alloc.ID, milli: share ? share.Milli : 1000 } },
+    link(`/ui/allocations/${alloc.ID}`, alloc.Name, { class: 'alloc-link', title: alloc.ID }),
+    share ? ` ${shareGrant(share, false)}` : null));
 }
 
 function devicesView(devices, used) {
@@ -180,14 +196,21 @@ function devicesView(devices, used) {
     const inst = d.Instances || [];
     const attrs = Object.entries(d.Attributes || {}).sort(([a], [b]) => a.localeCompare(b));
     const mem = d.Attributes?.memory;
-    const rows = inst.map((i, n) => [
-      td('num', n), h('span', { class: 'mono' }, i.ID), used.has(i.ID) ? link(`/ui/allocations/${used.get(i.ID).ID}`, used.get(i.ID).Name, { class: 'alloc-link', title: used.get(i.ID).ID }) : pill('free', 'idle'),
-      pill(i.Healthy ? 'healthy' : 'unhealthy'), td('wrap', i.HealthDescription || ''),
-      h('span', { class: 'mono' }, i.Locality?.PciBusID || '–'), td('num', i.Locality?.NUMANode ?? '–'),
-    ]);
+    const rows = inst.map((i, n) => {
+      const hs = used.get(i.ID) || [];
+      // A shared GPU runs one mode; what its holders do not hold is free.
+      const shared = hs.length > 0 && hs.every((x) => x.share);
+      const milli = hs.reduce((sum, x) => sum + (x.share ? x.share.Milli : 1000), 0);
+      const modes = [...new Set(hs.filter((x) => x.share).map((x) => x.share.Mode))];
+      return h('tr', { dataset: { gpu: i.ID, free: Math.max(0, 1000 - milli), mode: shared ? modes.join(',') : '' } },
+        td('num', n), td('', h('span', { class: 'mono' }, i.ID)), td('held-by', heldBy(hs)),
+        td('mode', shared ? modes.join(', ') : '–'), td('num free', fmtGPUs(Math.max(0, 1000 - milli))),
+        td('', pill(i.Healthy ? 'healthy' : 'unhealthy')), td('wrap', i.HealthDescription || ''),
+        td('', h('span', { class: 'mono' }, i.Locality?.PciBusID || '–')), td('num', i.Locality?.NUMANode ?? '–'));
+    });
     return h('div', { class: 'panel device' },
       h('h3', null, `${d.Vendor}/${d.Type}/${d.Name}`, ` · ${inst.length} instance${inst.length === 1 ? '' : 's'}`, mem ? ` · ${attr(mem)} each` : ''),
-      table([{ label: '#', class: 'num' }, 'ID', 'Held by', 'Health', 'Detail', 'PCI bus', { label: 'NUMA', class: 'num' }], rows),
+      table([{ label: '#', class: 'num' }, 'ID', 'Held by', 'Share mode', { label: 'Free', class: 'num' }, 'Health', 'Detail', 'PCI bus', { label: 'NUMA', class: 'num' }], rows),
       attrs.length ? h('div', { class: 'sub' }, attrs.map(([k, v]) => `${k}=${attr(v)}`).join(' · ')) : null,
       matrix(inst));
   }));

@@ -2,7 +2,7 @@
 // allocated-vs-total CPU, memory and GPUs as bars.
 import { watch, url } from '../api.js';
 import { setQuery } from '../router.js';
-import { h, replace, table, td, pill, link, errorBox, loading, shortId, bar, mhz, mb, nodeCapacity, usageByNode } from '../dom.js';
+import { h, replace, table, td, pill, link, errorBox, loading, shortId, bar, mhz, mb, nodeCapacity, usageByNode, fmtGPUs } from '../dom.js';
 
 export function render(root, _params, { signal, query }) {
   let nodes = null;
@@ -25,7 +25,7 @@ export function render(root, _params, { signal, query }) {
     count.textContent = `${list.length} of ${nodes.length}`;
     const rows = list.map((n) => {
       const cap = nodeCapacity(n);
-      const u = use.get(n.ID) || { cpu: 0, mem: 0, gpus: [], allocs: [] };
+      const u = use.get(n.ID) || { cpu: 0, mem: 0, gpus: [], gpuMilli: 0, allocs: [] };
       const drivers = Object.entries(n.Drivers || {}).filter(([, d]) => d.Detected).sort(([a], [b]) => a.localeCompare(b));
       return h('tr', { dataset: { nodeId: n.ID, status: n.Status } },
         td('', link(`/ui/nodes/${n.ID}`, n.Name || shortId(n.ID), { class: 'node-link' }), h('div', { class: 'sub mono' }, shortId(n.ID))),
@@ -37,7 +37,7 @@ export function render(root, _params, { signal, query }) {
         td('num', u.allocs.length),
         td('', bar(u.cpu, cap.cpu, 'cpu', `${mhz(u.cpu)} / ${mhz(cap.cpu)}`)),
         td('', bar(u.mem, cap.mem, 'mem', `${mb(u.mem)} / ${mb(cap.mem)}`)),
-        td('', cap.gpus.length ? bar(u.gpus.length, cap.gpus.length, 'gpu', `${u.gpus.length} / ${cap.gpus.length}`) : h('span', { class: 'muted' }, '–')));
+        td('', cap.gpus.length ? bar(u.gpuMilli / 1000, cap.gpus.length, 'gpu', `${fmtGPUs(u.gpuMilli)} / ${cap.gpus.length}`) : h('span', { class: 'muted' }, '–')));
     });
     replace(out, errs.allocs ? errorBox(errs.allocs, 'Could not list allocations (usage bars may be stale)') : null,
       table(['Name', 'Status', 'Eligibility', 'Drain', { label: 'Datacenter', class: 'opt' }, { label: 'Drivers', class: 'opt' },

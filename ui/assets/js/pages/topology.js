@@ -1,7 +1,7 @@
 // pages/topology.js: every node as a box sized by its capacity and filled by
 // its allocated CPU, memory and GPUs, grouped by datacenter, with cluster totals.
 import { watch, url } from '../api.js';
-import { h, replace, errorBox, loading, bar, mhz, mb, nodeCapacity, usageByNode, stat, shortId, allocResources } from '../dom.js';
+import { h, replace, errorBox, loading, bar, mhz, mb, nodeCapacity, usageByNode, stat, shortId, allocResources, fmtGPUs } from '../dom.js';
 
 export function render(root, _params, { signal }) {
   let nodes = null;
@@ -18,12 +18,12 @@ export function render(root, _params, { signal }) {
       return;
     }
     const use = usageByNode(allocs || []);
-    const t = { cpu: 0, cpuUsed: 0, mem: 0, memUsed: 0, gpu: 0, gpuUsed: 0, ready: 0, allocs: 0 };
+    const t = { cpu: 0, cpuUsed: 0, mem: 0, memUsed: 0, gpu: 0, gpuUsed: 0, ready: 0, allocs: 0 }; // gpuUsed: thousandths
     const maxMem = Math.max(1, ...nodes.map((n) => nodeCapacity(n).mem));
     const byDc = new Map();
     for (const n of [...nodes].sort((a, b) => a.Name.localeCompare(b.Name))) {
       const cap = nodeCapacity(n);
-      const u = use.get(n.ID) || { cpu: 0, mem: 0, gpus: [], allocs: [] };
+      const u = use.get(n.ID) || { cpu: 0, mem: 0, gpus: [], gpuMilli: 0, allocs: [] };
       if (n.Status === 'ready') {
         t.ready++;
         t.cpu += cap.cpu;
@@ -32,7 +32,7 @@ export function render(root, _params, { signal }) {
       }
       t.cpuUsed += u.cpu;
       t.memUsed += u.mem;
-      t.gpuUsed += u.gpus.length;
+      t.gpuUsed += u.gpuMilli;
       t.allocs += u.allocs.length;
       const used = new Set(u.gpus);
       // Width grows with the square root of memory so small nodes stay legible.
@@ -45,7 +45,7 @@ export function render(root, _params, { signal }) {
       h('div', { class: 'sub' }, `${u.allocs.length} alloc${u.allocs.length === 1 ? '' : 's'} · ${n.Status}${n.SchedulingEligibility === 'ineligible' ? ' · ineligible' : ''}`),
       strip('cpu', u.allocs, cap.cpu, (r) => r.cpu, `${mhz(u.cpu)} / ${mhz(cap.cpu)}`),
       strip('mem', u.allocs, cap.mem, (r) => r.mem, `${mb(u.mem)} / ${mb(cap.mem)}`),
-      cap.gpus.length ? h('div', { class: 'strip-label' }, h('span', null, 'gpu'), h('span', null, `${u.gpus.length} / ${cap.gpus.length}`)) : null,
+      cap.gpus.length ? h('div', { class: 'strip-label' }, h('span', null, 'gpu'), h('span', null, `${fmtGPUs(u.gpuMilli)} / ${cap.gpus.length}`)) : null,
       cap.gpus.length ? h('div', { class: 'gpus', title: 'GPUs: filled = allocated' }, cap.gpus.map((g) => h('i', { class: used.has(g.ID) ? 'used' : g.Healthy ? '' : 'sick', title: `${g.ID}${used.has(g.ID) ? ' (allocated)' : ''}` }))) : null);
       box.style.width = `${w}px`;
       const dc = n.Datacenter || '–';
@@ -57,7 +57,7 @@ export function render(root, _params, { signal }) {
       stat(String(t.allocs), 'live allocations'),
       h('div', { class: 'stat' }, h('span', null, 'CPU'), bar(t.cpuUsed, t.cpu, 'cpu', `${mhz(t.cpuUsed)} / ${mhz(t.cpu)}`)),
       h('div', { class: 'stat' }, h('span', null, 'Memory'), bar(t.memUsed, t.mem, 'mem', `${mb(t.memUsed)} / ${mb(t.mem)}`)),
-      h('div', { class: 'stat' }, h('span', null, 'GPUs'), t.gpu ? bar(t.gpuUsed, t.gpu, 'gpu', `${t.gpuUsed} / ${t.gpu}`) : h('b', null, 'none')));
+      h('div', { class: 'stat' }, h('span', null, 'GPUs'), t.gpu ? bar(t.gpuUsed / 1000, t.gpu, 'gpu', `${fmtGPUs(t.gpuUsed)} / ${t.gpu}`) : h('b', null, 'none')));
     replace(out, errs.allocs ? errorBox(errs.allocs, 'Could not list allocations (fill may be stale)') : null,
       legend([...use.values()].flatMap((u) => u.allocs)),
       nodes.length ? [...byDc.entries()].map(([dc, boxes]) => h('div', { class: 'dc' }, h('h3', null, `Datacenter ${dc} · ${boxes.length} node${boxes.length === 1 ? '' : 's'}`), h('div', { class: 'boxes' }, boxes)))

@@ -1,6 +1,7 @@
-// pages/usage.js: GPU-hours over time per queue (GET /v1/usage?by=queue
-// &from=&to=, Unix seconds → UsageResponse) as a stacked column chart, the
-// totals per queue, and the same range as CSV (&format=csv).
+// pages/usage.js: GPU-hours over time per queue, shared GPUs by their
+// fraction (GET /v1/usage?by=queue&from=&to=, Unix seconds →
+// UsageResponse) as a stacked column chart, the totals per queue, and the
+// same range as CSV (&format=csv).
 import { get, url, delay } from '../api.js';
 import { h, replace, table, td, errorBox, loading } from '../dom.js';
 import { stackedChart } from './charts.js';
@@ -11,7 +12,10 @@ const HOUR = 3600;
 const ranges = { '24h': 24 * HOUR, '7d': 7 * 24 * HOUR, '30d': 30 * 24 * HOUR };
 const COLOURS = 8;
 
+// GPU-seconds count shares by their fraction (a quarter of a GPU for an
+// hour is 0.25 GPU-hours), so small figures keep two decimals.
 const gpuHours = (row) => Object.values(row.GPUSeconds || {}).reduce((n, s) => n + s, 0) / HOUR;
+const fmtHours = (n) => (n >= 10 ? n.toFixed(1) : n.toFixed(2));
 const pad = (n) => String(n).padStart(2, '0');
 const hourLabel = (t) => {
   const d = new Date(t * 1000);
@@ -78,7 +82,7 @@ export function render(root, _params, { signal, query }) {
       h('div', { class: 'sub', id: 'usage-span' }, `${hourLabel(from)} – ${hourLabel(to)}, ${step > HOUR ? 'daily' : 'hourly'}`),
       keys.length
         ? h('div', { class: 'panel chart-panel' }, stackedChart(cols, series, {
-          id: 'usage-chart', title: 'GPU-hours per queue', fmt: (n) => (n >= 10 ? n.toFixed(0) : n.toFixed(1)), unit: ' GPU-h',
+          id: 'usage-chart', title: 'GPU-hours per queue', fmt: (n) => (n >= 10 ? n.toFixed(0) : n >= 1 ? n.toFixed(1) : n.toFixed(2)), unit: ' GPU-h',
         }))
         : h('div', { class: 'muted', id: 'usage-empty' }, 'No usage recorded in this range.'),
       table(['Queue', { label: 'GPU-hours', class: 'num' }, 'By GPU model', { label: 'CPU core-hours', class: 'num' },
@@ -87,11 +91,12 @@ export function render(root, _params, { signal, query }) {
         const t = totals[k];
         return h('tr', { dataset: { queue: k } },
           td('', h('i', { class: `swatch c${byName.indexOf(k) % COLOURS}` }), k),
-          td('num gpu-hours', t.gpu.toFixed(1)),
-          td('wrap', Object.entries(t.models).map(([m, n]) => `${m}: ${n.toFixed(1)}`).join(', ') || '–'),
+          td('num gpu-hours', fmtHours(t.gpu)),
+          td('wrap', Object.entries(t.models).map(([m, n]) => `${m}: ${fmtHours(n)}`).join(', ') || '–'),
           td('num', t.cpu.toFixed(1)), td('num', t.mem.toFixed(1)),
           anyCost ? td('num', t.cost.toFixed(2)) : null);
-      }), { id: 'usage-table', empty: 'No usage in this range.' }));
+      }), { id: 'usage-table', empty: 'No usage in this range.' }),
+      h('div', { class: 'sub', id: 'usage-note' }, 'GPU-hours count shared GPUs by their fraction: a quarter of a GPU for an hour is 0.25 GPU-hours.'));
   };
 
   const load = async () => {
