@@ -49,6 +49,7 @@ BENCH_SUMMARY = BEGIN { \
 	t["FairShare share-error-%"] = "<= 5"; t["FairShare late-queue-rounds"] = "<= 1"; \
 	t["Placements10x10000 placements/s"] = ">= 3750"; t["Placements10x10000 missed-heartbeats"] = "<= 0"; \
 	t["C1M placements/s"] = ">= 10000"; t["C1M missed-heartbeats"] = "<= 0"; \
+	t["OpenB alloc-100-%"] = ">= 96"; t["OpenB first-fail-%"] = ">= 95"; t["OpenB replay-s"] = "<= 30"; \
 	t["LeaderFailover leader-ms"] = "<= 1500"; t["LeaderFailover writes-lost"] = "<= 0"; t["LeaderFailover live-nodes-down"] = "<= 0" } \
 	/^Benchmark/ { name = $$1; sub(/-[0-9]+$$/, "", name); sub(/^Benchmark/, "", name); nodes = ""; \
 	for (i = 3; i < NF; i += 2) if ($$(i+1) == "nodes") nodes = sprintf("(%d nodes used)", $$i); \
@@ -60,10 +61,13 @@ BENCH_SUMMARY = BEGIN { \
 
 # The whole-path benchmarks (agent/sim: server processes + simulated nodes)
 # run once each; DROVER_BENCH_C1M=1 adds the 1,000,000-alloc run (minutes).
+# OpenB replays the Alibaba GPU trace (server/testdata/openb, FGD's method;
+# DROVER_OPENB_SEEDS seeds, DROVER_OPENB_PODS/NODES other lists of its shape).
 # SupervisorJSON, HostileNesting and HeapHugePages measure what three
 # hand-written pieces buy against the library way (each package's doc.go).
 bench: build ## run the benchmarks; print placements/s, start-up, memory, 100-task, whole-path and hand-written-code figures (also to build/bench.txt)
 	@mkdir -p build && { $(GO) test -run '^$$' -bench . -benchtime 3x -benchmem ./server/scheduler/ && \
+		$(GO) test -run '^$$' -bench 'BenchmarkOpenB$$' -benchtime 1x -timeout 30m ./server/ && \
 		DROVER_TEST_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench 'Benchmark(DevAgentStart|DevAgentIdleRSS|RawExec100)$$' -benchtime 3x -timeout 20m ./agent/ && \
 		$(GO) test -run '^$$' -bench 'Benchmark(SupervisorJSON|HostileNesting|HeapHugePages)$$' -benchtime 1x -timeout 10m \
 			./drivers/executor/supervisor/ ./jobspec/ ./agent/hugepages/ && \
