@@ -127,6 +127,31 @@ type NodeDeviceResource struct {
 // ID returns vendor/type/name.
 func (d *NodeDeviceResource) ID() string { return d.Vendor + "/" + d.Type + "/" + d.Name }
 
+// MemoryMB is the memory of each instance of the group: its "memory"
+// attribute, in MiB unless its unit says GiB (or KiB); 0 when unknown.
+func (d *NodeDeviceResource) MemoryMB() int64 {
+	a := d.Attributes["memory"]
+	if a == nil {
+		return 0
+	}
+	var v float64
+	switch {
+	case a.IntVal != nil:
+		v = float64(*a.IntVal)
+	case a.FloatVal != nil:
+		v = *a.FloatVal
+	default:
+		return 0
+	}
+	switch a.Unit {
+	case "GiB", "GB":
+		v *= 1024
+	case "KiB", "KB":
+		v /= 1024
+	}
+	return int64(v)
+}
+
 // NodeDevice is one device instance (a GPU or a MIG instance).
 type NodeDevice struct {
 	ID                string              `json:"ID"`

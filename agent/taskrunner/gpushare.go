@@ -3,7 +3,6 @@ package taskrunner
 import (
 	"context"
 	"fmt"
-	"math"
 	"path"
 	"strconv"
 	"strings"
@@ -163,8 +162,8 @@ func shareMemoryMiB(sh *api.AllocatedShare, memMiB int64) int64 {
 }
 
 // deviceMemoryMiB is the memory of NVIDIA instance id: its device group's
-// "memory" attribute (MiB unless its unit says otherwise, as
-// server/capacity.DeviceMemoryMB reads it); 0 when unknown.
+// memory (api.NodeDeviceResource.MemoryMB, as the scheduler reads it);
+// 0 when unknown.
 func deviceMemoryMiB(node *api.Node, id string) int64 {
 	if node == nil || node.NodeResources == nil {
 		return 0
@@ -177,26 +176,7 @@ func deviceMemoryMiB(node *api.Node, id string) int64 {
 			if inst.ID != id {
 				continue
 			}
-			a := g.Attributes["memory"]
-			if a == nil {
-				return 0
-			}
-			var v float64
-			switch {
-			case a.IntVal != nil:
-				v = float64(*a.IntVal)
-			case a.FloatVal != nil:
-				v = *a.FloatVal
-			default:
-				return 0
-			}
-			switch a.Unit {
-			case "GiB", "GB":
-				v *= 1024
-			case "KiB", "KB":
-				v /= 1024
-			}
-			return int64(math.Floor(v))
+			return g.MemoryMB()
 		}
 	}
 	return 0

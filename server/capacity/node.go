@@ -145,7 +145,7 @@ func NewNode(n *api.Node) *Node {
 			}
 		}
 		for _, d := range r.Devices {
-			mem := DeviceMemoryMB(d)
+			mem := d.MemoryMB()
 			for _, inst := range d.Instances {
 				if c.devices == nil {
 					c.devices = map[string]int64{}
@@ -159,30 +159,6 @@ func NewNode(n *api.Node) *Node {
 
 func (c *Node) inDynamic(p int) bool { return p >= c.MinDynamicPort && p <= c.MaxDynamicPort }
 
-// DeviceMemoryMB is the memory of each instance of a device group (its
-// "memory" attribute, in MiB unless its unit says GiB), 0 when unknown.
-func DeviceMemoryMB(d *api.NodeDeviceResource) int64 {
-	a := d.Attributes["memory"]
-	if a == nil {
-		return 0
-	}
-	var v float64
-	switch {
-	case a.IntVal != nil:
-		v = float64(*a.IntVal)
-	case a.FloatVal != nil:
-		v = *a.FloatVal
-	default:
-		return 0
-	}
-	switch a.Unit {
-	case "GiB", "GB":
-		v *= 1024
-	case "KiB", "KB":
-		v /= 1024
-	}
-	return int64(v)
-}
 
 // DeviceMemory is device instance id's memory in MiB (0: unknown or not
 // on the node).

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/drover/drover/api"
-	"github.com/drover/drover/server/capacity"
 )
 
 // devicePicker is the device picker: which instances of a node's device
@@ -188,7 +187,7 @@ func (pk *devicePicker) pickShare(ns *nodeState, ask *devAsk, g *api.NodeDeviceR
 	}
 	sh := ask.req.Share
 	mode := sh.ShareMode()
-	mem := capacity.DeviceMemoryMB(g)
+	mem := g.MemoryMB()
 	milli, ok := sh.Milli(mem)
 	if !ok {
 		return devPick{}, false

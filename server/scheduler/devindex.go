@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"github.com/drover/drover/api"
-	"github.com/drover/drover/server/capacity"
 )
 
 // Node choice for groups asking for devices. A fixed sample of the
@@ -154,7 +153,7 @@ func (pk *devicePicker) fit(ask *api.RequestedDevice, want int, ns *nodeState) (
 
 // shareRoom counts the healthy instances of g with room for share sh.
 func (pk *devicePicker) shareRoom(sh *api.DeviceShare, g *api.NodeDeviceResource, ns *nodeState) int {
-	mem := capacity.DeviceMemoryMB(g)
+	mem := g.MemoryMB()
 	milli, ok := sh.Milli(mem)
 	if !ok {
 		return 0
