@@ -163,3 +163,57 @@ func TestQueueCountsShares(t *testing.T) {
 		t.Errorf("the queue holds %v GPUs, want 1", held)
 	}
 }
+
+// Preemption frees a fraction: with every GPU of the node taken (seven
+// whole by one low-priority job, the eighth in two halves by two
+// others), a high-priority half share evicts one half, never the seven
+// whole GPUs, and takes its place on that GPU.
+func TestPreemptionFreesAShare(t *testing.T) {
+	st := newMemState()
+	st.addNode(gpuNode("n1", 81920, "9.0", func(i, j int) int { return 0 }, func(i int) int { return 0 }))
+	low := func(j *api.Job) *api.Job { j.Priority = 20; return j }
+	if d := placeOne(t, st, low(gpuJob("whole7", 7)), 0); d == nil || len(d.DeviceIDs) != 7 {
+		t.Fatalf("seven whole GPUs: %+v", d)
+	}
+	halves := map[string]string{} // alloc's job -> its GPU
+	for i, id := range []string{"half-a", "half-b"} {
+		d := placeOne(t, st, low(shareJob(id, 1, &api.DeviceShare{Fraction: 0.5})), 1+i)
+		if d == nil || d.Share == nil || d.Share.Milli != 500 {
+			t.Fatalf("%s: %+v", id, d)
+		}
+		halves[id] = d.DeviceIDs[0]
+	}
+	if halves["half-a"] != halves["half-b"] {
+		t.Fatalf("the two halves went to %v, want one GPU", halves)
+	}
+	if d := placeOne(t, st, low(shareJob("late", 1, &api.DeviceShare{Fraction: 0.5})), 3); d != nil {
+		t.Fatalf("a low-priority half on a full node: %+v", d)
+	}
+	high := shareJob("high", 1, &api.DeviceShare{Fraction: 0.5})
+	high.Priority = 80
+	st.upsertJob(high)
+	res, err := Schedule(st, testEval(high, 4), Options{Now: testNow, Preemption: &PreemptionConfig{BatchSchedulerEnabled: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	victims := res.Plan.NodePreemptions["node-n1"]
+	if len(victims) != 1 || halves[victims[0].JobID] == "" {
+		var ids []string
+		for _, a := range victims {
+			ids = append(ids, a.JobID)
+		}
+		t.Fatalf("preempted %v, want exactly one of the halves", ids)
+	}
+	var got *api.AllocatedDeviceResource
+	for _, a := range res.Plan.NodeAllocation["node-n1"] {
+		if a.JobID == "high" {
+			got = a.AllocatedResources.Tasks["server"].Devices[0]
+		}
+	}
+	if got == nil || got.Share == nil || got.Share.Milli != 500 || got.DeviceIDs[0] != halves[victims[0].JobID] {
+		t.Fatalf("the high-priority half got %+v, want 500 milli of %s", got, halves[victims[0].JobID])
+	}
+	if ok, why, err := NodePlanFits(st, res.Plan, "node-n1"); err != nil || !ok {
+		t.Fatalf("the plan does not fit its node: %s %v", why, err)
+	}
+}
