@@ -217,3 +217,46 @@ func TestPreemptionFreesAShare(t *testing.T) {
 		t.Fatalf("the plan does not fit its node: %s %v", why, err)
 	}
 }
+
+// A gang of shares is placed whole or not at all: with one GPU free, a
+// gang of three halves places nothing, and a gang of two places both
+// halves on that GPU.
+func TestGangOfShares(t *testing.T) {
+	st := newMemState()
+	st.addNode(gpuNode("n1", 81920, "9.0", func(i, j int) int { return 0 }, func(i int) int { return 0 }))
+	if d := placeOne(t, st, gpuJob("whole7", 7), 0); d == nil || len(d.DeviceIDs) != 7 {
+		t.Fatalf("seven whole GPUs: %+v", d)
+	}
+	halves := func(id string, n int) *api.Job {
+		j := gangJob(id, n, 1, n)
+		j.TaskGroups[0].Tasks[0].Resources.Devices[0].Share = &api.DeviceShare{Fraction: 0.5}
+		return j
+	}
+	three := halves("three", 3)
+	st.upsertJob(three)
+	res, err := Schedule(st, testEval(three, 1), Options{Now: testNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := placedCount(res.Plan); n != 0 {
+		t.Fatalf("a gang of three halves with one GPU free placed %d members, want none", n)
+	}
+	two := halves("two", 2)
+	st.upsertJob(two)
+	if res, err = Schedule(st, testEval(two, 2), Options{Now: testNow}); err != nil {
+		t.Fatal(err)
+	}
+	gpus := map[string]int{}
+	for _, l := range res.Plan.NodeAllocation {
+		for _, a := range l {
+			d := a.AllocatedResources.Tasks["server"].Devices[0]
+			if d.Share == nil || d.Share.Milli != 500 {
+				t.Fatalf("member %s holds %+v, want half a GPU", a.Name, d)
+			}
+			gpus[d.DeviceIDs[0]]++
+		}
+	}
+	if len(gpus) != 1 || placedCount(res.Plan) != 2 {
+		t.Fatalf("a gang of two halves placed %d members on %v, want both on the free GPU", placedCount(res.Plan), gpus)
+	}
+}
