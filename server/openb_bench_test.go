@@ -232,6 +232,14 @@ func replayOpenB(tb testing.TB, nodes []openbNode, pods []openbPod, seed uint64)
 	if v, err := strconv.Atoi(os.Getenv("DROVER_OPENB_SAMPLE")); err == nil {
 		sample = v
 	}
+	if v, err := strconv.ParseFloat(os.Getenv("DROVER_OPENB_COVER"), 64); err == nil {
+		defer func(c float64) { scheduler.ShapeCoverage = c }(scheduler.ShapeCoverage)
+		scheduler.ShapeCoverage = v
+	}
+	if v, err := strconv.ParseFloat(os.Getenv("DROVER_OPENB_SCARCE"), 64); err == nil {
+		defer func(a float64) { scheduler.ScarcityExponent = a }(scheduler.ScarcityExponent)
+		scheduler.ScarcityExponent = v
+	}
 	for i, p := range work {
 		job := openbJob(i, p)
 		workload.Observe(job)

@@ -159,7 +159,6 @@ func NewNode(n *api.Node) *Node {
 
 func (c *Node) inDynamic(p int) bool { return p >= c.MinDynamicPort && p <= c.MaxDynamicPort }
 
-
 // DeviceMemory is device instance id's memory in MiB (0: unknown or not
 // on the node).
 func (c *Node) DeviceMemory(id string) int64 { return c.devices[id] }

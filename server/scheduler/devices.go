@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/capacity"
 )
 
 // devicePicker is the device picker: which instances of a node's device
@@ -16,6 +17,20 @@ import (
 type devicePicker struct {
 	m      *matcher
 	shapes []WorkloadShape // the expected workload (Options.Workload)
+	// weigh, when set, reweighs shapes on their first use in the pass
+	// (by scarcity, scarcity.go) and says the largest candidate's CPU
+	// and memory (largest); workload applies it.
+	weigh   func([]WorkloadShape) ([]WorkloadShape, [2]int64)
+	largest [2]int64
+}
+
+// workload is the expected workload's shapes as the pass weighs them.
+func (pk *devicePicker) workload() []WorkloadShape {
+	if f := pk.weigh; f != nil {
+		pk.weigh = nil
+		pk.shapes, pk.largest = f(pk.shapes)
+	}
+	return pk.shapes
 }
 
 // devAsk is one task's device request.
@@ -226,6 +241,7 @@ func (pk *devicePicker) pickShare(ns *nodeState, ask *devAsk, g *api.NodeDeviceR
 	if len(pk.shapes) > 0 && want == 1 {
 		// The GPU whose share grows the node's fragmentation least (the
 		// tightest first on ties); GPUs as free as each other are alike.
+		shapes := pk.workload()
 		free := pk.gpuFree(ns, shared)
 		cpu, mem := ns.freeCPUMem()
 		best, bestFrag, last := 0, math.Inf(1), -1
@@ -236,7 +252,7 @@ func (pk *devicePicker) pickShare(ns *nodeState, ask *devAsk, g *api.NodeDeviceR
 			last = f.free
 			k := slices.Index(free.ids, f.id)
 			free.milli[k] -= milli
-			fr := NodeFrag(pk.shapes, free.milli, cpu, mem)
+			fr := NodeFrag(shapes, free.milli, cpu, mem)
 			free.milli[k] += milli
 			if fr < bestFrag-1e-9 {
 				best, bestFrag = i, fr
@@ -264,9 +280,17 @@ type nodeGPUs struct {
 // gpuFree is the free thousandths of each GPU of the node (0 for one
 // held whole or unhealthy), less what this alloc's share picks took.
 func (pk *devicePicker) gpuFree(ns *nodeState, shared map[string]int) nodeGPUs {
+	return gpuFreeOf(ns.node, ns.cap, shared)
+}
+
+// gpuFreeOf is gpuFree for node n with usage c.
+func gpuFreeOf(n *api.Node, c *capacity.Node, shared map[string]int) nodeGPUs {
 	var out nodeGPUs
-	used := ns.cap.Used()
-	for _, g := range ns.node.NodeResources.Devices {
+	if n.NodeResources == nil {
+		return out
+	}
+	used := c.Used()
+	for _, g := range n.NodeResources.Devices {
 		if g.Type != "gpu" {
 			continue
 		}
@@ -299,10 +323,11 @@ func (pk *devicePicker) fragScore(ns *nodeState, picks []devPick, cpu, mem int64
 	if len(free.ids) == 0 {
 		return 0, false
 	}
+	shapes := pk.workload()
 	fc, fm := ns.freeCPUMem()
-	before := NodeFrag(pk.shapes, free.milli, fc, fm)
+	before := NodeFrag(shapes, free.milli, fc, fm)
 	if len(picks) == 0 {
-		after := NodeFrag(pk.shapes, free.milli, fc-cpu, fm-mem)
+		after := NodeFrag(shapes, free.milli, fc-cpu, fm-mem)
 		return min(1, max(0, 0.5-(after-before)/float64(2*api.MilliPerDevice*len(free.ids)))), true
 	}
 	idle := 0
@@ -319,8 +344,15 @@ func (pk *devicePicker) fragScore(ns *nodeState, picks []devPick, cpu, mem int64
 			}
 		}
 	}
-	after := NodeFrag(pk.shapes, free.milli, fc-cpu, fm-mem)
+	after := NodeFrag(shapes, free.milli, fc-cpu, fm-mem)
 	d := after/float64(idle-taken+1) - before/float64(idle+1)
+	if l := pk.largest; l[0] > 0 && l[1] > 0 {
+		// Near ties go to the node the alloc leaves the least CPU and
+		// memory free on, against the largest node's: small asks keep
+		// off the few nodes big enough for the biggest asks, which a
+		// workload learnt online may not have seen yet.
+		d += FitWeight * (float64(fc-cpu)/float64(l[0]) + float64(fm-mem)/float64(l[1])) / 2
+	}
 	return min(1, max(0, 0.5-d/2)), true
 }
 

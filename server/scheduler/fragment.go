@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"sync"
 
@@ -48,7 +49,12 @@ type shapeKey struct {
 }
 
 // ShapeCoverage is the share of the recent asks' weight the shapes cover.
-var ShapeCoverage = 0.95
+var ShapeCoverage = 1.0
+
+// FitWeight is how much fragScore's fit term counts (the CPU and memory
+// a GPU alloc leaves free on its node, over the largest node's) beside
+// the growth of the fragmented share of the node's idle GPUs.
+var FitWeight = 0.1
 
 // workloadShapes bounds the distinct shapes kept (the lightest go).
 const workloadShapes = 256
@@ -210,22 +216,64 @@ func NodeFrag(shapes []WorkloadShape, free []int, cpu, mem int64) float64 {
 	}
 	var frag float64
 	for _, s := range shapes {
-		usable := 0
-		if s.Milli < api.MilliPerDevice {
-			for _, f := range free {
-				usable += f / s.Milli * s.Milli
-			}
-		} else if s.GPUs > 0 {
-			usable = whole / s.GPUs * s.GPUs * api.MilliPerDevice
-		}
-		per := s.GPUs * s.Milli // what one ask takes
-		if s.CPU > 0 {
-			usable = min(usable, int(max(cpu, 0)/s.CPU)*per)
-		}
-		if s.MemoryMB > 0 {
-			usable = min(usable, int(max(mem, 0)/s.MemoryMB)*per)
-		}
-		frag += s.Weight * float64(idle-usable)
+		frag += s.Weight * float64(idle-usableBy(s, free, whole, cpu, mem))
 	}
 	return frag
+}
+
+// usableBy is the idle GPU capacity (thousandths) asks of shape s could
+// use on a node (see NodeFrag); whole is the count of free's wholly free
+// GPUs.
+func usableBy(s WorkloadShape, free []int, whole int, cpu, mem int64) int {
+	usable := 0
+	if s.Milli < api.MilliPerDevice {
+		if s.Milli <= 0 {
+			return 0
+		}
+		for _, f := range free {
+			usable += f / s.Milli * s.Milli
+		}
+	} else if s.GPUs > 0 {
+		usable = whole / s.GPUs * s.GPUs * api.MilliPerDevice
+	}
+	per := s.GPUs * s.Milli // what one ask takes
+	if s.CPU > 0 {
+		usable = min(usable, int(max(cpu, 0)/s.CPU)*per)
+	}
+	if s.MemoryMB > 0 {
+		usable = min(usable, int(max(mem, 0)/s.MemoryMB)*per)
+	}
+	return usable
+}
+
+// ScarcityExponent weighs each shape by how scarce room for it is: a
+// pass multiplies a shape's weight by ((I+1000)/(U+1000))^ScarcityExponent,
+// where I is the idle GPU capacity (thousandths) of the pass's candidate
+// nodes and U the part of it asks of the shape could use (NodeFrag's
+// usable, summed over the nodes), then scales the weights to sum to 1.
+// A big shape few nodes can hold (all GPUs of a node with most of its CPU
+// and memory) is rare in the workload, so by frequency alone small asks
+// take its last nodes and its first ask fails while the cluster is far
+// from full; weighted by scarcity, the fragmentation score keeps the
+// nodes that are its only room. 0 turns the weighting off.
+var ScarcityExponent = 2.0
+
+// scarcityWeights returns shapes with their weights scaled by scarcity
+// (ScarcityExponent), given each shape's usable capacity (supply, by
+// index) and the idle capacity (thousandths) of the nodes considered.
+// shapes is not modified.
+func scarcityWeights(shapes []WorkloadShape, supply []int64, idle int64) []WorkloadShape {
+	out := slices.Clone(shapes)
+	var total float64
+	for i := range out {
+		out[i].Weight *= math.Pow(float64(idle+1000)/float64(supply[i]+1000), ScarcityExponent)
+		total += out[i].Weight
+	}
+	if total <= 0 || math.IsInf(total, 0) || math.IsNaN(total) {
+		return shapes
+	}
+	for i := range out {
+		out[i].Weight /= total
+	}
+	return out
 }

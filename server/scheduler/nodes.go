@@ -28,6 +28,7 @@ type nodeState struct {
 	// capShared: cap is a UsageCache entry's, cloned before the first
 	// change (ownCap).
 	capShared bool
+	usage     *usageEntry       // the UsageCache entry cap came from, if any
 	allocs    []*api.Allocation // live allocs (not stopped by this plan)
 	jobTG     map[string]int    // live allocs of the scheduled job, by group
 	jobTotal  int

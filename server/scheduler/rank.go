@@ -35,6 +35,12 @@ func (rk *ranker) sampleLimit(tc *tgCtx) int {
 	if n := rk.env.opts.SampleLimit; n != 0 {
 		return n
 	}
+	if len(tc.devs) > 0 && len(rk.dev.shapes) > 0 {
+		// Fragmentation-aware GPU placement compares the fleet: the
+		// device index's tightest fits alone keep choosing among nodes
+		// alike, and miss the one that keeps room for the workload.
+		return fragSample
+	}
 	if len(tc.affs) > 0 || len(tc.spreads) > 0 {
 		// Preferences need a wider view than bin-packing; scoring every
 		// node makes a placement O(n) (16 s for 1,000 spread allocs on
@@ -53,6 +59,11 @@ func (rk *ranker) sampleLimit(tc *tgCtx) int {
 	}
 	return l
 }
+
+// fragSample is how many feasible nodes a GPU placement scores with a
+// GPU workload to place against: every node of most fleets, the tightest
+// fits of the device index beyond.
+const fragSample = 2048
 
 // preferenceSample is how many feasible nodes are scored per placement
 // for groups with affinities or spreads.

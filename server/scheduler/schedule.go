@@ -143,6 +143,9 @@ func newPass(st State, eval *api.Evaluation, opts Options, job *api.Job) *pass {
 	}
 	p.led = ledger{env: env, idx: &p.nodes, quota: &p.quota, stopped: map[string]bool{}}
 	p.dev = devicePicker{m: &p.m, shapes: opts.Workload}
+	if len(opts.Workload) > 0 {
+		p.dev.weigh = p.led.scarcity
+	}
 	p.resv = reservations{env: env}
 	p.rec = reconciler{env: env, nodes: &p.nodes, plan: plan}
 	p.rk = ranker{env: env, out: out, led: &p.led, nodes: &p.nodes, quota: &p.quota, resv: &p.resv,

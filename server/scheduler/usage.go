@@ -18,6 +18,10 @@ import (
 type UsageCache struct {
 	mu sync.Mutex
 	m  map[string]*usageEntry
+	// shapeIdx numbers the workload shapes entries keep their usable
+	// capacity for (usageEntry.usable); shapeGen counts its restarts.
+	shapeIdx map[shapeKey]int32
+	shapeGen uint64
 }
 
 // VersionedState is a State that names the version of a node's allocs:
@@ -35,6 +39,19 @@ type usageEntry struct {
 	live    []*api.Allocation         // not terminal
 	cap     *capacity.Node            // with live counted; never modified (nodeState.ownCap)
 	jobs    map[jobKey]map[string]int // live allocs by job and group
+
+	// The node's idle GPUs as the scarcity weighting (scarcity.go) reads
+	// them, filled on first use: free is each GPU's free thousandths, idle
+	// their sum, whole the wholly free ones; usable[k] what asks of the
+	// cache's shape k could use (usableBy), -1 until computed, for the
+	// shape numbering of generation gen. Guarded by mu.
+	mu     sync.Mutex
+	read   bool
+	free   []int
+	whole  int
+	idle   int64
+	gen    uint64
+	usable []int32
 }
 
 type jobKey struct{ ns, id string }
@@ -112,7 +129,7 @@ func (l *ledger) loadCached(ns *nodeState) (ok bool) {
 			}
 		}
 	}
-	ns.cap, ns.capShared = e.cap, true
+	ns.cap, ns.capShared, ns.usage = e.cap, true, e
 	ns.allocs = e.live // clipped: changes copy (insertAlloc, removeAlloc)
 	if job := l.env.job; job != nil {
 		if tg := e.jobs[jobKey{job.Namespace, job.ID}]; tg != nil {
@@ -123,4 +140,65 @@ func (l *ledger) loadCached(ns *nodeState) (ok bool) {
 		}
 	}
 	return true
+}
+
+// shapeIndexMax bounds the shapes numbered; past it the numbering starts
+// over (a new generation) and entries recompute their usable capacity.
+const shapeIndexMax = 4096
+
+// shapeIndex numbers the shapes (the same shape the same number across
+// passes, within a generation) and returns the numbers and generation.
+func (c *UsageCache) shapeIndex(shapes []WorkloadShape) ([]int32, uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	missing := 0
+	for _, s := range shapes {
+		if _, ok := c.shapeIdx[s.key()]; !ok {
+			missing++
+		}
+	}
+	if c.shapeIdx == nil || len(c.shapeIdx)+missing > shapeIndexMax {
+		c.shapeIdx = map[shapeKey]int32{}
+		c.shapeGen++
+	}
+	idx := make([]int32, len(shapes))
+	for i, s := range shapes {
+		k := s.key()
+		n, ok := c.shapeIdx[k]
+		if !ok {
+			n = int32(len(c.shapeIdx))
+			c.shapeIdx[k] = n
+		}
+		idx[i] = n
+	}
+	return idx, c.shapeGen
+}
+
+// addSupply adds to supply[i] what asks of shapes[i] (numbered idx[i] in
+// generation gen) could use of the node's idle GPUs, computing what the
+// entry does not know yet, and returns the node's idle GPU thousandths.
+func (e *usageEntry) addSupply(supply []int64, shapes []WorkloadShape, idx []int32, gen uint64) int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.read {
+		e.free = gpuFreeOf(e.node, e.cap, nil).milli
+		e.whole, e.idle = wholeIdle(e.free)
+		e.read = true
+	}
+	if e.gen != gen {
+		e.gen, e.usable = gen, e.usable[:0]
+	}
+	u := e.cap.Used()
+	cpu, mem := e.cap.CPU-u.CPU, e.cap.MemoryMB-u.MemoryMB
+	for i, s := range shapes {
+		k := int(idx[i])
+		for len(e.usable) <= k {
+			e.usable = append(e.usable, -1)
+		}
+		if e.usable[k] < 0 {
+			e.usable[k] = int32(usableBy(s, e.free, e.whole, cpu, mem))
+		}
+		supply[i] += int64(e.usable[k])
+	}
+	return e.idle
 }
