@@ -23,15 +23,9 @@ func (n *Nodes) ApplyNodeMIG(ctx context.Context, req *api.NodeMIGApplyRequest) 
 	if req == nil || req.NodeID == "" {
 		return nil, fmt.Errorf("mig apply: missing node ID: %w", api.ErrBadRequest)
 	}
-	if !n.isLeader() {
-		return nil, errNotLeader()
-	}
-	node, err := n.state().NodeByID(nil, req.NodeID)
+	node, err := n.leaderNode(req.NodeID)
 	if err != nil {
-		return nil, fmt.Errorf("node %s: %w", req.NodeID, err)
-	}
-	if node == nil {
-		return nil, fmt.Errorf("node %s: %w", req.NodeID, api.ErrNodeNotFound)
+		return nil, err
 	}
 	if len(node.GPUs) == 0 {
 		return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("node %s reports no GPUs whose MIG layout its client can change", req.NodeID))

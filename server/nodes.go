@@ -240,20 +240,31 @@ func (n *Nodes) UpdateAllocsFromClient(ctx context.Context, nodeID, secret strin
 	return idx, nil
 }
 
+// leaderNode is node id as the leader has it, for an operator's change
+// of it: an error when this server is not the leader or the node is
+// unknown.
+func (n *Nodes) leaderNode(id string) (*api.Node, error) {
+	if !n.isLeader() {
+		return nil, errNotLeader()
+	}
+	node, err := n.state().NodeByID(nil, id)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", id, err)
+	}
+	if node == nil {
+		return nil, fmt.Errorf("node %s: %w", id, api.ErrNodeNotFound)
+	}
+	return node, nil
+}
+
 // UpdateNodeDrain starts (DrainSpec set) or ends (nil) a drain.
 func (n *Nodes) UpdateNodeDrain(ctx context.Context, req *api.NodeUpdateDrainRequest) (*api.NodeUpdateResponse, error) {
 	if req == nil || req.NodeID == "" {
 		return nil, fmt.Errorf("drain: missing node ID: %w", api.ErrBadRequest)
 	}
-	if !n.isLeader() {
-		return nil, errNotLeader()
-	}
-	node, err := n.state().NodeByID(nil, req.NodeID)
+	node, err := n.leaderNode(req.NodeID)
 	if err != nil {
-		return nil, fmt.Errorf("node %s: %w", req.NodeID, err)
-	}
-	if node == nil {
-		return nil, fmt.Errorf("node %s: %w", req.NodeID, api.ErrNodeNotFound)
+		return nil, err
 	}
 	now := n.clock.Now()
 	var ds *api.DrainStrategy
@@ -297,15 +308,9 @@ func (n *Nodes) UpdateNodeEligibility(ctx context.Context, req *api.NodeUpdateEl
 		return nil, fmt.Errorf("eligibility %q: must be %q or %q: %w", req.Eligibility,
 			api.NodeSchedulingEligible, api.NodeSchedulingIneligible, api.ErrBadRequest)
 	}
-	if !n.isLeader() {
-		return nil, errNotLeader()
-	}
-	node, err := n.state().NodeByID(nil, req.NodeID)
+	node, err := n.leaderNode(req.NodeID)
 	if err != nil {
-		return nil, fmt.Errorf("node %s: %w", req.NodeID, err)
-	}
-	if node == nil {
-		return nil, fmt.Errorf("node %s: %w", req.NodeID, api.ErrNodeNotFound)
+		return nil, err
 	}
 	if node.DrainStrategy != nil && req.Eligibility == api.NodeSchedulingEligible {
 		return nil, fmt.Errorf("node %s is draining; end the drain first: %w", req.NodeID, api.ErrConflict)

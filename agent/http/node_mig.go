@@ -17,12 +17,9 @@ func (h *nodeHandlers) migApply(w nethttp.ResponseWriter, r *nethttp.Request) (a
 		return nil, err
 	}
 	var req api.NodeMIGApplyRequest
-	if err := decodeBody(r, &req); err != nil {
+	id, err := decodeNodeBody(r, &req, &req.NodeID)
+	if err != nil {
 		return nil, err
-	}
-	id := r.PathValue("id")
-	if req.NodeID != "" && req.NodeID != id {
-		return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("NodeID %q in the body does not match %q in the path", req.NodeID, id))
 	}
 	req.NodeID = id
 	resp, err := h.b.ApplyNodeMIG(r.Context(), &req)

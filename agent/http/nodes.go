@@ -285,17 +285,28 @@ func (h *nodeHandlers) allocs(w nethttp.ResponseWriter, r *nethttp.Request) (any
 	})
 }
 
+// decodeNodeBody decodes a node write's body into req and checks the
+// NodeID it names (nodeID, a field of req) against the path's; it
+// returns the path's ID.
+func decodeNodeBody(r *nethttp.Request, req any, nodeID *string) (string, error) {
+	if err := decodeBody(r, req); err != nil {
+		return "", err
+	}
+	id := r.PathValue("id")
+	if *nodeID != "" && *nodeID != id {
+		return "", api.Errorf(api.ErrBadRequest, fmt.Sprintf("NodeID %q in the body does not match %q in the path", *nodeID, id))
+	}
+	return id, nil
+}
+
 func (h *nodeHandlers) drain(w nethttp.ResponseWriter, r *nethttp.Request) (any, error) {
 	if err := h.ready(); err != nil {
 		return nil, err
 	}
 	var req api.NodeUpdateDrainRequest
-	if err := decodeBody(r, &req); err != nil {
+	id, err := decodeNodeBody(r, &req, &req.NodeID)
+	if err != nil {
 		return nil, err
-	}
-	id := r.PathValue("id")
-	if req.NodeID != "" && req.NodeID != id {
-		return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("NodeID %q in the body does not match %q in the path", req.NodeID, id))
 	}
 	req.NodeID = id
 	resp, err := h.b.UpdateNodeDrain(r.Context(), &req)
@@ -310,12 +321,9 @@ func (h *nodeHandlers) eligibility(w nethttp.ResponseWriter, r *nethttp.Request)
 		return nil, err
 	}
 	var req api.NodeUpdateEligibilityRequest
-	if err := decodeBody(r, &req); err != nil {
+	id, err := decodeNodeBody(r, &req, &req.NodeID)
+	if err != nil {
 		return nil, err
-	}
-	id := r.PathValue("id")
-	if req.NodeID != "" && req.NodeID != id {
-		return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("NodeID %q in the body does not match %q in the path", req.NodeID, id))
 	}
 	if req.Eligibility != api.NodeSchedulingEligible && req.Eligibility != api.NodeSchedulingIneligible {
 		return nil, api.Errorf(api.ErrBadRequest, fmt.Sprintf("Eligibility %q: want %q or %q", req.Eligibility, api.NodeSchedulingEligible, api.NodeSchedulingIneligible))
