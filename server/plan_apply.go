@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -427,13 +428,16 @@ func appendStripped(dst, allocs []*api.Allocation, planJob *api.Job, always bool
 	return dst
 }
 
-// evaluateNodePlan checks one node: a node that only loses allocs always
-// passes; one that gains allocs must exist, be ready, not draining,
-// eligible, give none of them a device a pending MIG change takes away,
-// and fit everything that stays plus everything placed.
+// evaluateNodePlan checks one node: a node that only loses allocs, or
+// whose part of the plan is only terminal allocs (a failed one given its
+// follow-up eval, on a node since gone down or draining), always passes
+// (scheduler.NodePlanFits answers the same); one that gains allocs must
+// exist, be ready, not draining, eligible, give none of them a device a
+// pending MIG change takes away, and fit everything that stays plus
+// everything placed.
 func evaluateNodePlan(snap *state.Snapshot, plan *api.Plan, nodeID string, overlay *planCommit) (bool, string, error) {
 	placed := plan.NodeAllocation[nodeID]
-	if len(placed) == 0 {
+	if !slices.ContainsFunc(placed, func(a *api.Allocation) bool { return !a.TerminalStatus() }) {
 		return true, "", nil
 	}
 	node, err := snap.NodeByID(nil, nodeID)
@@ -460,6 +464,9 @@ func evaluateNodePlan(snap *state.Snapshot, plan *api.Plan, nodeID string, overl
 	existing, err := snap.AllocsByNode(nil, nodeID)
 	if err != nil {
 		return false, "", fmt.Errorf("allocs of node %s: %w", nodeID, err)
+	}
+	if id := revived(existing, placed, overlay); id != "" {
+		return false, "alloc " + id + " was stopped after the plan was made", nil
 	}
 	remove := map[string]bool{}
 	for _, a := range plan.NodeUpdate[nodeID] {
@@ -505,6 +512,28 @@ func evaluateNodePlan(snap *state.Snapshot, plan *api.Plan, nodeID string, overl
 	}
 	ok, reason := nodeFits(node, proposed)
 	return ok, reason, nil
+}
+
+// revived returns an alloc the plan updates in place as running that the
+// server stopped or evicted since the plan was made (in existing, the
+// node's stored allocs, or in the overlay's commit), or "". The store
+// writes a placement's desired status over the stored one, so committing
+// the stale copy would start the alloc again: a gang member preempted
+// with its gang would run on alone. The node is rejected instead and the
+// eval plans again on fresh state.
+func revived(existing, placed []*api.Allocation, overlay *planCommit) string {
+	stopped := map[string]bool{}
+	for _, a := range existing {
+		if a.DesiredStatus != api.AllocDesiredStatusRun {
+			stopped[a.ID] = true
+		}
+	}
+	for _, a := range placed {
+		if a.DesiredStatus == api.AllocDesiredStatusRun && (stopped[a.ID] || overlay != nil && overlay.removed[a.ID]) {
+			return a.ID
+		}
+	}
+	return ""
 }
 
 // rejectedCount is how many nodes of the plan do not fit.

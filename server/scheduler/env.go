@@ -129,6 +129,26 @@ func (o *output) stop(a *api.Allocation, desc, clientStatus string, now int64) *
 	return c
 }
 
+// dropUpdate takes an in-place update of a back out of the plan (the
+// alloc is stopped instead: the applier writes placements after stops,
+// so the update would revive it). It reports whether there was one.
+func (o *output) dropUpdate(a *api.Allocation) bool {
+	list := o.plan.NodeAllocation[a.NodeID]
+	for i, c := range list {
+		if c.ID != a.ID {
+			continue
+		}
+		list = append(list[:i:i], list[i+1:]...)
+		if len(list) == 0 {
+			delete(o.plan.NodeAllocation, a.NodeID)
+		} else {
+			o.plan.NodeAllocation[a.NodeID] = list
+		}
+		return true
+	}
+	return false
+}
+
 // unstop takes a's stop back out of the plan.
 func (o *output) unstop(a *api.Allocation) {
 	list := o.plan.NodeUpdate[a.NodeID]

@@ -20,7 +20,9 @@ import (
 //
 // How many must fit: every member of a fresh gang (Min == 0) or Min; with
 // members running, what is missing to reach Min (a gang running at or
-// above Min gets its replacements placed one by one). Job-level
+// above Min gets its replacements placed one by one). A rigid gang whose
+// size a job update changed, or one below Min past its stale grace, is
+// stopped and placed again whole (restartGang). Job-level
 // all_at_once without a gang block is the same machinery with every
 // placement of the pass needed and no gang info.
 
@@ -86,10 +88,16 @@ func (g *gangPlacer) members(run *gangRun, byGroup map[string][]*api.Allocation)
 			}
 		}
 		if g.env.job.Type == api.JobTypeBatch {
+			// Only work that finished by itself keeps its slot, as in the
+			// reconciler (terminalSlots): a member the server stopped
+			// (preempted, drained, stale, updated) that the client then
+			// reports complete did not finish and is placed again, so it
+			// must not count toward the gang's min.
 			seen := map[int]bool{}
 			for _, a := range byGroup[tg.Name] {
 				i := a.Index()
-				if a.ClientStatus == api.AllocClientStatusComplete && i < count && !liveIdx[i] && !seen[i] {
+				if a.ClientStatus == api.AllocClientStatusComplete && a.DesiredStatus == api.AllocDesiredStatusRun &&
+					a.NextAllocation == "" && i < count && !liveIdx[i] && !seen[i] {
 					seen[i] = true
 					run.done++
 				}
@@ -109,14 +117,21 @@ func (g *gangPlacer) place(run *gangRun, byGroup map[string][]*api.Allocation) b
 	var staleAt time.Time   // when a gang below min goes stale
 	if !run.plain {
 		need = max(0, run.min()-have)
-		if have < run.min() && len(run.live) > 0 && run.since > 0 {
+		if from := g.resized(run); from > 0 {
+			// Its running members were started for another size (their
+			// world size, ranks and member list): the gang restarts
+			// whole at the new size, or holds nothing.
+			g.restartGang(run, fmt.Sprintf("gang %s resized from %d to %d members", run.id, from, run.total))
+			have = run.done
+			need = run.min() - have
+		} else if have < run.min() && len(run.live) > 0 && run.since > 0 {
 			grace := run.gang.StaleGrace
 			if grace <= 0 {
 				grace = api.DefaultGangStaleGrace
 			}
 			below := now.Sub(time.Unix(0, run.since))
 			if below >= grace {
-				g.restartGang(run, below)
+				g.restartGang(run, fmt.Sprintf("gang %s below min for %s (%d of %d members running)", run.id, below.Round(time.Second), len(run.live), run.min()))
 				have = run.done
 				need = run.min() - have
 			} else {
@@ -152,11 +167,36 @@ func (g *gangPlacer) place(run *gangRun, byGroup map[string][]*api.Allocation) b
 	return false
 }
 
-// restartGang stops a stale gang's running members so the whole gang is
-// placed again in this pass.
-func (g *gangPlacer) restartGang(run *gangRun, below time.Duration) {
+// resized returns the size a rigid gang's running members were placed
+// for when the job changed it since (0 when none was, or the gang is
+// elastic: its members come and go one by one). A member's size is its
+// own job version's (the group counts of the gang there).
+func (g *gangPlacer) resized(run *gangRun) int {
+	if run.min() < run.total {
+		return 0
+	}
+	for _, a := range run.live {
+		if a.Job == nil || a.Job == g.env.job {
+			continue
+		}
+		n := 0
+		for _, tg := range a.Job.TaskGroups {
+			if _, id := a.Job.GangOf(tg); id == run.id {
+				n += max(tg.Count, 0)
+			}
+		}
+		if n > 0 && n != run.total {
+			return n
+		}
+	}
+	return 0
+}
+
+// restartGang stops a gang's running members (desc says why: stale,
+// resized) so the whole gang is placed again in this pass; an in-place
+// update the plan made for one is dropped with it.
+func (g *gangPlacer) restartGang(run *gangRun, desc string) {
 	job, out := g.env.job, g.out
-	desc := fmt.Sprintf("gang %s below min for %s (%d of %d members running)", run.id, below.Round(time.Second), len(run.live), run.min())
 	taken := map[string]map[int]bool{}
 	for _, p := range run.places {
 		if taken[p.tg.Name] == nil {
@@ -165,6 +205,9 @@ func (g *gangPlacer) restartGang(run *gangRun, below time.Duration) {
 		taken[p.tg.Name][p.index] = true
 	}
 	for _, a := range run.live {
+		if out.dropUpdate(a) {
+			out.annotate(a.TaskGroup).InPlaceUpdate--
+		}
 		g.pl.stop(a, desc, "")
 		run.staleStops[a.ID] = true
 		out.annotate(a.TaskGroup).Stop++
@@ -366,13 +409,16 @@ func (g *gangPlacer) info(run *gangRun, held []heldAlloc, unit bool) {
 	if len(held) == 0 {
 		return
 	}
+	// Ranks are 0..size-1: a rank at or above the size (the gang
+	// shrank) is not kept.
+	size := len(run.live) + len(held)
 	used := map[int]bool{}
 	var members []api.GangMember
 	leaderPort := map[string]int{}
 	liveRank := map[string]int{}   // running members' ranks
 	var unranked []*api.Allocation // running members without a rank of their own
 	for _, a := range run.live {
-		if a.Gang == nil || a.Gang.ID != run.id || used[a.Gang.Rank] {
+		if a.Gang == nil || a.Gang.ID != run.id || a.Gang.Rank < 0 || a.Gang.Rank >= size || used[a.Gang.Rank] {
 			unranked = append(unranked, a)
 			continue
 		}
@@ -383,7 +429,7 @@ func (g *gangPlacer) info(run *gangRun, held []heldAlloc, unit bool) {
 	}
 	free := 0
 	next := func(want int) int {
-		if want >= 0 && !used[want] {
+		if want >= 0 && want < size && !used[want] {
 			used[want] = true
 			return want
 		}

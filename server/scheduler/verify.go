@@ -14,11 +14,13 @@ import (
 // what is left; terminal allocs in the plan use nothing). The plan
 // applier (server, evaluateNodePlan) decides the same question from
 // scratch; a differential test holds them to the same answer. A node
-// that gains nothing always fits; one that gains allocs must exist and
-// be ready (ready, not draining, eligible).
+// that gains nothing always fits, and so does one whose part of the plan
+// is only terminal allocs (a failed one given its follow-up eval, on a
+// node since gone down or draining: it runs nothing there); one that
+// gains allocs must exist and be ready (ready, not draining, eligible).
 func NodePlanFits(st State, plan *api.Plan, nodeID string) (bool, string, error) {
 	placed := plan.NodeAllocation[nodeID]
-	if len(placed) == 0 {
+	if allTerminal(placed) {
 		return true, "", nil
 	}
 	n, err := st.NodeByID(nodeID)
@@ -60,4 +62,15 @@ func NodePlanFits(st State, plan *api.Plan, nodeID string) (bool, string, error)
 		ns.addAlloc(a, nil)
 	}
 	return true, "", nil
+}
+
+// allTerminal reports whether every alloc of list is terminal (true for
+// none): a node given only those gains nothing.
+func allTerminal(list []*api.Allocation) bool {
+	for _, a := range list {
+		if !a.TerminalStatus() {
+			return false
+		}
+	}
+	return true
 }
