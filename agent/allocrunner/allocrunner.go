@@ -46,6 +46,8 @@ type Config struct {
 	Services *services.Registrar
 	// ServiceLookup answers the templates' nomadService reads.
 	ServiceLookup taskrunner.ServiceLookup
+	// Variables answers the templates' nomadVar and nomadVarList reads.
+	Variables taskrunner.VariableReader
 	// Identities signs the tasks' workload identities.
 	Identities taskrunner.IdentitySigner
 	// Network builds bridge networks (nil: a bridge group fails to start).
@@ -72,9 +74,12 @@ type AllocRunner struct {
 
 	killCh   chan struct{}
 	killOnce sync.Once
-	taskCh   chan struct{}
-	svc      *services.Alloc // nil when the alloc registers no service
-	svcCh    chan struct{}   // task states changed: services look again
+	// killReason is the stop reason KillFor gave (guarded by mu; ""
+	// derives it from the alloc, StopReason).
+	killReason string
+	taskCh     chan struct{}
+	svc        *services.Alloc // nil when the alloc registers no service
+	svcCh      chan struct{}   // task states changed: services look again
 	// netOnce sets the bridge network up once for all tasks; netNS and
 	// netErr are its outcome.
 	netOnce sync.Once
@@ -134,7 +139,7 @@ func New(cfg Config) (*AllocRunner, error) {
 		ar.runners[t.Name] = taskrunner.New(taskrunner.Config{
 			Alloc: a, Task: t, Driver: d, AllocDir: cfg.AllocDir, Node: cfg.Node, Region: cfg.Region,
 			MountedDirs: mountsDirs(d), DoneOnSuccess: done, Clock: cfg.Clock, Logger: cfg.Logger,
-			Store: cfg.Store, Restored: rec, OnUpdate: ar.notify, Services: cfg.ServiceLookup,
+			Store: cfg.Store, Restored: rec, OnUpdate: ar.notify, Services: cfg.ServiceLookup, Variables: cfg.Variables,
 			Identities: cfg.Identities, NetNS: ar.netNSFunc(tg), MPS: cfg.MPS,
 		})
 		ar.order = append(ar.order, t.Name)
@@ -375,9 +380,32 @@ func (ar *AllocRunner) Update(a *api.Allocation) {
 	}
 }
 
-// Kill asks the runner to stop every task (it returns at once; wait on WaitCh).
-func (ar *AllocRunner) Kill() {
-	ar.killOnce.Do(func() { close(ar.killCh) })
+// Kill asks the runner to stop every task (it returns at once; wait on
+// WaitCh). The tasks are told why (stopReason) from the alloc the
+// servers last sent.
+func (ar *AllocRunner) Kill() { ar.KillFor("") }
+
+// KillFor is Kill for a reason the client knows better than the alloc
+// (StopNodeLost when it gave the alloc up while cut off). The first
+// kill's reason stands.
+func (ar *AllocRunner) KillFor(reason string) {
+	ar.killOnce.Do(func() {
+		ar.mu.Lock()
+		ar.killReason = reason
+		ar.mu.Unlock()
+		close(ar.killCh)
+	})
+}
+
+// stopReason is why the killed runner stops: KillFor's reason, else
+// StopReason of the alloc.
+func (ar *AllocRunner) stopReason() string {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	if ar.killReason != "" {
+		return ar.killReason
+	}
+	return StopReason(ar.alloc)
 }
 
 func (ar *AllocRunner) killed() bool {

@@ -7,12 +7,15 @@
 // the main tasks end), kills sidecars when the main tasks finish and
 // siblings when the leader dies or a main task fails, applies desired
 // status changes from the server (stop/evict, in-place job updates) and
-// derives the alloc's client status from its task states.
+// derives the alloc's client status from its task states. Before a stop
+// signals the tasks it writes why to alloc/stop_reason (StopReason:
+// preempted, drained, node_lost, stopped or interrupted), so a task's
+// kill_signal handler can decide to write a final checkpoint.
 //
 // Imports: api, drivers, agent/taskrunner, agent/clientstate,
 // internal/clock. Never server.
 //
 // Concurrency: one goroutine, Run, owned and waited for by the client;
 // it starts and waits for the task runner goroutines. Update, Kill,
-// Alloc, Restart, Signal and Stats are safe from any goroutine.
+// KillFor, Alloc, Restart, Signal and Stats are safe from any goroutine.
 package allocrunner

@@ -179,6 +179,14 @@ func (ar *AllocRunner) Run(ctx context.Context) {
 	if reason == nil || ar.killed() {
 		reason = &api.TaskEvent{Type: api.TaskKilling, DisplayMessage: "Allocation is being stopped"}
 	}
+	if ar.killed() {
+		// The tasks learn why before their kill_signal (killAll).
+		why := ar.stopReason()
+		reason.Details = map[string]string{"stop_reason": why}
+		if err := WriteStopReason(ar.cfg.AllocDir, why); err != nil {
+			ar.log.Error("write stop reason", "error", err)
+		}
+	}
 	var rest []string
 	for _, n := range ar.order {
 		if h, _ := ar.hook(n); h != api.TaskLifecycleHookPoststop {

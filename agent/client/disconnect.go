@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/drover/drover/agent/allocrunner"
 	"github.com/drover/drover/api"
 )
 
@@ -130,7 +131,7 @@ func (c *Client) stopAway(now, cutAt time.Time) (time.Time, bool) {
 		c.awayStopped[id] = true
 		c.mu.Unlock()
 		c.log.Warn("stopping allocation: cut off from the servers", "alloc_id", id, "after", d)
-		ar.Kill()
+		ar.KillFor(allocrunner.StopNodeLost)
 	}
 	return next, !next.IsZero()
 }

@@ -27,6 +27,13 @@ const DefaultSubnet = "172.26.64.0/20"
 // BridgeName is the host bridge allocs are attached to.
 const BridgeName = "drover"
 
+// IPAMDir is where the bridge's address reservations are kept. The bridge
+// is one per host, so its addresses are too: every client agent on the
+// host (dev clients, tests, an agent and its replacement) reserves from
+// the same state, else two of them hand out one address on one bridge. It
+// is under /run, so reservations end with a reboot, as the namespaces do.
+var IPAMDir = "/run/drover/cni/ipam"
+
 // Manager sets alloc networks up and tears them down.
 type Manager struct {
 	stateDir   string
@@ -45,8 +52,9 @@ type Alloc struct {
 	IP    string `json:"IP"`    // the alloc's address on the bridge
 }
 
-// New returns a manager keeping namespaces and its IPAM state under
-// stateDir (pluginDirs nil: DefaultPluginDirs).
+// New returns a manager keeping its allocs' namespaces and state under
+// stateDir (the addresses are the host's: IPAMDir; pluginDirs nil:
+// DefaultPluginDirs).
 func New(stateDir string, pluginDirs []string) *Manager {
 	if len(pluginDirs) == 0 {
 		pluginDirs = DefaultPluginDirs
@@ -81,7 +89,7 @@ func (m *Manager) conflist() []byte {
 		"cniVersion": "0.4.0", "name": "drover",
 		"plugins": []any{
 			map[string]any{"type": "bridge", "bridge": BridgeName, "isGateway": true, "ipMasq": true, "hairpinMode": true, "forceAddress": true,
-				"ipam": map[string]any{"type": "host-local", "dataDir": filepath.Join(m.stateDir, "ipam"),
+				"ipam": map[string]any{"type": "host-local", "dataDir": IPAMDir,
 					"ranges": [][]map[string]string{{{"subnet": m.subnet}}}, "routes": []map[string]string{{"dst": "0.0.0.0/0"}}}},
 			map[string]any{"type": "firewall", "backend": "iptables", "iptablesAdminChainName": "DROVER-ADMIN"},
 			map[string]any{"type": "portmap", "capabilities": map[string]bool{"portMappings": true}, "snat": true},

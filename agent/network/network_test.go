@@ -97,3 +97,27 @@ func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
 }
+
+// Two client agents on one host (each its own data dir, as dev clients
+// are) share the one bridge, so they never hand out one address twice.
+func TestBridgeAddressesAreTheHosts(t *testing.T) {
+	drivertest.NeedRoot(t)
+	drivertest.Need(t, Available(nil) == nil, fmt.Sprint(Available(nil)))
+	_, iptErr := exec.LookPath("iptables")
+	drivertest.Need(t, iptErr == nil, "iptables is not installed")
+	ctx := context.Background()
+	seen := map[string]string{}
+	for i := range 2 {
+		m := New(t.TempDir(), nil)
+		id := fmt.Sprintf("test-%d-%d", time.Now().UnixNano(), i)
+		a, err := m.Setup(ctx, id, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = m.Teardown(context.Background(), id, nil) })
+		if other, dup := seen[a.IP]; dup {
+			t.Fatalf("agents %s and %s both got %s on the host's bridge", other, id, a.IP)
+		}
+		seen[a.IP] = id
+	}
+}

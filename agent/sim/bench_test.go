@@ -110,7 +110,7 @@ func placeOnce(b *testing.B, nservers, nodes, jobs, count int) placeResult {
 
 	ctx := context.Background()
 	t0 := time.Now()
-	s, err := sim.Start(ctx, sim.Config{Servers: addrs(servers), Nodes: nodes, Datacenters: []string{"dc1", "dc2", "dc3"}})
+	s, err := sim.Start(ctx, sim.Config{Servers: addrs(servers), Nodes: nodes, NodePool: api.DefaultNodePool, Datacenters: []string{"dc1", "dc2", "dc3"}})
 	if err != nil {
 		b.Fatalf("sim: %v", err)
 	}
@@ -289,7 +289,7 @@ func failoverOnce(b *testing.B, rounds, nodes int) ([]float64, int, int) {
 	servers := startServers(b, 3, writeServerConfig(b, b.TempDir(), 10*time.Second, 10*time.Second))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s, err := sim.Start(ctx, sim.Config{Servers: addrs(servers), Nodes: nodes})
+	s, err := sim.Start(ctx, sim.Config{Servers: addrs(servers), Nodes: nodes, NodePool: api.DefaultNodePool})
 	if err != nil {
 		b.Fatalf("sim: %v", err)
 	}
@@ -428,7 +428,7 @@ func stormOnce(b *testing.B, nodes, allocs int) (downS, replacedS float64, misse
 	servers := startServers(b, 1, writeServerConfig(b, b.TempDir(), 5*time.Second, 5*time.Second, nodes/5))
 	leader := servers[0]
 	ctx := context.Background()
-	s, err := sim.Start(ctx, sim.Config{Servers: addrs(servers), Nodes: nodes})
+	s, err := sim.Start(ctx, sim.Config{Servers: addrs(servers), Nodes: nodes, NodePool: api.DefaultNodePool})
 	if err != nil {
 		b.Fatalf("sim: %v", err)
 	}

@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,7 +91,7 @@ const serviceHCL = `job "web" {
 // running; stopping the job has them report complete.
 func TestSimRunsServiceAllocs(t *testing.T) {
 	addr, srv := startServer(t, nil)
-	s := startSim(t, sim.Config{Servers: []string{addr}, Nodes: 20, GPUs: "dgxh100", Datacenters: []string{"dc1", "dc2"},
+	s := startSim(t, sim.Config{Servers: []string{addr}, Nodes: 20, NodePool: api.DefaultNodePool, GPUs: "dgxh100", Datacenters: []string{"dc1", "dc2"},
 		RunDelay: 20 * time.Millisecond, UpdateCoalesce: 20 * time.Millisecond})
 	c := api.NewClient(addr)
 	ctx := context.Background()
@@ -189,7 +190,7 @@ func TestSimCompletesAndFails(t *testing.T) {
 	}{{"complete", 0, api.AllocClientStatusComplete}, {"failed", 1, api.AllocClientStatusFailed}} {
 		t.Run(tc.name, func(t *testing.T) {
 			addr, srv := startServer(t, nil)
-			s := startSim(t, sim.Config{Servers: []string{addr}, Nodes: 5, CompleteAfter: 30 * time.Millisecond,
+			s := startSim(t, sim.Config{Servers: []string{addr}, Nodes: 5, NodePool: api.DefaultNodePool, CompleteAfter: 30 * time.Millisecond,
 				FailRate: tc.rate, UpdateCoalesce: 20 * time.Millisecond})
 			c := api.NewClient(addr)
 			registerJob(t, c, batchHCL)
@@ -235,4 +236,46 @@ func TestSimKilledNodesGoDown(t *testing.T) {
 	if st := s.Stats(); st.Heartbeats == 0 || st.MissedHeartbeats != 0 {
 		t.Errorf("stats %+v: want heartbeats sent and none missed by live nodes", st)
 	}
+}
+
+// TestSimNodesOwnPool: by default simulated nodes join pool "sim", which
+// the simulator creates: a job that names no pool never lands on them
+// (its placement fails: no node of its pool), while a job that asks for
+// pool "sim" runs there.
+func TestSimNodesOwnPool(t *testing.T) {
+	addr, srv := startServer(t, nil)
+	startSim(t, sim.Config{Servers: []string{addr}, Nodes: 3, RunDelay: 10 * time.Millisecond, UpdateCoalesce: 20 * time.Millisecond})
+	c := api.NewClient(addr)
+	ctx := context.Background()
+	nodes, _, err := c.Nodes(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		if n.NodePool != sim.DefaultNodePool {
+			t.Errorf("node %s in pool %q, want %q", n.Name, n.NodePool, sim.DefaultNodePool)
+		}
+	}
+
+	registerJob(t, c, serviceHCL) // no node_pool: "default"
+	testcluster.WaitState(t, srv, 20*time.Second, "the default-pool job's placement failure", func() bool {
+		evals, _, err := c.JobEvaluations(ctx, "web", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evals {
+			if e.FailedTGAllocs["web"] != nil {
+				return true
+			}
+		}
+		return false
+	})
+	if got := jobAllocs(t, c, "web"); len(got) != 0 {
+		t.Errorf("the job of pool default has %d allocs on simulated nodes, want none", len(got))
+	}
+
+	registerJob(t, c, strings.Replace(strings.Replace(serviceHCL, `job "web"`, `job "simweb"`, 1), "  group", "  node_pool = \"sim\"\n  group", 1))
+	testcluster.WaitState(t, srv, 20*time.Second, "the sim-pool job's 40 allocs running", func() bool {
+		return countStatus(jobAllocs(t, c, "simweb"), api.AllocClientStatusRunning) == 40
+	})
 }
