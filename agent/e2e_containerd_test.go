@@ -81,9 +81,12 @@ func startAgentEnv(t *testing.T, env []string, args ...string) (*agentProc, *syn
 	t.Cleanup(func() {
 		select {
 		case <-exited:
+			// Killed by the test: its tasks may run on under its data dir.
+			if killed := testproc.Reap(nil, testproc.ArgValue(args, "data-dir")); len(killed) > 0 {
+				t.Logf("agent left %d processes running; killed: %s", len(killed), strings.Join(killed, "; "))
+			}
 		default:
-			_ = p.cmd.Process.Kill()
-			<-exited
+			stopAgentProc(t, p.cmd, exited, args)
 		}
 		if t.Failed() {
 			t.Logf("agent %d output:\n%s", cmd.Process.Pid, w.String())
@@ -168,8 +171,8 @@ func TestE2EContainerd(t *testing.T) {
 	}
 	t.Cleanup(func() { ctr.Close() })
 
-	// The job: the example with the archive image and one replica (the
-	// group wants distinct hosts; a dev agent is one), plus limitsTask.
+	// The job: the example with the archive image and one replica, plus
+	// limitsTask.
 	src, err := os.ReadFile(filepath.Join("..", "examples", "web-containerd.hcl"))
 	if err != nil {
 		t.Fatal(err)

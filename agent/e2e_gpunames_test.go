@@ -127,7 +127,7 @@ func TestE2EGPUModelNames(t *testing.T) {
 	}
 
 	register("limited", "noh100", "nvidia/gpu/H100")
-	if m := failed("limited"); !strings.Contains(strings.Join(m.QuotaExhausted, "\n"), "queue noh100: gpu nvidia/gpu/H100 0 of 0 used, 1 more asked") {
-		t.Errorf("limited's failure: quota %q, want the H100 limit", m.QuotaExhausted)
+	if m := failed("limited"); !strings.Contains(strings.Join(m.QuotaExhausted, "\n"), "queue noh100: gpu nvidia/gpu/H100 limit 0, 1 asked by one allocation: it can never run under this limit") {
+		t.Errorf("limited's failure: quota %q, want the H100 limit and that it can never run under it", m.QuotaExhausted)
 	}
 }

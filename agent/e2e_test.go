@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -61,11 +62,21 @@ func startAgent(t *testing.T, args ...string) *agentProc {
 		t.Fatalf("start agent: %v", err)
 	}
 	p := &agentProc{cmd: cmd, done: make(chan error, 1), log: buf}
-	go func() { p.done <- cmd.Wait() }()
+	exited := make(chan struct{})
+	go func() {
+		p.done <- cmd.Wait()
+		close(exited)
+	}()
 	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
-			_ = p.cmd.Process.Kill()
-			<-p.done
+		select {
+		case <-exited:
+			// Stopped or killed by the test: its tasks may run on under
+			// its data dir.
+			if killed := testproc.Reap(nil, testproc.ArgValue(args, "data-dir")); len(killed) > 0 {
+				t.Logf("agent left %d processes running; killed: %s", len(killed), strings.Join(killed, "; "))
+			}
+		default:
+			stopAgentProc(t, p.cmd, exited, args)
 		}
 		if t.Failed() {
 			w.mu.Lock()
@@ -74,6 +85,25 @@ func startAgent(t *testing.T, args ...string) *agentProc {
 		}
 	})
 	return p
+}
+
+// stopAgentProc ends a test's agent process: SIGTERM (a dev agent stops
+// its tasks and removes its temporary data dir), SIGKILL after 10 s;
+// then the tasks it started, and any under its -data-dir (an agent with
+// a data dir leaves them for the next run to reattach), are killed, so
+// that no test leaves busybox httpd or `sleep 3600` behind (issue 47).
+func stopAgentProc(t *testing.T, cmd *exec.Cmd, exited <-chan struct{}, args []string) {
+	tasks := testproc.Descendants(cmd.Process.Pid)
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		<-exited
+	}
+	if killed := testproc.Reap(tasks, testproc.ArgValue(args, "data-dir")); len(killed) > 0 {
+		t.Logf("agent left %d processes running; killed: %s", len(killed), strings.Join(killed, "; "))
+	}
 }
 
 // stop sends SIGTERM and waits for a clean exit.

@@ -145,3 +145,22 @@ func TestValidate(t *testing.T) {
 		})
 	}
 }
+
+// What Nomad accepts at registration and leaves to the clients is valid:
+// a bridge network and volume mounts for a driver drover does not run
+// (the job stays pending there), and a mount destination the client
+// interpolates.
+func TestValidateLeavesDriversToClients(t *testing.T) {
+	for _, driver := range []string{"docker", "podman", "exec", "containerd"} {
+		j := minimalJob()
+		j.Canonicalize()
+		tg := j.TaskGroups[0]
+		tg.Networks = []*NetworkResource{{Mode: "bridge"}}
+		tg.Volumes = map[string]*VolumeRequest{"data": {Type: VolumeTypeHost, Source: "data"}}
+		tg.Tasks[0].Driver = driver
+		tg.Tasks[0].VolumeMounts = []*VolumeMount{{Volume: "data", Destination: "${NOMAD_TASK_DIR}/data"}, {Volume: "data", Destination: "/srv"}}
+		if err := j.Validate(); err != nil {
+			t.Errorf("driver %s: Validate() = %v, want nil", driver, err)
+		}
+	}
+}

@@ -18,6 +18,15 @@ func TestCronNext(t *testing.T) {
 		{"0 0 29 2 *", "2028-02-29T00:00:00Z"},
 		{"0 12 * * 7", "2026-03-08T12:00:00Z"},
 		{"0 12 * * 6-7", "2026-03-07T12:00:00Z"},
+		// Nomad's grammar (hashicorp/cronexpr): a sixth field is a year, a
+		// seventh makes the first one seconds; names, L and ? as in Quartz.
+		{"*/15 * * * * *", "2026-03-01T12:15:00Z"},
+		{"0 9 * * * 2027", "2027-01-01T09:00:00Z"},
+		{"*/10 * * * * * *", "2026-03-01T12:07:40Z"},
+		{"0 0 12 * * ? 2030", "2030-01-01T12:00:00Z"},
+		{"0 8 * * MON-FRI", "2026-03-02T08:00:00Z"},
+		{"0 0 L * *", "2026-03-31T00:00:00Z"},
+		{"@midnight", "2026-03-02T00:00:00Z"},
 	}
 	for _, c := range cases {
 		spec, err := parseCron(c.spec)
@@ -28,7 +37,7 @@ func TestCronNext(t *testing.T) {
 			t.Errorf("%s: next = %s, want %s", c.spec, got, c.want)
 		}
 	}
-	for _, bad := range []string{"* * * *", "61 * * * *", "*/0 * * * *", "a * * * *", "5-1 * * * *"} {
+	for _, bad := range []string{"* * * *", "61 * * * *", "*/0 * * * *", "a * * * *", "5-1 * * * *", "0 0 31 2 *", "@every 5m", "1 2 3 4 5 6 7 8"} {
 		if _, err := parseCron(bad); err == nil {
 			t.Errorf("%q parsed", bad)
 		}

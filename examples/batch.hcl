@@ -1,4 +1,5 @@
 # batch.hcl: run-to-completion work, with variables and locals.
+# Needs: only make dev (run as root: the exec driver isolates with cgroups).
 #
 #   drover job run -var shards=5 examples/batch.hcl
 #

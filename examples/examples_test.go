@@ -1,8 +1,11 @@
 package examples_test
 
 import (
+	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -92,5 +95,79 @@ func TestGangTorch(t *testing.T) {
 	args, _ := tg.Tasks[0].Config["args"].([]any)
 	if len(args) != 2 || !strings.Contains(args[1].(string), "--node_rank=${DROVER_GANG_RANK}") {
 		t.Errorf("args = %v, want the gang rank left for the client to interpolate", args)
+	}
+}
+
+// TestExamplesFormatted is the README's `drover fmt -check examples`:
+// every example is in canonical layout.
+func TestExamplesFormatted(t *testing.T) {
+	files, _ := filepath.Glob("*.hcl")
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := jobspec.Format(f, src)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+		} else if !bytes.Equal(got, src) {
+			t.Errorf("%s is not formatted: run drover fmt examples", f)
+		}
+	}
+}
+
+// onDevAgent is what an example's "# Needs:" line says when it runs on
+// the plain dev agent (`make dev`); agent's TestE2EExamplesOnDevAgent runs
+// every such example there.
+const onDevAgent = "# Needs: only make dev"
+
+var testName = regexp.MustCompile(`[Tt]ested by (TestE2E\w+)`)
+
+// TestExamplesSayWhatTheyNeed: every example says in its first lines
+// what it needs: only the dev agent, or what else, with the end-to-end
+// test that runs it so (a test that exists in agent/).
+func TestExamplesSayWhatTheyNeed(t *testing.T) {
+	var e2e []byte
+	tests, _ := filepath.Glob("../agent/e2e_*_test.go")
+	for _, f := range tests {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e2e = append(e2e, b...)
+	}
+	files, _ := filepath.Glob("*.hcl")
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var header []string // the leading comment block
+		for _, l := range strings.Split(string(src), "\n") {
+			if !strings.HasPrefix(l, "#") {
+				break
+			}
+			header = append(header, strings.TrimLeft(l, "# "))
+		}
+		needs := -1
+		for i, l := range header {
+			if strings.HasPrefix(l, "Needs: ") {
+				needs = i
+				break
+			}
+		}
+		if needs < 0 || needs > 3 {
+			t.Errorf("%s: no \"# Needs: \" line among its first 4 lines", f)
+			continue
+		}
+		if strings.HasPrefix("# "+header[needs], onDevAgent) {
+			continue
+		}
+		m := testName.FindStringSubmatch(strings.Join(header, " "))
+		if m == nil {
+			t.Errorf("%s needs more than the dev agent but names no test (\"tested by TestE2E...\")", f)
+		} else if !bytes.Contains(e2e, []byte("func "+m[1]+"(t *testing.T)")) {
+			t.Errorf("%s names %s, which is not a test in agent/e2e_*_test.go", f, m[1])
+		}
 	}
 }

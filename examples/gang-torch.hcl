@@ -1,4 +1,7 @@
 # gang-torch.hcl: a two-node torch.distributed training job as one gang.
+# Needs: two clients with 8 NVIDIA GPUs each, and torchrun and train.py on
+# them. `drover agent -dev -dev-gpus dgxh100 -dev-clients 2` places it (its
+# tasks then fail without torchrun); tested by TestE2EDevClientsGangTorch.
 #
 # The group's two allocs are placed together or not at all (gang {}): no
 # member holds GPUs while the other waits for room. Each gets all 8 GPUs of

@@ -1,4 +1,7 @@
 # gpu-train.hcl: a batch job that asks for four large GPUs on one node.
+# Needs: a client with 4 NVIDIA GPUs of 40 GiB or more; on one machine,
+# simulated ones: `drover agent -dev -dev-gpus dgxh100` (as root); tested by
+# TestE2EGPUSimulatedDGX.
 #
 # Devices are fingerprinted on the clients (NVML for NVIDIA). The scheduler
 # only considers nodes with four healthy GPUs that pass the constraint,

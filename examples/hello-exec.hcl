@@ -1,4 +1,5 @@
 # hello-exec.hcl: the smallest service job.
+# Needs: only make dev (run as root: the exec driver isolates with cgroups).
 #
 #   drover agent -dev &
 #   drover job run examples/hello-exec.hcl

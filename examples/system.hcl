@@ -1,4 +1,6 @@
 # system.hcl: one copy on every eligible client node.
+# Needs: only make dev (the dev agent enables raw_exec; other clients need
+# plugin "raw_exec" { config { enabled = true } }).
 #
 # System jobs ignore count: the scheduler places the group on each node
 # that passes the constraints, and again on nodes that join later.

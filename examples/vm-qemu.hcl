@@ -1,4 +1,6 @@
 # vm-qemu.hcl: a virtual machine booted from a kernel and an initramfs.
+# Needs: qemu-system-x86_64, `make images`, and the images' directory in the
+# qemu plugin's image_paths (below); tested by TestE2EQEMU.
 #
 #   make images   # builds build/images/vmlinuz and build/images/initramfs.cpio.gz
 #

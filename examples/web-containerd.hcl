@@ -1,21 +1,30 @@
-# web-containerd.hcl: a container behind a dynamic port, with a health check.
+# web-containerd.hcl: a container behind a dynamic port, with a health check
+# and canary rollouts.
+# Needs: make dev, containerd running on the machine, and `make images` (once)
+# for the default image; tested by TestE2EExampleWebRollout.
 #
 #   make images     # once: builds build/images/busybox-oci.tar
 #   drover job run examples/web-containerd.hcl      # from the repository root
-#   drover job run -var image=busybox:latest -var replicas=3 examples/web-containerd.hcl
+#   drover job run -var message=v2 examples/web-containerd.hcl   # an update:
+#   drover deployment promote <deployment-id>       # one canary, then promote
 #
 # The image is, by default, the busybox OCI archive `make images` builds (no
 # registry needed: the dev agent's client imports it); any registry
-# reference or oci-archive:///abs/path.tar works too.
+# reference or oci-archive:///abs/path.tar works too (-var image=...).
 variable "image" {
   type    = string
   default = ""
 }
 
-# One copy per node (distinct_hosts below): the dev agent is one node.
 variable "replicas" {
   type    = number
   default = 1
+}
+
+# What the page says: change it to roll out a new version.
+variable "message" {
+  type    = string
+  default = "hello"
 }
 
 locals {
@@ -25,7 +34,9 @@ locals {
 job "web" {
   datacenters = ["*"]
 
-  # Replace one allocation at a time, with one canary first.
+  # Replace one allocation at a time, with one canary first: it runs
+  # beside the old version (on the same node, too) until `drover
+  # deployment promote`; auto_revert rolls back a canary that fails.
   update {
     max_parallel     = 1
     canary           = 1
@@ -37,9 +48,11 @@ job "web" {
   group "web" {
     count = var.replicas
 
-    # Spread the copies over the nodes: never two on the same host.
-    constraint {
-      distinct_hosts = true
+    # Spread the copies over the nodes where there are several. (Not
+    # distinct_hosts: a canary could then never run beside the old
+    # version on a one-node cluster such as the dev agent.)
+    spread {
+      attribute = "${node.unique.id}"
     }
 
     network {
@@ -71,7 +84,7 @@ job "web" {
       }
 
       template {
-        data        = "<h1>hello from ${NOMAD_ALLOC_NAME}</h1>\n"
+        data        = "<h1>${var.message} from ${NOMAD_ALLOC_NAME}</h1>\n"
         destination = "local/index.html"
       }
 

@@ -7,9 +7,12 @@
 //
 // Interpolations of runtime names (${node.*}, ${attr.*}, ${meta.*},
 // ${device.*}, ${env[...]}, ${NOMAD_*} and other upper-case environment
-// names) are kept literally for the server or client to resolve. Driver
-// config blocks are kept schemaless: attributes keep their values, nested
-// blocks become lists of maps.
+// names) are kept literally for the server or client to resolve; so is
+// any other name that is no variable (${foo}), as Nomad keeps it, with a
+// warning. Driver config blocks are kept schemaless: attributes keep
+// their values, nested blocks become lists of maps. As in Nomad, a task
+// written directly in the job is a group of its own name, and a group
+// that scales without a count starts at scaling's min.
 //
 // Limits (limits.go): a source over MaxSourceBytes, nested deeper than
 // MaxNestingDepth, with an expression of more than MaxOperators operators

@@ -67,9 +67,11 @@ func (d *decoder) content(body hcl.Body, s *hcl.BodySchema) *hcl.BodyContent {
 	return c
 }
 
-// isRuntimeRoot reports whether a variable root is resolved on the client
-// at run time (and so kept literally): node, attr, meta, device, env,
-// unique and upper-case environment names such as NOMAD_TASK_DIR.
+// isRuntimeRoot reports whether a variable root is one of the names
+// resolved on the client at run time: node, attr, meta, device, env,
+// unique and upper-case environment names such as NOMAD_TASK_DIR. Any
+// other root that names no variable is kept literally too (unknownRoots),
+// as Nomad does, but with a warning: it is more likely a typo.
 func isRuntimeRoot(name string) bool {
 	switch name {
 	case "node", "attr", "meta", "device", "env", "unique":
@@ -90,21 +92,36 @@ func isRuntimeRoot(name string) bool {
 	return true
 }
 
-func hasRuntimeRefs(expr hcl.Expression) bool {
-	for _, t := range expr.Variables() {
-		if isRuntimeRoot(t.RootName()) {
+// definedIn reports whether ctx or a parent defines the variable name
+// (var, local, a dynamic block's iterator).
+func definedIn(ctx *hcl.EvalContext, name string) bool {
+	for c := ctx; c != nil; c = c.Parent() {
+		if _, ok := c.Variables[name]; ok {
 			return true
 		}
 	}
 	return false
 }
 
-// srcText returns the source of r, if it lies in the job file.
-func (d *decoder) srcText(r hcl.Range) (string, bool) {
-	if r.Start.Byte < 0 || r.End.Byte > len(d.src) || r.Start.Byte > r.End.Byte {
+// unknownRoots returns the references of expr whose root ctx does not
+// define: Nomad keeps each as its own ${...} text for the client to
+// interpolate (its parser's unknown-variable rule), and so does drover.
+func unknownRoots(ctx *hcl.EvalContext, expr hcl.Expression) []hcl.Traversal {
+	var out []hcl.Traversal
+	for _, t := range expr.Variables() {
+		if !definedIn(ctx, t.RootName()) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// srcText returns the source of r, if it lies in src.
+func srcText(src []byte, r hcl.Range) (string, bool) {
+	if r.Start.Byte < 0 || r.End.Byte > len(src) || r.Start.Byte > r.End.Byte {
 		return "", false
 	}
-	return string(d.src[r.Start.Byte:r.End.Byte]), true
+	return string(src[r.Start.Byte:r.End.Byte]), true
 }
 
 // value evaluates expr. Strings that interpolate runtime variables keep
@@ -122,8 +139,9 @@ func (d *decoder) value(expr hcl.Expression) (cty.Value, bool) {
 		}
 	}
 	ctx := d.ctx
-	if hasRuntimeRefs(expr) {
-		ctx = d.runtimeCtx(expr)
+	if refs := unknownRoots(ctx, expr); len(refs) > 0 {
+		warnUnknown(d.warns, refs)
+		ctx = runtimeCtx(ctx, d.src, refs)
 	}
 	v, diags := expr.Value(ctx)
 	if diags.HasErrors() {
@@ -136,6 +154,20 @@ func (d *decoder) value(expr hcl.Expression) (cty.Value, bool) {
 		return cty.NilVal, false
 	}
 	return v, true
+}
+
+// warnUnknown warns about each kept reference whose root is not a
+// runtime name: Nomad keeps ${foo} as text too, but it is most often a
+// misspelt variable or a shell ${x} that wants $${x}.
+func warnUnknown(warns *hcl.Diagnostics, refs []hcl.Traversal) {
+	for _, t := range refs {
+		if isRuntimeRoot(t.RootName()) {
+			continue
+		}
+		*warns = append(*warns, &hcl.Diagnostic{Severity: hcl.DiagWarning, Subject: t.SourceRange().Ptr(),
+			Summary: fmt.Sprintf("Unknown name %q: kept as the literal text ${%s} for the client, as Nomad does (a variable is var.%s; $${ writes a literal ${)",
+				t.RootName(), traversalText(t), t.RootName())})
+	}
 }
 
 // undeclared explains references to variables or locals that do not
@@ -162,17 +194,14 @@ func (d *decoder) undeclared(expr hcl.Expression) hcl.Diagnostics {
 	return out
 }
 
-// runtimeCtx returns a child of d.ctx in which every runtime reference
-// of expr (node.unique.name, env["HOME"], NOMAD_TASK_DIR...) resolves to
-// its own source text wrapped in ${...}, so that evaluation, including
+// runtimeCtx returns a child of ctx in which every reference of refs
+// (node.unique.name, env["HOME"], NOMAD_TASK_DIR...) resolves to its own
+// source text in src wrapped in ${...}, so that evaluation, including
 // inside functions, conditionals and dynamic blocks, keeps it literally.
-func (d *decoder) runtimeCtx(expr hcl.Expression) *hcl.EvalContext {
+func runtimeCtx(ctx *hcl.EvalContext, src []byte, refs []hcl.Traversal) *hcl.EvalContext {
 	roots := map[string]*rtNode{}
-	for _, t := range expr.Variables() {
+	for _, t := range refs {
 		root := t.RootName()
-		if !isRuntimeRoot(root) {
-			continue
-		}
 		n := roots[root]
 		if n == nil {
 			n = &rtNode{}
@@ -204,14 +233,14 @@ func (d *decoder) runtimeCtx(expr hcl.Expression) *hcl.EvalContext {
 			n = child
 		}
 		if len(n.kids) == 0 && n.leaf == "" {
-			text, ok := d.srcText(t.SourceRange())
+			text, ok := srcText(src, t.SourceRange())
 			if !ok {
 				text = traversalText(t)
 			}
 			n.leaf = "${" + text + "}"
 		}
 	}
-	child := d.ctx.NewChild()
+	child := ctx.NewChild()
 	child.Variables = make(map[string]cty.Value, len(roots))
 	for name, n := range roots {
 		child.Variables[name] = n.value()

@@ -160,6 +160,7 @@ func (p *parser) functions() map[string]function.Function {
 			return cty.StringVal(string(b)), nil
 		},
 	})
+	fns["filebase64"] = fileBase64Func(base)
 	fns["fileexists"] = function.New(&function.Spec{
 		Params: []function.Parameter{{Name: "path", Type: cty.String}},
 		Type:   function.StaticReturnType(cty.Bool),

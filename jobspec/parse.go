@@ -132,6 +132,7 @@ var rootSchema = &hcl.BodySchema{
 	Blocks: []hcl.BlockHeaderSchema{
 		{Type: "job", LabelNames: []string{"name"}},
 		{Type: "variable", LabelNames: []string{"name"}},
+		{Type: "variables"},
 		{Type: "locals"},
 	},
 }
@@ -155,7 +156,7 @@ func (p *parser) parse() *api.Job {
 		switch b.Type {
 		case "job":
 			jobs = append(jobs, b)
-		case "variable":
+		case "variable", "variables":
 			vars = append(vars, b)
 		case "locals":
 			locals = append(locals, b)

@@ -280,8 +280,10 @@ job "rt" {
 	if diff := cmp.Diff(want, job.Meta); diff != "" {
 		t.Errorf("meta (-want +got):\n%s", diff)
 	}
-	// Lower-case names that are not runtime roots are still errors.
-	_, err = jobspec.Parse("rt.hcl", []byte(`job "x" {
+	// Other names that are no variable are kept literally too, as Nomad
+	// keeps them, with a warning at the reference (likely a typo).
+	var warns []string
+	job, err = jobspec.Parse("rt.hcl", []byte(`job "x" {
   meta {
     a = "${nodes.name}"
   }
@@ -290,9 +292,15 @@ job "rt" {
       driver = "exec"
     }
   }
-}`), &jobspec.Options{Env: []string{}})
-	if err == nil || !strings.Contains(err.Error(), `rt.hcl:3:12: Unknown variable`) {
-		t.Errorf("got %v, want unknown variable at rt.hcl:3:12", err)
+}`), &jobspec.Options{Env: []string{}, Warn: func(d jobspec.Diagnostic) { warns = append(warns, d.String()) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := job.Meta["a"]; got != "${nodes.name}" {
+		t.Errorf("meta a = %q, want ${nodes.name} kept", got)
+	}
+	if len(warns) != 1 || !strings.HasPrefix(warns[0], `rt.hcl:3:12: Unknown name "nodes": kept as the literal text ${nodes.name}`) {
+		t.Errorf("warnings %q, want one about nodes at rt.hcl:3:12", warns)
 	}
 }
 

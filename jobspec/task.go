@@ -13,7 +13,7 @@ var (
 		"config", "constraint", "affinity", "env", "service", "resources", "restart", "meta",
 		"logs", "artifact", "template", "dispatch_payload", "lifecycle", "volume_mount", "identity"),
 		"", "vault", "consul", "csi_plugin", "scaling:name", "action:name", "schedule")
-	resourcesSchema = accept(schema("cpu cores memory memory_max disk", "network", "device:name"), "iops", "numa")
+	resourcesSchema = accept(schema("cpu cores memory memory_max disk", "network", "device:name"), "iops secrets", "numa")
 	deviceSchema    = schema("count", "constraint", "affinity", "share")
 	shareSchema     = schema("fraction memory mode limit")
 	logsSchema      = schema("max_files max_file_size disabled enabled")
@@ -22,9 +22,9 @@ var (
 	mountSchema     = accept(schema("volume destination read_only propagation_mode"), "selinux_label")
 	templateSchema  = accept(schema("source destination data change_mode change_signal splay perms left_delimiter right_delimiter env"),
 		"uid gid error_on_missing_key vault_grace once", "change_script", "wait")
-	artifactSchema = accept(schema("source destination mode", "options", "headers"), "chown")
+	artifactSchema = accept(schema("source destination mode options headers", "options", "headers"), "chown")
 	payloadSchema  = schema("file")
-	serviceSchema  = accept(schema("name tags canary_tags port address_mode provider task on_update", "check", "meta", "check_restart"),
+	serviceSchema  = accept(schema("name tags canary_tags port address_mode provider task on_update meta", "check", "meta", "check_restart"),
 		"enable_tag_override address canary_meta tagged_addresses cluster weights kind",
 		"connect", "identity", "canary_meta", "tagged_addresses", "weights")
 	checkSchema = accept(schema("name type command args path protocol port method interval timeout task body tls_skip_verify tls_server_name "+
@@ -39,6 +39,8 @@ func (d *decoder) task(b *hcl.Block, tg *api.TaskGroup) *api.Task {
 	c := d.content(b.Body, taskSchema)
 	if !d.str(c, "driver", &t.Driver) && c.Attributes["driver"] == nil {
 		d.errorf(b.DefRange, "Missing driver: task %q needs a driver attribute (exec, raw_exec, containerd, qemu)", t.Name)
+	} else if a := c.Attributes["driver"]; a != nil && t.Driver != "" {
+		d.checkDriver(a, t.Name, t.Driver)
 	}
 	d.str(c, "user", &t.User)
 	d.dur(c, "kill_timeout", &t.KillTimeout)
@@ -233,6 +235,8 @@ func (d *decoder) artifact(b *hcl.Block) *api.TaskArtifact {
 	}
 	d.str(c, "destination", &a.RelativeDest)
 	d.str(c, "mode", &a.GetterMode)
+	a.GetterOptions = d.kvAttr(c, "options", a.GetterOptions)
+	a.GetterHeaders = d.kvAttr(c, "headers", a.GetterHeaders)
 	for _, blk := range c.Blocks {
 		switch blk.Type {
 		case "options":
@@ -255,6 +259,7 @@ func (d *decoder) service(b *hcl.Block) *api.Service {
 	d.str(c, "provider", &s.Provider)
 	d.str(c, "task", &s.TaskName)
 	d.enum(c, "on_update", "on_update", &s.OnUpdate, api.OnUpdateRequireHealthy, api.OnUpdateIgnoreWarnings, api.OnUpdateIgnore)
+	s.Meta = d.kvAttr(c, "meta", s.Meta)
 	for _, blk := range c.Blocks {
 		switch blk.Type {
 		case "meta":

@@ -45,6 +45,10 @@ func (p *parser) evalContext(varBlocks, localBlocks hcl.Blocks) *hcl.EvalContext
 	base := &hcl.EvalContext{Functions: funcs}
 	vars := make(map[string]*variable, len(varBlocks))
 	for _, b := range varBlocks {
+		if b.Type == "variables" {
+			p.variablesBlock(b, base, vars)
+			continue
+		}
 		name := b.Labels[0]
 		if prev, dup := vars[name]; dup {
 			errorf(&p.diags, b.LabelRanges[0], "Duplicate variable %q: already declared at %s", name, prev.rng)
@@ -102,6 +106,28 @@ func (p *parser) evalContext(varBlocks, localBlocks hcl.Blocks) *hcl.EvalContext
 	}
 	ctx.Variables["local"] = p.locals(ctx, localBlocks)
 	return ctx
+}
+
+// variablesBlock declares each name = default of a variables block (the
+// short form Nomad accepts beside variable blocks): a variable of any
+// type with that default.
+func (p *parser) variablesBlock(b *hcl.Block, base *hcl.EvalContext, vars map[string]*variable) {
+	attrs, diags := b.Body.JustAttributes()
+	p.diags = append(p.diags, diags...)
+	for _, name := range sortedKeys(attrs) {
+		a := attrs[name]
+		if prev, dup := vars[name]; dup {
+			errorf(&p.diags, a.NameRange, "Duplicate variable %q: already declared at %s", name, prev.rng)
+			continue
+		}
+		v := &variable{name: name, typ: cty.DynamicPseudoType, rng: a.NameRange}
+		vars[name] = v
+		val, diags := a.Expr.Value(base)
+		p.diags = append(p.diags, diags...)
+		if !diags.HasErrors() {
+			p.assign(v, val, a.Expr.Range())
+		}
+	}
 }
 
 func (p *parser) checkValidation(ctx *hcl.EvalContext, v *variable, b *hcl.Block) {
@@ -294,7 +320,12 @@ func (p *parser) locals(ctx *hcl.EvalContext, blocks hcl.Blocks) cty.Value {
 		ready = ready[1:]
 		a := pending[name]
 		ctx.Variables["local"] = localScope(a.Expr, done)
-		val, diags := a.Expr.Value(ctx)
+		lctx := ctx
+		if refs := unknownRoots(ctx, a.Expr); len(refs) > 0 {
+			warnUnknown(&p.warns, refs)
+			lctx = runtimeCtx(ctx, p.src, refs)
+		}
+		val, diags := a.Expr.Value(lctx)
 		p.diags = append(p.diags, diags...)
 		if diags.HasErrors() {
 			val = cty.DynamicVal

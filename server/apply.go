@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/drover/drover/api"
@@ -16,8 +17,16 @@ func (c *serverCore) apply(ctx context.Context, t fsm.MessageType, body any) (ui
 		return 0, fmt.Errorf("%v: %w", t, err)
 	}
 	idx, _, err := c.commit(ctx, buf)
-	if err != nil {
-		return 0, fmt.Errorf("%v: %w", t, err)
+	var rej *fsm.RejectedError
+	switch {
+	case errors.As(err, &rej):
+		// The state's reason is the answer; the command's name and
+		// index mean nothing to the caller.
+		c.log.Debug("raft command rejected", "type", t.String(), "index", rej.Index, "err", rej.Err)
+		return 0, rej.Err
+	case err != nil:
+		c.log.Debug("raft command failed", "type", t.String(), "err", err)
+		return 0, err // "raft apply: ...": the command's name adds nothing
 	}
 	return idx, nil
 }

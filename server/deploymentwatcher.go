@@ -135,6 +135,16 @@ func (w *deploymentWatcher) markStable(ctx context.Context, st *state.StateStore
 // watchDeployment judges one active deployment's allocs and writes what
 // changed.
 func (w *deploymentWatcher) watchDeployment(ctx context.Context, st *state.StateStore, ws memdb.WatchSet, d *api.Deployment) (time.Time, error) {
+	// The job is watched too: a stop or purge ends its deployment.
+	job, err := st.JobByID(ws, d.Namespace, d.JobID)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if why := jobGone(d, job); why != "" {
+		_, err := w.apply(ctx, fsm.DeploymentUpdateType, &state.DeploymentUpdateRequest{DeploymentID: d.ID,
+			Time: w.clock.Now(), Status: api.DeploymentStatusCancelled, StatusDescription: why})
+		return time.Time{}, err
+	}
 	allocs, err := st.AllocsByDeployment(ws, d.ID)
 	if err != nil {
 		return time.Time{}, err
@@ -184,10 +194,6 @@ func (w *deploymentWatcher) watchDeployment(ctx context.Context, st *state.State
 			soonest(at)
 		}
 	}
-	job, err := st.JobByID(nil, d.Namespace, d.JobID)
-	if err != nil {
-		return time.Time{}, err
-	}
 	if len(req.HealthyAllocs) > 0 && progressDeadline > 0 {
 		req.RequireProgressBy = now.Add(progressDeadline).UnixNano()
 	}
@@ -225,6 +231,20 @@ func (w *deploymentWatcher) watchDeployment(ctx context.Context, st *state.State
 		return next, err
 	}
 	return next, nil
+}
+
+// jobGone is why an active deployment ends with its job: the job was
+// purged (or purged and registered again: another CreateIndex) or
+// stopped; "" while the job lives. Nothing else would end it, as the
+// scheduler no longer evaluates the deployment's version.
+func jobGone(d *api.Deployment, job *api.Job) string {
+	switch {
+	case job == nil || (d.JobCreateIndex != 0 && job.CreateIndex != d.JobCreateIndex):
+		return "cancelled because the job was purged"
+	case job.Stop:
+		return "cancelled because the job was stopped"
+	}
+	return ""
 }
 
 // revertFailed handles a deployment the scheduler failed (an unhealthy
@@ -283,6 +303,7 @@ func (c *serverCore) autoRevert(st *state.StateStore, d *api.Deployment, job *ap
 		}
 		j := v.Copy()
 		j.Stable = false
+		j.Multiregion = nil // a rollback is this region's own: it deploys at once (multiregion.go)
 		j.SubmitTime = c.clock.Now().UnixNano()
 		req.Job = j
 		req.StatusDescription += fmt.Sprintf(" - rolling back to job version %d", v.Version)

@@ -199,19 +199,14 @@ func TestDeploymentWatcherAutoRevert(t *testing.T) {
 		t.Fatalf("reverted job args = %v, want [v0]", got)
 	}
 	// The old allocs move to version 2 in place; the failed one is
-	// rescheduled after its delay, at version 2.
-	waitState(t, s, "3 live allocs at version 2", func(ws memdb.WatchSet) (bool, error) {
-		live, err := liveAllocs(s, ws, "web")
-		n := 0
-		for _, a := range live {
-			if a.Job.Version == 2 {
-				n++
-			}
+	// replaced at once, without its reschedule delay: version 2 runs
+	// other tasks than the failed alloc's version 1, and a new version
+	// is not a reschedule (no clock advance here).
+	for _, a := range waitVersions(t, s, 2, 4) {
+		if a.PreviousAllocation == v1[0].ID && a.RescheduleTracker != nil && len(a.RescheduleTracker.Events) > 0 {
+			t.Errorf("replacement of the failed alloc has reschedule events %+v: a new version is not a reschedule", a.RescheduleTracker.Events)
 		}
-		return n == 3 && len(live) == 3, err
-	})
-	clk.Advance(time.Minute)
-	waitVersions(t, s, 2, 4)
+	}
 }
 
 func TestDeploymentWatcherHealthyDeadline(t *testing.T) {
@@ -465,5 +460,41 @@ func TestJudgeAllocChecks(t *testing.T) {
 	ts.HealthCheck = "task_states"
 	if got, _ := judgeAlloc(a, &ts, t0.Add(20*time.Second), nil); got != verdictHealthy {
 		t.Errorf("task_states ignores checks: got %v", got)
+	}
+}
+
+// A stopped or purged job's active deployment (running or paused) ends
+// as cancelled instead of running forever.
+func TestDeploymentEndsWithItsJob(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		purge, pause bool
+		want         string
+	}{
+		{"stop", false, false, "cancelled because the job was stopped"},
+		{"purge", true, false, "cancelled because the job was purged"},
+		{"purge paused", true, true, "cancelled because the job was purged"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, clk, _ := newDeployTestServer(t)
+			ctx := context.Background()
+			deployV0(t, s, clk, false)
+			registerJob(t, s, rollingJob("v1", false))
+			waitVersions(t, s, 1, 1)
+			d := waitDeployment(t, s, 1, api.DeploymentStatusRunning)
+			if tc.pause {
+				if _, err := s.Deployments().PauseDeployment(ctx, d.ID, true); err != nil {
+					t.Fatalf("pause: %v", err)
+				}
+				waitDeployment(t, s, 1, api.DeploymentStatusPaused)
+			}
+			if _, err := s.Jobs().DeregisterJob(ctx, api.DefaultNamespace, "web", tc.purge); err != nil {
+				t.Fatalf("deregister: %v", err)
+			}
+			got := waitDeployment(t, s, 1, api.DeploymentStatusCancelled)
+			if got.StatusDescription != tc.want {
+				t.Errorf("description = %q, want %q", got.StatusDescription, tc.want)
+			}
+		})
 	}
 }

@@ -35,6 +35,14 @@ func jobDiff(old, new *api.Job) *api.JobDiff {
 		d.ID = new.ID
 	}
 	d.Fields = fieldDiffs(flatten(old, serverSetJobFields), flatten(new, serverSetJobFields))
+	if old == nil && new != nil {
+		base := &api.Job{ID: new.ID}
+		if new.Update != nil {
+			base.Update = &api.UpdateStrategy{} // the block's fields it leaves out
+		}
+		base.Canonicalize()
+		markDefaults(d.Fields, flatten(base, serverSetJobFields))
+	}
 	groups := map[string][2]*api.TaskGroup{}
 	var names []string
 	add := func(tg *api.TaskGroup, i int) {
@@ -58,7 +66,7 @@ func jobDiff(old, new *api.Job) *api.JobDiff {
 	sort.Strings(names)
 	for _, n := range names {
 		p := groups[n]
-		if gd := groupDiff(n, p[0], p[1]); gd.Type != api.DiffTypeNone {
+		if gd := groupDiff(new, n, p[0], p[1]); gd.Type != api.DiffTypeNone {
 			d.TaskGroups = append(d.TaskGroups, gd)
 		}
 	}
@@ -68,10 +76,15 @@ func jobDiff(old, new *api.Job) *api.JobDiff {
 	return d
 }
 
-func groupDiff(name string, old, new *api.TaskGroup) *api.TaskGroupDiff {
+// groupDiff compares a group of the registered job (old) with one of the
+// proposed job (new, in job).
+func groupDiff(job *api.Job, name string, old, new *api.TaskGroup) *api.TaskGroupDiff {
 	d := &api.TaskGroupDiff{Name: name, Type: diffType(old == nil, new == nil)}
 	skip := map[string]bool{"Tasks": true}
 	d.Fields = fieldDiffs(flatten(old, skip), flatten(new, skip))
+	if old == nil && new != nil {
+		markDefaults(d.Fields, flatten(defaultGroup(job, new, nil), skip))
+	}
 	tasks := map[string][2]*api.Task{}
 	var names []string
 	add := func(t *api.Task, i int) {
@@ -97,6 +110,9 @@ func groupDiff(name string, old, new *api.TaskGroup) *api.TaskGroupDiff {
 		p := tasks[n]
 		td := &api.TaskDiff{Name: n, Type: diffType(p[0] == nil, p[1] == nil)}
 		td.Fields = fieldDiffs(flatten(p[0], nil), flatten(p[1], nil))
+		if p[0] == nil && p[1] != nil {
+			markDefaults(td.Fields, flatten(defaultGroup(job, new, p[1]).Tasks[0], nil))
+		}
 		if td.Type == api.DiffTypeNone && len(td.Fields) > 0 {
 			td.Type = api.DiffTypeEdited
 		}
@@ -108,6 +124,70 @@ func groupDiff(name string, old, new *api.TaskGroup) *api.TaskGroupDiff {
 		d.Type = api.DiffTypeEdited
 	}
 	return d
+}
+
+// defaultGroup is what Canonicalize makes of a group named as tg in a
+// job of job's type and update strategy, with nothing else set but empty
+// blocks where tg has them (whose omitted fields get defaults): the
+// defaults a job file leaves tg to. With task set, the group has that
+// one task, alike, and tg's restart policy (which a task inherits).
+func defaultGroup(job *api.Job, tg *api.TaskGroup, task *api.Task) *api.TaskGroup {
+	j := &api.Job{ID: job.ID, Type: job.Type}
+	if job.Update != nil {
+		u := *job.Update
+		j.Update = &u
+	}
+	g := &api.TaskGroup{Name: tg.Name, Count: 1}
+	if task == nil {
+		if tg.Update != nil && job.Update == nil {
+			g.Update = &api.UpdateStrategy{} // else it inherits the job's
+		}
+		if tg.Migrate != nil {
+			g.Migrate = &api.MigrateStrategy{}
+		}
+		g.Services = emptyServices(tg.Services)
+	} else {
+		if tg.RestartPolicy != nil {
+			rp := *tg.RestartPolicy
+			g.RestartPolicy = &rp
+		}
+		t := &api.Task{Name: task.Name, Services: emptyServices(task.Services)}
+		if task.Identity != nil {
+			t.Identity = &api.WorkloadIdentity{}
+		}
+		for range task.Templates {
+			t.Templates = append(t.Templates, &api.Template{})
+		}
+		g.Tasks = []*api.Task{t}
+	}
+	j.TaskGroups = []*api.TaskGroup{g}
+	j.Canonicalize()
+	return g
+}
+
+// emptyServices is ss with every service and check empty.
+func emptyServices(ss []*api.Service) []*api.Service {
+	out := make([]*api.Service, 0, len(ss))
+	for _, s := range ss {
+		e := &api.Service{}
+		if s != nil {
+			for range s.Checks {
+				e.Checks = append(e.Checks, &api.ServiceCheck{})
+			}
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// markDefaults annotates the added fields whose value is the default
+// (base: the defaults, flattened) with api.FieldDefault.
+func markDefaults(fields []*api.FieldDiff, base map[string]string) {
+	for _, f := range fields {
+		if v, ok := base[f.Name]; ok && f.Type == api.DiffTypeAdded && v == f.New {
+			f.Annotations = append(f.Annotations, api.FieldDefault)
+		}
+	}
 }
 
 func diffType(oldNil, newNil bool) string {

@@ -1,10 +1,12 @@
 package server
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/jobspec"
 )
 
 func diffJob(count int, image string) *api.Job {
@@ -54,5 +56,64 @@ func TestJobDiffFormatsValues(t *testing.T) {
 	}
 	if got["Config.ttl"] != [2]string{"1000", "86400000000000"} {
 		t.Errorf("number diff %v, want 1000 => 86400000000000", got["Config.ttl"])
+	}
+}
+
+// A new job's diff marks every field the job file left to its default
+// (api.FieldDefault), so `job plan` shows only what the file sets; the
+// API keeps them all, as Nomad's does.
+func TestJobDiffNewJobMarksDefaults(t *testing.T) {
+	src := `job "web" {
+  type = "batch"
+  update { max_parallel = 2 }
+  group "g" {
+    count = 2
+    restart { attempts = 5 }
+    task "t" {
+      driver = "exec"
+      config { command = "/bin/true" }
+      resources { memory = 128 }
+    }
+  }
+}`
+	job, err := jobspec.Parse("web.hcl", []byte(src), &jobspec.Options{Env: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := jobDiff(nil, job)
+	set := func(fs []*api.FieldDiff) (names []string, all int) {
+		for _, f := range fs {
+			if f.Type != api.DiffTypeAdded {
+				t.Errorf("field %s: type %s, want Added", f.Name, f.Type)
+			}
+			if !slices.Contains(f.Annotations, api.FieldDefault) {
+				names = append(names, f.Name+"="+f.New)
+			}
+		}
+		return names, len(fs)
+	}
+	jobSet, jobAll := set(d.Fields)
+	if len(d.TaskGroups) != 1 || len(d.TaskGroups[0].Tasks) != 1 {
+		t.Fatalf("diff %+v: want one added group with one task", d)
+	}
+	groupSet, groupAll := set(d.TaskGroups[0].Fields)
+	taskSet, taskAll := set(d.TaskGroups[0].Tasks[0].Fields)
+	for _, c := range []struct {
+		what      string
+		got, want []string
+		all       int
+	}{
+		{"job", jobSet, []string{"Type=batch", "Update.MaxParallel=2"}, jobAll},
+		// The group's update is the job's (inherited, so not repeated).
+		{"group", groupSet, []string{"Count=2", "RestartPolicy.Attempts=5"}, groupAll},
+		// The task's restart policy is the group's.
+		{"task", taskSet, []string{"Config.command=/bin/true", "Driver=exec", "Resources.MemoryMB=128"}, taskAll},
+	} {
+		if !slices.Equal(c.got, c.want) {
+			t.Errorf("%s fields shown = %q, want %q", c.what, c.got, c.want)
+		}
+		if c.all <= len(c.want) {
+			t.Errorf("%s: %d fields in the diff, want the defaults kept in the API too", c.what, c.all)
+		}
 	}
 }

@@ -13,7 +13,10 @@
 // fall back to blocking queries, at most two at once, only while that
 // stream is down; each page's requests are aborted when the router leaves
 // it. window.__droverNet exposes the counts to the browser tests. One
-// module per page lives in assets/js/pages/.
+// module per page lives in assets/js/pages/ (jobparts.js holds the views
+// the job and task-group pages share); assets/js/ns.js is the top bar's
+// namespace switcher, whose choice lives in the URL (?namespace=). Times
+// on the Usage page are UTC, as the usage ledger's hourly buckets are.
 //
 // Imports: the standard library and api only (a layout test enforces it);
 // package agent mounts Handler.

@@ -21,7 +21,7 @@ import (
 // fixtureAPI serves the UI and fixed answers for the routes the Queues,
 // Usage and job pages read: GET /v1/queues ([]api.QueueStatus), GET
 // /v1/usage (api.UsageResponse, or CSV with format=csv; a 30-day range
-// is never answered, to see it aborted), and a pending job whose eval
+// or longer is never answered, to see it aborted), and a pending job whose eval
 // carries structured why-pending reasons. Blocking queries (index=) are
 // held until the client goes away, and every request the client aborts
 // is counted by path.
@@ -44,10 +44,11 @@ var fixtureQueues = []*api.QueueStatus{
 		FairShare: &api.QueueResources{GPUs: 12}, Allocated: api.QueueResources{GPUs: 4}, RunningAllocs: 2},
 }
 
-// fixtureUsage: team-a used 8 H100s in each of the range's last 3 hours,
+// fixtureUsage: team-a used 8 H100s in each of the range's last 3 hours
+// (the last is the hour holding to, which the ledger counts up to now),
 // team-b 2 A100s in the last 2.
 func fixtureUsage(from, to int64) api.UsageResponse {
-	last := to/3600*3600 - 3600
+	last := (to - 1) / 3600 * 3600
 	resp := api.UsageResponse{By: api.UsageByQueue, From: from, To: to}
 	for i := int64(0); i < 3; i++ {
 		resp.Rows = append(resp.Rows, api.UsageRow{Key: "team-a", Bucket: last - i*3600,
@@ -108,7 +109,7 @@ func startFixtureAPI(t *testing.T) *fixtureAPI {
 		}
 		f.usageFrom.Store(from)
 		f.usageTo.Store(to)
-		if to-from == 30*24*3600 {
+		if to-from > 29*24*3600 {
 			<-r.Context().Done() // never answered: leaving the page must abort it
 			f.aborted["/v1/usage"].Add(1)
 			return
@@ -179,8 +180,8 @@ func TestUIQueuesUsage(t *testing.T) {
 	// Usage: the default range is 7 days, drawn daily.
 	click(t, ctx, "open usage", `#nav a[data-nav="usage"]`)
 	until(t, ctx, "usage table", `document.querySelectorAll('#usage-table tr[data-queue]').length === 2`, long)
-	if from, to := f.usageFrom.Load(), f.usageTo.Load(); to-from != 7*24*3600 || to%3600 != 0 {
-		t.Fatalf("usage asked from=%d to=%d, want a 7-day range ending on an hour (Unix seconds)", from, to)
+	if from, to := f.usageFrom.Load(), f.usageTo.Load(); from%(24*3600) != 0 || to-from <= 6*24*3600 || to-from > 7*24*3600 || to > time.Now().Unix() {
+		t.Fatalf("usage asked from=%d to=%d, want 7 UTC days: from a UTC midnight 6 days before today's to now, not later (Unix seconds)", from, to)
 	}
 	until(t, ctx, "team-a GPU-hours", textHas(`#usage-table tr[data-queue="team-a"] .gpu-hours`, "24.0"), long)
 	until(t, ctx, "team-b GPU-hours", textHas(`#usage-table tr[data-queue="team-b"] .gpu-hours`, "4.0"), long)
@@ -188,7 +189,7 @@ func TestUIQueuesUsage(t *testing.T) {
 	until(t, ctx, "cost column", textHas(`#usage-table tr[data-queue="team-a"]`, "60.00"), long)
 	until(t, ctx, "CSV link", `(() => { const u = new URL(document.querySelector('#usage-csv').href);
 		return u.pathname === '/v1/usage' && u.searchParams.get('format') === 'csv' && u.searchParams.get('by') === 'queue' &&
-		  +u.searchParams.get('to') - +u.searchParams.get('from') === 7*24*3600 && document.querySelector('#usage-csv').hasAttribute('download'); })()`, long)
+		  +u.searchParams.get('from') % 86400 === 0 && document.querySelector('#usage-csv').hasAttribute('download'); })()`, long)
 	csv, err := chromedp.Run(ctx, chromedp.Evaluate[string](`fetch(document.querySelector('#usage-csv').href).then((r) => r.text())`,
 		chromedp.EvalAwaitPromise))
 	if err != nil || !strings.HasPrefix(csv, "key,bucket,gpu_seconds\n") || !strings.Contains(csv, "team-a,") {
@@ -207,7 +208,7 @@ func TestUIQueuesUsage(t *testing.T) {
 	// Leaving the page aborts its request in flight (30 days: never answered).
 	click(t, ctx, "last 30d", `#usage-range button[data-range="30d"]`)
 	testproc.Eventually(t, long, "the 30-day usage request at the fixture", func() bool {
-		return f.usageTo.Load()-f.usageFrom.Load() == 30*24*3600
+		return f.usageTo.Load()-f.usageFrom.Load() > 29*24*3600
 	})
 	click(t, ctx, "leave for the job page", `#nav a[data-nav="jobs"]`)
 	do(t, ctx, "open the pending job", chromedp.Evaluate[chromedp.Void](`(() => { history.pushState(null, '', '/ui/jobs/big'); dispatchEvent(new PopStateEvent('popstate')); })()`))

@@ -162,7 +162,8 @@ func TestModuleGraph(t *testing.T) {
 	}
 	// The deep links the UI promises.
 	for _, want := range []string{"/ui/jobs", "/ui/jobs/:id", "/ui/allocations/:id", "/ui/nodes", "/ui/nodes/:id",
-		"/ui/topology", "/ui/servers", "/ui/evaluations", "/ui/run", "/ui/queues", "/ui/usage"} {
+		"/ui/topology", "/ui/servers", "/ui/evaluations", "/ui/run", "/ui/queues", "/ui/usage",
+		"/ui/jobs/:id/groups/:group", "/ui/variables", "/ui/variables/new", "/ui/variables/var/*path"} {
 		if !patterns[want] {
 			t.Errorf("no route for %s; routes: %v", want, patterns)
 		}

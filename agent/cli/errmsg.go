@@ -12,7 +12,9 @@ var subjectOnly = regexp.MustCompile(`^(\w+ ){0,4}"[^"]*"$`)
 // tidyMessage drops the repetitions an error chain collects on its way
 // from the server through the HTTP layer to the CLI: a segment (between
 // ": ") that only names a subject already named by an earlier segment goes,
-// so `job "x": job "x": job not found` reads `job "x": job not found`.
+// so `job "x": job "x": job not found` reads `job "x": job not found`, and
+// so does one the next segment starts with (`acl bootstrap: ACL bootstrap
+// already done` reads `ACL bootstrap already done`).
 func tidyMessage(msg string) string {
 	segs := splitChain(msg)
 	if len(segs) < 2 {
@@ -21,6 +23,9 @@ func tidyMessage(msg string) string {
 	seen := map[string]bool{}
 	out := segs[:0:0]
 	for i, s := range segs {
+		if i < len(segs)-1 && startsWithWords(segs[i+1], s) {
+			continue // the next segment says it again
+		}
 		quoted := quotedNames(s)
 		drop := i > 0 && i < len(segs)-1 && subjectOnly.MatchString(s) && len(quoted) == 1 && seen[quoted[0]]
 		for _, q := range quoted {
@@ -31,6 +36,17 @@ func tidyMessage(msg string) string {
 		}
 	}
 	return strings.Join(out, ": ")
+}
+
+// startsWithWords reports whether s is prefix or begins with it and a
+// space (case aside), prefix having two words or more: "acl bootstrap"
+// is said again by "ACL bootstrap already done", "acl" is not by "acl
+// bootstrapped".
+func startsWithWords(s, prefix string) bool {
+	if prefix == "" || len(s) < len(prefix) || !strings.EqualFold(s[:len(prefix)], prefix) {
+		return false
+	}
+	return len(s) == len(prefix) || (s[len(prefix)] == ' ' && strings.Contains(prefix, " "))
 }
 
 // splitChain splits at ": " outside double quotes.

@@ -198,3 +198,53 @@ func TestNormalizeArgs(t *testing.T) {
 		}
 	}
 }
+
+// A job file Nomad accepts validates (exit 0), with one warning per item
+// drover will not run, at its place: a driver drover has not, a block it
+// ignores, a name kept literally.
+func TestJobValidateNomadFile(t *testing.T) {
+	dir := t.TempDir()
+	f := writeFile(t, dir, "nomad.hcl", `job "web" {
+  group "g" {
+    network {
+      mode = "bridge"
+    }
+    volume "data" {
+      type   = "host"
+      source = "data"
+    }
+    task "t" {
+      driver = "docker"
+      volume_mount {
+        volume      = "data"
+        destination = "${NOMAD_TASK_DIR}/data"
+      }
+      env {
+        X = "${undefined}"
+      }
+      vault {
+        policies = ["p"]
+      }
+    }
+  }
+}
+`)
+	code, out, errOut := runCLI(t, "job", "validate", f)
+	if code != 0 || !strings.Contains(out, f+": Job validation successful") {
+		t.Fatalf("exit %d stdout %q stderr %q, want 0 and success", code, out, errOut)
+	}
+	want := []string{
+		f + `:11:16: warning: drover does not run driver "docker"`,
+		f + `:17:16: warning: Unknown name "undefined": kept as the literal text ${undefined}`,
+		f + `:19:7: warning: "vault" block is not supported by drover yet`,
+	}
+	lines := strings.Split(strings.TrimSpace(errOut), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("stderr %q, want %d warnings", errOut, len(want))
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Errorf("warning %d = %q, want prefix %q", i, lines[i], w)
+		}
+	}
+}

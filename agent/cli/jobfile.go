@@ -26,12 +26,20 @@ const maxStdinJob = 8 << 20
 // -var-file inputs, DROVER_VAR_*/NOMAD_VAR_* from the environment, and
 // applies the defaults. Parse problems come back as jobspec.Diagnostics
 // (one file:line:col: message per line); a malformed -var is a usage error.
-// Items of Nomad's grammar that drover accepts but does not run yet are
-// printed to warn (when not nil) as "Warning: file:line:col: message".
+// What drover accepts but will not run (Nomad's grammar it ignores, a
+// driver it has not) is printed to warn (when not nil) as
+// "file:line:col: warning: message", beside the errors' file:line:col:
+// message.
 func loadJob(path string, vars []string, varFiles []string, namespace string, warn io.Writer) (*api.Job, error) {
 	opts := &jobspec.Options{VarFiles: varFiles, Namespace: namespace}
 	if warn != nil {
-		opts.Warn = func(d jobspec.Diagnostic) { fmt.Fprintln(warn, "Warning:", d) }
+		opts.Warn = func(d jobspec.Diagnostic) {
+			if d.File == "" && d.Line == 0 {
+				fmt.Fprintln(warn, "warning:", d.Message)
+				return
+			}
+			fmt.Fprintf(warn, "%s:%d:%d: warning: %s\n", d.File, d.Line, d.Column, d.Message)
+		}
 	}
 	if len(vars) > 0 {
 		opts.Vars = make(map[string]string, len(vars))

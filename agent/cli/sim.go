@@ -25,14 +25,16 @@ func newSimCmd() *cobra.Command {
 (register, heartbeat, blocking allocation reads, batched status updates). They
 run nothing: an allocation reads running after -run-delay and, with
 -complete-after, complete (or failed, with probability -fail-rate) after that.
+They join node pool "sim" (-node-pool), so that only jobs that ask for them
+(node_pool = "sim") are placed on them, never work meant for real nodes.
 Counters are printed every -report interval until interrupted.`,
 		Args: cobra.NoArgs,
 	}
-	servers := cmd.Flags().String("servers", "http://127.0.0.1:4646", "comma-separated server HTTP addresses")
+	servers := cmd.Flags().String("servers", "", "comma-separated server HTTP addresses (default -address, $DROVER_ADDR, $NOMAD_ADDR or http://127.0.0.1:4646)")
 	nodes := cmd.Flags().Int("nodes", 1000, "how many nodes to simulate")
 	gpus := cmd.Flags().String("gpus", "", "simulated GPU server shape each node has (dgxa100, dgxh100, dgxh200, dgxb200; :mig for MIG)")
 	dcs := cmd.Flags().String("datacenters", "dc1", "comma-separated datacenters, assigned round-robin")
-	pool := cmd.Flags().String("node-pool", "", "node pool of every node (default \"default\")")
+	pool := cmd.Flags().String("node-pool", "", "node pool of every node (default \"sim\", created if missing: only jobs with node_pool = \"sim\" land on simulated nodes)")
 	class := cmd.Flags().String("node-class", "", "node class of every node")
 	prefix := cmd.Flags().String("name-prefix", "sim-", "node name prefix")
 	runDelay := cmd.Flags().Duration("run-delay", 2*time.Second, "how long an allocation takes to start")
@@ -55,7 +57,11 @@ Counters are printed every -report interval until interrupted.`,
 		if ctx == nil {
 			ctx = context.Background()
 		}
-		cfg := sim.Config{Servers: splitList(*servers), Nodes: *nodes, GPUs: *gpus, Datacenters: splitList(*dcs),
+		addrs, err := simServers(ctx, cmd, splitList(*servers))
+		if err != nil {
+			return err
+		}
+		cfg := sim.Config{Servers: addrs, Nodes: *nodes, GPUs: *gpus, Datacenters: splitList(*dcs),
 			NodePool: *pool, NodeClass: *class, NamePrefix: *prefix, RunDelay: *runDelay, CompleteAfter: *completeAfter,
 			FailRate: *failRate, Seed: *seed, Workers: *workers, HTTP1: *http1,
 			Logger: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))}

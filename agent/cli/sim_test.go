@@ -46,3 +46,37 @@ func TestSimCommand(t *testing.T) {
 		t.Errorf("output %q lacks the registration line", out.String())
 	}
 }
+
+// TestSimAddress: without -servers drover sim uses the CLI's address
+// (here $DROVER_ADDR), and fails at once, naming the address, when no
+// server answers there.
+func TestSimAddress(t *testing.T) {
+	t.Setenv("DROVER_ADDR", "http://127.0.0.1:1")
+	code, _, stderr := runCLI(t, "sim", "-nodes", "1")
+	if code != ExitError || !strings.Contains(stderr, "no drover server answers at http://127.0.0.1:1") {
+		t.Errorf("sim against nothing: exit %d, stderr %q; want 1 naming the address", code, stderr)
+	}
+
+	addr := startAPI(t)
+	t.Setenv("DROVER_ADDR", addr)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errb syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"sim", "-nodes", "2", "-report", "10ms"}, &out, &errb)
+	}()
+	testproc.Eventually(t, 20*time.Second, "2 simulated nodes registered at $DROVER_ADDR", func() bool {
+		return strings.Contains(out.String(), "2 simulated nodes registered")
+	})
+	cancel()
+	select {
+	case code := <-done:
+		if code != ExitOK {
+			t.Fatalf("exit %d, stderr %q", code, errb.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("drover sim did not stop after its context ended")
+	}
+	resetFlags(rootCmd)
+}

@@ -131,26 +131,22 @@ func writePair(cmd *cobra.Command, certName string, cert []byte, keyName string,
 	return nil
 }
 
-// cliTLS is the CLI's TLS from -ca-cert, -client-cert and -client-key
-// (default $DROVER_CACERT, $DROVER_CLIENT_CERT, $DROVER_CLIENT_KEY, then
-// the NOMAD_ names); nil when none is given.
+// cliTLS is the CLI's TLS from -ca-cert, -client-cert, -client-key,
+// -tls-server-name and -tls-skip-verify (default $DROVER_CACERT ..., then
+// the NOMAD_ names: env.go); nil when none is given.
 func cliTLS(cmd *cobra.Command) (*tls.Config, error) {
-	get := func(flag string, envs ...string) string {
-		v, _ := cmd.Flags().GetString(flag)
-		for _, e := range envs {
-			if v == "" {
-				v = os.Getenv(e)
-			}
-		}
-		return v
+	ca := setting(cmd, "ca-cert")
+	cert := setting(cmd, "client-cert")
+	key := setting(cmd, "client-key")
+	serverName := setting(cmd, "tls-server-name")
+	skip, err := skipVerify(cmd)
+	if err != nil {
+		return nil, err
 	}
-	ca := get("ca-cert", "DROVER_CACERT", "NOMAD_CACERT")
-	cert := get("client-cert", "DROVER_CLIENT_CERT", "NOMAD_CLIENT_CERT")
-	key := get("client-key", "DROVER_CLIENT_KEY", "NOMAD_CLIENT_KEY")
-	if ca == "" && cert == "" && key == "" {
+	if ca == "" && cert == "" && key == "" && serverName == "" && !skip {
 		return nil, nil
 	}
-	t := &tls.Config{MinVersion: tls.VersionTLS12}
+	t := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: serverName, InsecureSkipVerify: skip}
 	if ca != "" {
 		b, err := os.ReadFile(ca)
 		if err != nil {

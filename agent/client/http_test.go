@@ -293,3 +293,49 @@ func TestAllocControlEndpoints(t *testing.T) {
 		t.Errorf("unknown endpoint: %d %s", st, body)
 	}
 }
+
+// TestLogsFollowSendsHeadersAtOnce: a follow request gets its status and
+// headers before any log byte exists (browsers and proxies wait for
+// them), then the bytes as they come.
+func TestLogsFollowSendsHeadersAtOnce(t *testing.T) {
+	c, a, base := httpClient(t)
+	ar, _ := c.runner(a.ID)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// From the end: nothing to send until the task writes more.
+	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/v1/client/fs/logs/"+a.ID+"?task=web&type=stdout&plain=true&follow=true&origin=end&offset=0", nil)
+	type answer struct {
+		resp *http.Response
+		err  error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		got <- answer{resp, err}
+	}()
+	var resp *http.Response
+	select {
+	case ans := <-got:
+		if ans.err != nil {
+			t.Fatal(ans.err)
+		}
+		resp = ans.resp
+	case <-time.After(10 * time.Second):
+		t.Fatal("no response headers while the log has nothing new")
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
+		t.Fatalf("status %d, content type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	f, err := os.OpenFile(filepath.Join(ar.AllocDir(), "alloc", "logs", "web.stdout.0"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("later\n")
+	f.Close()
+	stop := time.AfterFunc(30*time.Second, cancel) // a line never sent fails, not hangs
+	defer stop.Stop()
+	if l, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil || l != "later\n" {
+		t.Fatalf("followed line %q, %v; want %q", l, err, "later\n")
+	}
+}

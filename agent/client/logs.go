@@ -83,6 +83,15 @@ func (c *Client) handleLogs(w http.ResponseWriter, r *http.Request, ar *allocrun
 	}
 	w.WriteHeader(http.StatusOK)
 	flusher, _ := w.(http.Flusher)
+	// The headers go once the stream's start is fixed (so what is written
+	// after a follower has them is sent), not with the first log byte: a
+	// follower (browser, proxy, CLI) must not wait for that to learn the
+	// stream is open.
+	started := func() {
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
 	enc := json.NewEncoder(w)
 	emit := func(file string, off int64, b []byte) error {
 		var err error
@@ -96,7 +105,7 @@ func (c *Client) handleLogs(w http.ResponseWriter, r *http.Request, ar *allocrun
 		}
 		return err
 	}
-	if err := ls.run(r.Context(), origin, offset, follow, emit); err != nil && r.Context().Err() == nil {
+	if err := ls.run(r.Context(), origin, offset, follow, started, emit); err != nil && r.Context().Err() == nil {
 		c.log.Debug("log stream ended", "alloc_id", ar.ID(), "task", task, "error", err)
 	}
 }
@@ -223,8 +232,9 @@ func (l *logStream) size(i int) int64 {
 
 // run streams from the position given by origin/offset; with follow it
 // waits for more (inotify on the log dir, a ticker as fallback) until ctx
-// ends, or the alloc finished and everything was sent.
-func (l *logStream) run(ctx context.Context, origin string, offset int64, follow bool, emit func(string, int64, []byte) error) error {
+// ends, or the alloc finished and everything was sent. started is called
+// once the start is fixed (and, with follow, the dir watched).
+func (l *logStream) run(ctx context.Context, origin string, offset int64, follow bool, started func(), emit func(string, int64, []byte) error) error {
 	var changes <-chan struct{}
 	if follow {
 		w, err := newDirWatcher(l.dir)
@@ -277,6 +287,7 @@ func (l *logStream) run(ctx context.Context, origin string, offset int64, follow
 			want -= sizes[i]
 		}
 	}
+	started()
 	buf := make([]byte, 64<<10)
 	for {
 		// Drain the current file.

@@ -22,14 +22,15 @@ import (
 // executed as a Go text/template with env, and a few string functions.
 // Templates with Envvars add their KEY=VALUE lines to env (returned).
 // Paths escaping the task dir are refused. svc (may be nil) answers
-// nomadService lookups. changed lists the templates whose file content
-// changed (all on a first render).
+// nomadService lookups; a task runner's renders also answer nomadVar and
+// nomadVarList (renderTemplates with a VarCache). changed lists the
+// templates whose file content changed (all on a first render).
 func RenderTemplates(tmpls []*api.Template, taskDir string, env map[string]string, node *api.Node, svc *ServiceCache) (map[string]string, error) {
-	extra, _, err := renderTemplates(tmpls, taskDir, env, node, svc)
+	extra, _, err := renderTemplates(context.Background(), tmpls, taskDir, env, node, svc, nil)
 	return extra, err
 }
 
-func renderTemplates(tmpls []*api.Template, taskDir string, env map[string]string, node *api.Node, svc *ServiceCache) (map[string]string, []*api.Template, error) {
+func renderTemplates(ctx context.Context, tmpls []*api.Template, taskDir string, env map[string]string, node *api.Node, svc *ServiceCache, vars *VarCache) (map[string]string, []*api.Template, error) {
 	if len(tmpls) == 0 {
 		return nil, nil, nil
 	}
@@ -49,7 +50,7 @@ func renderTemplates(tmpls []*api.Template, taskDir string, env map[string]strin
 			}
 			src = string(b)
 		}
-		out, err := renderOne(src, t, env, node, svc)
+		out, err := renderOne(ctx, src, t, env, node, svc, vars)
 		if err != nil {
 			return nil, nil, fmt.Errorf("template %d (%s): %w", i, t.DestPath, err)
 		}
@@ -119,7 +120,7 @@ func readIn(root *os.Root, name string) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, 16<<20))
 }
 
-func renderOne(src string, t *api.Template, env map[string]string, node *api.Node, svc *ServiceCache) ([]byte, error) {
+func renderOne(ctx context.Context, src string, t *api.Template, env map[string]string, node *api.Node, svc *ServiceCache, vars *VarCache) ([]byte, error) {
 	left, right := t.LeftDelim, t.RightDelim
 	if left == "" {
 		left = "{{"
@@ -153,7 +154,24 @@ func renderOne(src string, t *api.Template, env map[string]string, node *api.Nod
 			if svc == nil {
 				return nil, fmt.Errorf("nomadService %q: no service lookup on this client", name)
 			}
-			return svc.get(context.Background(), name)
+			return svc.get(ctx, name)
+		},
+		// nomadVar is the items of a variable ({{ .key }}, range);
+		// nomadVarList the metadata of those under a prefix (.Path ...).
+		"nomadVar": func(path string) (map[string]string, error) {
+			if vars == nil {
+				return nil, fmt.Errorf("nomadVar %q: no variable reads on this client", path)
+			}
+			return vars.get(ctx, path)
+		},
+		"nomadVarList": func(prefix ...string) ([]*api.VariableMetadata, error) {
+			if vars == nil {
+				return nil, fmt.Errorf("nomadVarList: no variable reads on this client")
+			}
+			if len(prefix) > 1 {
+				return nil, fmt.Errorf("nomadVarList takes at most one prefix")
+			}
+			return vars.list(ctx, strings.Join(prefix, ""))
 		},
 	}
 	tm, err := template.New("t").Delims(left, right).Funcs(funcs).Option("missingkey=zero").Parse(src)

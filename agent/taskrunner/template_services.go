@@ -86,65 +86,71 @@ func (c *ServiceCache) Names() []string {
 
 // Watch blocks until the passing instances of a service read so far
 // change, updates the cache and returns true; false when ctx ends.
-// Transient errors are retried with backoff.
 func (c *ServiceCache) Watch(ctx context.Context) bool {
-	type change struct{}
-	changed := make(chan change, 1)
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	for _, name := range c.Names() {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			retry := clock.Backoff{Base: 250 * time.Millisecond, Max: 30 * time.Second}
-			for wctx.Err() == nil {
-				c.mu.Lock()
-				e := c.entries[name]
-				c.mu.Unlock()
-				regs, idx, err := c.lookup(wctx, c.ns, name, e.index, 5*time.Minute)
-				if err != nil {
-					retry.Wait(wctx, c.clock)
-					continue
-				}
-				retry.Reset()
-				p := passing(regs)
-				same := slices.EqualFunc(p, e.regs, func(a, b *api.ServiceRegistration) bool {
-					return a.ID == b.ID && a.Address == b.Address && a.Port == b.Port && slices.Equal(a.Tags, b.Tags)
-				})
-				c.mu.Lock()
-				c.entries[name] = &cacheEntry{regs: p, index: max(idx, e.index)}
-				c.mu.Unlock()
-				if !same {
-					select {
-					case changed <- change{}:
-					default:
-					}
-					return
-				}
-			}
-		}()
-	}
-	var ok bool
-	select {
-	case <-changed:
-		ok = true
-	case <-ctx.Done():
-	}
-	cancel() // the other watches are still blocked in their queries
-	wg.Wait()
-	return ok
+	return watchEach(ctx, c.Names(), c.watchName)
 }
 
-// watchTemplates re-renders the task's templates whenever a service they
-// read changes, then applies their change_mode.
+// watchName waits for the passing instances of one service to change
+// (true) or ctx to end (false); transient errors are retried with backoff.
+func (c *ServiceCache) watchName(ctx context.Context, name string) bool {
+	retry := clock.Backoff{Base: 250 * time.Millisecond, Max: 30 * time.Second}
+	for ctx.Err() == nil {
+		c.mu.Lock()
+		e := c.entries[name]
+		c.mu.Unlock()
+		regs, idx, err := c.lookup(ctx, c.ns, name, e.index, 5*time.Minute)
+		if err != nil {
+			retry.Wait(ctx, c.clock)
+			continue
+		}
+		retry.Reset()
+		p := passing(regs)
+		same := slices.EqualFunc(p, e.regs, func(a, b *api.ServiceRegistration) bool {
+			return a.ID == b.ID && a.Address == b.Address && a.Port == b.Port && slices.Equal(a.Tags, b.Tags)
+		})
+		c.mu.Lock()
+		c.entries[name] = &cacheEntry{regs: p, index: max(idx, e.index)}
+		c.mu.Unlock()
+		if !same {
+			return true
+		}
+	}
+	return false
+}
+
+// watchEach runs watch for every key at once until one reports a change
+// (true) or ctx ends (false); the others are let go. With no keys it waits
+// for ctx.
+func watchEach(ctx context.Context, keys []string, watch func(context.Context, string) bool) bool {
+	if len(keys) == 0 {
+		<-ctx.Done()
+		return false
+	}
+	watches := make([]func(context.Context) bool, len(keys))
+	for i, k := range keys {
+		watches[i] = func(ctx context.Context) bool { return watch(ctx, k) }
+	}
+	return watchAny(ctx, watches...)
+}
+
+// watchTemplates re-renders the task's templates whenever a service or
+// a variable they read changes, then applies their change_mode.
 func (tr *TaskRunner) watchTemplates(ctx context.Context) {
 	select {
 	case <-ctx.Done():
 		return
-	case <-tr.tmplCh: // a render read services
+	case <-tr.tmplCh: // a render read services or variables
 	}
-	for tr.svc.Watch(ctx) {
+	tr.mu.Lock()
+	var watches []func(context.Context) bool
+	if tr.svc != nil {
+		watches = append(watches, tr.svc.Watch)
+	}
+	if tr.vars != nil {
+		watches = append(watches, tr.vars.Watch)
+	}
+	tr.mu.Unlock()
+	for watchAny(ctx, watches...) {
 		tr.rerender(ctx)
 	}
 }
@@ -156,7 +162,7 @@ func (tr *TaskRunner) rerender(ctx context.Context) {
 	tr.mu.Lock()
 	env, task := tr.rendered, tr.task
 	tr.mu.Unlock()
-	_, changed, err := renderTemplates(task.Templates, filepath.Join(tr.cfg.AllocDir, task.Name), env, tr.cfg.Node, tr.svc)
+	_, changed, err := renderTemplates(ctx, task.Templates, filepath.Join(tr.cfg.AllocDir, task.Name), env, tr.cfg.Node, tr.svc, tr.vars)
 	if err != nil {
 		tr.log.Warn("re-render templates", "error", err)
 		return

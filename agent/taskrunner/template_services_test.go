@@ -60,7 +60,7 @@ func TestNomadServiceTemplates(t *testing.T) {
 		{EmbeddedTmpl: `{{ range nomadService "web" }}{{ .Address }}:{{ .Port }} {{ end }}`, DestPath: "local/web"},
 		{EmbeddedTmpl: `{{ range nomadService "db" }}{{ .Address }}{{ end }}`, DestPath: "local/db"},
 	}
-	_, changed, err := renderTemplates(tmpls, dir, nil, nil, cache)
+	_, changed, err := renderTemplates(context.Background(), tmpls, dir, nil, nil, cache, nil)
 	if err != nil || len(changed) != 2 {
 		t.Fatalf("first render: %v, %d changed", err, len(changed))
 	}
@@ -82,7 +82,7 @@ func TestNomadServiceTemplates(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Watch did not return after a change")
 	}
-	_, changed, err = renderTemplates(tmpls, dir, nil, nil, cache)
+	_, changed, err = renderTemplates(context.Background(), tmpls, dir, nil, nil, cache, nil)
 	if err != nil || len(changed) != 1 || changed[0].DestPath != "local/db" || read("local/db") != "10.0.1.9" {
 		t.Fatalf("re-render: %v, changed %v, db %q", err, changed, read("local/db"))
 	}

@@ -29,7 +29,9 @@ func TestVolumeMounts(t *testing.T) {
 		{Volume: "data", Destination: "/data"},
 		{Volume: "ro", Destination: "/frozen", ReadOnly: true},
 	}}
-	got, err := VolumeMounts(alloc, task, node)
+	task.VolumeMounts = append(task.VolumeMounts, &api.VolumeMount{Volume: "models", Destination: "${NOMAD_TASK_DIR}/models"})
+	env := map[string]string{"NOMAD_TASK_DIR": "/local"}
+	got, err := VolumeMounts(alloc, task, node, env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,6 +40,7 @@ func TestVolumeMounts(t *testing.T) {
 		{HostPath: "/srv/weights", TaskPath: "/models-ro", Readonly: true},
 		{HostPath: "/srv/data", TaskPath: "/data", Readonly: true},
 		{HostPath: "/srv/frozen", TaskPath: "/frozen", Readonly: true},
+		{HostPath: "/srv/weights", TaskPath: "/local/models"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("mounts (-want +got):\n%s", diff)
@@ -49,8 +52,10 @@ func TestVolumeMounts(t *testing.T) {
 		{&api.VolumeMount{Volume: "nope", Destination: "/x"}, `group "g" has no volume "nope"`},
 		{&api.VolumeMount{Volume: "gone", Destination: "/x"}, `this node has no host volume "missing"`},
 		{&api.VolumeMount{Volume: "rw", Destination: "/x", ReadOnly: true}, `host volume "frozen" is read-only`},
+		{&api.VolumeMount{Volume: "models", Destination: "${NOMAD_UNSET}/x"}, `destination "${NOMAD_UNSET}/x" (from "${NOMAD_UNSET}/x") must be an absolute path`},
+		{&api.VolumeMount{Volume: "models", Destination: "${NOMAD_TASK_DIR}/../etc"}, `destination "/local/../etc"`},
 	} {
-		_, err := VolumeMounts(alloc, &api.Task{Name: "t", VolumeMounts: []*api.VolumeMount{c.m}}, node)
+		_, err := VolumeMounts(alloc, &api.Task{Name: "t", VolumeMounts: []*api.VolumeMount{c.m}}, node, env)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.m, err, c.want)
 		}

@@ -80,6 +80,7 @@ func Launch(ctx context.Context, bin string, cfg *Config) (*Process, error) {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.ExtraFiles = []*os.File{startW}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	launched := time.Now()
 	if err := cmd.Start(); err != nil {
 		startW.Close()
 		return nil, fmt.Errorf("start executor %s: %w", sup.Path, err)
@@ -138,7 +139,13 @@ func Launch(ctx context.Context, bin string, cfg *Config) (*Process, error) {
 	if perr != nil {
 		return nil, fmt.Errorf("pidfd_open executor: %w", perr)
 	}
-	return newProcess(st, pidfd, cmd)
+	p, err := newProcess(st, pidfd, cmd)
+	if err == nil {
+		// No CPU time before the launch: the first stats sample's rate
+		// is the task's average since then.
+		p.lastWall = launched
+	}
+	return p, err
 }
 
 // Reattach finds a supervisor again from its State. A task that already

@@ -2,7 +2,11 @@ package executor
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/drover/drover/api"
@@ -49,16 +53,52 @@ func (p *Process) Stats() (*api.TaskResourceUsage, error) {
 		mem.Measured = []string{"RSS"}
 		cpuNS = ticks * uint64(time.Second/clockTicks)
 	}
-	cpu := &api.CpuStats{Measured: []string{"Percent", "Total Ticks"}}
 	p.mu.Lock()
-	if !p.lastWall.IsZero() && now.After(p.lastWall) && cpuNS >= p.lastCPU {
-		cpu.Percent = float64(cpuNS-p.lastCPU) / float64(now.Sub(p.lastWall)) * 100
-	}
+	cpu := cpuRate(p.lastCPU, p.lastWall, cpuNS, now, float64(hostMHz()))
 	p.lastCPU, p.lastWall = cpuNS, now
 	p.mu.Unlock()
-	cpu.TotalTicks = float64(cpuNS) / 1e6 // CPU milliseconds
 	return &api.TaskResourceUsage{
 		ResourceUsage: &api.ResourceUsage{MemoryStats: mem, CpuStats: cpu},
 		Timestamp:     now.UnixNano(),
 	}, nil
+}
+
+// cpuRate is the CPU use between two samples of the task's cumulative
+// CPU time (ns) at wall times prev and now: Percent of one core, and
+// TotalTicks the MHz that is on a core of mhzPerCore (the unit of a
+// task's cpu ask, as Nomad reports it). The first sample has no rate.
+func cpuRate(prevCPU uint64, prev time.Time, cpuNS uint64, now time.Time, mhzPerCore float64) *api.CpuStats {
+	cpu := &api.CpuStats{Measured: []string{"Percent", "Total Ticks"}}
+	if prev.IsZero() || !now.After(prev) || cpuNS < prevCPU {
+		return cpu
+	}
+	cpu.Percent = float64(cpuNS-prevCPU) / float64(now.Sub(prev)) * 100
+	cpu.TotalTicks = cpu.Percent / 100 * mhzPerCore
+	return cpu
+}
+
+// hostMHz is the MHz of one core as the client's fingerprint counts it
+// (agent/fingerprint: cpuinfo_max_freq, else the first "cpu MHz" of
+// /proc/cpuinfo, else 1000), read once.
+var hostMHz = sync.OnceValue(func() int {
+	return readMHz("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq", "/proc/cpuinfo")
+})
+
+func readMHz(maxFreq, cpuinfo string) int {
+	if b, err := os.ReadFile(maxFreq); err == nil {
+		if khz, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && khz > 0 {
+			return khz / 1000
+		}
+	}
+	if b, err := os.ReadFile(cpuinfo); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			k, v, ok := strings.Cut(line, ":")
+			if ok && strings.TrimSpace(k) == "cpu MHz" {
+				if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && f > 0 {
+					return int(f)
+				}
+			}
+		}
+	}
+	return 1000
 }

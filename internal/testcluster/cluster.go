@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/drover/drover/agent"
 	"github.com/drover/drover/agent/config"
+	"github.com/drover/drover/internal/testproc"
 	"github.com/drover/drover/server"
 )
 
@@ -196,6 +198,13 @@ func StartAgent(t testing.TB, cfg *config.Config) *agent.Agent {
 		defer cancel()
 		if err := a.Shutdown(ctx); err != nil {
 			t.Errorf("agent %s shutdown: %v", cfg.Name, err)
+		}
+		// A client with a data dir of its own leaves its tasks running
+		// for a restarted agent to reattach: none will.
+		if cfg.Client.Enabled && cfg.DataDir != "" {
+			if killed := testproc.Reap(nil, cfg.DataDir); len(killed) > 0 {
+				t.Logf("agent %s left %d processes running; killed: %s", cfg.Name, len(killed), strings.Join(killed, "; "))
+			}
 		}
 	})
 	return a

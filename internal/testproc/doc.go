@@ -3,7 +3,9 @@
 // MainWithBinary; $DROVER_TEST_BIN when set), free ports for their
 // command lines (FreePort), Process (StartProcess: a process with its
 // output kept, Stop/Kill/Restart/WaitFor, ended by the test's cleanup),
-// and Eventually, the one poll with a deadline of drover's tests.
+// Descendants and Reap (the task supervisors and tasks an agent leaves
+// running, killed by agent tests' cleanups), and Eventually, the one poll
+// with a deadline of drover's tests.
 //
 // Eventually is for what has no signal to wait on: another process, its
 // HTTP server or the files it writes, a test fake's counters. An

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -167,12 +168,39 @@ func startBinary(t testing.TB, p *Process) *Process {
 	t.Helper()
 	p.start(t)
 	t.Cleanup(func() {
+		var tasks []Proc
+		if !p.Exited() {
+			tasks = Descendants(p.Pid())
+		}
 		p.terminate(30 * time.Second)
+		// An agent's tasks outlive it (reap.go): those it started, and
+		// any a killed earlier run of it left under its data dir.
+		if killed := Reap(tasks, ArgValue(p.Args, "data-dir")); len(killed) > 0 {
+			t.Logf("%s left %d processes running; killed: %s", p.what(), len(killed), strings.Join(killed, "; "))
+		}
 		if t.Failed() {
 			t.Logf("%s output:\n%s", p.what(), p.Output())
 		}
 	})
 	return p
+}
+
+// ArgValue is the value of flag name in args ("-name v", "--name=v" ...),
+// or "".
+func ArgValue(args []string, name string) string {
+	for i, a := range args {
+		f := strings.TrimLeft(a, "-")
+		if f == a {
+			continue // not a flag
+		}
+		if k, v, ok := strings.Cut(f, "="); ok && k == name {
+			return v
+		}
+		if f == name && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
 }
 
 func (p *Process) what() string {

@@ -115,7 +115,9 @@ func TestQueueModelLimitByAlias(t *testing.T) {
 				t.Fatalf("H100 ask placed on %q under a limit of 0 keyed %q", node, key)
 			}
 			m := res.Eval.FailedTGAllocs["web"]
-			want := "queue q: gpu " + key + " 0 of 0 used, 1 more asked"
+			// A limit of 0 can never admit the ask (issue 47: not "0 of
+			// 0 used, 1 more asked").
+			want := "queue q: gpu " + key + " limit 0, 1 asked by one allocation" + neverFits
 			if m == nil || !slices.Contains(m.QuotaExhausted, want) {
 				t.Fatalf("failure %+v, want %q", m, want)
 			}

@@ -162,10 +162,20 @@ func (q *queueLimits) lines(ask api.QueueResources) []string {
 // limit, "gpu 16 of 16 used, 1 more asked" (also "gpu nvidia/gpu/H100 8
 // of 8 used, 2 more asked", "cpu 30000 of 32000 MHz used, 4000 more
 // asked", "memory ... MB").
+//
+// An ask over the limit by itself gets "gpu limit 4, 8 asked by one
+// allocation" + neverFits instead: no release of the queue's usage
+// would let it run, only a higher limit or a smaller ask.
 func quotaOver(used, ask api.QueueResources, limit *api.QueueResources) []string {
 	var out []string
 	g := api.FormatGPUs
-	if limit.GPUs > 0 && ask.GPUs > 0 && api.RoundGPUs(used.GPUs+ask.GPUs) > limit.GPUs {
+	never := func(dim, lim, asked string) string {
+		return fmt.Sprintf("%s limit %s, %s asked by one allocation%s", dim, lim, asked, neverFits)
+	}
+	switch {
+	case limit.GPUs > 0 && ask.GPUs > limit.GPUs:
+		out = append(out, never("gpu", g(limit.GPUs), g(ask.GPUs)))
+	case limit.GPUs > 0 && ask.GPUs > 0 && api.RoundGPUs(used.GPUs+ask.GPUs) > limit.GPUs:
 		out = append(out, fmt.Sprintf("gpu %s of %s used, %s more asked", g(used.GPUs), g(limit.GPUs), g(ask.GPUs)))
 	}
 	if len(ask.GPUsByModel) > 0 {
@@ -179,19 +189,31 @@ func quotaOver(used, ask api.QueueResources, limit *api.QueueResources) []string
 		sort.Strings(models)
 		for _, m := range models {
 			lim := limit.GPUsByModel[m]
-			if n := ask.ModelGPUs(m); n > 0 && api.RoundGPUs(used.ModelGPUs(m)+n) > lim {
+			switch n := ask.ModelGPUs(m); {
+			case n > lim:
+				out = append(out, never("gpu "+m, g(lim), g(n)))
+			case n > 0 && api.RoundGPUs(used.ModelGPUs(m)+n) > lim:
 				out = append(out, fmt.Sprintf("gpu %s %s of %s used, %s more asked", m, g(used.ModelGPUs(m)), g(lim), g(n)))
 			}
 		}
 	}
-	if limit.CPU > 0 && ask.CPU > 0 && used.CPU+ask.CPU > limit.CPU {
+	switch {
+	case limit.CPU > 0 && ask.CPU > limit.CPU:
+		out = append(out, never("cpu", fmt.Sprintf("%d MHz", limit.CPU), fmt.Sprintf("%d MHz", ask.CPU)))
+	case limit.CPU > 0 && ask.CPU > 0 && used.CPU+ask.CPU > limit.CPU:
 		out = append(out, fmt.Sprintf("cpu %d of %d MHz used, %d more asked", used.CPU, limit.CPU, ask.CPU))
 	}
-	if limit.MemoryMB > 0 && ask.MemoryMB > 0 && used.MemoryMB+ask.MemoryMB > limit.MemoryMB {
+	switch {
+	case limit.MemoryMB > 0 && ask.MemoryMB > limit.MemoryMB:
+		out = append(out, never("memory", fmt.Sprintf("%d MB", limit.MemoryMB), fmt.Sprintf("%d MB", ask.MemoryMB)))
+	case limit.MemoryMB > 0 && ask.MemoryMB > 0 && used.MemoryMB+ask.MemoryMB > limit.MemoryMB:
 		out = append(out, fmt.Sprintf("memory %d of %d MB used, %d more asked", used.MemoryMB, limit.MemoryMB, ask.MemoryMB))
 	}
 	return out
 }
+
+// neverFits ends a quota line whose ask is over the limit by itself.
+const neverFits = ": it can never run under this limit"
 
 // isGPUAsk reports whether a device ask names GPUs ("gpu", "nvidia/gpu",
 // "nvidia/gpu/H100"; not MIG instances, which queues do not count: see

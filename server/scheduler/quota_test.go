@@ -72,6 +72,38 @@ func TestQuotaLimitAncestor(t *testing.T) {
 	}
 }
 
+// An ask over the limit by itself says it can never run under the limit
+// (not "at its limit: 0 of 4 used"), and stays blocked with that reason:
+// raising the limit lets it run.
+func TestQuotaAskOverLimitNeverFits(t *testing.T) {
+	st := quotaCluster(2, 8)
+	st.upsertQueue(&api.Queue{Name: "small", Limit: &api.QueueResources{GPUs: 4}})
+	j := queueGPUJob("big", "small", 1, 8)
+	st.upsertJob(j)
+	res, err := Schedule(st, testEval(j, 1), Options{Now: testNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := placedCount(res.Plan); n != 0 {
+		t.Fatalf("placed %d over the limit", n)
+	}
+	m := res.Eval.FailedTGAllocs["web"]
+	if m == nil || !slices.Equal(m.QuotaExhausted, []string{"queue small: gpu limit 4, 8 asked by one allocation: it can never run under this limit"}) {
+		t.Fatalf("failure %+v, want the ask over the limit itself", m)
+	}
+	want := "queue small can never run it: gpu limit 4, 8 asked by one allocation (raise the limit or ask less)"
+	if len(m.Reasons) == 0 || m.Reasons[0].Message != want {
+		t.Errorf("reasons %+v, want first %q", m.Reasons, want)
+	}
+	if res.Blocked == nil {
+		t.Fatal("no blocked eval: the job must stay visibly pending")
+	}
+	st.upsertQueue(&api.Queue{Name: "small", Limit: &api.QueueResources{GPUs: 8}})
+	if res, _ := Schedule(st, res.Blocked, Options{Now: testNow}); placedCount(res.Plan) != 1 {
+		t.Fatalf("after raising the limit: not placed, failures %+v", res.Eval.FailedTGAllocs)
+	}
+}
+
 // A per-model limit steers placements to other models, then fails.
 func TestQuotaLimitPerModel(t *testing.T) {
 	st := newMemState()

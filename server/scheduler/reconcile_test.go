@@ -352,3 +352,63 @@ func TestTemplatesPlaceNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestNewVersionReplacesFailedAllocNow: a failed alloc waits out its
+// reschedule delay, but once the job is registered again with other
+// tasks (the fix), its replacement runs the new version at once and is
+// not a reschedule (no attempt used).
+func TestNewVersionReplacesFailedAllocNow(t *testing.T) {
+	st := newMemState()
+	st.addNode(testNode("a", "dc1", 4000, 8192))
+	job := testJob("j", api.JobTypeService, 1, 100, 64)
+	job.TaskGroups[0].ReschedulePolicy = &api.ReschedulePolicy{Delay: 30 * time.Second, DelayFunction: "constant", Unlimited: true}
+	st.upsertJob(job)
+	res, err := Schedule(st, testEval(job, 1), Options{Now: testNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.apply(res.Plan)
+	failed := st.liveAllocs("default", "j")[0].Copy()
+	failed.ClientStatus = api.AllocClientStatusFailed
+	failed.TaskStates = map[string]*api.TaskState{"server": {State: api.TaskStateDead, Failed: true, FinishedAt: testNow}}
+	st.upsertAlloc(failed)
+
+	// The same version: the delay holds (a follow-up eval, nothing placed).
+	res, err = Schedule(st, testEval(job, 2), Options{Now: testNow.Add(time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newAllocs := func(res *Result) []*api.Allocation {
+		var out []*api.Allocation
+		for _, a := range placedOf(res.Plan, "j") {
+			if a.ID != failed.ID { // the failed alloc itself is updated with its follow-up eval
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	if n := len(newAllocs(res)); n != 0 || len(res.FollowUps) != 1 {
+		t.Fatalf("same version: placed %d, follow-ups %d; want 0 and 1", n, len(res.FollowUps))
+	}
+	st.apply(res.Plan)
+
+	fixed := job.Copy()
+	fixed.Version, fixed.JobModifyIndex = 1, 10
+	fixed.TaskGroups[0].Tasks[0].Config = map[string]any{"command": "/bin/true"}
+	st.upsertJob(fixed)
+	res, err = Schedule(st, testEval(fixed, 3), Options{Now: testNow.Add(2 * time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	placed := newAllocs(res)
+	if len(placed) != 1 {
+		t.Fatalf("new version: placed %d, want 1 at once; failures %+v", len(placed), res.Eval.FailedTGAllocs)
+	}
+	next := placed[0]
+	if next.Job.Version != 1 || next.PreviousAllocation != failed.ID {
+		t.Errorf("placed version %d prev %q, want version 1 replacing %s", next.Job.Version, next.PreviousAllocation, failed.ID)
+	}
+	if next.RescheduleTracker != nil && len(next.RescheduleTracker.Events) > 0 {
+		t.Errorf("tracker %+v: a new version is not a reschedule", next.RescheduleTracker.Events)
+	}
+}

@@ -11,6 +11,15 @@ func sameVersion(a *api.Allocation, job *api.Job) bool {
 	return a.Job == job || (a.Job != nil && a.Job.Version == job.Version && a.Job.JobModifyIndex == job.JobModifyIndex)
 }
 
+// specChanged reports whether a's job version differs from job in what
+// its tasks run (a destructive change of its group).
+func specChanged(a *api.Allocation, job *api.Job, tg *api.TaskGroup) bool {
+	if sameVersion(a, job) || a.Job == nil {
+		return false
+	}
+	return destructiveChange(a.Job, a.Job.LookupTaskGroup(tg.Name), job, tg)
+}
+
 // destructiveChange decides whether moving an alloc from its job version
 // to the new one needs a replacement (true) or can be done in place.
 //

@@ -7,12 +7,13 @@ const routes = [];
 let current = null; // AbortController of the page shown
 let onChange = () => {};
 
-/** route registers a pattern such as '/ui/jobs/:id' with a lazy page loader. */
+/** route registers a pattern such as '/ui/jobs/:id' (or '/ui/variables/var/*path') with a lazy page loader. */
 export function route(pattern, load, nav) {
   const names = [];
-  const re = new RegExp('^' + pattern.replace(/:(\w+)/g, (_, n) => {
+  // ':name' matches one segment; '*name' the rest of the path (a variable's path has slashes).
+  const re = new RegExp('^' + pattern.replace(/([:*])(\w+)/g, (_, kind, n) => {
     names.push(n);
-    return '([^/]+)';
+    return kind === '*' ? '(.+?)' : '([^/]+)';
   }) + '/?$');
   routes.push({ re, names, load, nav });
 }

@@ -82,7 +82,7 @@ export function stackedChart(buckets, series, { id, title: caption, fmt = (n) =>
   const cols = buckets.map((b, i) => {
     let acc = 0;
     const x = left + i * colW;
-    return svg('g', { class: 'col', dataset: { t: b.t, total: totals[i].toFixed(3) } },
+    return svg('g', { class: 'col', dataset: { t: b.t, label: b.label, total: totals[i].toFixed(3) } },
       series.map((s) => {
         const v = b.parts[s.key] || 0;
         if (!v) return null;

@@ -3,6 +3,7 @@
 // promote (canaries) and fail buttons.
 import { watch, post, url } from '../api.js';
 import { h, replace, table, td, pill, link, errorBox, loading, enc, shortId, confirmButton, kv } from '../dom.js';
+import { listNamespace } from '../ns.js';
 
 const jobLink = (d) => link(`/ui/jobs/${enc(d.JobID)}${d.Namespace && d.Namespace !== 'default' ? `?namespace=${enc(d.Namespace)}` : ''}`, d.JobID);
 
@@ -36,7 +37,7 @@ export function render(root, params, ctx) {
       table(['ID', 'Job', { label: 'Version', class: 'num' }, 'Status', 'Progress', { label: 'Description', class: 'opt' }], rows,
         { id: 'deployments-table', empty: 'No deployments yet: a service job with an update block makes one.' }));
   };
-  watch(url('/v1/deployments', { namespace: '*' }), (l) => { list = l || []; err = null; draw(); }, (e) => { err = e; draw(); },
+  watch(url('/v1/deployments', { namespace: listNamespace(ctx.query) }), (l) => { list = l || []; err = null; draw(); }, (e) => { err = e; draw(); },
     ctx.signal, { topics: ['Deployment'] });
 }
 

@@ -2,6 +2,7 @@
 import { watch, url } from '../api.js';
 import { setQuery } from '../router.js';
 import { h, replace, table, td, pill, link, when, errorBox, loading, shortId, enc } from '../dom.js';
+import { listNamespace } from '../ns.js';
 import { reasons } from './failures.js';
 
 export function render(root, _params, { signal, query }) {
@@ -42,5 +43,5 @@ export function render(root, _params, { signal, query }) {
   };
   status.addEventListener('change', refilter);
   search.addEventListener('input', refilter);
-  watch(url('/v1/evaluations', { namespace: '*' }), (e) => { evals = e || []; err = null; draw(); }, (e) => { err = e; draw(); }, signal, { topics: ['Evaluation'] });
+  watch(url('/v1/evaluations', { namespace: listNamespace(query) }), (e) => { evals = e || []; err = null; draw(); }, (e) => { err = e; draw(); }, signal, { topics: ['Evaluation'] });
 }

@@ -1,16 +1,17 @@
 // pages/failures.js: renders the scheduler's placement-failure metrics (AllocMetric) as reasons.
 import { h, link, enc } from '../dom.js';
 
-/** reasons turns one AllocMetric into human-readable lines. */
+/**
+ * reasons turns one AllocMetric into human-readable lines (not its
+ * ClassFiltered/ClassExhausted: computed-class hashes mean nothing to a reader).
+ */
 export function reasons(m) {
   const out = [];
   if (!m) return out;
   const evaluated = `${m.NodesEvaluated || 0} of ${m.NodesInPool ?? '?'} nodes evaluated`;
   out.push(`${evaluated}; ${m.NodesFiltered || 0} filtered, ${m.NodesExhausted || 0} exhausted`);
   for (const [k, n] of Object.entries(m.ConstraintFiltered || {})) out.push(`constraint ${k} filtered ${n} node${n === 1 ? '' : 's'}`);
-  for (const [k, n] of Object.entries(m.ClassFiltered || {})) out.push(`class ${k} filtered ${n} node${n === 1 ? '' : 's'}`);
   for (const [k, n] of Object.entries(m.DimensionExhausted || {})) out.push(`${k} exhausted on ${n} node${n === 1 ? '' : 's'}`);
-  for (const [k, n] of Object.entries(m.ClassExhausted || {})) out.push(`class ${k} exhausted on ${n} node${n === 1 ? '' : 's'}`);
   for (const q of m.QuotaExhausted || []) out.push(`quota exhausted: ${q}`);
   const avail = Object.entries(m.NodesAvailable || {});
   if (avail.length) out.push(`nodes available per datacenter: ${avail.map(([dc, n]) => `${dc}=${n}`).join(', ')}`);

@@ -1,24 +1,23 @@
-// pages/jobs.js: the job list with namespace filter and search, live through a blocking query.
+// pages/jobs.js: the job list of the namespace chosen in the top bar (all by
+// default), with search and a type filter, live through the event stream.
 import { watch, get, url, onEvents } from '../api.js';
 import { setQuery } from '../router.js';
 import { h, replace, table, td, pill, link, when, errorBox, loading, summaryCounts, countsView, enc, debounce } from '../dom.js';
+import { listNamespace } from '../ns.js';
 
 export function render(root, _params, { signal, query }) {
   let jobs = null;
   let err = null;
-  let nsKey = null;
   const search = h('input', { type: 'search', placeholder: 'Search jobs by ID or name', value: query.get('q') || '', 'aria-label': 'Search jobs', id: 'job-search' });
-  const ns = h('select', { 'aria-label': 'Namespace', id: 'job-ns' }, h('option', { value: '' }, 'All namespaces'));
   const type = h('select', { 'aria-label': 'Type', id: 'job-type' }, ['', 'service', 'batch', 'system', 'sysbatch'].map((t) => h('option', { value: t }, t || 'All types')));
   type.value = query.get('type') || '';
-  const wantNs = query.get('namespace') || '';
   const out = h('div', { id: 'jobs' }, loading());
   const status = h('span', { class: 'sub' });
 
   root.append(
     h('div', { class: 'page-head' }, h('h1', null, 'Jobs'), status,
       h('div', { class: 'actions' }, link('/ui/run', 'Run a job', { class: 'btn' }))),
-    h('div', { class: 'toolbar' }, search, ns, type),
+    h('div', { class: 'toolbar' }, search, type),
     out,
   );
 
@@ -28,21 +27,12 @@ export function render(root, _params, { signal, query }) {
       return;
     }
     if (!jobs) return;
-    const chosen = ns.value || wantNs;
-    const namespaces = [...new Set([...jobs.map((j) => j.Namespace), ...(chosen ? [chosen] : [])])].sort();
-    // Rebuild the options only when the set changes, so an open list stays open.
-    if (namespaces.join('\n') !== nsKey) {
-      nsKey = namespaces.join('\n');
-      replace(ns, h('option', { value: '' }, 'All namespaces'), namespaces.map((n) => h('option', { value: n }, n)));
-      ns.value = chosen;
-    }
     replace(out, view());
   };
 
   const view = () => {
     const q = search.value.trim().toLowerCase();
     const list = jobs
-      .filter((j) => !ns.value || j.Namespace === ns.value)
       .filter((j) => !type.value || j.Type === type.value)
       .filter((j) => !q || j.ID.toLowerCase().includes(q) || (j.Name || '').toLowerCase().includes(q))
       .sort((a, b) => a.ID.localeCompare(b.ID) || a.Namespace.localeCompare(b.Namespace));
@@ -54,24 +44,24 @@ export function render(root, _params, { signal, query }) {
         td('', link(href, j.ID, { class: 'job-link' })),
         td('opt', j.Namespace),
         td('', j.Type),
+        td('opt job-queue', link(`/ui/queues`, j.Queue || 'default')),
         td('num opt', j.Priority),
         td('', pill(st, j.Stop ? 'idle' : undefined), j.Stop ? h('span', { class: 'sub' }, ' stopped') : null),
         td('', countsView(summaryCounts(j.JobSummary))),
         td('opt', when(j.SubmitTime)));
     });
-    return table(['ID', { label: 'Namespace', class: 'opt' }, 'Type', { label: 'Priority', class: 'num opt' }, 'Status', 'Allocations', { label: 'Submitted', class: 'opt' }],
+    return table(['ID', { label: 'Namespace', class: 'opt' }, 'Type', { label: 'Queue', class: 'opt' }, { label: 'Priority', class: 'num opt' }, 'Status', 'Allocations', { label: 'Submitted', class: 'opt' }],
       rows, { id: 'jobs-table', empty: jobs.length ? 'No job matches the filter.' : 'No jobs yet. Run one from the Run page.' });
   };
 
   const refilter = () => {
-    setQuery({ q: search.value.trim(), namespace: ns.value, type: type.value });
+    setQuery({ q: search.value.trim(), type: type.value });
     if (jobs) replace(out, err ? errorBox(err, 'Could not list jobs') : null, view());
   };
   search.addEventListener('input', refilter);
-  ns.addEventListener('change', refilter);
   type.addEventListener('change', refilter);
 
-  const path = url('/v1/jobs', { namespace: '*' });
+  const path = url('/v1/jobs', { namespace: listNamespace(query) });
   watch(path, (data) => {
     jobs = data || [];
     err = null;

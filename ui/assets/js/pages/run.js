@@ -108,7 +108,8 @@ function diffLines(d) {
   const line = (depth, type, text) => lines.push(h('div', { class: type }, `${mark[type] || ' '} ${'  '.repeat(depth)}${text}`));
   const fields = (fs, depth) => {
     for (const f of fs || []) {
-      if (f.Type === 'None') continue;
+      // A new job's fields left at their defaults (as `drover job plan`).
+      if (f.Type === 'None' || (f.Annotations || []).includes('default')) continue;
       const val = f.Type === 'Added' ? JSON.stringify(f.New) : f.Type === 'Deleted' ? JSON.stringify(f.Old) : `${JSON.stringify(f.Old)} => ${JSON.stringify(f.New)}`;
       line(depth, f.Type, `${f.Name}: ${val}${(f.Annotations || []).length ? ` (${f.Annotations.join(', ')})` : ''}`);
     }
