@@ -204,7 +204,14 @@ func (w *worker) processEval(ctx context.Context, e *api.Evaluation, token strin
 		}
 		// ctx ends with leadership or the server: the pass stops at its
 		// next placement.
-		res, err = scheduler.ScheduleContext(ctx, view, e, opts)
+		switch e.TriggeredBy {
+		case api.EvalTriggerDefrag:
+			res, err = scheduleDefrag(ctx, view, e, opts) // defrag.go: the moves only
+		case api.EvalTriggerIdleReclaim:
+			res, err = scheduleIdleStop(view, e, now) // idle.go: the stops only
+		default:
+			res, err = scheduler.ScheduleContext(ctx, view, e, opts)
+		}
 		if err != nil {
 			return fmt.Errorf("schedule: %w", err)
 		}
@@ -297,6 +304,9 @@ func (w *worker) commitEvalResult(ctx context.Context, e *api.Evaluation, res *s
 func (w *worker) dropObsoleteBlocked(e, out *api.Evaluation, blocked bool) {
 	if blocked || out.Status != api.EvalStatusComplete || (e.Type != api.JobTypeService && e.Type != api.JobTypeBatch) {
 		return
+	}
+	if e.TriggeredBy == api.EvalTriggerDefrag || e.TriggeredBy == api.EvalTriggerIdleReclaim {
+		return // these passes move or stop allocs only: the job's pending work still waits
 	}
 	old := w.blocked.Blocked(e.Namespace, e.JobID)
 	// A blocked eval created in the same entry as e (by the pass that

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strconv"
 	"time"
 
 	"sync"
@@ -24,11 +25,61 @@ type allocStub struct {
 	DesiredStatus    string `json:"DesiredStatus"`
 	ClientStatus     string `json:"ClientStatus"`
 	AllocModifyIndex uint64 `json:"AllocModifyIndex"`
-	// The task names (the values are skipped): the node reports a state
-	// per task, as a real client does.
+	// The task names and device instances: the node reports a state per
+	// task, as a real client does, and its GPUs' usage.
 	AllocatedResources struct {
-		Tasks map[string]struct{} `json:"Tasks"`
+		Tasks map[string]struct {
+			Devices []struct {
+				Type      string   `json:"Type"`
+				DeviceIDs []string `json:"DeviceIDs"`
+			} `json:"Devices"`
+		} `json:"Tasks"`
 	} `json:"AllocatedResources"`
+	// The tasks' env, for DROVER_SIM_GPU_UTIL (simGPUUsage).
+	Job struct {
+		TaskGroups []struct {
+			Name  string `json:"Name"`
+			Tasks []struct {
+				Env map[string]string `json:"Env"`
+			} `json:"Tasks"`
+		} `json:"TaskGroups"`
+	} `json:"Job"`
+}
+
+// simGPUUsage is a running alloc's simulated GPU usage: its tasks'
+// largest DROVER_SIM_GPU_UTIL (percent), else 100; idle from now when
+// under api.GPUIdleUtilPercent. Nil without GPUs.
+func (a *allocStub) simGPUUsage(now time.Time) *api.GPUUsage {
+	gpus := 0
+	for _, t := range a.AllocatedResources.Tasks {
+		for _, d := range t.Devices {
+			if d.Type == api.DeviceTypeGPU || d.Type == api.DeviceTypeMIG {
+				gpus += len(d.DeviceIDs)
+			}
+		}
+	}
+	if gpus == 0 {
+		return nil
+	}
+	util := -1.0
+	for _, tg := range a.Job.TaskGroups {
+		if tg.Name != a.TaskGroup {
+			continue
+		}
+		for _, t := range tg.Tasks {
+			if v, err := strconv.ParseFloat(t.Env[api.SimGPUUtilEnv], 64); err == nil && v >= 0 {
+				util = max(util, min(v, 100))
+			}
+		}
+	}
+	if util < 0 {
+		util = 100
+	}
+	u := &api.GPUUsage{GPUs: gpus, UtilPercent: util, SampledAt: now.UnixNano(), Simulated: true}
+	if util < api.GPUIdleUtilPercent {
+		u.IdleSince = now.UnixNano()
+	}
+	return u
 }
 
 func (a *allocStub) desiredStop() bool {
@@ -348,6 +399,11 @@ func (n *simNode) queueLocked(st *allocState, desc string) {
 	a := &st.stub
 	u := &api.Allocation{ID: a.ID, NodeID: n.node.ID, JobID: a.JobID, Namespace: a.Namespace,
 		TaskGroup: a.TaskGroup, ClientStatus: st.status, ClientDescription: desc}
+	if st.status == api.AllocClientStatusRunning {
+		// A simulated alloc's utilization never changes: sent once, with
+		// its start (api.GPUUsage).
+		u.GPUUsage = a.simGPUUsage(time.Now())
+	}
 	if tasks := a.AllocatedResources.Tasks; len(tasks) > 0 {
 		now := time.Now()
 		u.TaskStates = make(map[string]*api.TaskState, len(tasks))

@@ -133,6 +133,9 @@ func (rk *ranker) group(tg *api.TaskGroup) *tgCtx {
 	addCons(tg.Constraints, false)
 	tc.affs = append(tc.affs, job.Affinities...)
 	tc.affs = append(tc.affs, tg.Affinities...)
+	spotCons, spotAffs := spotRules(job, tg)
+	addCons(spotCons, false)
+	tc.affs = append(tc.affs, spotAffs...)
 	for _, t := range tg.Tasks {
 		addCons(t.Constraints, false)
 		tc.affs = append(tc.affs, t.Affinities...)

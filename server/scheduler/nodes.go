@@ -302,6 +302,13 @@ func computedClass(n *api.Node) string {
 	return "v1:" + strconv.FormatUint(sum, 16)
 }
 
+// InScope reports whether job may run on n at all by where it is: its
+// datacenters (globs) and node pool, the first feasibility checks (for
+// planners outside the scheduler, such as defragmentation).
+func InScope(job *api.Job, n *api.Node) bool {
+	return dcMatch(job.Datacenters, n.Datacenter) && poolMatch(job.NodePool, n.NodePool)
+}
+
 // dcMatch reports whether dc matches any pattern (globs with *).
 func dcMatch(patterns []string, dc string) bool {
 	if len(patterns) == 0 {

@@ -144,6 +144,7 @@ func (pl *placer) placeKeep(p *placement) bool {
 func (pl *placer) keep(h heldAlloc) {
 	if len(h.victims) > 0 {
 		pl.out.recordEvictions(h.a, h.victims, pl.env.opts.Now.UnixNano())
+		pl.markIdleEvictions(h.victims) // idle.go
 	}
 	pl.out.plan.AppendAlloc(h.a)
 	if h.p.prev != nil {

@@ -53,6 +53,11 @@ type preemptor struct {
 	// tally is what each queue holds as this pass places and evicts
 	// (reclaim.go; nil without Options.FairShare).
 	tally *fairshare.Tally
+	// devAsk: the placement searched for asks for devices, so allocs
+	// holding idle GPUs may be taken (idle.go); queues are the state's,
+	// read once.
+	devAsk bool
+	queues map[string]*api.Queue
 }
 
 // preemptView is what the preemptor reads of the placer: the same
@@ -136,6 +141,8 @@ type victimUnit struct {
 // releases the victims, output.recordEvictions writes them to the plan.
 func (pr *preemptor) preempt(tc *tgCtx, nodes []*nodeState, prevNode string, rule victimRule) (cand, []*api.Allocation, bool) {
 	job := pr.env.job
+	pr.devAsk = !rule.relaxed && len(tc.devs) > 0
+	defer func() { pr.devAsk = false }()
 	var best cand
 	found := false
 	var bestVictims []*api.Allocation
@@ -299,10 +306,15 @@ func (pr *preemptor) victimSet(units []*victimUnit) ([]*api.Allocation, victimCo
 
 // allocsCost is the cost of evicting allocs (units left at 1).
 func (pr *preemptor) allocsCost(allocs []*api.Allocation) victimCost {
-	c := victimCost{units: 1, allocs: len(allocs)}
+	c := victimCost{maxPri: -1, units: 1, allocs: len(allocs)}
 	now := pr.env.opts.Now.UnixNano()
 	for _, a := range allocs {
-		c.maxPri = max(c.maxPri, allocPriority(a))
+		if pr.idleReclaimable(a) {
+			// Idle GPUs are the cheapest room: below any priority.
+			c.maxPri = max(c.maxPri, -1)
+		} else {
+			c.maxPri = max(c.maxPri, allocPriority(a))
+		}
 		c.res += allocWeight(a)
 		if a.CreateTime > 0 && now > a.CreateTime {
 			c.age += now - a.CreateTime
@@ -403,6 +415,9 @@ func (pr *preemptor) evictable(a *api.Allocation, rule victimRule) bool {
 	if a.JobID == job.ID && a.Namespace == job.Namespace {
 		return false
 	}
+	if pr.idleReclaimable(a) {
+		return true
+	}
 	if rule.relaxed { // explain_pending.go: what would make room, protected or not
 		if pr.crossQueue(a) {
 			return pr.reclaimable(a) && rule.inQueue(a)
@@ -429,7 +444,8 @@ func preemptProtected(a *api.Allocation, now int64) bool {
 	if j.Preemptible != nil && !*j.Preemptible {
 		return true
 	}
-	return j.MinRuntime > 0 && a.CreateTime > 0 && now-a.CreateTime < int64(j.MinRuntime)
+	mr := j.MinRuntimeOf(a.TaskGroup)
+	return mr > 0 && a.CreateTime > 0 && now-a.CreateTime < int64(mr)
 }
 
 // victimGang is a gang of another job as preemption sees it: its live

@@ -98,7 +98,7 @@ func (rc *reconciler) system(tg *api.TaskGroup, allocs []*api.Allocation, nodes 
 			d.Stop++
 			continue
 		case a.DesiredTransition.ShouldMigrate():
-			r.stop(a, "alloc is being migrated", "")
+			r.stop(a, migrateDescription(rc.nodes.node(a.NodeID)), "")
 			d.Migrate++
 			continue
 		case live[a.NodeID] != nil:

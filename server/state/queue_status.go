@@ -50,9 +50,19 @@ func (r *reads) QueueStatuses(ws memdb.WatchSet, prefix string) ([]*api.QueueSta
 			pending[api.JobQueue(j)]++
 		}
 	}
+	gpuUsed, gpuIdle, err := r.queueGPUUse(ws)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]*api.QueueStatus, 0, len(queues))
 	for _, q := range queues {
 		st := &api.QueueStatus{Queue: q}
+		for name, used := range gpuUsed {
+			if inSubtree(name, q.Name) {
+				st.GPUsUsed += used
+				st.GPUIdleAllocs += gpuIdle[name]
+			}
+		}
 		for _, row := range rows {
 			if inSubtree(row.Queue, q.Name) {
 				st.Allocated.Add(row.Usage, 1)
@@ -93,4 +103,27 @@ func summaryGroups(sum *api.JobSummary) map[string]api.TaskGroupSummary {
 // inSubtree reports whether queue is root or one of its descendants.
 func inSubtree(queue, root string) bool {
 	return queue == root || strings.HasPrefix(queue, root+"/")
+}
+
+// queueGPUUse is, by queue (its own jobs only), the GPUs' worth of
+// utilization of the live allocs that report GPU usage, and how many of
+// them hold idle GPUs.
+func (r *reads) queueGPUUse(ws memdb.WatchSet) (used map[string]float64, idle map[string]int, err error) {
+	allocs, err := r.Allocs(ws, AllNamespaces, "")
+	if err != nil {
+		return nil, nil, fmt.Errorf("read allocs: %w", err)
+	}
+	used, idle = map[string]float64{}, map[string]int{}
+	for _, a := range allocs {
+		u := a.GPUUsage
+		if u == nil || a.Job == nil || a.TerminalStatus() {
+			continue
+		}
+		q := api.JobQueue(a.Job)
+		used[q] += float64(u.GPUs) * u.UtilPercent / 100
+		if u.IdleSince != 0 {
+			idle[q]++
+		}
+	}
+	return used, idle, nil
 }

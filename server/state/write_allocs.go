@@ -61,6 +61,7 @@ func (t *Txn) upsertAlloc(a *api.Allocation, job *api.Job) error {
 			a.CreateTime = existing.CreateTime
 		}
 		a.TaskStates = existing.TaskStates
+		a.GPUUsage = existing.GPUUsage
 		if a.ClientStatus != api.AllocClientStatusLost && a.ClientStatus != api.AllocClientStatusUnknown {
 			a.ClientStatus = existing.ClientStatus
 			a.ClientDescription = existing.ClientDescription
@@ -235,6 +236,9 @@ func (t *Txn) UpdateAllocsFromClient(allocs []*api.Allocation) error {
 		c.ClientStatus = u.ClientStatus
 		c.ClientDescription = u.ClientDescription
 		c.TaskStates = u.TaskStates
+		if u.GPUUsage != nil {
+			c.GPUUsage = u.GPUUsage // sent only when it changes (api.GPUUsage)
+		}
 		if u.DeploymentStatus != nil && (old.DeploymentStatus == nil || old.DeploymentStatus.Healthy == nil || u.DeploymentStatus.Healthy != nil) {
 			ds := *u.DeploymentStatus
 			ds.ModifyIndex = t.index

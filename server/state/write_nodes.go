@@ -188,7 +188,7 @@ func (t *Txn) UpdateNodeDrain(id string, drain *api.DrainStrategy, markEligible 
 		}
 		n.Drain, n.DrainStrategy = true, drain
 		n.SchedulingEligibility = api.NodeSchedulingIneligible
-		n.LastDrain = &api.DrainMetadata{StartedAt: started, UpdatedAt: at, Status: "draining"}
+		n.LastDrain = &api.DrainMetadata{StartedAt: started, UpdatedAt: at, Status: "draining", Reason: drain.Reason}
 	} else {
 		if n.Drain && n.LastDrain != nil {
 			ld := *n.LastDrain

@@ -330,6 +330,25 @@ func (l *nvmlLib) WaitEvent(_ context.Context, timeout time.Duration) (Event, er
 	return ev, nil
 }
 
+// Usage reads a GPU's utilization and memory in use (UsageReader).
+func (l *nvmlLib) Usage(uuid string) (Usage, error) {
+	d, ret := l.lib.DeviceGetHandleByUUID(uuid)
+	if ret != nvml.SUCCESS {
+		return Usage{}, fmt.Errorf("device %s: %v", uuid, ret)
+	}
+	u, ret := d.GetUtilizationRates()
+	if ret != nvml.SUCCESS {
+		return Usage{}, fmt.Errorf("utilization of %s: %v", uuid, ret)
+	}
+	m, ret := d.GetMemoryInfo()
+	if ret != nvml.SUCCESS {
+		return Usage{}, fmt.Errorf("memory of %s: %v", uuid, ret)
+	}
+	return Usage{UtilPercent: float64(u.Gpu), MemoryUsedMiB: int64(m.Used >> 20)}, nil
+}
+
+var _ UsageReader = (*nvmlLib)(nil)
+
 func (l *nvmlLib) Close() error {
 	if l.evSet != nil {
 		l.evSet.Free()
