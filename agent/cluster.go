@@ -70,6 +70,10 @@ func (a *Agent) startGossip(s *server.Server) error {
 	if cfg.DataDir != "" {
 		keyringFile = filepath.Join(cfg.DataDir, "server", "keyring")
 	}
+	wanAddr, err := a.startFederation(s, keys)
+	if err != nil {
+		return fmt.Errorf("federation: %w", err)
+	}
 	host := a.advertiseHost()
 	ip := net.ParseIP(host)
 	g, err := gossip.New(gossip.Config{
@@ -79,8 +83,10 @@ func (a *Agent) startGossip(s *server.Server) error {
 			tagRole: "server", tagRegion: cfg.Region, tagDC: cfg.Datacenter, tagBuild: Version,
 			tagPort: strconv.Itoa(cfg.Ports.Raft), tagID: s.RaftID(), tagRaftAddr: s.RaftAddr(),
 			tagHTTPAddr: cfg.AdvertisedHTTP(), tagBootstrapExpect: strconv.Itoa(cfg.Server.BootstrapExpect),
+			tagWANAddr: wanAddr,
 		},
 		Keys: keys, KeyringFile: keyringFile, Local: ip != nil && ip.IsLoopback(), Logger: a.base,
+		Accept: a.lanAccept,
 	})
 	if err != nil {
 		return err
@@ -93,6 +99,7 @@ func (a *Agent) startGossip(s *server.Server) error {
 	}
 	s.SetMembership(gossipMembership{g})
 	g.RetryJoin(cfg.Join, 2*time.Second, nil)
+	a.joinRegionPeers()
 	return nil
 }
 
@@ -127,6 +134,7 @@ func (a *Agent) gossipMembers() *api.ServerMembers {
 			DelegateMin: m.DelegateMin, DelegateMax: m.DelegateMax, DelegateCur: m.DelegateCur,
 		})
 	}
+	out.Members = append(out.Members, a.wanMembers()...) // the other regions' servers
 	return out
 }
 

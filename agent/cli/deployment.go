@@ -16,7 +16,7 @@ var deploymentCmd = &cobra.Command{Use: "deployment", Short: "Inspect and contro
 
 func init() {
 	deploymentCmd.AddCommand(newDeploymentListCmd(), newDeploymentStatusCmd(), newDeploymentPromoteCmd(),
-		newDeploymentFailCmd(), newDeploymentPauseCmd(true), newDeploymentPauseCmd(false))
+		newDeploymentFailCmd(), newDeploymentPauseCmd(true), newDeploymentPauseCmd(false), newDeploymentUnblockCmd())
 	rootCmd.AddCommand(deploymentCmd)
 }
 

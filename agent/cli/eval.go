@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"sort"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -56,18 +58,47 @@ func newServerMembersCmd() *cobra.Command {
 		if err != nil {
 			return answer{}, cmdErr("list members: %w", err)
 		}
-		leader, _ := c.Leader(cmd.Context())
+		leaders := regionLeaders(cmd.Context(), c, m.Members)
 		return answer{m, func(out io.Writer) error {
 			sort.Slice(m.Members, func(i, j int) bool { return m.Members[i].Name < m.Members[j].Name })
-			listTable(out, m.Members, "", "Name\tAddress\tPort\tStatus\tLeader\tRegion\tDatacenter", func(s *api.AgentMember) string {
+			perRegion := map[string]int{}
+			for _, s := range m.Members {
+				perRegion[s.Tags["region"]]++
+			}
+			listTable(out, m.Members, "", "Name\tAddress\tPort\tStatus\tLeader\tRaft Version\tBuild\tDatacenter\tRegion", func(s *api.AgentMember) string {
 				// A lone server that knows a leader is it (dev mode's in-memory
 				// Raft has no host:port address to compare).
-				isLeader := leader != "" && (s.Tags["raft_addr"] == leader || len(m.Members) == 1)
-				return fmt.Sprintf("%s\t%s\t%d\t%s\t%v\t%s\t%s", s.Name, s.Addr, s.Port, s.Status, isLeader, s.Tags["region"], s.Tags["dc"])
+				region := s.Tags["region"]
+				leader := leaders[region]
+				isLeader := leader != "" && (s.Tags["raft_addr"] == leader || perRegion[region] == 1)
+				return fmt.Sprintf("%s\t%s\t%d\t%s\t%v\t%s\t%s\t%s\t%s", s.Name, s.Addr, s.Port, s.Status, isLeader,
+					raftVersion, orDash(s.Tags["build"]), s.Tags["dc"], region)
 			})
 			return nil
 		}}, nil
 	})
+}
+
+// raftVersion is the Raft protocol version every drover server speaks
+// (hashicorp/raft's protocol 3), Nomad's "Raft Version" column.
+const raftVersion = "3"
+
+// regionLeaders asks each region's servers (forwarded by region) who
+// leads it; a region that does not answer has no leader shown.
+func regionLeaders(ctx context.Context, c *api.Client, members []*api.AgentMember) map[string]string {
+	out := map[string]string{}
+	for _, s := range members {
+		region := s.Tags["region"]
+		if _, done := out[region]; done {
+			continue
+		}
+		rc := *c
+		rc.Region = region
+		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		out[region], _ = rc.Leader(lctx)
+		cancel()
+	}
+	return out
 }
 
 func newStatusCmd() *cobra.Command {

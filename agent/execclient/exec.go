@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 
@@ -35,6 +36,9 @@ var ErrNoExitCode = errors.New("exec stream ended without an exit code")
 // error before the upgrade is the agent's JSON *api.Error.
 func Exec(ctx context.Context, c *api.Client, req *Request) (int, error) {
 	u := c.Address + api.ExecPath(req.AllocID, req.Task, req.Command, req.TTY)
+	if c.Region != "" { // another region's servers run it, through c's agent
+		u += "&region=" + url.QueryEscape(c.Region)
+	}
 	switch {
 	case strings.HasPrefix(u, "http://"):
 		u = "ws://" + strings.TrimPrefix(u, "http://")

@@ -42,6 +42,22 @@ func (d *delegate) GetBroadcasts(overhead, limit int) [][]byte { return nil }
 func (d *delegate) LocalState(join bool) []byte                { return nil }
 func (d *delegate) MergeRemoteState(buf []byte, join bool)     {}
 
+// acceptor applies Config.Accept to members memberlist learns of: one at
+// a time as they gossip (alive), and a join's whole answer (merge), so a
+// join to a pool of the wrong kind fails instead of mixing the pools.
+type acceptor struct{ accept func(Member) error }
+
+func (a *acceptor) NotifyAlive(n *memberlist.Node) error { return a.accept(toMember(n)) }
+
+func (a *acceptor) NotifyMerge(peers []*memberlist.Node) error {
+	for _, n := range peers {
+		if err := a.accept(toMember(n)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // events keeps the member table; it never blocks memberlist.
 type events struct{ g *Gossip }
 

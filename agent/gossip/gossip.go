@@ -49,8 +49,17 @@ type Config struct {
 	// is loaded at start (it then wins over Keys), so a rotated key
 	// survives a restart.
 	KeyringFile string
-	// Local selects memberlist's fast loopback timings (tests, one host).
+	// Local selects memberlist's fast loopback timings (tests, one host);
+	// WAN its timings for members far apart (the servers' pool across
+	// regions). Neither: LAN timings.
 	Local bool
+	WAN   bool
+	// Accept, when set, decides which members may be in the pool: a
+	// member it refuses is never added, and a join whose answer holds one
+	// fails (memberlist's alive and merge delegates). The agent refuses
+	// servers of another region in its LAN pool, and LAN members in its
+	// WAN pool, so two pools never merge by a join to the wrong port.
+	Accept func(Member) error
 	// ReconnectInterval is how often a failed member is dialled again
 	// (default 30 s); ReconnectTimeout how long a failed member is kept
 	// before it is reaped (default 72 h); LeftTimeout how long a member
@@ -148,6 +157,9 @@ func New(cfg Config) (*Gossip, error) {
 	g.keys = kr
 
 	mc := memberlist.DefaultLANConfig()
+	if cfg.WAN {
+		mc = memberlist.DefaultWANConfig()
+	}
 	if cfg.Local {
 		mc = memberlist.DefaultLocalConfig()
 	}
@@ -167,6 +179,10 @@ func New(cfg Config) (*Gossip, error) {
 	mc.Delegate = &delegate{g: g}
 	mc.Events = &events{g: g}
 	mc.Conflict = &conflicts{g: g}
+	if cfg.Accept != nil {
+		mc.Alive = &acceptor{accept: cfg.Accept}
+		mc.Merge = &acceptor{accept: cfg.Accept}
+	}
 	mc.Logger = newStdLogger(g.log)
 	if kr != nil {
 		mc.Keyring = kr

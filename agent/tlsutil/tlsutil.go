@@ -209,6 +209,22 @@ func (c *Config) Client() (*tls.Config, error) {
 	return t, nil
 }
 
+// RegionServer is the tls.Config of a server's requests to the servers
+// of another region (forwarding by ?region=, ACL replication): it
+// presents this agent's certificate and accepts only a peer holding
+// server.<region>.drover from the CA, whatever address was dialled.
+func (c *Config) RegionServer(region string) (*tls.Config, error) {
+	pool, pair, err := c.load()
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}, RootCAs: pool,
+		InsecureSkipVerify: true, // replaced by VerifyConnection: the chain and the role
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			return VerifyRole(cs, pool, region, RoleServer)
+		}}, nil
+}
+
 // Raft is the tls.Config pair of Raft between servers: both ends present
 // their certificate and accept only a peer holding server.<region>.drover
 // from the CA, so a process without a server certificate neither joins

@@ -39,13 +39,62 @@ func (rc *reconciler) deployment() *api.Deployment {
 			StatusDescription: "cancelled because of a newer version of the job",
 		})
 	}
+	status, desc := api.DeploymentStatusRunning, "deployment is running"
+	if firstOfMultiregionVersion(job, cur) {
+		status, desc = api.DeploymentStatusPending, "deployment is pending, waiting for its region's turn"
+	}
 	plan.Deployment = &api.Deployment{
 		ID: rc.env.newID(), Namespace: ns, JobID: job.ID, JobVersion: job.Version,
 		JobModifyIndex: job.ModifyIndex, JobSpecModifyIndex: job.JobModifyIndex, JobCreateIndex: job.CreateIndex,
-		TaskGroups: map[string]*api.DeploymentState{}, Status: api.DeploymentStatusRunning,
-		StatusDescription: "deployment is running",
+		TaskGroups: map[string]*api.DeploymentState{}, Status: status,
+		StatusDescription: desc,
 	}
 	return plan.Deployment
+}
+
+// Multiregion jobs (server/multiregion.go rolls them out region by
+// region): the first deployment of a version starts pending, and nothing
+// of the version is placed until the rollout runs it; a finished one is
+// blocked (not successful) until every region has finished.
+
+// firstOfMultiregionVersion reports whether a new deployment of a
+// multiregion job starts pending: it is its version's first (latest is
+// the job's newest deployment). A later one of the same version (a
+// replacement after the rollout) runs at once.
+func firstOfMultiregionVersion(job *api.Job, latest *api.Deployment) bool {
+	return job.Multiregion != nil && (latest == nil || latest.JobVersion != job.Version)
+}
+
+// waitingForRegionTurn reports whether the group's rollout waits for its
+// region's turn: the version's active deployment is pending, or the one
+// the plan would create would be.
+func (rc *reconciler) waitingForRegionTurn(curDep *api.Deployment) bool {
+	job := rc.env.job
+	if job.Multiregion == nil {
+		return false
+	}
+	if curDep != nil {
+		return curDep.Status == api.DeploymentStatusPending
+	}
+	latest, err := rc.env.st.LatestDeploymentByJobID(job.Namespace, job.ID)
+	if err != nil {
+		rc.env.err = err
+		return false
+	}
+	return firstOfMultiregionVersion(job, latest)
+}
+
+// holdForRegionTurn records the group in the version's pending
+// deployment (created in the plan if needed) without placing anything.
+func (rc *reconciler) holdForRegionTurn(r *groupResult, upd *api.UpdateStrategy, count int) {
+	r.deployBusy = true
+	dep := rc.deployment()
+	st := dep.TaskGroups[r.tg.Name]
+	if st == nil {
+		st = &api.DeploymentState{AutoRevert: upd.AutoRevert, AutoPromote: upd.AutoPromote, DesiredCanaries: upd.Canary}
+		dep.TaskGroups[r.tg.Name] = st
+	}
+	st.DesiredTotal = count
 }
 
 // Alloc health within a deployment.
@@ -121,6 +170,16 @@ func (rc *reconciler) completeDeployment(busy, failed bool) {
 		return
 	}
 	if cur == nil || !cur.Active() || cur.JobVersion != job.Version || len(plan.DeploymentUpdates) > 0 {
+		return
+	}
+	if job.Multiregion != nil {
+		// A multiregion deployment waits, blocked, for the other regions
+		// (server/multiregion.go unblocks it); a pending one for its turn.
+		if cur.Status == api.DeploymentStatusRunning {
+			plan.DeploymentUpdates = append(plan.DeploymentUpdates, &api.DeploymentStatusUpdate{
+				DeploymentID: cur.ID, Status: api.DeploymentStatusBlocked, StatusDescription: "deployment is complete, waiting for the other regions",
+			})
+		}
 		return
 	}
 	plan.DeploymentUpdates = append(plan.DeploymentUpdates, &api.DeploymentStatusUpdate{

@@ -52,12 +52,12 @@ func (t *Txn) UpsertJob(job *api.Job) error {
 		job.Stable = existing.Stable
 	case existing != nil:
 		job.CreateIndex = existing.CreateIndex
-		job.Version = existing.Version + 1
+		job.Version = max(existing.Version+1, multiregionVersion(job))
 		job.JobModifyIndex = t.index
 		job.Stable = false
 	default:
 		job.CreateIndex = t.index
-		job.Version = 0
+		job.Version = multiregionVersion(job)
 		job.JobModifyIndex = t.index
 		job.Stable = false
 	}
@@ -280,4 +280,15 @@ func (t *Txn) childStatus(child *api.Job, from, to string) error {
 	}
 	sum.Children = &c
 	return nil
+}
+
+// multiregionVersion is the version a multiregion job asks for: its
+// origin region gives every region's copy the same one (server/
+// multiregion.go), so the regions' deployments of it find each other.
+// Other jobs ask for none (0).
+func multiregionVersion(job *api.Job) uint64 {
+	if job.Multiregion == nil {
+		return 0
+	}
+	return job.Version
 }
