@@ -14,8 +14,12 @@ build: ## build bin/drover (static, stripped, UI embedded) and bin/drover-execut
 	$(GO) build -trimpath -ldflags "-s -w" -o $(BIN) .
 	$(GO) build -trimpath -ldflags "-s -w" -o $(dir $(BIN))drover-executor ./drivers/executor/cmd/drover-executor
 
+# go-nvml's cgo calls NVML functions nvml.h marks deprecated: gcc would warn
+# about each one (Go's own default CGO_CFLAGS are -O2 -g).
+NVML_CFLAGS := -O2 -g -Wno-deprecated-declarations
+
 build-nvml: ## build bin/drover-nvml for GPU hosts: NVML support through go-nvml (cgo, links libc dynamically)
-	CGO_ENABLED=1 $(GO) build -trimpath -tags nvml -ldflags=-extldflags=-Wl,-z,lazy -o bin/drover-nvml .
+	CGO_ENABLED=1 CGO_CFLAGS="$(NVML_CFLAGS)" $(GO) build -trimpath -tags nvml -ldflags=-extldflags=-Wl,-z,lazy -o bin/drover-nvml .
 
 dev: build ## build and run the dev agent (server + client, API and UI on 127.0.0.1:4646)
 	./$(BIN) agent -dev
@@ -29,7 +33,8 @@ images: build ## build the test images (busybox OCI archive, VM kernel + initram
 test: deps build images ## install test dependencies (as root) and run every test
 	DROVER_TEST_BIN=$(CURDIR)/$(BIN) DROVER_TEST_IMAGES=$(CURDIR)/build/images DROVER_UI_SCREENSHOTS=$(CURDIR)/build/ui-screenshots \
 		$(GO) test -count=1 -timeout 40m $(PKGS)
-	CGO_ENABLED=1 $(GO) test -count=1 -tags nvml ./agent/fingerprint/nvidia/
+	CGO_ENABLED=1 CGO_CFLAGS="$(NVML_CFLAGS)" $(GO) test -count=1 -tags nvml ./agent/fingerprint/nvidia/
+	bash .ci/leftovers $(CURDIR)/bin
 
 test-short: ## run the fast unit tests only
 	$(GO) test -short -count=1 $(PKGS)
@@ -50,6 +55,7 @@ BENCH_SUMMARY = BEGIN { \
 	t["Placements10x10000 placements/s"] = ">= 3750"; t["Placements10x10000 missed-heartbeats"] = "<= 0"; \
 	t["C1M placements/s"] = ">= 10000"; t["C1M missed-heartbeats"] = "<= 0"; \
 	t["OpenB alloc-100-%"] = ">= 96"; t["OpenB first-fail-%"] = ">= 95"; t["OpenB replay-s"] = "<= 30"; \
+	t["Elastic paid-ratio-%"] = "<= 60"; t["Elastic pending-p95-s"] = "<= 120"; t["Elastic gangs-partial"] = "<= 0"; t["Elastic work-lost"] = "<= 0"; \
 	t["LeaderFailover leader-ms"] = "<= 1500"; t["LeaderFailover writes-lost"] = "<= 0"; t["LeaderFailover live-nodes-down"] = "<= 0" } \
 	/^Benchmark/ { name = $$1; sub(/-[0-9]+$$/, "", name); sub(/^Benchmark/, "", name); nodes = ""; \
 	for (i = 3; i < NF; i += 2) if ($$(i+1) == "nodes") nodes = sprintf("(%d nodes used)", $$i); \
@@ -67,17 +73,19 @@ BENCH_SUMMARY = BEGIN { \
 # hand-written pieces buy against the library way (each package's doc.go).
 bench: build ## run the benchmarks; print placements/s, start-up, memory, 100-task, whole-path and hand-written-code figures (also to build/bench.txt)
 	@mkdir -p build && { $(GO) test -run '^$$' -bench . -benchtime 3x -benchmem ./server/scheduler/ && \
-		$(GO) test -run '^$$' -bench 'BenchmarkOpenB$$' -benchtime 1x -timeout 30m ./server/ && \
+		$(GO) test -run '^$$' -bench 'Benchmark(OpenB|Elastic|SpillDecision)$$' -benchtime 1x -timeout 30m ./server/ && \
 		DROVER_TEST_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench 'Benchmark(DevAgentStart|DevAgentIdleRSS|RawExec100)$$' -benchtime 3x -timeout 20m ./agent/ && \
 		$(GO) test -run '^$$' -bench 'Benchmark(SupervisorJSON|HostileNesting|HeapHugePages)$$' -benchtime 1x -timeout 10m \
 			./drivers/executor/supervisor/ ./jobspec/ ./agent/hugepages/ && \
+		$(GO) test -run '^$$' -bench 'BenchmarkCrossRegionGET$$' -benchtime 1x ./agent/http/ && \
 		DROVER_TEST_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./agent/sim/; } \
 		> build/bench.out 2>&1 || { cat build/bench.out; exit 1; }
 	@awk '$(BENCH_SUMMARY)' build/bench.out | tee build/bench.txt
 
 FUZZ_TARGETS := jobspec:FuzzParse api:FuzzScoresDecode server/fsm:FuzzApply server/fsm:FuzzRestore agent/http:FuzzDecodeBody \
 	agent/http:FuzzNodeRegisterBody agent/http:FuzzClientRoutes agent/http:FuzzParseGrant \
-	agent/client:FuzzFSPath drivers/executor/supervisor:FuzzParseJSON
+	agent/client:FuzzFSPath drivers/executor/supervisor:FuzzParseJSON server/autoscale:FuzzDecodeExternal \
+	agent/http:FuzzDecodeVariable agent/http:FuzzVariablePath
 FUZZTIME ?= 30s
 
 fuzz: ## fuzz every decoder a stranger can reach: HCL, JSON bodies, Raft commands, snapshots, fs paths (FUZZTIME each)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/drover/drover/agent/logmon"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/drover/drover/agent/config"
+	"github.com/drover/drover/agent/federation"
 	"github.com/drover/drover/agent/gossip"
 	agenthttp "github.com/drover/drover/agent/http"
 	"github.com/drover/drover/agent/http/serverstate"
@@ -34,6 +36,9 @@ type Agent struct {
 	server *server.Server
 	// gossip is the servers' membership pool (nil: dev mode, client only).
 	gossip *gossip.Gossip
+	// fed is the servers' WAN pool across regions (nil: ports.serf_wan
+	// unset, dev mode, client only).
+	fed    *federation.Federation
 	client clientRole
 	http   *agenthttp.HTTPServer
 	// httpLn and raftLn are bound in Start, before their ports are
@@ -45,10 +50,20 @@ type Agent struct {
 	monitor *logmon.Hub
 	// tls is the mutual TLS of the API and of requests to other agents.
 	tls *peerTLS
+	// regions is the server's server.Regions (regions.go; nil: no WAN pool).
+	regions *regions
 	// aclWatch stops (and aclWatchDone says it ended) a client-only
 	// agent's watch of its servers' ACLs (RemoteACL.Watch).
 	aclWatch     context.CancelFunc
 	aclWatchDone chan struct{}
+	// devClients are the client-only agents of -dev-clients (started
+	// after this agent's API, shut down before it); devServer is, in such
+	// a dev client, the server of the agent that runs it.
+	devClients []*Agent
+	devServer  *server.Server
+	// autoscaleClosers are the autoscaler's providers with processes
+	// (autoscale.go), closed after the server on Shutdown.
+	autoscaleClosers []io.Closer
 }
 
 // New validates cfg and prepares the agent; Start starts it.
@@ -111,6 +126,10 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 		if dataDir != "" {
 			dataDir = filepath.Join(dataDir, "server")
 		}
+		ascfg, err := a.autoscaleConfig(cfg)
+		if err != nil {
+			return err
+		}
 		s, serr := server.New(&server.Config{
 			NodeName: cfg.Name, Region: cfg.Region, Datacenter: cfg.Datacenter, DataDir: dataDir,
 			BindAddr: cfg.BindAddr, RaftPort: cfg.Ports.Raft, RaftAddr: a.raftAdvertise(), HTTPAddr: cfg.AdvertisedHTTP(),
@@ -120,7 +139,10 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 			HeartbeatTTLMin: cfg.Server.MinHeartbeatTTL, HeartbeatGrace: cfg.Server.HeartbeatGrace,
 			MaxHeartbeatsPerSecond: cfg.Server.MaxHeartbeatsPerSecond, OIDCIssuer: cfg.Server.OIDCIssuer, ACLEnabled: cfg.ACLEnabled,
 			RequireNodeIntro: a.requireNodeIntro(),
+			ACLReplication:   a.aclReplication(),
+			Regions:          a.serverRegions(),
 			Registry:         a.registry, RaftListener: a.raftLn, PeerClient: a.tls.apiClient, RaftTLS: a.tls.raft,
+			Defrag: server.DefragConfig{Enabled: cfg.Server.Defrag.Enabled, Interval: cfg.Server.Defrag.Interval, PerQueue: cfg.Server.Defrag.PerQueue}, Autoscale: ascfg,
 		})
 		a.raftLn = nil // raft owns it now, even when New failed
 		if serr != nil {
@@ -131,7 +153,12 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 			if err := a.startGossip(s); err != nil {
 				return fmt.Errorf("start gossip: %w", err)
 			}
-			hcfg.Keyring, hcfg.ForceLeave = a.KeyringOperation, a.ForceLeave
+			hcfg.Keyring, hcfg.ForceLeave, hcfg.Join = a.KeyringOperation, a.ForceLeave, a.join
+			if a.fed != nil {
+				a.regions.started(a.fed)
+				hcfg.Regions, hcfg.RegionTLS = a.fed, a.regionTLS
+				hcfg.AuthoritativeRegion = cfg.Server.AuthoritativeRegion
+			}
 		}
 		hcfg.Server = serverstate.Bind(s)
 		hcfg.ACL = s.ACL()
@@ -146,7 +173,7 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 			hcfg.ACL = remote
 		}
 	}
-	if cfg.Client.Enabled {
+	if cfg.Client.Enabled && !a.devClientsEnabled() {
 		c, cerr := a.newClient()
 		if cerr != nil {
 			return fmt.Errorf("start client: %w", cerr)
@@ -169,6 +196,11 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 	if a.client != nil {
 		if err := a.client.Start(ctx); err != nil {
 			return fmt.Errorf("start client: %w", err)
+		}
+	}
+	if a.devClientsEnabled() {
+		if err := a.startDevClients(ctx); err != nil {
+			return err
 		}
 	}
 	if sec, ok := a.client.(interface{ NodeSecret() string }); ok && remote != nil {
@@ -202,7 +234,8 @@ func (a *Agent) HTTPAddr() string {
 func (a *Agent) Server() *server.Server { return a.server }
 
 // ClientRegistered returns a channel closed once the agent's client
-// registered its node (nil when it runs no client role).
+// registered its node (nil when it runs no client role of its own, as a
+// -dev-clients agent, whose clients are agents of their own).
 func (a *Agent) ClientRegistered() <-chan struct{} {
 	if a.client == nil {
 		return nil
@@ -217,6 +250,9 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 	if a.aclWatch != nil {
 		a.aclWatch()
 		<-a.aclWatchDone
+	}
+	if err := a.shutdownDevClients(ctx); err != nil {
+		errs = append(errs, err)
 	}
 	if a.client != nil {
 		if err := a.client.Shutdown(ctx); err != nil {
@@ -246,8 +282,21 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("server shutdown: %w", err))
 		}
 	}
+	if err := a.closeAutoscale(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("autoscale providers: %w", err))
+	}
 	if a.gossip != nil {
 		if err := a.gossip.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if a.fed != nil {
+		if a.cfg.Server.LeaveOnTerminate {
+			if err := a.fed.Leave(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if err := a.fed.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -272,7 +321,7 @@ func (a *Agent) self() *api.AgentSelf {
 			"Ports":  map[string]int{"HTTP": c.Ports.HTTP, "Raft": c.Ports.Raft, "Gossip": c.Ports.Gossip},
 			"Server": map[string]any{"Enabled": c.Server.Enabled, "BootstrapExpect": c.Server.BootstrapExpect},
 			"Client": map[string]any{"Enabled": c.Client.Enabled, "Servers": c.Client.Servers,
-				"NodeClass": c.Client.NodeClass, "NodePool": c.Client.NodePool},
+				"NodeClass": c.Client.NodeClass, "NodePool": c.Client.NodePool, "DevClients": a.DevClients()},
 		},
 		Member: a.selfMember(),
 	}

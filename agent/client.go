@@ -88,6 +88,7 @@ func (a *Agent) newClient() (clientRole, error) {
 		NodeClass: cfg.Client.NodeClass, Meta: nodeMeta(cfg), HTTPAddr: cfg.AdvertisedHTTP(),
 		BindAddr: cfg.BindAddr, Drivers: Drivers, PluginConfig: plugins, Options: options,
 		HostVolumes: cfg.Client.HostVolumes, DevMode: cfg.DevMode, StopAllocsOnShutdown: a.tmpDir != "", Logger: a.base,
+		Host:  simHostResources(cfg.Client.DevGPUs),
 		Intro: a.clientIntro,
 	})
 	if err != nil {
@@ -98,14 +99,18 @@ func (a *Agent) newClient() (clientRole, error) {
 
 // clientIntro is the introduction token this agent's client registers
 // with: the configured one; else, where the cluster requires one and this
-// agent is also a server, one it signs itself (valid a minute, for this
-// node's name and pool); else none.
+// agent is also a server (or is a dev client of one), one it signs
+// itself (valid a minute, for this node's name and pool); else none.
 func (a *Agent) clientIntro(ctx context.Context) (string, error) {
 	cfg := a.cfg
-	if cfg.Client.IntroToken != "" || a.server == nil || !a.requireNodeIntro() {
+	srv := a.server
+	if srv == nil {
+		srv = a.devServer // a dev client of this process's server
+	}
+	if cfg.Client.IntroToken != "" || srv == nil || !a.requireNodeIntro() {
 		return cfg.Client.IntroToken, nil
 	}
-	resp, err := a.server.Nodes().CreateNodeIntro(ctx, &api.NodeIntroRequest{NodeName: cfg.Name, NodePool: cfg.Client.NodePool, TTL: time.Minute})
+	resp, err := srv.Nodes().CreateNodeIntro(ctx, &api.NodeIntroRequest{NodeName: cfg.Name, NodePool: cfg.Client.NodePool, TTL: time.Minute})
 	if err != nil {
 		return "", fmt.Errorf("introduce this agent's own client: %w", err)
 	}

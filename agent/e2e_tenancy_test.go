@@ -152,6 +152,11 @@ func TestTenancyMatrix(t *testing.T) {
 		return true, ""
 	})
 	bravo[deployID], bravo[policyID], bravo[serviceID] = true, true, true
+	if _, err := mgmt.PutVariable(ctx, &api.Variable{Namespace: "tenant-bravo", Path: "team/bravo",
+		Items: map[string]string{"k": "bravo-var-secret"}}, -1, nil); err != nil {
+		t.Fatal(err)
+	}
+	bravo["bravo-var-secret"] = true
 
 	// The strangers.
 	intro, err := mgmt.CreateNodeIntro(ctx, &api.NodeIntroRequest{})
@@ -247,7 +252,7 @@ func TestTenancyMatrix(t *testing.T) {
 			}
 			return out
 		}
-		v := map[string]string{"id": "x", "name": "x", "name...": "default", "op": "list"}
+		v := map[string]string{"id": "x", "name": "x", "name...": "default", "op": "list", "path...": "team/bravo"}
 		switch {
 		case strings.HasPrefix(path, "/v1/job/"):
 			v["id"] = "bravo-web"
@@ -312,6 +317,8 @@ func TestTenancyMatrix(t *testing.T) {
 			return `{"NodeID":"` + nodeID + `","Meta":{"pwned":"1"}}`
 		case strings.HasSuffix(path, "/signal"):
 			return `{"Signal":"SIGKILL"}`
+		case strings.HasPrefix(path, "/v1/var/"):
+			return `{"Items":{"pwned":"1"}}`
 		}
 		return "{}"
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/drover/drover/agent/tlsutil"
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/internal/testcluster"
+	"github.com/drover/drover/internal/testproc"
 )
 
 // pkiFiles makes a CA and one certificate per role with the real
@@ -59,6 +61,12 @@ func startInProc(t *testing.T, cfg *config.Config) *agent.Agent {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		_ = a.Shutdown(ctx)
+		// Its client's tasks outlive it (for a restarted agent): reap them.
+		if cfg.Client.Enabled && cfg.DataDir != "" {
+			if killed := testproc.Reap(nil, cfg.DataDir); len(killed) > 0 {
+				t.Logf("agent %s left %d processes running; killed: %s", cfg.Name, len(killed), strings.Join(killed, "; "))
+			}
+		}
 	})
 	return a
 }

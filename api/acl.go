@@ -173,6 +173,9 @@ type ACLResolution struct {
 	Rules          []string   `json:"Rules,omitempty"`
 	AccessorID     string     `json:"AccessorID,omitempty"`
 	ExpirationTime *time.Time `json:"ExpirationTime,omitempty"`
+	// Workload: the secret is a task's workload identity (read and list
+	// on its own variables, nothing else).
+	Workload *ACLWorkload `json:"Workload,omitempty"`
 }
 
 // ACLOIDCAuthURLRequest starts an OIDC login (POST /v1/acl/oidc/auth-url):
@@ -198,4 +201,12 @@ type ACLOIDCCompleteAuthRequest struct {
 	State          string `json:"State"`
 	Code           string `json:"Code"`
 	RedirectURI    string `json:"RedirectURI"`
+}
+
+// ACLWorkload is the task a workload identity stands for.
+type ACLWorkload struct {
+	Namespace string `json:"Namespace"`
+	JobID     string `json:"JobID"`
+	Group     string `json:"Group"`
+	Task      string `json:"Task"`
 }

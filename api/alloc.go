@@ -53,6 +53,9 @@ type Allocation struct {
 	AllocModifyIndex uint64     `json:"AllocModifyIndex"`
 	CreateTime       int64      `json:"CreateTime"`
 	ModifyTime       int64      `json:"ModifyTime"`
+	// GPUUsage is what the alloc's GPUs do (client-owned; nil: no GPUs
+	// or not measured yet).
+	GPUUsage *GPUUsage `json:"GPUUsage,omitempty"`
 }
 
 // TerminalStatus reports whether the alloc is stopped or finished, by
@@ -299,10 +302,15 @@ type AllocListStub struct {
 	RescheduleTracker     *RescheduleTracker     `json:"RescheduleTracker,omitempty"`
 	PreemptedAllocations  []string               `json:"PreemptedAllocations,omitempty"`
 	PreemptedByAllocation string                 `json:"PreemptedByAllocation,omitempty"`
-	CreateIndex           uint64                 `json:"CreateIndex"`
-	ModifyIndex           uint64                 `json:"ModifyIndex"`
-	CreateTime            int64                  `json:"CreateTime"`
-	ModifyTime            int64                  `json:"ModifyTime"`
+	// Gang is the alloc's place in its gang without the member list (each
+	// member's own stub carries its rank).
+	Gang        *AllocGang `json:"Gang,omitempty"`
+	CreateIndex uint64     `json:"CreateIndex"`
+	ModifyIndex uint64     `json:"ModifyIndex"`
+	CreateTime  int64      `json:"CreateTime"`
+	ModifyTime  int64      `json:"ModifyTime"`
+	// GPUUsage is the alloc's GPU usage (Allocation.GPUUsage).
+	GPUUsage *GPUUsage `json:"GPUUsage,omitempty"`
 }
 
 // Stub returns the list form.
@@ -317,9 +325,15 @@ func (a *Allocation) Stub() *AllocListStub {
 		NextAllocation: a.NextAllocation, RescheduleTracker: a.RescheduleTracker,
 		PreemptedAllocations: a.PreemptedAllocations, PreemptedByAllocation: a.PreemptedByAllocation,
 		CreateIndex: a.CreateIndex, ModifyIndex: a.ModifyIndex, CreateTime: a.CreateTime, ModifyTime: a.ModifyTime,
+		GPUUsage: a.GPUUsage,
 	}
 	if a.Job != nil {
 		s.JobType, s.JobVersion = a.Job.Type, a.Job.Version
+	}
+	if a.Gang != nil {
+		g := *a.Gang
+		g.Members = nil
+		s.Gang = &g
 	}
 	return s
 }

@@ -322,6 +322,26 @@ func (j *Job) Validate() error {
 	if j.MinRuntime < 0 {
 		v.add("", "min_runtime must not be negative")
 	}
+	if j.IdleTimeout < 0 {
+		v.add("", "idle_timeout must not be negative")
+	}
+	for _, tg := range j.TaskGroups {
+		if tg != nil && tg.IdleTimeout < 0 {
+			v.add("", "group %q: idle_timeout must not be negative", tg.Name)
+		}
+		if tg != nil && tg.MinRuntime < 0 {
+			v.add("", "group %q: min_runtime must not be negative", tg.Name)
+		}
+	}
+	if !validSpot(j.Spot) {
+		v.add("", "spot %q: want allow, never or prefer", j.Spot)
+	}
+	if err := j.Placement.Validate(); err != nil {
+		v.add("", "placement: %v", err)
+	}
+	if err := j.Multiregion.Validate(); err != nil {
+		v.add("", "multiregion: %v", err)
+	}
 	groups := make(map[string]bool, len(j.TaskGroups))
 	for i, tg := range j.TaskGroups {
 		if tg == nil {
@@ -400,8 +420,12 @@ func (v *validator) identities(p string, t *Task) {
 	}
 }
 
-// mountDrivers are the drivers that can bind-mount a volume into a task.
-var mountDrivers = []string{"exec", "containerd"}
+// hostDrivers are drover's drivers that can neither bind-mount a volume
+// into a task nor join a bridge network (exec and containerd can). A
+// driver drover does not run (Nomad's docker, podman, java...) is no
+// error here: Nomad accepts such a job and leaves the driver to the
+// clients, where on drover it stays pending (jobspec warns).
+var hostDrivers = []string{"raw_exec", "qemu"}
 
 // volumeMounts checks a task's volume_mount blocks against the group's volumes.
 func (v *validator) volumeMounts(p string, t *Task, vols map[string]*VolumeRequest) {
@@ -414,11 +438,14 @@ func (v *validator) volumeMounts(p string, t *Task, vols map[string]*VolumeReque
 		switch {
 		case vols[m.Volume] == nil:
 			v.add(p, "volume_mount: volume %q is not a volume of the group", m.Volume)
+		case strings.HasPrefix(m.Destination, "${"):
+			// ${NOMAD_TASK_DIR}/x and the like: the client interpolates
+			// and checks it.
 		case !strings.HasPrefix(m.Destination, "/") || slices.Contains(strings.Split(m.Destination, "/"), ".."):
 			v.add(p, "volume_mount %q: destination %q must be an absolute path without ..", m.Volume, m.Destination)
 		case dests[path.Clean(m.Destination)]:
 			v.add(p, "volume_mount %q: destination %q is mounted twice", m.Volume, m.Destination)
-		case !slices.Contains(mountDrivers, t.Driver):
+		case slices.Contains(hostDrivers, t.Driver):
 			v.add(p, "volume_mount %q: driver %s cannot mount volumes (exec and containerd can)", m.Volume, t.Driver)
 		}
 		dests[path.Clean(m.Destination)] = true
@@ -435,6 +462,9 @@ func (v *validator) add(prefix, format string, a ...any) {
 func (v *validator) group(p string, j *Job, tg *TaskGroup) {
 	if tg.Count < 0 {
 		v.add(p, "count %d must not be negative", tg.Count)
+	}
+	if !validSpot(tg.Spot) {
+		v.add(p, "spot %q: want allow, never or prefer", tg.Spot)
 	}
 	if len(tg.Tasks) == 0 {
 		v.add(p, "group has no tasks")
@@ -494,7 +524,7 @@ func (v *validator) group(p string, j *Job, tg *TaskGroup) {
 			continue
 		}
 		for _, t := range tg.Tasks {
-			if t != nil && !slices.Contains(mountDrivers, t.Driver) {
+			if t != nil && slices.Contains(hostDrivers, t.Driver) {
 				v.add(p, "task %q: driver %s cannot join a bridge network (exec and containerd can)", t.Name, t.Driver)
 			}
 		}

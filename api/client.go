@@ -33,6 +33,10 @@ type Client struct {
 	// Namespace is sent with every request that names none in its
 	// options ("" = the server's default namespace).
 	Namespace string
+	// Region, when set, is sent with every request ("region" parameter):
+	// an agent of another region forwards the request to a server of this
+	// one (the CLI: -region, DROVER_REGION or NOMAD_REGION).
+	Region string
 	// Token is the ACL token's SecretID sent with every request
 	// (the CLI: -token, DROVER_TOKEN or NOMAD_TOKEN).
 	Token string
@@ -140,6 +144,12 @@ func (c *Client) Raw(ctx context.Context, method, path string, q url.Values, bod
 		}
 		q.Set("namespace", c.Namespace)
 	}
+	if c.Region != "" && q.Get("region") == "" {
+		if q == nil {
+			q = url.Values{}
+		}
+		q.Set("region", c.Region)
+	}
 	var rd io.Reader
 	if body != nil {
 		if r, ok := body.(io.Reader); ok {
@@ -196,6 +206,7 @@ func decodeError(resp *http.Response) error {
 	var eb ErrorBody
 	if json.Unmarshal(b, &eb) == nil && eb.Error != nil && eb.Error.Code != "" {
 		eb.Error.Status = resp.StatusCode
+		eb.Error.body = b
 		return eb.Error
 	}
 	return &Error{Code: "http_" + strconv.Itoa(resp.StatusCode), Status: resp.StatusCode,

@@ -34,7 +34,7 @@ type Deployment struct {
 // Active reports whether the deployment is still in progress.
 func (d *Deployment) Active() bool {
 	switch d.Status {
-	case DeploymentStatusRunning, DeploymentStatusPaused, DeploymentStatusBlocked:
+	case DeploymentStatusRunning, DeploymentStatusPaused, DeploymentStatusBlocked, DeploymentStatusPending:
 		return true
 	}
 	return false

@@ -16,6 +16,9 @@ type Error struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	Status  int    `json:"-"`
+	// body is the whole response an error was decoded from (a variable
+	// write's conflict carries the current variable beside it).
+	body []byte
 }
 
 func (e *Error) Error() string {
@@ -76,13 +79,18 @@ var (
 	ErrUnavailable        = &Error{Code: "unavailable", Status: http.StatusServiceUnavailable, Message: "unavailable"}
 	ErrTimeout            = &Error{Code: "timeout", Status: http.StatusGatewayTimeout, Message: "timeout"}
 	ErrInternal           = &Error{Code: "internal", Status: http.StatusInternalServerError, Message: "internal error"}
+	// ErrUnknownRegion: ?region= names a region no server of the
+	// federation belongs to; ErrRegionUnavailable: the region is known
+	// but none of its servers answered.
+	ErrUnknownRegion     = &Error{Code: "unknown_region", Status: http.StatusBadRequest, Message: "unknown region"}
+	ErrRegionUnavailable = &Error{Code: "region_unavailable", Status: http.StatusServiceUnavailable, Message: "region unavailable"}
 )
 
 var sentinels = []*Error{
 	ErrBadRequest, ErrInvalidJob, ErrNotFound, ErrJobNotFound, ErrNodeNotFound, ErrAllocNotFound,
 	ErrEvalNotFound, ErrDeploymentNotFound, ErrConflict, ErrIndexConflict, ErrBodyTooLarge,
 	ErrMethodNotAllowed, ErrPermissionDenied, ErrNoLeader, ErrNotLeader, ErrUnavailable,
-	ErrTimeout, ErrInternal,
+	ErrTimeout, ErrInternal, ErrUnknownRegion, ErrRegionUnavailable,
 }
 
 // Errorf returns an *Error with the sentinel's code and status and a

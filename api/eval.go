@@ -64,6 +64,12 @@ type Evaluation struct {
 	// Reservation is the capacity a blocked eval of a pending gang holds
 	// back from lower-priority work (see Reservation).
 	Reservation *Reservation `json:"Reservation,omitempty"`
+	// DefragMoves are the moves an eval of trigger EvalTriggerDefrag
+	// makes: alloc ID -> destination node ID (DefragPlan).
+	DefragMoves map[string]string `json:"DefragMoves,omitempty"`
+	// StopAllocs are the allocs an eval of trigger EvalTriggerIdleReclaim
+	// stops (with the reason IdleReclaimDescription).
+	StopAllocs []string `json:"StopAllocs,omitempty"`
 }
 
 // TerminalStatus reports whether the eval is finished.

@@ -64,6 +64,21 @@ type Job struct {
 	Dispatched       bool                    `json:"Dispatched,omitempty"`
 	Payload          []byte                  `json:"Payload,omitempty"`
 	Meta             map[string]string       `json:"Meta,omitempty"`
+	// IdleTimeout is the groups' default idle_timeout
+	// (TaskGroup.IdleTimeout).
+	IdleTimeout time.Duration `json:"IdleTimeout,omitempty"`
+	// MaxDisruption is how many of the job's allocs one defragmentation
+	// round may move (a gang counts once); 0 means 1.
+	MaxDisruption int `json:"MaxDisruption,omitempty"`
+	// Spot is the groups' default spot choice (SpotAllow, SpotNever,
+	// SpotPrefer; "" is allow).
+	Spot string `json:"Spot,omitempty"`
+	// Placement lets pending work move to another region (drover's
+	// addition; placement.go).
+	Placement *Placement `json:"Placement,omitempty"`
+	// Multiregion registers the job in several regions and deploys it
+	// region by region (multiregion.go).
+	Multiregion *Multiregion `json:"Multiregion,omitempty"`
 
 	// Server-set fields.
 	Stop              bool   `json:"Stop,omitempty"`
@@ -176,6 +191,7 @@ type JobListStub struct {
 	Namespace         string            `json:"Namespace"`
 	Datacenters       []string          `json:"Datacenters"`
 	NodePool          string            `json:"NodePool"`
+	Queue             string            `json:"Queue,omitempty"` // the job's queue ("" is the default queue)
 	Type              string            `json:"Type"`
 	Priority          int               `json:"Priority"`
 	Periodic          bool              `json:"Periodic"`
@@ -196,7 +212,7 @@ type JobListStub struct {
 func (j *Job) Stub(summary *JobSummary) *JobListStub {
 	return &JobListStub{
 		ID: j.ID, ParentID: j.ParentID, Name: j.Name, Namespace: j.Namespace,
-		Datacenters: j.Datacenters, NodePool: j.NodePool, Type: j.Type, Priority: j.Priority,
+		Datacenters: j.Datacenters, NodePool: j.NodePool, Queue: j.Queue, Type: j.Type, Priority: j.Priority,
 		Periodic: j.IsPeriodic(), ParameterizedJob: j.IsParameterized(), Stop: j.Stop,
 		Status: j.Status, StatusDescription: j.StatusDescription, JobSummary: summary,
 		Version: j.Version, SubmitTime: j.SubmitTime, CreateIndex: j.CreateIndex,
@@ -239,6 +255,9 @@ type JobRegisterRequest struct {
 	JobModifyIndex uint64 `json:"JobModifyIndex,omitempty"`
 	PolicyOverride bool   `json:"PolicyOverride,omitempty"`
 	PreserveCounts bool   `json:"PreserveCounts,omitempty"`
+	// RegionCopy marks the copy of a multiregion job its origin region
+	// registers in another region: registered there only, not sent on.
+	RegionCopy bool `json:"RegionCopy,omitempty"`
 }
 
 // JobRegisterResponse answers a register.
@@ -306,6 +325,11 @@ type TaskDiff struct {
 	Objects     []*ObjectDiff `json:"Objects,omitempty"`
 	Annotations []string      `json:"Annotations,omitempty"`
 }
+
+// FieldDefault annotates a FieldDiff of an added job, group or task
+// whose value is the default the job file left it to (`job plan` hides
+// those unless -verbose).
+const FieldDefault = "default"
 
 // FieldDiff is a changed scalar.
 type FieldDiff struct {

@@ -233,6 +233,10 @@ type DrainStrategy struct {
 type DrainSpec struct {
 	Deadline         time.Duration `json:"Deadline"` // <0 force now, 0 no deadline
 	IgnoreSystemJobs bool          `json:"IgnoreSystemJobs"`
+	// Reason says why the node drains ("spot interruption: ..." for a
+	// reclaimed spot node); the allocs it migrates carry it in their
+	// desired description.
+	Reason string `json:"Reason,omitempty"`
 }
 
 // Drain statuses (DrainMetadata.Status).
@@ -247,6 +251,8 @@ type DrainMetadata struct {
 	StartedAt time.Time `json:"StartedAt"`
 	UpdatedAt time.Time `json:"UpdatedAt"`
 	Status    string    `json:"Status"` // draining, complete, canceled
+	// Reason is the drain's (DrainSpec.Reason), kept once it ends.
+	Reason string `json:"Reason,omitempty"`
 }
 
 // NodeUpdateDrainRequest is the body of POST /v1/node/{id}/drain.

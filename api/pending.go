@@ -31,6 +31,10 @@ const (
 	PendingExhausted = "exhausted"
 	// PendingConstraint: a constraint (Constraint) excludes Count nodes.
 	PendingConstraint = "constraint"
+	// PendingDriver: Count nodes lack a healthy Driver the group's tasks
+	// use; Message says why (the fingerprint's health description, or
+	// that no node has a driver of that name).
+	PendingDriver = "driver"
 	// PendingCountLimit: the group's count (or that of a group of its
 	// gang) is above the server's job_max_group_count; nothing of it is
 	// placed until the job is changed. It is the group's only reason.
@@ -48,6 +52,7 @@ type PendingReason struct {
 	Dimension  string `json:"Dimension,omitempty"`  // exhausted reasons
 	Constraint string `json:"Constraint,omitempty"` // constraint reasons
 	Datacenter string `json:"Datacenter,omitempty"` // no-nodes reasons
+	Driver     string `json:"Driver,omitempty"`     // driver reasons
 	Count      int    `json:"Count,omitempty"`      // nodes the reason applies to
 	Need       int    `json:"Need,omitempty"`       // devices asked
 	Have       int    `json:"Have,omitempty"`       // most free on one node

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Queue is a share of the cluster that jobs name (job.Queue): what its
@@ -26,7 +27,13 @@ type Queue struct {
 	Weight int `json:"Weight,omitempty"`
 	// Priority orders sibling queues for capacity beyond guarantees
 	// before weights do (higher first; default 0).
-	Priority    int    `json:"Priority,omitempty"`
+	Priority int `json:"Priority,omitempty"`
+	// IdleTimeout is the queue's jobs' default idle_timeout (api.GPUUsage:
+	// allocs holding GPUs at ~0% utilization that long are idle); 0: none.
+	IdleTimeout time.Duration `json:"IdleTimeout,omitempty"`
+	// IdleAction is what happens to an idle alloc: IdleActionFlag ("" too),
+	// IdleActionStop or IdleActionPreempt.
+	IdleAction  string `json:"IdleAction,omitempty"`
 	CreateIndex uint64 `json:"CreateIndex"`
 	ModifyIndex uint64 `json:"ModifyIndex"`
 }
@@ -90,6 +97,14 @@ func (q *Queue) Validate() error {
 	}
 	if q.Weight < 0 || q.Weight > 1000 {
 		return Errorf(ErrBadRequest, fmt.Sprintf("queue %q: weight %d out of range [0, 1000] (0 means 1)", q.Name, q.Weight))
+	}
+	switch q.IdleAction {
+	case "", IdleActionFlag, IdleActionStop, IdleActionPreempt:
+	default:
+		return Errorf(ErrBadRequest, fmt.Sprintf("queue %q: idle_action %q: want flag, stop or preempt", q.Name, q.IdleAction))
+	}
+	if q.IdleTimeout < 0 {
+		return Errorf(ErrBadRequest, fmt.Sprintf("queue %q: idle_timeout %s: want 0 or more", q.Name, q.IdleTimeout))
 	}
 	if len(q.Description) > 256 {
 		return Errorf(ErrBadRequest, fmt.Sprintf("queue %q: description over 256 bytes", q.Name))

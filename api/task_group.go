@@ -33,6 +33,16 @@ type TaskGroup struct {
 	Scaling *ScalingPolicy `json:"Scaling,omitempty"`
 	// Volumes are the group's volume blocks by name.
 	Volumes map[string]*VolumeRequest `json:"Volumes,omitempty"`
+	// MinRuntime overrides the job's min_runtime for the group's allocs
+	// (protection from preemption and defragmentation moves); 0: the
+	// job's.
+	MinRuntime time.Duration `json:"MinRuntime,omitempty"`
+	// IdleTimeout is how long the group's allocs may hold GPUs at ~0%
+	// utilization before they count as idle (job status, the UI) and the
+	// queue's idle_action applies; 0: the job's, else the queue's.
+	IdleTimeout time.Duration `json:"IdleTimeout,omitempty"`
+	// Spot overrides the job's spot choice for the group (api/spot.go).
+	Spot string `json:"Spot,omitempty"`
 }
 
 // UnmarshalJSON pre-fills Count with its default (1) so that a group that

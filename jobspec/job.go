@@ -10,11 +10,11 @@ import (
 )
 
 var (
-	jobSchema = accept(schema("name region namespace type priority datacenters node_pool all_at_once meta preemptible min_runtime queue",
-		"group:name", "constraint", "affinity", "spread", "update", "periodic", "parameterized",
-		"meta", "reschedule", "migrate", "gang"),
-		"vault_token consul_token consul_namespace", "multiregion", "vault", "consul", "ui")
-	groupSchema = accept(schema("count shutdown_delay stop_after_client_disconnect max_client_disconnect meta",
+	jobSchema = accept(schema("id name region namespace type priority datacenters node_pool all_at_once meta preemptible min_runtime queue idle_timeout spot max_disruption",
+		"group:name", "task:name", "constraint", "affinity", "spread", "update", "periodic", "parameterized",
+		"meta", "reschedule", "migrate", "gang", "placement", "multiregion"),
+		"vault_token vault_namespace consul_token consul_namespace", "vault", "consul", "ui")
+	groupSchema = accept(schema("count shutdown_delay stop_after_client_disconnect max_client_disconnect meta idle_timeout spot min_runtime",
 		"task:name", "constraint", "affinity", "spread", "restart", "reschedule", "ephemeral_disk",
 		"update", "migrate", "network", "service", "meta", "gang", "disconnect", "scaling", "volume:name"),
 		"prevent_reschedule_on_lost", "consul")
@@ -34,7 +34,7 @@ var (
 	periodicSchema   = schema("cron crons prohibit_overlap time_zone enabled")
 	paramSchema      = schema("payload meta_required meta_optional")
 	diskSchema       = schema("sticky migrate size")
-	networkSchema    = accept(schema("mode mbits hostname", "port:label", "dns"), "", "cni")
+	networkSchema    = accept(schema("mode mbits hostname", "port:label", "dns"), "device cidr ip", "cni")
 	portSchema       = accept(schema("static to host_network"), "ignore_collision")
 	dnsSchema        = schema("servers searches options")
 )
@@ -57,6 +57,15 @@ func (d *decoder) job(b *hcl.Block) *api.Job {
 	j := &api.Job{ID: b.Labels[0]}
 	d.checkName("job", b, api.CheckJobID)
 	c := d.content(body, jobSchema)
+	// id = "..." names the job instead of the label, as in Nomad.
+	if a := c.Attributes["id"]; a != nil && d.str(c, "id", &j.ID) {
+		if err := api.CheckJobID(j.ID); err != nil {
+			d.errorf(a.Expr.Range(), "Invalid job id: %v", err)
+		}
+	}
+	if c.Attributes["id"] != nil && c.Attributes["name"] == nil {
+		j.Name = b.Labels[0] // Nomad names the job after its label
+	}
 	if d.str(c, "name", &j.Name) {
 		if err := api.CheckJobName(j.Name); err != nil {
 			d.errorf(c.Attributes["name"].Expr.Range(), "Invalid job name: %v", err)
@@ -81,6 +90,9 @@ func (d *decoder) job(b *hcl.Block) *api.Job {
 		j.Preemptible = &preemptible
 	}
 	d.dur(c, "min_runtime", &j.MinRuntime)
+	d.dur(c, "idle_timeout", &j.IdleTimeout)
+	d.integer(c, "max_disruption", &j.MaxDisruption, 0, 10000)
+	d.enum(c, "spot", "spot", &j.Spot, api.SpotAllow, api.SpotNever, api.SpotPrefer)
 	j.Meta = d.kvAttr(c, "meta", j.Meta)
 
 	var resched *api.ReschedulePolicy
@@ -107,19 +119,31 @@ func (d *decoder) job(b *hcl.Block) *api.Job {
 			migrate = d.migrate(d.once(migrate != nil, blk))
 		case "gang":
 			j.Gang = d.gang(d.once(j.Gang != nil, blk))
+		case "placement":
+			j.Placement = d.placement(d.once(j.Placement != nil, blk))
+		case "multiregion":
+			j.Multiregion = d.multiregion(d.once(j.Multiregion != nil, blk))
 		}
 	}
+	// A task written directly in the job is a group of its own name
+	// holding only it (Nomad's rule); such groups come first.
 	names := map[string]hcl.Range{}
-	for _, blk := range c.Blocks {
-		if blk.Type != "group" {
-			continue
+	for _, typ := range []string{"task", "group"} {
+		for _, blk := range c.Blocks {
+			if blk.Type != typ {
+				continue
+			}
+			name := blk.Labels[0]
+			if prev, dup := names[name]; dup {
+				d.errorf(blk.LabelRanges[0], "Duplicate group %q: already defined at %s", name, prev)
+			}
+			names[name] = blk.DefRange
+			if typ == "task" {
+				j.TaskGroups = append(j.TaskGroups, d.taskGroup(blk, resched, migrate))
+			} else {
+				j.TaskGroups = append(j.TaskGroups, d.group(blk, j, resched, migrate))
+			}
 		}
-		name := blk.Labels[0]
-		if prev, dup := names[name]; dup {
-			d.errorf(blk.LabelRanges[0], "Duplicate group %q: already defined at %s", name, prev)
-		}
-		names[name] = blk.DefRange
-		j.TaskGroups = append(j.TaskGroups, d.group(blk, j, resched, migrate))
 	}
 	if len(j.TaskGroups) == 0 {
 		d.errorf(b.DefRange, "Missing group: job %q has no group block", j.ID)
@@ -143,15 +167,17 @@ func (d *decoder) once(seen bool, b *hcl.Block) *hcl.Block {
 	return b
 }
 
-func (d *decoder) group(b *hcl.Block, j *api.Job, resched *api.ReschedulePolicy, migrate *api.MigrateStrategy) *api.TaskGroup {
+// taskGroup wraps a task written directly in the job in a group of the
+// task's name and count 1, with the job's reschedule and migrate.
+func (d *decoder) taskGroup(b *hcl.Block, resched *api.ReschedulePolicy, migrate *api.MigrateStrategy) *api.TaskGroup {
 	tg := &api.TaskGroup{Name: b.Labels[0], Count: 1}
-	d.checkName("group", b, api.CheckName)
-	c := d.content(b.Body, groupSchema)
-	d.integer(c, "count", &tg.Count, 0, anyInt)
-	d.dur(c, "shutdown_delay", &tg.ShutdownDelay)
-	d.dur(c, "stop_after_client_disconnect", &tg.StopAfterClientDisconnect)
-	d.dur(c, "max_client_disconnect", &tg.MaxClientDisconnect)
-	tg.Meta = d.kvAttr(c, "meta", tg.Meta)
+	inherit(tg, resched, migrate)
+	tg.Tasks = []*api.Task{d.task(b, tg)}
+	return tg
+}
+
+// inherit gives a group copies of the job's reschedule and migrate.
+func inherit(tg *api.TaskGroup, resched *api.ReschedulePolicy, migrate *api.MigrateStrategy) {
 	if resched != nil {
 		r := *resched
 		tg.ReschedulePolicy = &r
@@ -160,6 +186,21 @@ func (d *decoder) group(b *hcl.Block, j *api.Job, resched *api.ReschedulePolicy,
 		m := *migrate
 		tg.Migrate = &m
 	}
+}
+
+func (d *decoder) group(b *hcl.Block, j *api.Job, resched *api.ReschedulePolicy, migrate *api.MigrateStrategy) *api.TaskGroup {
+	tg := &api.TaskGroup{Name: b.Labels[0], Count: 1}
+	d.checkName("group", b, api.CheckName)
+	c := d.content(b.Body, groupSchema)
+	hasCount := d.integer(c, "count", &tg.Count, 0, anyInt)
+	d.dur(c, "shutdown_delay", &tg.ShutdownDelay)
+	d.dur(c, "stop_after_client_disconnect", &tg.StopAfterClientDisconnect)
+	d.dur(c, "max_client_disconnect", &tg.MaxClientDisconnect)
+	d.dur(c, "idle_timeout", &tg.IdleTimeout)
+	d.dur(c, "min_runtime", &tg.MinRuntime)
+	d.enum(c, "spot", "spot", &tg.Spot, api.SpotAllow, api.SpotNever, api.SpotPrefer)
+	tg.Meta = d.kvAttr(c, "meta", tg.Meta)
+	inherit(tg, resched, migrate)
 	var hasRestart, hasResched, hasMigrate, hasUpdate, hasDisk, hasDisconnect bool
 	for _, blk := range c.Blocks {
 		switch blk.Type {
@@ -208,6 +249,11 @@ func (d *decoder) group(b *hcl.Block, j *api.Job, resched *api.ReschedulePolicy,
 		case "volume":
 			d.volume(blk, tg)
 		}
+	}
+	// A group that leaves count out but scales starts at scaling's min
+	// (Nomad's rule; min itself defaults to the count, 1).
+	if !hasCount && c.Attributes["count"] == nil && tg.Scaling != nil {
+		tg.Count = int(tg.Scaling.Min)
 	}
 	names := map[string]hcl.Range{}
 	for _, blk := range c.Blocks {

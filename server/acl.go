@@ -25,6 +25,7 @@ type ACL struct {
 	serverCore
 	enabled  bool     // Config.ACLEnabled
 	policies aclCache // parsed policies
+	keys     *Keyring // verifies workload identities (acl_workload.go)
 }
 
 // ACLEnabled reports whether this server enforces ACLs.
@@ -189,7 +190,8 @@ func (c *aclCache) policy(p *api.ACLPolicy) (*acl.Policy, error) {
 // secret, or a token (nil for anonymous) with its policies.
 type resolved struct {
 	management bool
-	nodeID     string // a node secret's node
+	nodeID     string        // a node secret's node
+	workload   *acl.Workload // a workload identity's task
 	token      *api.ACLToken
 	policies   []*api.ACLPolicy
 }
@@ -212,6 +214,9 @@ func (a *ACL) resolve(secret string) (*resolved, error) {
 			}
 			if n != nil {
 				return &resolved{nodeID: n.ID}, nil
+			}
+			if w, ok, err := a.workloadIdentity(secret); ok || err != nil {
+				return &resolved{workload: w}, err
 			}
 			return nil, api.Errorf(api.ErrPermissionDenied, "ACL token not found")
 		}
@@ -261,6 +266,8 @@ func (a *ACL) ResolveToken(secret string) (*acl.ACL, *api.ACLToken, error) {
 		return nil, nil, err
 	case res.nodeID != "":
 		return acl.Node(res.nodeID), nil, nil
+	case res.workload != nil:
+		return acl.ForWorkload(*res.workload), nil, nil
 	case res.management:
 		return acl.Management(), res.token, nil
 	}
@@ -284,6 +291,9 @@ func (a *ACL) ResolveRules(secret string) (*api.ACLResolution, error) {
 		return nil, err
 	}
 	out := &api.ACLResolution{Management: res.management, NodeID: res.nodeID}
+	if w := res.workload; w != nil {
+		out.Workload = &api.ACLWorkload{Namespace: w.Namespace, JobID: w.JobID, Group: w.Group, Task: w.Task}
+	}
 	for _, p := range res.policies {
 		out.Rules = append(out.Rules, p.Rules)
 	}

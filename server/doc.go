@@ -20,13 +20,16 @@
 //     node leaving service when its TTL runs out (down, or disconnected
 //     for its allocs' max_client_disconnect).
 //   - Allocs: stop one allocation. Deployments: promote, fail, pause.
-//   - ACL: tokens, policies, roles; resolving a secret to an acl.ACL.
+//   - ACL: tokens, policies, roles; resolving a secret (a token, a node
+//     secret, a task's workload identity) to an acl.ACL.
 //     SSO: OIDC auth methods, binding rules and logins.
 //   - Keyring: the root keys; workload identities, JWKS, and the
 //     signatures of node introductions.
 //   - Tenancy: namespaces, node pools, queues (and their fair shares);
 //     the checks a job passes against them.
 //   - Services: native service registrations.
+//   - Variables: Nomad Variables, their items sealed with a key derived
+//     from the keyring's active root key; check-and-set and locks.
 //   - Operator: Raft peers, snapshot save and restore (a verified file
 //     format), the scheduler configuration, GC now, eval delete.
 //
@@ -47,7 +50,18 @@
 // deployment watcher (alloc health, rollout evals, failure, auto-revert,
 // stable versions) and autopilot (new servers join as non-voters and are
 // promoted once caught up, left ones are removed, failed ones after
-// DeadServerGrace without risking quorum). The queues' fair shares are
+// DeadServerGrace without risking quorum), and in a region that is not
+// the authoritative one the ACL replicator (acl_replication.go: the
+// authoritative region's policies and global tokens, read with blocking
+// queries through Config.ACLReplication, written through this region's
+// Raft; local tokens untouched), and in a federated region the spiller
+// (spill.go: jobs with placement mode spill whose work waited
+// spill_after move, whole and never once placed, to the other region
+// where a dry-run plan says they fit soonest, through Config.Regions),
+// and with Config.Autoscale policies the cluster autoscaler
+// (autoscaler.go: server/autoscale's Scaler over the state, node drains
+// and node removal).
+// The queues' fair shares are
 // computed per Raft index from state with server/fairshare, handed to the
 // scheduler as Options.FairShare and to the broker as its queue-deficit
 // order. Metrics are collected at scrape time (per-queue usage from the

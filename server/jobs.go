@@ -24,6 +24,7 @@ type Jobs struct {
 	// workload is the expected GPU asks the workers score against
 	// (workload.go); a dry run scores as they would.
 	workload *scheduler.Workload
+	regions  Regions // Config.Regions: multiregion jobs (multiregion.go)
 }
 
 // RegisterJob validates and canonicalizes a job and commits it with an
@@ -46,6 +47,22 @@ func (j *Jobs) register(ctx context.Context, req *api.JobRegisterRequest, trigge
 	}
 	if err := registrationAllowed(j.state()); err != nil {
 		return nil, err
+	}
+	// A multiregion job: this region registers its own copy, checked
+	// before the other regions get theirs (multiregion.go).
+	var multi *api.Job
+	if job.Multiregion != nil && !req.RegionCopy {
+		multi = job
+		if job.Multiregion.Region(j.region) == nil {
+			if _, err := j.registerElsewhere(ctx, req, multi); err != nil {
+				return nil, err
+			}
+			return &api.JobRegisterResponse{Warnings: fmt.Sprintf("job %q registered in regions %s, not in %s",
+				job.ID, strings.Join(job.Multiregion.Names(), ", "), j.region)}, nil
+		}
+		if job, err = j.prepare(multi.ForRegion(j.region)); err != nil {
+			return nil, err
+		}
 	}
 	cur, err := j.state().JobByID(nil, job.Namespace, job.ID)
 	if err != nil {
@@ -82,6 +99,11 @@ func (j *Jobs) register(ctx context.Context, req *api.JobRegisterRequest, trigge
 			return nil, err
 		}
 	}
+	if multi != nil {
+		if job.Version, err = j.registerElsewhere(ctx, req, multi); err != nil {
+			return nil, err
+		}
+	}
 	now := j.clock.Now()
 	job.SubmitTime = now.UnixNano()
 	var eval *api.Evaluation
@@ -100,7 +122,20 @@ func (j *Jobs) register(ctx context.Context, req *api.JobRegisterRequest, trigge
 		resp.EvalID, resp.EvalCreateIndex = eval.ID, idx
 	}
 	resp.Warnings = j.deviceWarnings(job)
+	if w, err := queueLimitWarnings(j.state(), job); err != nil {
+		j.log.Warn("read queues for limit warnings", "job", job.ID, "err", err)
+	} else if len(w) > 0 {
+		resp.Warnings = strings.Join(append(nonEmpty(resp.Warnings), w...), "\n")
+	}
 	return resp, nil
+}
+
+// nonEmpty is s as a list: none when "".
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
 }
 
 // deviceWarnings is the answer's Warnings for device asks naming a model

@@ -111,6 +111,7 @@ func (s *Server) leaderDuties(since time.Time) []leaderDuty {
 		&evalGC{serverCore: c.named("evalgc"), interval: s.cfg.EvalGCInterval, threshold: s.cfg.EvalGCThreshold},
 		&periodicLauncher{serverCore: c.named("periodic"), since: since},
 		&deploymentWatcher{serverCore: c.named("deploymentwatcher")},
+		&multiregionRollout{serverCore: c.named("multiregion"), home: s.cfg.Region, regions: s.cfg.Regions},
 	}
 	for range s.cfg.NumSchedulers {
 		duties = append(duties, &worker{serverCore: c.named("worker"), evals: s.broker, plans: s.planQueue,
@@ -119,6 +120,19 @@ func (s *Server) leaderDuties(since time.Time) []leaderDuty {
 	}
 	if m := s.cluster.membership(); m != nil {
 		duties = append(duties, newAutopilot(&s.cfg, s.rs.raft, m, c.log))
+	}
+	if len(s.cfg.Autoscale.Policies) > 0 {
+		duties = append(duties, newAutoscaler(c.named("autoscaler"), s.cfg.Autoscale, s.cfg.JobMaxGroupCount))
+	}
+	duties = append(duties, &idleReclaimer{serverCore: c.named("idlereclaim")})
+	if s.cfg.ACLReplication != nil {
+		duties = append(duties, &aclReplicator{serverCore: c.named("aclreplication"), src: s.cfg.ACLReplication})
+	}
+	if s.cfg.Regions != nil {
+		duties = append(duties, &spiller{serverCore: c.named("spill"), regions: s.cfg.Regions, home: s.cfg.Region})
+	}
+	if s.cfg.Defrag.Enabled {
+		duties = append(duties, &defragDuty{serverCore: c.named("defrag"), cfg: s.cfg.Defrag})
 	}
 	return duties
 }

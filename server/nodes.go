@@ -210,7 +210,7 @@ func (n *Nodes) UpdateAllocsFromClient(ctx context.Context, nodeID, secret strin
 		}
 		u := &api.Allocation{ID: a.ID, NodeID: cur.NodeID, Namespace: cur.Namespace, JobID: cur.JobID, TaskGroup: cur.TaskGroup,
 			ClientStatus: a.ClientStatus, ClientDescription: a.ClientDescription, TaskStates: a.TaskStates,
-			DeploymentStatus: a.DeploymentStatus, ModifyTime: now.UnixNano()}
+			DeploymentStatus: a.DeploymentStatus, ModifyTime: now.UnixNano(), GPUUsage: a.GPUUsage}
 		updates = append(updates, u)
 		failed := u.ClientStatus == api.AllocClientStatusFailed && cur.ClientStatus != api.AllocClientStatusFailed &&
 			cur.DesiredStatus == api.AllocDesiredStatusRun

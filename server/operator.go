@@ -30,6 +30,9 @@ type Operator struct {
 	// blocked is the blocked tracker, which a deleted blocked eval leaves.
 	blocked blockedTracker
 	gc      *evalGC
+	// defragQueueBudget bounds the allocs of one queue a defragmentation
+	// round moves (DefragConfig.PerQueue; 0: none).
+	defragQueueBudget int
 }
 
 // blockedTracker is the part of the blocked evals tracker an eval delete

@@ -142,3 +142,28 @@ func TestQueueLimitNodeLoss(t *testing.T) {
 		t.Fatalf("team status %+v (%v), want the lost alloc gone: 500 MHz in 1 alloc", st, err)
 	}
 }
+
+// A group asking more GPUs per allocation than its queue's limit allows
+// by itself is accepted with a warning that it can never run under that
+// limit (and stays pending, blocked, until the limit is raised).
+func TestRegisterWarnsAskOverQueueLimit(t *testing.T) {
+	s := newTestServer(t)
+	ctx := context.Background()
+	if _, err := s.Tenancy().UpsertQueues(ctx, []*api.Queue{{Name: "team", Limit: &api.QueueResources{GPUs: 4}}, {Name: "team/x"}}); err != nil {
+		t.Fatal(err)
+	}
+	big := testJob("big", 1, 100, 64)
+	big.Queue = "team/x"
+	big.TaskGroups[0].Tasks[0].Resources.Devices = []*api.RequestedDevice{{Name: "nvidia/gpu", Count: 8}}
+	resp := registerJob(t, s, big)
+	want := `group "web" asks 8 GPUs per allocation, more than queue team's limit of 4: it can never run under this limit and stays pending until the limit is raised`
+	if !strings.Contains(resp.Warnings, want) {
+		t.Errorf("warnings %q, want %q", resp.Warnings, want)
+	}
+	small := testJob("small", 1, 100, 64)
+	small.Queue = "team/x"
+	small.TaskGroups[0].Tasks[0].Resources.Devices = []*api.RequestedDevice{{Name: "nvidia/gpu", Count: 4}}
+	if resp := registerJob(t, s, small); strings.Contains(resp.Warnings, "never run") {
+		t.Errorf("an ask within the limit got %q", resp.Warnings)
+	}
+}

@@ -27,6 +27,13 @@ import (
 type Config struct {
 	// ACLEnabled turns ACL enforcement on (agent acl { enabled = true }).
 	ACLEnabled bool
+	// ACLReplication, in a region that is not the authoritative one, is
+	// where this region's leader copies ACL policies and global tokens
+	// from (acl_replication.go); nil: nothing is replicated.
+	ACLReplication ACLSource
+	// Regions reaches the other regions of a federation (regions.go; nil:
+	// not federated): spill-over (spill.go) and multiregion jobs use it.
+	Regions Regions
 	// RequireNodeIntro makes a node that registers for the first time, or
 	// into another node pool, show an introduction (node_intro.go); the
 	// agent sets it when ACLs are on or the API verifies client
@@ -57,6 +64,12 @@ type Config struct {
 	// NumSchedulers is the number of scheduler workers on the leader
 	// (default runtime.NumCPU()).
 	NumSchedulers int
+	// Autoscale is the cluster autoscaler leader duty (autoscaler.go;
+	// off without policies).
+	Autoscale AutoscaleConfig
+	// Defrag is the optional defragmentation leader duty (defrag.go;
+	// agent server { defrag { enabled, interval } }, off by default).
+	Defrag DefragConfig
 	// JobMaxGroupCount bounds a task group's count (agent server {
 	// job_max_group_count }; default scheduler.DefaultMaxGroupCount):
 	// register, plan, scale, revert and dispatch refuse a job above it
@@ -173,6 +186,7 @@ type Server struct {
 	acl         *ACL
 	sso         *SSO
 	keyring     *Keyring
+	variables   *Variables
 	tenancy     *Tenancy
 	services    *Services
 	operator    *Operator
@@ -276,19 +290,20 @@ func New(cfg *Config) (*Server, error) {
 func (s *Server) newComponents() {
 	c, core := &s.cfg, s.core
 	s.keyring = &Keyring{serverCore: core, region: c.Region, issuer: c.OIDCIssuer}
-	s.jobs = &Jobs{serverCore: core, region: c.Region, maxGroupCount: c.JobMaxGroupCount, workload: s.workload}
+	s.jobs = &Jobs{serverCore: core, region: c.Region, maxGroupCount: c.JobMaxGroupCount, workload: s.workload, regions: c.Regions}
 	s.nodes = &Nodes{serverCore: core, requireIntro: c.RequireNodeIntro, grace: c.HeartbeatGrace, hb: s.hb,
 		intro: &nodeIntros{serverCore: core, keys: s.keyring}, servers: s, beats: s.metrics.heartbeats}
 	s.nodes.allocUpdates.apply = core.applyAllocClientUpdate
 	s.hb.expired, s.hb.windowLeft = s.nodes.expired, s.nodes.disconnectLeft
 	s.allocs = &Allocs{serverCore: core}
 	s.deployments = &Deployments{serverCore: core}
-	s.acl = &ACL{serverCore: core, enabled: c.ACLEnabled}
+	s.acl = &ACL{serverCore: core, enabled: c.ACLEnabled, keys: s.keyring}
+	s.variables = &Variables{serverCore: core, keys: s.keyring}
 	s.sso = &SSO{serverCore: core}
 	s.tenancy = &Tenancy{serverCore: core, fair: s.fair}
 	s.services = &Services{serverCore: core}
 	s.operator = &Operator{serverCore: core, rs: s.rs, peers: s.RaftConfiguration, pause: s.withLeaderDutiesPaused,
-		blocked: s.blocked, gc: &evalGC{serverCore: core.named("evalgc")}}
+		blocked: s.blocked, gc: &evalGC{serverCore: core.named("evalgc")}, defragQueueBudget: s.cfg.Defrag.PerQueue}
 }
 
 // Jobs registers, stops, plans and evaluates jobs and runs their verbs.
@@ -311,6 +326,9 @@ func (s *Server) SSO() *SSO { return s.sso }
 
 // Keyring signs workload identities and publishes the public keys.
 func (s *Server) Keyring() *Keyring { return s.keyring }
+
+// Variables stores Nomad Variables, sealed with the keyring.
+func (s *Server) Variables() *Variables { return s.variables }
 
 // Tenancy writes namespaces, node pools and queues.
 func (s *Server) Tenancy() *Tenancy { return s.tenancy }

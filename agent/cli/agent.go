@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,7 +31,7 @@ type agentFlags struct {
 	introToken                      string
 	devGPUs                         string
 	httpPort, raftPort, gossipPort  int
-	bootstrapExpect                 int
+	bootstrapExpect, devClients     int
 	servers, join                   []string
 	encrypt                         string
 	retryJoin                       []string
@@ -45,7 +46,8 @@ func newAgentCmd() *cobra.Command {
 		Use:   "agent [flags]",
 		Short: "Run a drover agent: server, client, or both with -dev",
 		Long: `Run a drover agent. -dev runs the server and the client in one process on
-127.0.0.1 (in-memory Raft unless -data-dir is given) with every healthy driver.
+127.0.0.1 (in-memory Raft unless -data-dir is given) with every healthy driver;
+-dev -dev-clients N runs the server and N client nodes in one process.
 Settings come from -config FILE (HCL, Nomad's agent grammar), then flags.`,
 		Args: exactArgs(0),
 	}
@@ -72,6 +74,8 @@ Settings come from -config FILE (HCL, Nomad's agent grammar), then flags.`,
 	fl.StringVar(&f.logLevel, "log-level", "", "log level: debug, info, warn, error")
 	fl.StringVar(&f.devGPUs, "dev-gpus", "", "simulate a DGX server's GPUs: dgxa100, dgxh100, dgxh200 or dgxb200 (add :mig for MIG mode); "+
 		"without -topology the node gets a simulated rack and block from the number in its name")
+	fl.IntVar(&f.devClients, "dev-clients", 0, "with -dev: run this many client nodes (dev-client-1 ...) in the process instead of one, "+
+		"each with its own data dir, node ID and simulated GPUs, two to a simulated rack (r1, r2 ...)")
 	fl.StringToStringVar(&f.topology, "topology", nil, "the node's network topology domains by level (rack=r1,block=b0): node meta topology.<level>")
 	fl.BoolVar(&f.aclEnabled, "acl-enabled", false, "enforce ACLs (bootstrap a management token with drover acl bootstrap)")
 	fl.BoolVar(&f.insecure, "insecure", false, "allow a bind address other machines reach with ACLs off (no authentication at all)")
@@ -159,6 +163,9 @@ func (f *agentFlags) build(cmd *cobra.Command) (*config.Config, error) {
 	if set("dev-gpus") {
 		cfg.Client.DevGPUs = f.devGPUs
 	}
+	if set("dev-clients") {
+		cfg.Client.DevClients = f.devClients
+	}
 	if set("topology") {
 		maps.Copy(cfg.Client.Topology, f.topology)
 	}
@@ -231,20 +238,31 @@ func runAgent(cmd *cobra.Command, cfg *config.Config) error {
 	if err := a.Start(ctx); err != nil {
 		return cmdErr("start agent: %w", err)
 	}
-	addr := "http://" + a.HTTPAddr()
+	scheme := "http"
 	if cfg.TLS.HTTP {
-		addr = "https://" + a.HTTPAddr()
+		scheme = "https"
 	}
+	addr := scheme + "://" + a.HTTPAddr()
 	roles := []string{}
 	if cfg.Server.Enabled {
 		roles = append(roles, "server")
 	}
-	if cfg.Client.Enabled {
+	switch {
+	case cfg.Client.Enabled && cfg.DevMode && cfg.Client.DevClients > 0:
+		roles = append(roles, fmt.Sprintf("%d clients", cfg.Client.DevClients))
+	case cfg.Client.Enabled:
 		roles = append(roles, "client")
 	}
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "==> drover agent started: API %s, UI %s/ui\n", addr, addr)
 	fmt.Fprintf(out, "    roles: %s; region %s, datacenter %s\n", strings.Join(roles, "+"), cfg.Region, cfg.Datacenter)
+	if dc := a.DevClients(); len(dc) > 0 {
+		names := slices.Sorted(maps.Keys(dc))
+		slices.SortStableFunc(names, func(x, y string) int { return len(x) - len(y) }) // dev-client-2 before -10
+		for _, n := range names {
+			fmt.Fprintf(out, "    client node %s: API %s://%s\n", n, scheme, dc[n])
+		}
+	}
 	if f, ok := out.(*os.File); ok {
 		_ = f.Sync()
 	}

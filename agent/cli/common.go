@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -19,11 +18,11 @@ import (
 	"github.com/drover/drover/api"
 )
 
-// apiClient builds the REST client from -address / DROVER_ADDR,
-// -namespace / DROVER_NAMESPACE and -token / DROVER_TOKEN / NOMAD_TOKEN.
+// apiClient builds the REST client from -address, -namespace, -region,
+// -token and the TLS flags, each else from $DROVER_..., then $NOMAD_...
+// (env.go).
 func apiClient(cmd *cobra.Command) *api.Client {
-	addr, _ := cmd.Flags().GetString("address")
-	c := api.NewClient(addr)
+	c := api.NewClient(setting(cmd, "address"))
 	switch t, err := cliTLS(cmd); {
 	case err != nil:
 		c.HTTP = &http.Client{Transport: failingTransport{err}}
@@ -31,21 +30,15 @@ func apiClient(cmd *cobra.Command) *api.Client {
 		c.HTTP = &http.Client{Transport: &http.Transport{TLSClientConfig: t, Proxy: http.ProxyFromEnvironment}}
 	}
 	c.Namespace = namespaceFlag(cmd)
-	c.Token, _ = cmd.Flags().GetString("token")
-	for _, env := range []string{"DROVER_TOKEN", "NOMAD_TOKEN"} {
-		if c.Token == "" {
-			c.Token = os.Getenv(env)
-		}
-	}
+	c.Region = setting(cmd, "region")
+	c.Token = setting(cmd, "token")
 	return c
 }
 
-// namespaceFlag is -namespace, else $DROVER_NAMESPACE ("" = default).
+// namespaceFlag is -namespace, else $DROVER_NAMESPACE, then
+// $NOMAD_NAMESPACE ("" = default).
 func namespaceFlag(cmd *cobra.Command) string {
-	if ns, _ := cmd.Flags().GetString("namespace"); ns != "" {
-		return ns
-	}
-	return os.Getenv("DROVER_NAMESPACE")
+	return setting(cmd, "namespace")
 }
 
 // addJSONFlag registers -json on cmd.
@@ -266,16 +259,12 @@ func metricLines(m *api.AllocMetric) []string {
 			out = append(out, fmt.Sprintf("  * No nodes are available in datacenter %q", dc))
 		}
 	}
-	for _, k := range sortedKeys(m.ClassFiltered) {
-		out = append(out, fmt.Sprintf("  * Class %q: %d nodes excluded by filter", k, m.ClassFiltered[k]))
-	}
+	// ClassFiltered and ClassExhausted (computed-class hashes, "v1:...")
+	// stay in the API and -json: they mean nothing to a reader.
 	for _, k := range sortedKeys(m.ConstraintFiltered) {
 		out = append(out, fmt.Sprintf("  * Constraint %q: %d nodes excluded by filter", k, m.ConstraintFiltered[k]))
 	}
 	if m.NodesExhausted > 0 {
-		for _, k := range sortedKeys(m.ClassExhausted) {
-			out = append(out, fmt.Sprintf("  * Class %q exhausted on %d nodes", k, m.ClassExhausted[k]))
-		}
 		for _, k := range sortedKeys(m.DimensionExhausted) {
 			out = append(out, fmt.Sprintf("  * Dimension %q exhausted on %d nodes", k, m.DimensionExhausted[k]))
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -96,6 +97,7 @@ func newJobPlanCmd() *cobra.Command {
 	}
 	vars, varFiles := addVarFlags(cmd)
 	noDiff := cmd.Flags().Bool("no-diff", false, "do not show the job diff")
+	verbose := cmd.Flags().Bool("verbose", false, "show the fields of a new job, group or task that are at their defaults too")
 	jsonOut := addJSONFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		job, err := loadJob(args[0], *vars, *varFiles, namespaceFlag(cmd), cmd.ErrOrStderr())
@@ -113,6 +115,9 @@ func newJobPlanCmd() *cobra.Command {
 				return err
 			}
 		} else {
+			if !*verbose {
+				hideDefaults(resp.Diff)
+			}
 			printPlan(out, job, resp)
 		}
 		if len(resp.FailedTGAllocs) > 0 || planChanges(resp.Annotations) {
@@ -135,6 +140,25 @@ func planChanges(a *api.PlanAnnotations) bool {
 		}
 	}
 	return false
+}
+
+// hideDefaults drops the fields of added objects that the server marks
+// as defaults (api.FieldDefault): a new job's plan shows what its file
+// sets, not every default.
+func hideDefaults(d *api.JobDiff) {
+	if d == nil {
+		return
+	}
+	keep := func(fs []*api.FieldDiff) []*api.FieldDiff {
+		return slices.DeleteFunc(fs, func(f *api.FieldDiff) bool { return slices.Contains(f.Annotations, api.FieldDefault) })
+	}
+	d.Fields = keep(d.Fields)
+	for _, tg := range d.TaskGroups {
+		tg.Fields = keep(tg.Fields)
+		for _, t := range tg.Tasks {
+			t.Fields = keep(t.Fields)
+		}
+	}
 }
 
 func printPlan(w io.Writer, job *api.Job, resp *api.JobPlanResponse) {
@@ -288,10 +312,12 @@ func newJobStatusCmd() *cobra.Command {
 				printParentJob(out, job, children, time.Now())
 				return nil
 			}
-			printJobStatus(out, job, summary, allocs, evals)
+			printJobStatusRacks(out, job, summary, allocs, evals, gangRacks(ctx, c, allocs))
+			printResourceUse(out, job, jobQueue(ctx, c, job), allocs, allocStats(ctx, c, allocs), time.Now()) // job_gpu.go
 			if err := printLatestDeployment(ctx, out, c, job.ID, q); err != nil {
 				return cmdErr("job %q deployment: %w", job.ID, err)
 			}
+			printMultiregion(ctx, out, c, job) // job_multiregion.go
 			return nil
 		}}, nil
 	})
@@ -341,10 +367,16 @@ func printParentJob(w io.Writer, job *api.Job, children []*api.JobListStub, now 
 }
 
 func printJobStatus(w io.Writer, job *api.Job, summary *api.JobSummary, allocs []*api.AllocListStub, evals []*api.Evaluation) {
+	printJobStatusRacks(w, job, summary, allocs, evals, nil)
+}
+
+// printJobStatusRacks is job status with gang members' racks by node ID.
+func printJobStatusRacks(w io.Writer, job *api.Job, summary *api.JobSummary, allocs []*api.AllocListStub, evals []*api.Evaluation, racks map[string]string) {
 	kv(w, "ID", job.ID, "Name", job.Name, "Submit Date", fmtUnixNano(job.SubmitTime), "Type", job.Type,
 		"Priority", strconv.Itoa(job.Priority), "Datacenters", strings.Join(job.Datacenters, ","),
 		"Namespace", job.Namespace, "Node Pool", job.NodePool, "Status", job.Status,
 		"Version", strconv.FormatUint(job.Version, 10))
+	printSpill(w, job) // job_spill.go
 	if summary != nil && len(summary.Summary) > 0 {
 		fmt.Fprintln(w, "\nSummary")
 		var rows []string
@@ -356,6 +388,7 @@ func printJobStatus(w io.Writer, job *api.Job, summary *api.JobSummary, allocs [
 	}
 	printDeviceAsks(w, job)
 	printGangs(w, job)
+	printGangMembersOfJob(w, job, allocs, evals, racks)
 	var blocked *api.Evaluation
 	for _, e := range evals {
 		if e.Status == api.EvalStatusBlocked {
@@ -377,6 +410,7 @@ func printJobStatus(w io.Writer, job *api.Job, summary *api.JobSummary, allocs [
 			fmt.Fprintln(w, reservationLine(r))
 		}
 	}
+	printRescheduling(w, job, allocs, evals, time.Now())
 	fmt.Fprintln(w, "\nAllocations")
 	if printAllocTable(w, allocs) {
 		printRecentEvents(w, allocs)

@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	nodeCmd.AddCommand(newNodeStatusCmd(), newNodeDrainCmd(), newNodeEligibilityCmd())
+	nodeCmd.AddCommand(newNodeStatusCmd(), newNodeDrainCmd(), newNodeEligibilityCmd(), newNodeInterruptCmd())
 }
 
 func newNodeStatusCmd() *cobra.Command {
@@ -147,6 +147,12 @@ func newNodeDrainCmd() *cobra.Command {
 		if *enable == *disable && !*monitor {
 			return usageErr("node drain: exactly one of -enable or -disable is required")
 		}
+		ask := *enable && !*yes && !*jsonOut
+		if ask && !isTerminal(cmd.InOrStdin()) {
+			// Nobody can answer: refuse rather than read a "no" from a
+			// pipe or /dev/null and look like a drain was canceled.
+			return cmdErr("node drain -enable asks for confirmation and stdin is not a terminal: add -yes to drain node %q", args[0])
+		}
 		c := apiClient(cmd)
 		ctx := cmd.Context()
 		n, err := resolveNode(ctx, c, args[0])
@@ -157,7 +163,7 @@ func newNodeDrainCmd() *cobra.Command {
 		if *monitor {
 			return monitorDrain(ctx, out, c, n.ID)
 		}
-		if *enable && !*yes && !*jsonOut {
+		if ask {
 			fmt.Fprintf(out, "Are you sure you want to enable drain mode for node %q? [y/N] ", n.ID)
 			ans, _ := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
 			if a := strings.ToLower(strings.TrimSpace(ans)); a != "y" && a != "yes" {

@@ -79,3 +79,22 @@ func TestMetricLinesPending(t *testing.T) {
 		t.Errorf("metric lines:\n%s\nwant them to end with\n%s\n(and no duplicate quota or device lines)", got, want)
 	}
 }
+
+// A driver failure prints the scheduler's driver reason and none of the
+// computed-class hashes ("v1:...") the metric carries for the API.
+func TestMetricLinesDriverNoClassHash(t *testing.T) {
+	m := &api.AllocMetric{NodesEvaluated: 2, NodesInPool: 2, NodesFiltered: 1, NodesExhausted: 1,
+		ClassFiltered:      map[string]int{"v1:8a1c9e": 1},
+		ClassExhausted:     map[string]int{"v1:77f0aa": 1},
+		ConstraintFiltered: map[string]int{"missing drivers": 1},
+		Reasons: []api.PendingReason{{Kind: api.PendingDriver, Driver: "containerd", Count: 1,
+			Message: `driver "containerd" is not healthy on 1 node: containerd socket /run/containerd/containerd.sock not found`}},
+	}
+	got := strings.Join(metricLines(m), "\n")
+	want := `  * Constraint "missing drivers": 1 nodes excluded by filter
+  Why pending:
+    - driver "containerd" is not healthy on 1 node: containerd socket /run/containerd/containerd.sock not found`
+	if got != want || strings.Contains(got, "v1:") {
+		t.Errorf("metric lines:\n%s\nwant\n%s", got, want)
+	}
+}

@@ -59,6 +59,9 @@ func newQueueListCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "list [flags]", Short: "List queues with what they hold (GPUs allocated/guaranteed/limit)", Args: exactArgs(0)}
 	prefix := cmd.Flags().String("prefix", "", "only queues whose name starts with this")
 	return readCmd(cmd, func(cmd *cobra.Command, c *api.Client, _ []string) (answer, error) {
+		if c.Region == api.RegionAll {
+			return queueListAll(cmd, c, *prefix) // queue_all.go
+		}
 		list, err := get[[]*api.QueueStatus](cmd, c, "queue list", "/v1/queues", &api.QueryOptions{Prefix: *prefix})
 		return listAnswer(list, "", "Name\tWeight\tPriority\tGPUs\tCPU (MHz)\tMemory (MB)\tPending Jobs\tRunning Allocs", func(st *api.QueueStatus) string {
 			q := st.Queue
@@ -99,6 +102,11 @@ func newQueueStatusCmd() *cobra.Command {
 				"Pending Jobs", strconv.Itoa(st.PendingJobs), "Running Allocs", strconv.Itoa(st.RunningAllocs))
 			fmt.Fprintln(out, "\nResources (this queue and its children)")
 			printQueueResources(out, st)
+			if st.Allocated.GPUs > 0 {
+				// Requested vs used (job_gpu.go has the job's).
+				fmt.Fprintf(out, "\nGPU %s requested, %s used (avg util %.0f%%), %d allocs with idle GPUs\n",
+					fmtAmount(st.Allocated.GPUs), fmtAmount(st.GPUsUsed), 100*st.GPUsUsed/st.Allocated.GPUs, st.GPUIdleAllocs)
+			}
 			return nil
 		}}, err
 	})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
@@ -103,12 +104,24 @@ func parseQueues(path string, src []byte) ([]*api.Queue, error) {
 func decodeQueueBlock(b *hcl.Block) (*api.Queue, hcl.Diagnostics) {
 	q := &api.Queue{Name: b.Labels[0]}
 	c, diags := b.Body.Content(&hcl.BodySchema{
-		Attributes: []hcl.AttributeSchema{{Name: "parent"}, {Name: "description"}, {Name: "weight"}, {Name: "priority"}},
+		Attributes: []hcl.AttributeSchema{{Name: "parent"}, {Name: "description"}, {Name: "weight"}, {Name: "priority"}, {Name: "idle_timeout"}, {Name: "idle_action"}},
 		Blocks:     []hcl.BlockHeaderSchema{{Type: "guaranteed"}, {Type: "limit"}},
 	})
-	for name, dst := range map[string]any{"parent": &q.Parent, "description": &q.Description, "weight": &q.Weight, "priority": &q.Priority} {
+	for name, dst := range map[string]any{"parent": &q.Parent, "description": &q.Description, "weight": &q.Weight, "priority": &q.Priority,
+		"idle_action": &q.IdleAction} {
 		if a := c.Attributes[name]; a != nil {
 			diags = append(diags, gohcl.DecodeExpression(a.Expr, nil, dst)...)
+		}
+	}
+	if a := c.Attributes["idle_timeout"]; a != nil {
+		var s string
+		if d := gohcl.DecodeExpression(a.Expr, nil, &s); d.HasErrors() {
+			diags = append(diags, d...)
+		} else if v, err := time.ParseDuration(s); err != nil {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid idle_timeout",
+				Detail: fmt.Sprintf("idle_timeout %q: want a duration such as \"2h\"", s), Subject: a.Expr.Range().Ptr()})
+		} else {
+			q.IdleTimeout = v
 		}
 	}
 	for _, rb := range c.Blocks {

@@ -58,12 +58,16 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.PersistentFlags().String("address", "", "address of the drover agent (default $DROVER_ADDR or http://127.0.0.1:4646)")
-	root.PersistentFlags().String("ca-cert", "", "CA certificate that signs the agent's (default $DROVER_CACERT)")
-	root.PersistentFlags().String("client-cert", "", "client certificate for mutual TLS (default $DROVER_CLIENT_CERT)")
-	root.PersistentFlags().String("client-key", "", "key of -client-cert (default $DROVER_CLIENT_KEY)")
+	// Each defaults to $DROVER_..., then Nomad's $NOMAD_... (env.go).
+	root.PersistentFlags().String("address", "", "address of the drover agent (default $DROVER_ADDR, $NOMAD_ADDR or http://127.0.0.1:4646)")
+	root.PersistentFlags().String("ca-cert", "", "CA certificate that signs the agent's (default $DROVER_CACERT, $NOMAD_CACERT)")
+	root.PersistentFlags().String("client-cert", "", "client certificate for mutual TLS (default $DROVER_CLIENT_CERT, $NOMAD_CLIENT_CERT)")
+	root.PersistentFlags().String("client-key", "", "key of -client-cert (default $DROVER_CLIENT_KEY, $NOMAD_CLIENT_KEY)")
+	root.PersistentFlags().String("tls-server-name", "", "server name to verify the agent's certificate against (default $DROVER_TLS_SERVER_NAME, $NOMAD_TLS_SERVER_NAME)")
+	root.PersistentFlags().Bool("tls-skip-verify", false, "do not verify the agent's certificate (default $DROVER_SKIP_VERIFY, $NOMAD_SKIP_VERIFY)")
 	root.PersistentFlags().String("token", "", "ACL token (SecretID; default $DROVER_TOKEN, then $NOMAD_TOKEN)")
-	root.PersistentFlags().String("namespace", "", `namespace to act in ("*" for all, on lists; default $DROVER_NAMESPACE or "default")`)
+	root.PersistentFlags().String("namespace", "", `namespace to act in ("*" for all, on lists; default $DROVER_NAMESPACE, $NOMAD_NAMESPACE or "default")`)
+	root.PersistentFlags().String("region", "", "region to act on (default $DROVER_REGION, $NOMAD_REGION, else the agent's): another region's servers answer, through the agent")
 	return root
 }
 

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,7 +29,11 @@ with the header
 
 (bucket: Unix seconds; start: RFC3339 UTC; one gpu_seconds:MODEL column
 per GPU model, e.g. gpu_seconds:nvidia/gpu/H100). Cost is GPU hours times
-the servers' usage prices (server { usage { prices = {...} } }).`
+the servers' usage prices (server { usage { prices = {...} } }).
+
+-region all shows every region of the federation, a Region column first;
+a region that does not answer in time is left out, with a line
+"partial: region NAME did not answer".`
 
 func newUsageCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "usage [flags]", Short: "Show GPU, CPU and memory usage per queue, namespace or job",
@@ -53,7 +58,12 @@ func newUsageCmd() *cobra.Command {
 		if err != nil {
 			return usageErr("-to: %v", err)
 		}
-		resp, err := apiClient(cmd).Usage(cmd.Context(), *by, f, t)
+		c := apiClient(cmd)
+		all := c.Region == api.RegionAll
+		if all && *csvOut {
+			return usageErr("-csv: not with -region all (use -json)")
+		}
+		resp, err := c.Usage(cmd.Context(), *by, f, t)
 		if err != nil {
 			return cmdErr("usage: %w", err)
 		}
@@ -64,16 +74,25 @@ func newUsageCmd() *cobra.Command {
 		case *csvOut:
 			return api.WriteUsageCSV(out, resp)
 		}
+		defer printPartial(out, resp.Missing)
 		if len(resp.Rows) == 0 {
 			fmt.Fprintf(out, "No usage from %s to %s\n", fmtUnix(resp.From), fmtUnix(resp.To))
 			return nil
 		}
 		rows := make([]string, 0, len(resp.Rows))
 		for _, r := range resp.Rows {
-			rows = append(rows, strings.Join([]string{fmtUnix(r.Bucket), r.Key, hours(r.GPUSecondsTotal()),
-				gpuModels(r.GPUSeconds), hours(r.CPUCoreSeconds), hours(r.MemoryGiBSeconds), strconv.FormatFloat(r.Cost, 'f', 2, 64)}, "\t"))
+			cols := []string{fmtUnix(r.Bucket), r.Key, hours(r.GPUSecondsTotal()),
+				gpuModels(r.GPUSeconds), hours(r.CPUCoreSeconds), hours(r.MemoryGiBSeconds), strconv.FormatFloat(r.Cost, 'f', 2, 64)}
+			if all {
+				cols = append([]string{r.Region}, cols...)
+			}
+			rows = append(rows, strings.Join(cols, "\t"))
 		}
-		table(out, "Hour (UTC)\t"+strings.ToUpper((*by)[:1])+(*by)[1:]+"\tGPU Hours\tBy Model\tCPU Core Hours\tMemory GiB Hours\tCost", rows)
+		header := "Hour (UTC)\t" + strings.ToUpper((*by)[:1]) + (*by)[1:] + "\tGPU Hours\tBy Model\tCPU Core Hours\tMemory GiB Hours\tCost"
+		if all {
+			header = "Region\t" + header
+		}
+		table(out, header, rows)
 		return nil
 	}
 	return cmd
@@ -118,4 +137,11 @@ func gpuModels(m map[string]float64) string {
 		parts = append(parts, k+"="+hours(m[k]))
 	}
 	return strings.Join(parts, ",")
+}
+
+// printPartial names the regions a global view (-region all) lacks.
+func printPartial(w io.Writer, missing []string) {
+	for _, r := range missing {
+		fmt.Fprintf(w, "partial: region %s did not answer\n", r)
+	}
 }

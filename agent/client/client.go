@@ -47,6 +47,11 @@ type Client struct {
 	failedAllocs []*api.Allocation
 	dirtyCh      chan struct{}
 
+	// gpuUsage is each running alloc's GPU usage last queued to send
+	// (gpuusage.go), under gpuMu.
+	gpuMu    sync.Mutex
+	gpuUsage map[string]*api.GPUUsage
+
 	// Last successful heartbeat and its TTL (disconnect.go); hbCh is
 	// signalled after each.
 	hbMu   sync.Mutex
@@ -159,6 +164,7 @@ func New(cfg *Config) (*Client, error) {
 	c.hbCh = make(chan struct{}, 1)
 	c.dirty = map[string]bool{}
 	c.dirtyCh = make(chan struct{}, 1)
+	c.gpuUsage = map[string]*api.GPUUsage{}
 	c.registerCh = make(chan struct{}, 1)
 	c.registeredCh = make(chan struct{})
 	c.handler = c.routes()
@@ -180,7 +186,7 @@ func newUUID() string {
 }
 
 func (c *Client) buildNode(ctx context.Context, id *clientstate.Identity) (*api.Node, error) {
-	host, err := fingerprint.FingerprintHost(fingerprint.HostConfig{DataDir: c.cfg.DataDir, BindAddr: c.cfg.BindAddr, DevMode: c.cfg.DevMode})
+	host, err := c.fingerprintHost()
 	if err != nil {
 		return nil, err
 	}
@@ -208,6 +214,15 @@ func (c *Client) buildNode(ctx context.Context, id *clientstate.Identity) (*api.
 		NodePool: c.cfg.NodePool, SchedulingEligibility: api.NodeSchedulingEligible, Status: api.NodeStatusReady,
 		Drivers: infos, HostVolumes: maps.Clone(c.cfg.HostVolumes), GPUs: gpus,
 	}, nil
+}
+
+// fingerprintHost reads the host, as Config.Host adjusts it.
+func (c *Client) fingerprintHost() (*fingerprint.Host, error) {
+	h, err := fingerprint.FingerprintHost(fingerprint.HostConfig{DataDir: c.cfg.DataDir, BindAddr: c.cfg.BindAddr, DevMode: c.cfg.DevMode})
+	if err == nil && c.cfg.Host != nil {
+		c.cfg.Host(h)
+	}
+	return h, err
 }
 
 // NodeID is this node's ID (stable across restarts).
@@ -279,7 +294,7 @@ func (c *Client) Start(ctx context.Context) error {
 	}
 	loops := []func(context.Context){c.registerLoop, c.watchLoop, c.updateLoop, c.fingerprintLoop, c.disconnectLoop, c.registrar.Run}
 	if c.devices != nil {
-		loops = append(loops, c.deviceLoop)
+		loops = append(loops, c.deviceLoop, c.gpuLoop)
 	}
 	if _, ok := migCapable(c.devices); ok {
 		loops = append(loops, c.migLoop)
@@ -375,7 +390,7 @@ func (c *Client) startRunner(a *api.Allocation, restore bool) error {
 	ar, err := allocrunner.New(allocrunner.Config{
 		Alloc: a, AllocDir: filepath.Join(c.cfg.DataDir, "alloc", a.ID), Node: node, Region: c.cfg.Region,
 		Drivers: c.drivers, Clock: c.cfg.Clock, Logger: c.cfg.Logger, Store: c.db, Restore: restore,
-		OnUpdate: c.markDirty, Services: c.registrar, ServiceLookup: c.lookupService,
+		OnUpdate: c.markDirty, Services: c.registrar, ServiceLookup: c.lookupService, Variables: varReader{c},
 		Identities: c.signIdentities, Network: c.network, MPS: c.mps,
 	})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/drover/drover/agent/fingerprint"
 	"github.com/drover/drover/api"
 	"github.com/drover/drover/drivers"
 	"github.com/drover/drover/internal/clock"
@@ -61,6 +62,13 @@ type Config struct {
 	// Devices, when set, builds the node's device fingerprinter (GPUs)
 	// once the node ID is known (simulated GPUs derive UUIDs from it).
 	Devices func(nodeID string) (DeviceSource, error)
+	// GPUSampleInterval is how often allocs' GPU usage is read (0:
+	// DefaultGPUSampleInterval; gpuusage.go).
+	GPUSampleInterval time.Duration
+	// Host, when set, adjusts the host fingerprint before the node is
+	// built from it (a simulated DGX node, -dev-gpus, advertises the
+	// server's CPU and memory).
+	Host func(h *fingerprint.Host)
 	// Intro returns the introduction token the node registers with
 	// (client intro_token; an agent that is also a server signs one
 	// itself). Nil or "": none (an open cluster, or a client certificate).

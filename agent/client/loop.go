@@ -370,7 +370,7 @@ func (c *Client) updateLoop(ctx context.Context) {
 			a := ar.Alloc()
 			u := &api.Allocation{ID: a.ID, NodeID: node(c).ID, JobID: a.JobID, Namespace: a.Namespace,
 				TaskGroup: a.TaskGroup, ClientStatus: a.ClientStatus, ClientDescription: a.ClientDescription,
-				TaskStates: a.TaskStates} // alloc health is the leader's deployment watcher's verdict
+				TaskStates: a.TaskStates, GPUUsage: c.gpuUsageOf(a.ID)} // alloc health is the leader's deployment watcher's verdict
 			c.awayStatus(u)
 			batch = append(batch, u)
 		}
@@ -433,7 +433,7 @@ func (c *Client) refingerprint(ctx context.Context, full bool) bool {
 	infos, dattrs := fingerprint.FingerprintDrivers(ctx, c.drivers, c.cfg.Clock.Now())
 	var host *fingerprint.Host
 	if full {
-		h, err := fingerprint.FingerprintHost(fingerprint.HostConfig{DataDir: c.cfg.DataDir, BindAddr: c.cfg.BindAddr, DevMode: c.cfg.DevMode})
+		h, err := c.fingerprintHost()
 		if err != nil {
 			c.log.Warn("fingerprint host", "error", err)
 		} else {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -59,6 +60,13 @@ type Config struct {
 	Plugins map[string]map[string]any
 	// Join lists gossip addresses of servers to join (host:port).
 	Join []string
+	// JoinWAN lists WAN gossip addresses of servers, of any region, to
+	// federate with (HCL server_join { retry_join_wan }; Ports.WAN on).
+	JoinWAN []string
+	// ACLReplicationToken is the token a non-authoritative region's
+	// leader reads the authoritative region's ACL policies and tokens
+	// with (HCL acl { replication_token }).
+	ACLReplicationToken string
 	// Limits bound the HTTP API (HCL block limits, as Nomad's).
 	Limits Limits
 	// TLS is the agent's mutual TLS (HCL block tls, as Nomad's).
@@ -109,6 +117,9 @@ type Ports struct {
 	HTTP   int
 	Raft   int
 	Gossip int
+	// WAN is the servers' WAN gossip port (federation between regions;
+	// HCL ports { serf_wan }): 0, no WAN pool.
+	WAN int
 }
 
 // Server is the server role's settings.
@@ -118,6 +129,10 @@ type Server struct {
 	NumSchedulers   int
 	// Encrypt is the base64 gossip encryption key (-encrypt).
 	Encrypt string
+	// AuthoritativeRegion is the region whose servers hold the ACL
+	// policies and global tokens of the federation (HCL
+	// authoritative_region; default this agent's region).
+	AuthoritativeRegion string
 	// DeadServerGrace: a failed server is removed from Raft after it
 	// (default 2m); ServerStabilization: a new server is a non-voter for
 	// at least this long (default 3s). HCL: dead_server_grace,
@@ -148,6 +163,23 @@ type Server struct {
 	// OIDCIssuer is the iss of workload identities and of the OIDC
 	// discovery document (HCL oidc_issuer, as Nomad; "" = none).
 	OIDCIssuer string
+	// Defrag is the leader's defragmentation round (HCL defrag {
+	// enabled = true  interval = "10m" }; off by default).
+	Defrag Defrag
+	// Autoscale is the cluster autoscaler (HCL autoscale { ... },
+	// autoscale.go; off without pools).
+	Autoscale Autoscale
+}
+
+// Defrag turns on the leader's periodic defragmentation: every Interval
+// (default 10m) it moves restartable allocs that free room for pending
+// work, as drover operator defrag does, at most PerQueue allocs of one
+// queue per round (HCL max_disruption_per_queue; 0: no bound; it bounds
+// drover operator defrag too).
+type Defrag struct {
+	Enabled  bool
+	Interval time.Duration
+	PerQueue int
 }
 
 // Client is the client role's settings.
@@ -165,6 +197,10 @@ type Client struct {
 	// DevGPUs simulates a DGX server's GPUs ("dgxh100", "dgxa100:mig",
 	// ...; -dev-gpus) instead of fingerprinting the host's NVML.
 	DevGPUs string
+	// DevClients, in dev mode, runs this many client nodes in the agent's
+	// process instead of one (-dev-clients N; see DevClient): a multi-node
+	// cluster on one machine. 0: the one client of a plain dev agent.
+	DevClients int
 	// Topology maps a network topology level to this node's domain in it
 	// (HCL topology { rack = "r1"  block = "b0" }, or -topology
 	// rack=r1,block=b0); it becomes node meta "topology.<level>" (see
@@ -246,6 +282,49 @@ func Dev() *Config {
 	return c
 }
 
+// MaxDevClients bounds -dev-clients: every dev client is a full client
+// role (drivers, state file, HTTP API) in the one process.
+const MaxDevClients = 64
+
+// DevClientsPerRack is how many dev clients share a simulated rack.
+const DevClientsPerRack = 2
+
+// DevClientName is the node name of dev client i (1-based): dev-client-i.
+func DevClientName(i int) string { return fmt.Sprintf("dev-client-%d", i) }
+
+// DevClient returns the settings of dev client i (1 to
+// Client.DevClients) of a dev agent whose API is at serverHTTP: a
+// client-only agent named DevClientName(i) on an ephemeral HTTP port, with
+// its own data dir (DataDir/dev-client-i, or a temporary one) and so its
+// own node ID, alloc dirs and simulated GPUs, and, unless a topology is
+// configured, a simulated rack of DevClientsPerRack nodes (dev-client-1
+// and -2 in rack r1, -3 and -4 in r2 ...) in block b1.
+func (c *Config) DevClient(i int, serverHTTP string) *Config {
+	n := c.clone()
+	n.Name = DevClientName(i)
+	n.Server.Enabled = false
+	n.Client.Enabled = true
+	n.Client.DevClients = 0
+	n.Client.Servers = []string{serverHTTP}
+	n.Ports = Ports{}
+	n.AdvertiseHTTP = ""
+	n.Join, n.JoinWAN = nil, nil
+	if c.DataDir != "" {
+		n.DataDir = filepath.Join(c.DataDir, n.Name)
+	}
+	if runtime.GOOS == "linux" && c.BindAddr == "127.0.0.1" {
+		// Each dev client its own loopback address (Linux routes all of
+		// 127/8 to lo), so its node, gang hostfile line and task ports are
+		// distinct from the others': mpirun then starts the ranks of
+		// another member through its rsh agent, as on separate machines.
+		n.BindAddr = fmt.Sprintf("127.0.0.%d", 1+i)
+	}
+	if !c.Client.HasTopology() {
+		n.Client.Topology = map[string]string{"rack": fmt.Sprintf("r%d", (i+DevClientsPerRack-1)/DevClientsPerRack), "block": "b1"}
+	}
+	return n
+}
+
 // HTTPAddr is the listen address of the HTTP API.
 func (c *Config) HTTPAddr() string { return net.JoinHostPort(c.BindAddr, fmt.Sprint(c.Ports.HTTP)) }
 
@@ -267,7 +346,7 @@ func (c *Config) Validate() error {
 	if !c.Server.Enabled && !c.Client.Enabled {
 		errs = append(errs, "neither the server nor the client role is enabled (use -server, -client or -dev)")
 	}
-	for name, p := range map[string]int{"http": c.Ports.HTTP, "raft": c.Ports.Raft, "gossip": c.Ports.Gossip} {
+	for name, p := range map[string]int{"http": c.Ports.HTTP, "raft": c.Ports.Raft, "gossip": c.Ports.Gossip, "serf_wan": c.Ports.WAN} {
 		if p < 0 || p > 65535 {
 			errs = append(errs, fmt.Sprintf("%s port %d out of range", name, p))
 		}
@@ -296,6 +375,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Server.Enabled && !c.DevMode && c.DataDir == "" {
 		errs = append(errs, "a server needs data_dir (-data-dir) outside dev mode")
+	}
+	if c.Client.DevClients != 0 && (!c.DevMode || !c.Server.Enabled || !c.Client.Enabled) {
+		errs = append(errs, "dev_clients needs dev mode (-dev) with the server and client roles")
+	}
+	if c.Client.DevClients < 0 || c.Client.DevClients > MaxDevClients {
+		errs = append(errs, fmt.Sprintf("dev_clients %d: want 0 to %d", c.Client.DevClients, MaxDevClients))
 	}
 	if c.Client.DevGPUs != "" && !c.Client.Enabled {
 		errs = append(errs, "dev_gpus needs the client role")
@@ -376,7 +461,8 @@ type fileTLS struct {
 }
 
 type fileACL struct {
-	Enabled *bool `hcl:"enabled,optional"`
+	Enabled          *bool   `hcl:"enabled,optional"`
+	ReplicationToken *string `hcl:"replication_token,optional"`
 }
 
 type fileLimits struct {
@@ -386,11 +472,12 @@ type fileLimits struct {
 }
 
 type filePorts struct {
-	HTTP   *int `hcl:"http,optional"`
-	RPC    *int `hcl:"rpc,optional"`
-	Raft   *int `hcl:"raft,optional"`
-	Serf   *int `hcl:"serf,optional"`
-	Gossip *int `hcl:"gossip,optional"`
+	HTTP    *int `hcl:"http,optional"`
+	RPC     *int `hcl:"rpc,optional"`
+	Raft    *int `hcl:"raft,optional"`
+	Serf    *int `hcl:"serf,optional"`
+	Gossip  *int `hcl:"gossip,optional"`
+	SerfWAN *int `hcl:"serf_wan,optional"`
 }
 
 type fileServer struct {
@@ -406,9 +493,20 @@ type fileServer struct {
 	MaxHeartbeats   *float64   `hcl:"max_heartbeats_per_second,optional"`
 	JobMaxGroup     *int       `hcl:"job_max_group_count,optional"`
 	OIDCIssuer      *string    `hcl:"oidc_issuer,optional"`
+	Authoritative   *string    `hcl:"authoritative_region,optional"`
 	ServerJoin      *fileJoin  `hcl:"server_join,block"`
 	Usage           *fileUsage `hcl:"usage,block"`
+	Defrag          *defragHCL `hcl:"defrag,block"`
 	Remain          hcl.Body   `hcl:",remain"`
+
+	// Autoscale is the autoscale block (autoscale.go).
+	Autoscale *autoscaleHCL `hcl:"autoscale,block"`
+}
+
+type defragHCL struct {
+	Enabled  *bool   `hcl:"enabled,optional"`
+	Interval *string `hcl:"interval,optional"`
+	PerQueue *int    `hcl:"max_disruption_per_queue,optional"`
 }
 
 type fileUsage struct {
@@ -416,7 +514,8 @@ type fileUsage struct {
 }
 
 type fileJoin struct {
-	RetryJoin []string `hcl:"retry_join,optional"`
+	RetryJoin    []string `hcl:"retry_join,optional"`
+	RetryJoinWAN []string `hcl:"retry_join_wan,optional"`
 }
 
 type fileClient struct {
@@ -425,6 +524,8 @@ type fileClient struct {
 	NodeClass *string  `hcl:"node_class,optional"`
 	NodePool  *string  `hcl:"node_pool,optional"`
 	DevGPUs   *string  `hcl:"dev_gpus,optional"`
+	// DevClients is -dev-clients.
+	DevClients *int `hcl:"dev_clients,optional"`
 	// IntroToken is Nomad's client intro_token.
 	IntroToken *string `hcl:"intro_token,optional"`
 	// HostVolumes are the host_volume blocks.
@@ -494,7 +595,7 @@ func Parse(src []byte, filename string, base *Config) (*Config, error) {
 		for _, x := range []struct {
 			dst *int
 			v   *int
-		}{{&c.Ports.HTTP, p.HTTP}, {&c.Ports.Raft, p.RPC}, {&c.Ports.Raft, p.Raft}, {&c.Ports.Gossip, p.Serf}, {&c.Ports.Gossip, p.Gossip}} {
+		}{{&c.Ports.HTTP, p.HTTP}, {&c.Ports.Raft, p.RPC}, {&c.Ports.Raft, p.Raft}, {&c.Ports.Gossip, p.Serf}, {&c.Ports.Gossip, p.Gossip}, {&c.Ports.WAN, p.SerfWAN}} {
 			if x.v != nil {
 				*x.dst = *x.v
 			}
@@ -556,9 +657,36 @@ func Parse(src []byte, filename string, base *Config) (*Config, error) {
 				c.Server.UsagePrices[m] = p
 			}
 		}
+		if d := s.Defrag; d != nil {
+			if d.Enabled != nil {
+				c.Server.Defrag.Enabled = *d.Enabled
+			}
+			if d.PerQueue != nil {
+				if *d.PerQueue < 0 {
+					return nil, fmt.Errorf("%w: %s: server.defrag.max_disruption_per_queue = %d: want 0 (no bound) or more", ErrInvalid, filename, *d.PerQueue)
+				}
+				c.Server.Defrag.PerQueue = *d.PerQueue
+			}
+			if d.Interval != nil {
+				v, err := time.ParseDuration(*d.Interval)
+				if err != nil || v <= 0 {
+					return nil, fmt.Errorf("%w: %s: server.defrag.interval = %q: want a duration such as 10m", ErrInvalid, filename, *d.Interval)
+				}
+				c.Server.Defrag.Interval = v
+			}
+		}
+		if s.Autoscale != nil {
+			a, err := autoscaleFrom(filename, s.Autoscale)
+			if err != nil {
+				return nil, err
+			}
+			c.Server.Autoscale = a
+		}
 		c.Join = append(c.Join, s.RetryJoin...)
+		set(&c.Server.AuthoritativeRegion, s.Authoritative)
 		if s.ServerJoin != nil {
 			c.Join = append(c.Join, s.ServerJoin.RetryJoin...)
+			c.JoinWAN = append(c.JoinWAN, s.ServerJoin.RetryJoinWAN...)
 		}
 	}
 	if cl := fc.Client; cl != nil {
@@ -574,6 +702,7 @@ func Parse(src []byte, filename string, base *Config) (*Config, error) {
 		}
 		set(&c.Client.NodeClass, cl.NodeClass)
 		set(&c.Client.DevGPUs, cl.DevGPUs)
+		set(&c.Client.DevClients, cl.DevClients)
 		set(&c.Client.NodePool, cl.NodePool)
 		set(&c.Client.IntroToken, cl.IntroToken)
 		for k, v := range meta {
@@ -591,6 +720,9 @@ func Parse(src []byte, filename string, base *Config) (*Config, error) {
 	}
 	if a := fc.ACL; a != nil && a.Enabled != nil {
 		c.ACLEnabled = *a.Enabled
+	}
+	if a := fc.ACL; a != nil {
+		set(&c.ACLReplicationToken, a.ReplicationToken)
 	}
 	if t := fc.TLS; t != nil {
 		set(&c.TLS.HTTP, t.HTTP)
@@ -763,6 +895,7 @@ func (c *Config) clone() *Config {
 	n := *c
 	n.Client.Servers = append([]string(nil), c.Client.Servers...)
 	n.Join = append([]string(nil), c.Join...)
+	n.JoinWAN = append([]string(nil), c.JoinWAN...)
 	n.Client.Meta = copyMap(c.Client.Meta)
 	n.Client.Options = copyMap(c.Client.Options)
 	n.Client.Topology = copyMap(c.Client.Topology)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	nethttp "net/http"
+	"strconv"
 	"strings"
 
 	"github.com/drover/drover/api"
@@ -106,6 +107,8 @@ func (c capability) String() string {
 		return "namespace capability " + c.cap
 	case "management":
 		return "a management token"
+	case "variables":
+		return "variables capability " + c.cap
 	case "token":
 		return "a valid token"
 	case "self":
@@ -122,6 +125,11 @@ func (c capability) String() string {
 // request (client, nodesub) the one the request's path and method ask.
 func (c capability) of(r *nethttp.Request) capability {
 	switch c.kind {
+	case "defrag":
+		if dry, _ := strconv.ParseBool(r.URL.Query().Get("dry_run")); dry {
+			return opRead
+		}
+		return opWrite
 	case "client":
 		return clientCap(r)
 	case "nodesub":
@@ -163,6 +171,8 @@ func (s *HTTPServer) allow(c capability, a *acl.ACL, r *nethttp.Request) bool {
 		return a.AllowOperator(c.write)
 	case "management":
 		return a.IsManagement()
+	case "variables":
+		return allowVariable(c, a, r)
 	case "token":
 		return tokenOf(r) != "" // a valid token (resolved already), not anonymous
 	}
@@ -240,6 +250,9 @@ var (
 	nodeSub = capability{kind: "nodesub"}
 	// client is /v1/client/...: the capability of the action (clientCap).
 	client = capability{kind: "client"}
+	// opDefrag is POST /v1/operator/defrag: operator read for a dry run
+	// (?dry_run=true), operator write otherwise.
+	opDefrag = capability{kind: "defrag"}
 )
 
 type aclKey struct{}

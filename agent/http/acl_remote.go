@@ -72,6 +72,8 @@ func (r *RemoteACL) ResolveToken(secret string) (*acl.ACL, *api.ACLToken, error)
 	a := acl.Management()
 	if res.NodeID != "" {
 		a = acl.Node(res.NodeID)
+	} else if w := res.Workload; w != nil {
+		a = acl.ForWorkload(acl.Workload{Namespace: w.Namespace, JobID: w.JobID, Group: w.Group, Task: w.Task})
 	} else if !res.Management {
 		ps := make([]*acl.Policy, 0, len(res.Rules))
 		for _, rules := range res.Rules {

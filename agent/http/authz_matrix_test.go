@@ -60,6 +60,11 @@ func wrongAndRight(c agenthttp.RouteCap) (wrong, right string) {
 		return allNS + levels("", false), "" // "": the management token
 	case "token":
 		return "", "" // any valid token; no wrong one
+	case "variables":
+		others := slices.DeleteFunc([]string{"read", "write", "list", "destroy"}, func(x string) bool { return x == c.Cap })
+		q, _ := json.Marshal(others)
+		return fmt.Sprintf("namespace \"*\" {\n policy = \"write\"\n variables {\n path \"*\" { capabilities = %s }\n }\n}\n", q) + levels("", false),
+			fmt.Sprintf("namespace \"default\" {\n variables {\n path \"*\" { capabilities = [%q] }\n }\n}\n", c.Cap)
 	}
 	panic("unknown capability kind " + c.Kind)
 }
@@ -142,7 +147,7 @@ func TestAuthzMatrix(t *testing.T) {
 		if c.Kind == "register" {
 			continue // a node's introduction, checked by the server (TestNodeIntroduction)
 		}
-		if c.Kind == "client" || c.Kind == "nodesub" {
+		if c.Kind == "client" || c.Kind == "nodesub" || c.Kind == "defrag" {
 			if path == "/v1/client/" {
 				path = "/v1/client/fs/logs/x"
 			}

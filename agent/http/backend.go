@@ -42,6 +42,7 @@ type ServerRole struct {
 	Operator        OperatorBackend
 	SchedulerConfig SchedulerConfigBackend
 	Identity        IdentityBackend
+	Variables       VariablesBackend
 }
 
 // StateSource is the server's state store as it is now. The server swaps

@@ -16,7 +16,7 @@ import (
 // notWire are the api package's struct types that are not sent as JSON.
 // Score travels only inside Scores, as one member of its JSON object.
 var notWire = map[string]bool{"Client": true, "QueryOptions": true, "QueryMeta": true, "WriteOptions": true, "Score": true,
-	"NodeIntro": true} // NodeIntro: what the HTTP layer tells the server, never sent
+	"NodeIntro": true, "CASConflictError": true} // NodeIntro: what the HTTP layer tells the server, never sent; CASConflictError: the client's error
 
 // wireTypes is every other struct type of the api package.
 var wireTypes = []any{
@@ -28,6 +28,7 @@ var wireTypes = []any{
 	new(api.ACLOIDCAuthURLResponse),
 	new(api.ACLOIDCCompleteAuthRequest),
 	new(api.ACLPolicy),
+	new(api.ACLWorkload),
 	new(api.NodeIntroRequest),
 	new(api.DeviceShare),
 	new(api.AllocatedShare),
@@ -37,6 +38,7 @@ var wireTypes = []any{
 	new(api.NodeClientMIGResponse),
 	new(api.NodeGPU),
 	new(api.NodeMIGApplyRequest),
+	new(api.NodeInterruptRequest),
 	new(api.NodeMIGApplyResponse),
 	new(api.NodeMIGChange),
 	new(api.NodeMIGInstance),
@@ -49,6 +51,7 @@ var wireTypes = []any{
 	new(api.Affinity),
 	new(api.AgentHealth),
 	new(api.AgentHealthStatus),
+	new(api.AgentJoinResponse),
 	new(api.AgentMember),
 	new(api.AgentSelf),
 	new(api.AllocDeploymentStatus),
@@ -76,6 +79,8 @@ var wireTypes = []any{
 	new(api.Counterfactual),
 	new(api.CpuStats),
 	new(api.DNSConfig),
+	new(api.DefragMove),
+	new(api.DefragPlan),
 	new(api.Deployment),
 	new(api.DeploymentPauseRequest),
 	new(api.DeploymentPromoteRequest),
@@ -102,6 +107,7 @@ var wireTypes = []any{
 	new(api.ExecStreamFrame),
 	new(api.ExecStreamResult),
 	new(api.FieldDiff),
+	new(api.GPUUsage),
 	new(api.Gang),
 	new(api.GangMember),
 	new(api.IdentityClaims),
@@ -127,6 +133,9 @@ var wireTypes = []any{
 	new(api.LogConfig),
 	new(api.MemoryStats),
 	new(api.MigrateStrategy),
+	new(api.Multiregion),
+	new(api.MultiregionRegion),
+	new(api.MultiregionStrategy),
 	new(api.Namespace),
 	new(api.NamespacedID),
 	new(api.NetworkResource),
@@ -165,6 +174,7 @@ var wireTypes = []any{
 	new(api.PeriodicConfig),
 	new(api.PeriodicForceResponse),
 	new(api.Plan),
+	new(api.Placement),
 	new(api.PlanAnnotations),
 	new(api.PlanGang),
 	new(api.PlanResult),
@@ -173,6 +183,7 @@ var wireTypes = []any{
 	new(api.Queue),
 	new(api.QueueResources),
 	new(api.QueueStatus),
+	new(api.QueueStatusesAll),
 	new(api.QueueUpsertRequest),
 	new(api.QueueUpsertResponse),
 	new(api.RaftConfiguration),
@@ -223,6 +234,9 @@ var wireTypes = []any{
 	new(api.UpdateStrategy),
 	new(api.UsageResponse),
 	new(api.UsageRow),
+	new(api.Variable),
+	new(api.VariableLock),
+	new(api.VariableMetadata),
 	new(api.VolumeMount),
 	new(api.VolumeRequest),
 	new(api.WorkloadIdentity),

@@ -38,6 +38,18 @@
 // retrying only requests the leader never saw), so a write a server
 // acknowledged is visible to a plain read on it at once; ?consistent on
 // the leader verifies leadership first; ?stale reads are served locally.
+// Before any of that, the middleware sends a request whose ?region= names
+// another region to a live server of that region (region.go: found
+// through Config.Regions, the servers' WAN pool; under TLS with this
+// server's certificate, accepting only that region's server one), whole
+// and streamed, or answers unknown_region (400) or region_unavailable
+// (503, fast: dials are bounded by RegionDialTimeout); a client agent
+// hands it to its servers. A server of a region that is not
+// Config.AuthoritativeRegion sends ACL bootstrap, policy and global token
+// writes to the authoritative one. GET /v1/regions lists the regions.
+// ?region=all on GET /v1/usage and GET /v1/queues (global.go) asks every
+// region as the caller, in parallel, and merges the answers, naming the
+// regions that did not answer within GlobalViewTimeout (Partial, Missing).
 // usage.go serves the usage ledger (GET /v1/usage, JSON or CSV), pricing
 // GPU hours with Config.UsagePrices.
 //

@@ -9,6 +9,7 @@ import (
 	memdb "github.com/hashicorp/go-memdb"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/server"
 	"github.com/drover/drover/server/acl"
 )
 
@@ -101,7 +102,9 @@ func (h *jobHandlers) submit(r *nethttp.Request, req *api.JobRegisterRequest, wa
 	if err := h.s.allowQueue(r, req.Job); err != nil {
 		return nil, err
 	}
-	resp, err := h.b.RegisterJob(r.Context(), req)
+	// A multiregion job is registered in its other regions with the
+	// caller's token (server/multiregion.go).
+	resp, err := h.b.RegisterJob(server.WithCallerToken(r.Context(), tokenOf(r)), req)
 	if err != nil {
 		return nil, fmt.Errorf("register job %q: %w", req.Job.ID, err)
 	}

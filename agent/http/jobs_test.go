@@ -221,7 +221,7 @@ func TestRegisterNomadFields(t *testing.T) {
 	body := webJob(1)
 	job := body["Job"].(map[string]any)
 	job["ConsulToken"] = ""
-	job["Multiregion"] = nil
+	job["Multiregion"] = nil // supported: no warning
 	tg := job["TaskGroups"].([]any)[0].(map[string]any)
 	tg["Volumes"] = map[string]any{"models": map[string]any{"Type": "host", "Source": "models"}} // supported: no warning
 	tg["Scaling"] = map[string]any{"Min": 1, "Max": 3, "Enabled": true}
@@ -231,13 +231,13 @@ func TestRegisterNomadFields(t *testing.T) {
 	task["Config"].(map[string]any)["anything_goes"] = true // driver config is free-form
 	task["Meta"] = map[string]any{"free": "form"}
 	out := a.register(body)
-	for _, f := range []string{"Job.ConsulToken", "Job.Multiregion",
+	for _, f := range []string{"Job.ConsulToken",
 		"Job.TaskGroups[0].Tasks[0].Vault", "Job.TaskGroups[0].Tasks[0].Resources.IOPS"} {
 		if !strings.Contains(out.Warnings, f) {
 			t.Errorf("Warnings %q do not name %s", out.Warnings, f)
 		}
 	}
-	for _, f := range []string{"anything_goes", "free", "Scaling", "Volumes"} {
+	for _, f := range []string{"anything_goes", "free", "Scaling", "Volumes", "Multiregion"} {
 		if strings.Contains(out.Warnings, f) {
 			t.Errorf("Warnings %q name %s, a free-form key", out.Warnings, f)
 		}

@@ -133,6 +133,12 @@ func (s *HTTPServer) middleware(next nethttp.Handler) nethttp.Handler {
 			s.metrics.duration.WithLabelValues(route).Observe(d.Seconds())
 			s.log.Debug("http request", "method", r.Method, "path", r.URL.Path, "status", code, "duration", d, "bytes", sw.bytes)
 		}()
+		if s.routeAllRegions(sw, r) { // ?region=all: the global views (global.go)
+			return
+		}
+		if s.routeRegion(sw, r) { // for another region: forwarded there (region.go)
+			return
+		}
 		next.ServeHTTP(sw, r)
 	})
 }

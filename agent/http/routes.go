@@ -81,6 +81,7 @@ func (s *HTTPServer) routeTable() []route {
 	pools := &nodePoolHandlers{s: s, b: r.NodePools}
 	queues := &queueHandlers{s: s, b: r.Queues}
 	svcs := &serviceHandlers{s: s, b: r.Services}
+	vars := &variableHandlers{s: s, b: r.Variables}
 	op := &operatorHandlers{s: s, b: r.Operator}
 	sched := &schedulerConfigHandlers{s: s, b: r.SchedulerConfig}
 	ids := &identityHandlers{s: s, b: r.Identity}
@@ -121,6 +122,9 @@ func (s *HTTPServer) routeTable() []route {
 		{"PUT /v1/agent/keyring/{op}", agentWrite, j(op.keyringOp)},
 		{"POST /v1/agent/force-leave", agentWrite, j(op.forceLeave)},
 		{"PUT /v1/agent/force-leave", agentWrite, j(op.forceLeave)},
+		{"POST /v1/agent/join", agentWrite, j(op.join)},
+		{"PUT /v1/agent/join", agentWrite, j(op.join)},
+		{"GET /v1/regions", public, j(agent.regions)},
 
 		{"GET /v1/jobs", nsList(acl.CapListJobs), j(jobs.list)},
 		{"PUT /v1/jobs", ns(acl.CapSubmitJob), j(jobs.register)},
@@ -172,11 +176,21 @@ func (s *HTTPServer) routeTable() []route {
 		{"PUT /v1/deployment/fail/{id}", ns(acl.CapSubmitJob), j(deps.fail)},
 		{"POST /v1/deployment/pause/{id}", ns(acl.CapSubmitJob), j(deps.pause)},
 		{"PUT /v1/deployment/pause/{id}", ns(acl.CapSubmitJob), j(deps.pause)},
+		{"POST /v1/deployment/unblock/{id}", ns(acl.CapSubmitJob), j(deps.unblock)},
+		{"PUT /v1/deployment/unblock/{id}", ns(acl.CapSubmitJob), j(deps.unblock)},
+		{"POST /v1/deployment/run/{id}", ns(acl.CapSubmitJob), j(deps.run)},
+		{"PUT /v1/deployment/run/{id}", ns(acl.CapSubmitJob), j(deps.run)},
 		{"GET /v1/services", nsList(acl.CapReadJob), j(svcs.list)},
 		{"GET /v1/service/{name}", nodeReadable(acl.CapReadJob), j(svcs.get)},
 		{"DELETE /v1/service/{name}/{id}", ns(acl.CapSubmitJob), j(svcs.delete)},
 		{"GET /v1/event/stream", ns(acl.CapReadJob), raw(events.stream)},
 		{"GET /v1/usage", opRead, j(usage.get)},
+		// Variables: capabilities by path ({path...}) in the namespace.
+		{"GET /v1/vars", varListCap, j(vars.list)},
+		{"GET /v1/var/{path...}", varCap(acl.VarRead), j(vars.get)},
+		{"PUT /v1/var/{path...}", varCap(acl.VarWrite), j(vars.put)},
+		{"POST /v1/var/{path...}", varCap(acl.VarWrite), j(vars.put)},
+		{"DELETE /v1/var/{path...}", varCap(acl.VarDestroy), j(vars.delete)},
 
 		{"GET /v1/nodes", nodeRead, j(nodes.list)},
 		{"GET /v1/node/{id}", nodeRead, j(nodes.get)},
@@ -185,6 +199,8 @@ func (s *HTTPServer) routeTable() []route {
 		{"GET /v1/node/{id}/{sub}", nodeSub, j(nodes.sub)},
 		{"POST /v1/node/{id}/drain", nodeWrite, j(nodes.drain)},
 		{"PUT /v1/node/{id}/drain", nodeWrite, j(nodes.drain)},
+		{"POST /v1/node/{id}/interrupt", nodeWrite, j(nodes.interrupt)},
+		{"PUT /v1/node/{id}/interrupt", nodeWrite, j(nodes.interrupt)},
 		{"POST /v1/node/{id}/eligibility", nodeWrite, j(nodes.eligibility)},
 		{"PUT /v1/node/{id}/eligibility", nodeWrite, j(nodes.eligibility)},
 		{"POST /v1/node/{id}/gpu/mig", nodeWrite, j(nodes.migApply)},
@@ -213,6 +229,7 @@ func (s *HTTPServer) routeTable() []route {
 
 		{"GET /v1/operator/raft/configuration", opRead, j(op.raftConfiguration)},
 		{"DELETE /v1/operator/raft/peer", opWrite, j(op.raftRemovePeer)},
+		{"POST /v1/operator/defrag", opDefrag, j(op.defrag)},
 		{"GET /v1/operator/scheduler/configuration", opRead, j(sched.get)},
 		{"PUT /v1/operator/scheduler/configuration", opWrite, j(sched.set)},
 		{"POST /v1/operator/scheduler/configuration", opWrite, j(sched.set)},

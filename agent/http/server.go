@@ -93,6 +93,20 @@ type Config struct {
 	// Region is this agent's region (default "global"): the region of the
 	// certificates it takes for agents'.
 	Region string
+	// Regions, on a federated server, finds the servers of other regions
+	// that requests with ?region= are forwarded to (region.go); nil: this
+	// agent knows no other region (a client agent hands such requests to
+	// its servers). RegionTLS is the TLS of those requests under PeerTLS
+	// (tlsutil.Config.RegionServer).
+	Regions   RegionSource
+	RegionTLS func(region string) (*tls.Config, error)
+	// AuthoritativeRegion, when another region's, is where this server
+	// forwards ACL policy, bootstrap and global token writes (region.go).
+	AuthoritativeRegion string
+	// Join joins gossip addresses (PUT /v1/agent/join): the WAN pool's
+	// when wan, else the region's LAN pool; nil on agents that do not
+	// gossip.
+	Join func(ctx context.Context, addrs []string, wan bool) (int, error)
 }
 
 // HTTPServer is the agent's HTTP API server.
@@ -110,6 +124,8 @@ type HTTPServer struct {
 	// peers are the other servers' addresses (connection limit, trusted
 	// forwarders).
 	peers *peerIPs
+	// regionTr are the transports to other regions' servers (region.go).
+	regionTr regionTransports
 
 	mu         sync.Mutex
 	baseCancel context.CancelFunc // ends in-flight blocking queries and streams

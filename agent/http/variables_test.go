@@ -12,6 +12,7 @@ import (
 
 	agenthttp "github.com/drover/drover/agent/http"
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/internal/testproc"
 	"github.com/drover/drover/server"
 )
 
@@ -251,13 +252,13 @@ func TestVariablesACL(t *testing.T) {
 		t.Fatal(err)
 	}
 	var allocs []*api.AllocListStub
-	deadline := time.Now().Add(20 * time.Second)
-	for len(allocs) == 0 && time.Now().Before(deadline) {
+	testproc.Eventually(t, 20*time.Second, "the job's alloc placed", func() bool {
 		_, err := mc.Query(ctx, "/v1/job/web/allocations", &allocs, &api.QueryOptions{WaitIndex: reg.EvalCreateIndex, WaitTime: 5 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
-	}
+		return len(allocs) > 0
+	})
 	if len(allocs) != 1 {
 		t.Fatalf("%d allocs", len(allocs))
 	}
@@ -317,16 +318,8 @@ func TestVariablesACL(t *testing.T) {
 	if err := mc.Write(ctx, "DELETE", "/v1/job/web", nil, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	deadline = time.Now().Add(20 * time.Second)
-	for {
+	testproc.Eventually(t, 20*time.Second, "the identity of the stopped alloc refused", func() bool {
 		code, _ := a.doAs("GET", "/v1/var/nomad/jobs/web", nil, wid)
-		if code == 403 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the identity of a stopped alloc still reads: %d", code)
-		}
-		var stub []*api.AllocListStub
-		_, _ = mc.Query(ctx, "/v1/job/web/allocations", &stub, &api.QueryOptions{WaitIndex: reg.EvalCreateIndex + 1, WaitTime: time.Second})
-	}
+		return code == 403
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,7 +28,8 @@ type Config struct {
 	GPUs string
 	// Datacenters are assigned round-robin (default ["dc1"]).
 	Datacenters []string
-	// NodePool and NodeClass of every node (pool default "default").
+	// NodePool and NodeClass of every node (pool default DefaultNodePool,
+	// which Start creates when missing).
 	NodePool, NodeClass string
 	// NamePrefix prefixes the node names (default "sim-"): "sim-0" ...
 	NamePrefix string
@@ -91,7 +93,7 @@ func (c *Config) defaults() error {
 		c.Datacenters = []string{"dc1"}
 	}
 	if c.NodePool == "" {
-		c.NodePool = api.DefaultNodePool
+		c.NodePool = DefaultNodePool
 	}
 	if c.NamePrefix == "" {
 		c.NamePrefix = "sim-"
@@ -124,6 +126,40 @@ func (c *Config) defaults() error {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return nil
+}
+
+// DefaultNodePool is the node pool of simulated nodes unless
+// Config.NodePool names another. Simulated nodes run nothing, so they get
+// a pool of their own: only jobs that ask for it (node_pool = "sim", or
+// "all") are placed on them, never a job meant for the real nodes of the
+// same cluster. Every simulated node is also marked by its attribute
+// drover.sim = "true" and version "sim".
+const DefaultNodePool = "sim"
+
+// ensurePool creates the nodes' pool when it is not a built-in one and
+// does not exist yet: the servers refuse a job in a pool that does not
+// exist, and do not create the pools nodes name. A pool that exists is
+// left as it is. Creating one needs a management token where ACLs are
+// on, which the simulator does not hold: then it says so and goes on.
+func (s *Sim) ensurePool(ctx context.Context) {
+	name := s.cfg.NodePool
+	if api.IsBuiltinNodePool(name) {
+		return
+	}
+	err := s.do(ctx, "", func(c *api.Client) error {
+		var p api.NodePool
+		_, err := c.Query(ctx, "/v1/node/pool/"+url.PathEscape(name), &p, nil)
+		var ae *api.Error
+		if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+			return c.Write(ctx, "PUT", "/v1/node/pools", &api.NodePool{Name: name,
+				Description: "Simulated nodes (drover sim): they run nothing."}, nil, nil)
+		}
+		return err
+	})
+	if err != nil {
+		s.log.Warn("could not create the simulated nodes' node pool: jobs cannot ask for it until it exists (drover node pool apply)",
+			"pool", name, "error", err)
+	}
 }
 
 // Stats are the simulator's counters; Running is a gauge, the rest count
@@ -198,6 +234,7 @@ func Start(ctx context.Context, cfg Config) (*Sim, error) {
 	s.wg.Add(2)
 	go s.timerLoop()
 	go s.flushLoop()
+	s.ensurePool(ctx)
 	if err := s.registerAll(ctx); err != nil {
 		s.Stop()
 		return nil, err

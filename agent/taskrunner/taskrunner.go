@@ -51,6 +51,9 @@ type Config struct {
 	OnUpdate func()
 	// Services answers the templates' nomadService lookups (nil: none).
 	Services ServiceLookup
+	// Variables answers the templates' nomadVar and nomadVarList reads,
+	// made with the task's workload identity (nil: none).
+	Variables VariableReader
 	// Identities signs the task's workload identities (nil: none are
 	// exposed).
 	Identities IdentitySigner
@@ -93,6 +96,7 @@ type TaskRunner struct {
 	// were last rendered with (under mu); tmplCh wakes the template
 	// watcher after a render that read services.
 	svc       *ServiceCache
+	vars      *VarCache // the templates' variable reads (template_vars.go)
 	rendered  map[string]string
 	tmplCh    chan struct{}
 	startedCh chan struct{}
@@ -407,7 +411,7 @@ func (tr *TaskRunner) Run(ctx context.Context) {
 	if tr.cfg.Identities != nil {
 		defer tr.goWhile(ctx, tr.renewIdentities)()
 	}
-	if tr.cfg.Services != nil && len(tr.cfg.Task.Templates) > 0 {
+	if (tr.cfg.Services != nil || tr.cfg.Variables != nil) && len(tr.cfg.Task.Templates) > 0 {
 		defer tr.goWhile(ctx, tr.watchTemplates)()
 	}
 	tr.mu.Lock()
@@ -571,7 +575,11 @@ func (tr *TaskRunner) stop(ctx context.Context, h *drivers.TaskHandle, waitCh <-
 	if reason.Type != api.TaskKilling && reason.Type != api.TaskKilled {
 		tr.emit(reason)
 	}
-	tr.emit(&api.TaskEvent{Type: api.TaskKilling, DisplayMessage: msg, KillTimeout: timeout})
+	ev := &api.TaskEvent{Type: api.TaskKilling, DisplayMessage: msg, KillTimeout: timeout}
+	if why := reason.Details["stop_reason"]; why != "" {
+		ev.Details = map[string]string{"stop_reason": why} // as the alloc runner wrote it for the task
+	}
+	tr.emit(ev)
 	if h == nil || h.Config == nil {
 		return
 	}
@@ -768,11 +776,16 @@ func (tr *TaskRunner) setup(ctx context.Context, alloc *api.Allocation, task *ap
 	if tr.svc == nil && tr.cfg.Services != nil && len(task.Templates) > 0 {
 		tr.svc = NewServiceCache(tr.cfg.Services, alloc.Namespace, tr.clock)
 	}
-	extra, err := RenderTemplates(task.Templates, taskDir, env, tr.cfg.Node, tr.svc)
+	if tr.vars == nil && tr.cfg.Variables != nil && len(task.Templates) > 0 {
+		tr.mu.Lock()
+		tr.vars = NewVarCache(tr.cfg.Variables, alloc.Namespace, tr.varToken, tr.clock)
+		tr.mu.Unlock()
+	}
+	extra, _, err := renderTemplates(ctx, task.Templates, taskDir, env, tr.cfg.Node, tr.svc, tr.vars)
 	if err != nil {
 		return nil, fmt.Errorf("render templates: %w", err)
 	}
-	if tr.svc != nil && len(tr.svc.Names()) > 0 {
+	if tr.svc != nil && len(tr.svc.Names()) > 0 || tr.vars != nil && len(tr.vars.Keys()) > 0 {
 		tr.mu.Lock()
 		tr.rendered = maps.Clone(env)
 		tr.mu.Unlock()
@@ -809,7 +822,7 @@ func (tr *TaskRunner) setup(ctx context.Context, alloc *api.Allocation, task *ap
 		LogMaxFiles: lc.MaxFiles, LogMaxFileSizeMB: lc.MaxFileSizeMB,
 		KillSignal: task.KillSignal, KillTimeout: task.KillTimeout, Logger: tr.log,
 	}
-	if cfg.Mounts, err = VolumeMounts(alloc, task, tr.cfg.Node); err != nil {
+	if cfg.Mounts, err = VolumeMounts(alloc, task, tr.cfg.Node, env); err != nil {
 		return nil, err
 	}
 	cfg.Mounts = append(cfg.Mounts, mpsMounts...)

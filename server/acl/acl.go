@@ -60,6 +60,9 @@ type NamespaceRule struct {
 	Name         string   `hcl:"name,label"`
 	Policy       string   `hcl:"policy,optional"`
 	Capabilities []string `hcl:"capabilities,optional"`
+	// Variables grants capabilities on the namespace's variables by path
+	// (variables.go); none without it.
+	Variables *VariablesRule `hcl:"variables,block"`
 }
 
 // LevelRule is read, write or deny on a non-namespaced API.
@@ -97,6 +100,9 @@ func Parse(rules string) (*Policy, error) {
 			if !slices.Contains(allCaps, c) {
 				return nil, fmt.Errorf("namespace %q: unknown capability %q (want one of %s)", n.Name, c, strings.Join(allCaps, ", "))
 			}
+		}
+		if err := n.Variables.validate(n.Name); err != nil {
+			return nil, err
 		}
 	}
 	for name, l := range map[string]*LevelRule{"node": p.Node, "agent": p.Agent, "operator": p.Operator} {
@@ -171,6 +177,8 @@ type ACL struct {
 	agent      level
 	operator   level
 	queues     map[string]level
+	vars       map[string]map[string]map[string]bool // namespace glob -> path glob -> variable capabilities
+	workload   *Workload                             // a workload identity's ACL (Workload)
 }
 
 // Management is the ACL of a management token: everything.
@@ -178,7 +186,7 @@ func Management() *ACL { return &ACL{management: true} }
 
 // New merges policies into an ACL.
 func New(policies ...*Policy) *ACL {
-	a := &ACL{ns: map[string]map[string]bool{}, queues: map[string]level{}}
+	a := &ACL{ns: map[string]map[string]bool{}, queues: map[string]level{}, vars: map[string]map[string]map[string]bool{}}
 	for _, p := range policies {
 		if p == nil {
 			continue
@@ -203,6 +211,7 @@ func New(policies ...*Policy) *ACL {
 			for _, c := range append(slices.Clone(add), n.Capabilities...) {
 				caps[c] = true
 			}
+			a.addVariables(n.Name, n.Variables)
 		}
 		for _, x := range []struct {
 			dst  *level

@@ -34,7 +34,7 @@ func entryTypes() map[MessageType]reflect.Type {
 		QueueDeleteType: reflect.TypeFor[QueueDeleteRequest](), NamespaceUpsertType: reflect.TypeFor[NamespaceUpsertRequest](),
 		NamespaceDeleteType: reflect.TypeFor[NamespaceDeleteRequest](), ServiceUpdateType: reflect.TypeFor[ServiceUpdateRequest](),
 		RootKeyUpsertType: reflect.TypeFor[RootKeyUpsertRequest](), ACLWriteType: reflect.TypeFor[state.ACLWrite](),
-		NodeMIGUpdateType: reflect.TypeFor[NodeMIGUpdateRequest](),
+		NodeMIGUpdateType: reflect.TypeFor[NodeMIGUpdateRequest](), VariableApplyType: reflect.TypeFor[VariableApplyRequest](),
 	}
 }
 

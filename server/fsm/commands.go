@@ -47,6 +47,7 @@ const (
 	RootKeyUpsertType          MessageType = 26
 	ACLWriteType               MessageType = 27
 	NodeMIGUpdateType          MessageType = 28
+	VariableApplyType          MessageType = 29
 )
 
 var typeNames = map[MessageType]string{
@@ -61,7 +62,7 @@ var typeNames = map[MessageType]string{
 	QueueUpsertType: "QueueUpsert", QueueDeleteType: "QueueDelete",
 	NamespaceUpsertType: "NamespaceUpsert", NamespaceDeleteType: "NamespaceDelete",
 	ServiceUpdateType: "ServiceUpdate", RootKeyUpsertType: "RootKeyUpsert", ACLWriteType: "ACLWrite",
-	NodeMIGUpdateType: "NodeMIGUpdate",
+	NodeMIGUpdateType: "NodeMIGUpdate", VariableApplyType: "VariableApply",
 }
 
 func (t MessageType) String() string {
@@ -384,3 +385,7 @@ type ServiceUpdateRequest struct {
 type RootKeyUpsertRequest struct {
 	Key *state.RootKey `json:"Key"`
 }
+
+// VariableApplyRequest is a variable write (items sealed by the leader;
+// see state.Txn.ApplyVariable).
+type VariableApplyRequest = state.VariableApply

@@ -122,10 +122,25 @@ func (f *FSM) Apply(l *raft.Log) any {
 			f.logger.Error("mark failed entry applied", "index", l.Index, "err", merr)
 		}
 		f.logger.Debug("raft entry rejected", "index", l.Index, "type", t.String(), "err", err)
-		return fmt.Errorf("apply %v at %d: %w", t, l.Index, err)
+		return &RejectedError{Type: t, Index: l.Index, Err: err}
 	}
 	return l.Index
 }
+
+// RejectedError is the response of an entry the state refused (applied
+// as a no-op): Err is why, for the caller to answer with; the command
+// type and index are for logs, not for users.
+type RejectedError struct {
+	Type  MessageType
+	Index uint64
+	Err   error
+}
+
+func (e *RejectedError) Error() string {
+	return fmt.Sprintf("apply %v at %d: %v", e.Type, e.Index, e.Err)
+}
+
+func (e *RejectedError) Unwrap() error { return e.Err }
 
 // applyPlanResults applies a decoded ApplyPlanResults command.
 func (f *FSM) applyPlanResults(s *state.StateStore, index uint64, req *ApplyPlanResultsRequest) error {
@@ -318,6 +333,12 @@ func (f *FSM) apply(t MessageType, index uint64, body json.RawMessage) error {
 			return err
 		}
 		return s.ApplyACL(index, req)
+	case VariableApplyType:
+		req, err := decodeBody[VariableApplyRequest](body)
+		if err != nil {
+			return err
+		}
+		return s.ApplyVariable(index, req)
 	case RootKeyUpsertType:
 		req, err := decodeBody[RootKeyUpsertRequest](body)
 		if err != nil {

@@ -61,8 +61,11 @@ const (
 	// snapshots written before auth methods.
 	recACLAuthMethod  recordType = 21
 	recACLBindingRule recordType = 22
-	snapshotFormat               = 1
-	maxRecordSize                = 256 << 20
+	// recVariable: a variable (items sealed); absent from snapshots
+	// written before variables.
+	recVariable    recordType = 23
+	snapshotFormat            = 1
+	maxRecordSize             = 256 << 20
 )
 
 // ErrUnknownRecord: a snapshot holds a record type this FSM does not know.
@@ -101,6 +104,7 @@ var tableRecords = map[string]recordType{
 	state.TableQueues: recQueue, state.TableServices: recService, state.TableRootKeys: recRootKey,
 	state.TableACLPolicies: recACLPolicy, state.TableACLRoles: recACLRole, state.TableACLTokens: recACLToken,
 	state.TableACLAuthMethods: recACLAuthMethod, state.TableACLBindingRules: recACLBindingRule,
+	state.TableVariables: recVariable,
 }
 
 // Snapshot captures the current state (O(1)); Persist writes it.
@@ -307,6 +311,8 @@ func restoreRecord(res *state.Restore, t recordType, b []byte, jobs map[int]*api
 		return restoreObj(b, res.ACLAuthMethod)
 	case recACLBindingRule:
 		return restoreObj(b, res.ACLBindingRule)
+	case recVariable:
+		return restoreObj(b, res.Variable)
 	case recUsage:
 		r, err := decodeRecord[usageRecord](b)
 		if err != nil {

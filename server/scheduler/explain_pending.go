@@ -70,6 +70,12 @@ func (x *explainer) pending(failed map[string]*api.AllocMetric, refused map[stri
 		}
 		m.Reasons = pendingReasons(m)
 		m.Counterfactuals = nil
+		if m.ConstraintFiltered[missingDrivers] > 0 && job != nil {
+			tg := job.LookupTaskGroup(g)
+			if tg != nil {
+				m.Reasons = withDriverReasons(m.Reasons, driverReasons(tg, x.room.candidates()))
+			}
+		}
 		if job == nil || x.env.err != nil || job.Type == api.JobTypeSystem || job.Type == api.JobTypeSysBatch {
 			continue // a system job's allocs each need their own node
 		}
@@ -145,14 +151,20 @@ func pendingReasons(m *api.AllocMetric) []api.PendingReason {
 
 // quotaReason renders a QuotaExhausted entry. The scheduler's admission
 // writes "queue team-a: gpu 16 of 16 used, 1 more asked", rendered "queue
-// team-a is at its limit: gpu 16 of 16 used, 1 more asked"; other entries
-// that start with "queue NAME" or "NAME:" name their queue too.
+// team-a is at its limit: gpu 16 of 16 used, 1 more asked"; an ask over
+// the limit by itself ("...: it can never run under this limit") reads
+// "queue team-a can never run it: gpu limit 4, 8 asked by one allocation
+// (raise the limit or ask less)". Other entries that start with "queue
+// NAME" or "NAME:" name their queue too.
 func quotaReason(q string) api.PendingReason {
 	r := api.PendingReason{Kind: api.PendingQuota, Message: q}
 	rest, prefixed := strings.CutPrefix(q, "queue ")
 	if name, detail, ok := strings.Cut(rest, ": "); ok && api.ValidQueueName(name) {
 		r.Queue = name
 		r.Message = "queue " + name + " is at its limit: " + detail
+		if d, never := strings.CutSuffix(detail, neverFits); never {
+			r.Message = "queue " + name + " can never run it: " + d + " (raise the limit or ask less)"
+		}
 		return r
 	}
 	if prefixed {
@@ -364,7 +376,7 @@ func protectedWhy(a *api.Allocation, now int64) string {
 		return "is not preemptible"
 	}
 	ran := time.Duration(now - a.CreateTime).Round(time.Second)
-	return "has run " + ran.String() + " of its min_runtime " + j.MinRuntime.String()
+	return "has run " + ran.String() + " of its min_runtime " + j.MinRuntimeOf(a.TaskGroup).String()
 }
 
 // endCand is a job whose allocs on one node, gone, let the group fit.

@@ -93,16 +93,18 @@ func TestPendingReasonsProperty(t *testing.T) {
 
 func TestQuotaReasons(t *testing.T) {
 	m := &api.AllocMetric{NodesEvaluated: 0, QuotaExhausted: []string{
-		"queue team-a/train: gpu 16 of 16 used, 1 more asked", "queue team-a is at its limit of 16 GPUs", "team-b: gpu 8/8", "cpu quota"}}
+		"queue team-a/train: gpu 16 of 16 used, 1 more asked", "queue team-a is at its limit of 16 GPUs", "team-b: gpu 8/8", "cpu quota",
+		"queue team-c: gpu limit 4, 8 asked by one allocation" + neverFits}}
 	rs := pendingReasons(m)
-	if len(rs) != 4 {
-		t.Fatalf("want 4 quota reasons (no no-nodes reason with a quota hit), got %+v", rs)
+	if len(rs) != 5 {
+		t.Fatalf("want 5 quota reasons (no no-nodes reason with a quota hit), got %+v", rs)
 	}
 	want := []api.PendingReason{
 		{Kind: api.PendingQuota, Queue: "team-a/train", Message: "queue team-a/train is at its limit: gpu 16 of 16 used, 1 more asked"},
 		{Kind: api.PendingQuota, Queue: "team-a", Message: "queue team-a is at its limit of 16 GPUs"},
 		{Kind: api.PendingQuota, Queue: "team-b", Message: "queue team-b is at its limit: gpu 8/8"},
 		{Kind: api.PendingQuota, Message: "cpu quota"},
+		{Kind: api.PendingQuota, Queue: "team-c", Message: "queue team-c can never run it: gpu limit 4, 8 asked by one allocation (raise the limit or ask less)"},
 	}
 	for i := range want {
 		if rs[i] != want[i] {

@@ -94,7 +94,7 @@ func (rk *ranker) classOK(tc *tgCtx, ns *nodeState) (bool, string) {
 	n := ns.node
 	for _, d := range tc.drivers {
 		if !driverOK(n, d) {
-			ok, why = false, "missing drivers"
+			ok, why = false, missingDrivers
 			break
 		}
 	}

@@ -70,7 +70,7 @@ func (rc *reconciler) group(tg *api.TaskGroup, allocs []*api.Allocation) *groupR
 		case curDep != nil && !promoted && a.DeploymentID == curDep.ID && isCanary(a, curDep.TaskGroups[tg.Name]):
 			canaries = append(canaries, a) // outside the count until promoted
 		case a.DesiredTransition.ShouldMigrate():
-			r.stop(a, "alloc is being migrated", "")
+			r.stop(a, migrateDescription(rc.nodes.node(a.NodeID)), "")
 			d.Migrate++
 			replace = append(replace, a)
 		case seen[a.Index()]:
@@ -124,10 +124,11 @@ func (rc *reconciler) group(tg *api.TaskGroup, allocs []*api.Allocation) *groupR
 	}
 	limit := len(destructive)
 	failedDep := rolling && rc.versionDeploymentFailed()
+	waiting := rolling && !failedDep && rc.waitingForRegionTurn(curDep) // deployment.go
 	if rolling {
 		limit = upd.MaxParallel - inflight
 		paused := curDep != nil && curDep.Status == api.DeploymentStatusPaused
-		if limit < 0 || unhealthy > 0 || failedDep || paused {
+		if limit < 0 || unhealthy > 0 || failedDep || paused || waiting {
 			limit = 0 // an unhealthy alloc halts the rollout
 		}
 		r.failDeployment = unhealthy > 0
@@ -143,6 +144,10 @@ func (rc *reconciler) group(tg *api.TaskGroup, allocs []*api.Allocation) *groupR
 		r.stop(a, "alloc is being updated due to job update", "")
 		d.DestructiveUpdate++
 		places = append(places, &placement{tg: tg, index: a.Index(), prev: a, stopped: true})
+	}
+	if waiting && (budget > 0 || len(places) > 0 || len(destructive) > 0) {
+		rc.holdForRegionTurn(r, upd, count)
+		budget, places = 0, nil
 	}
 	if budget > 0 {
 		// One placement stands for every new alloc; they are made one by
@@ -232,6 +237,15 @@ func (rc *reconciler) terminalSlots(r *groupResult, terminal, keep []*api.Alloca
 			*budget--
 			resched = append(resched, &placement{tg: tg, index: idx.take(i), prev: a})
 		case api.AllocClientStatusFailed:
+			if specChanged(a, job, tg) {
+				// The job was registered again with other tasks since
+				// this alloc failed: its replacement runs the new
+				// version now, as a placement, not a reschedule (no
+				// delay, no attempt used, no node penalty).
+				*budget--
+				resched = append(resched, &placement{tg: tg, index: idx.take(i), prev: a})
+				continue
+			}
 			dec, at, delay := decideReschedule(job, tg, a, rc.env.eval.ID, now)
 			switch {
 			case dec == reschedNow:

@@ -16,7 +16,7 @@ import (
 func (s *Snapshot) Persist(fn func(table string, obj any) error) error {
 	txn := s.db.Txn(false)
 	for _, table := range []string{TableJobs, TableJobVersions, TableJobSummary, TableNodePools, TableQueues, TableNamespaces, TableNodes, TableEvals,
-		TableDeployments, TableAllocs, TableServices, TableRootKeys, TableACLPolicies, TableACLRoles, TableACLTokens, TableACLAuthMethods, TableACLBindingRules, TableSchedulerConfig, TableUsage, TableUsageOpen, TableUsageTotals, TableIndex} {
+		TableDeployments, TableAllocs, TableServices, TableRootKeys, TableACLPolicies, TableACLRoles, TableACLTokens, TableACLAuthMethods, TableACLBindingRules, TableSchedulerConfig, TableUsage, TableUsageOpen, TableUsageTotals, TableVariables, TableIndex} {
 		it, err := txn.Get(table, "id")
 		if err != nil {
 			return fmt.Errorf("persist %s: %w", table, err)

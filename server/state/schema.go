@@ -79,6 +79,7 @@ func schema() *memdb.DBSchema {
 		TableNamespaces:      namespacesTable(),
 		TableServices:        servicesTable(),
 		TableRootKeys:        rootKeysTable(),
+		TableVariables:       variablesTable(),
 		TableNodeAllocIndex:  nodeAllocIndexTable(),
 	}}
 	for name, t := range aclTables() {

@@ -35,6 +35,7 @@ func Bind(s *server.Server) *http.ServerRole {
 		Operator:        ops,
 		SchedulerConfig: ops,
 		Identity:        s.Keyring(),
+		Variables:       s.Variables(),
 	}
 }
 
@@ -60,6 +61,7 @@ var (
 	_ http.OperatorBackend        = (*server.Operator)(nil)
 	_ http.SchedulerConfigBackend = (*server.Operator)(nil)
 	_ http.IdentityBackend        = (*server.Keyring)(nil)
+	_ http.VariablesBackend       = (*server.Variables)(nil)
 	_ http.ACLResolver            = (*server.ACL)(nil)
 	_ http.StateSource            = source{}
 	_ http.EventSource            = events{}

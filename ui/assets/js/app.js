@@ -2,9 +2,11 @@
 // shared event stream and the connection indicator.
 import { route, start } from './router.js';
 import { onConnection, runEventStream, probe, delay, auth, get } from './api.js';
+import { mountSwitcher } from './ns.js';
 
 route('/ui/jobs', () => import('./pages/jobs.js'), 'jobs');
 route('/ui/jobs/:id', () => import('./pages/job.js'), 'jobs');
+route('/ui/jobs/:id/groups/:group', () => import('./pages/group.js'), 'jobs');
 route('/ui/allocations/:id', () => import('./pages/alloc.js'), 'jobs');
 route('/ui/nodes', () => import('./pages/nodes.js'), 'nodes');
 route('/ui/nodes/:id', () => import('./pages/node.js'), 'nodes');
@@ -15,12 +17,18 @@ route('/ui/queues', () => import('./pages/queues.js'), 'queues');
 route('/ui/usage', () => import('./pages/usage.js'), 'usage');
 route('/ui/servers', () => import('./pages/servers.js'), 'servers');
 route('/ui/evaluations', () => import('./pages/evals.js'), 'evaluations');
+route('/ui/variables', () => import('./pages/variables.js'), 'variables');
+route('/ui/variables/new', () => import('./pages/variables.js'), 'variables');
+route('/ui/variables/var/*path', () => import('./pages/variables.js'), 'variables');
 route('/ui/run', () => import('./pages/run.js'), 'run');
 route('/ui/login', () => import('./pages/login.js'), 'login');
 route('/ui/oidc/callback', () => import('./pages/login.js'), 'login');
 
+const syncNamespace = mountSwitcher(document.getElementById('ns-switch'));
+
 function highlight(nav) {
   for (const a of document.querySelectorAll('#nav a')) a.classList.toggle('active', a.dataset.nav === nav);
+  syncNamespace();
 }
 
 // The indicator: "live" while the agent answers, "disconnected" as soon as a

@@ -63,6 +63,15 @@ export function pill(status, cls) {
   return h('span', { class: `pill ${cls || tone[s.toLowerCase()] || 'idle'}`, dataset: { status: s } }, s);
 }
 
+/** gpuIdleBadge is "GPU idle 2h13m" for an alloc whose GPUs are idle (its
+ * GPUUsage.IdleSince, unix ns), else null. */
+export function gpuIdleBadge(u, now = Date.now()) {
+  if (!u || !u.IdleSince) return null;
+  const mins = Math.max(0, Math.floor((now - u.IdleSince / 1e6) / 60000));
+  const d = mins >= 60 ? `${Math.floor(mins / 60)}h${mins % 60 ? `${mins % 60}m` : ''}` : `${mins}m`;
+  return h('span', { class: 'pill warn gpu-idle', title: `GPU utilization ${u.UtilPercent}%` }, `GPU idle ${d}`);
+}
+
 /** bar renders used/total as a filled bar with a label. */
 export function bar(used, total, kind, label) {
   const pct = total > 0 ? Math.min(100, (used / total) * 100) : 0;

@@ -5,6 +5,7 @@ import { watch, get, post, raw, stream, url, delay } from '../api.js';
 import { execTerminal } from './exec.js';
 import {
   h, replace, table, td, pill, link, when, errorBox, loading, enc, shortId, kv, bytes, mhz, bar, toMs, confirmButton, restarts,
+  gpuIdleBadge,
 } from '../dom.js';
 
 export function render(root, { id }, { signal }) {
@@ -60,6 +61,9 @@ export function render(root, { id }, { signal }) {
         ['Client status', pill(alloc.ClientStatus)], ['Client description', alloc.ClientDescription || '–'],
         ['Desired', alloc.DesiredStatus], ['Desired description', alloc.DesiredDescription || '–'],
         ['Restarts', restarts(alloc)],
+        alloc.GPUUsage ? ['GPU usage', h('span', { id: 'alloc-gpu-usage' },
+          `${Math.round(alloc.GPUUsage.UtilPercent)}% of ${alloc.GPUUsage.GPUs} GPU${alloc.GPUUsage.GPUs === 1 ? '' : 's'} `,
+          alloc.DesiredStatus === 'run' ? gpuIdleBadge(alloc.GPUUsage) : null)] : null,
         alloc.PreviousAllocation ? ['Replaces', link(`/ui/allocations/${alloc.PreviousAllocation}`, shortId(alloc.PreviousAllocation))] : null,
         alloc.NextAllocation ? ['Replaced by', link(`/ui/allocations/${alloc.NextAllocation}`, shortId(alloc.NextAllocation))] : null,
       ]))));

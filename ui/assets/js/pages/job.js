@@ -1,13 +1,15 @@
-// pages/job.js: one job: groups and tasks (with the GPU shares asked),
-// allocations (with the GPUs or shares given), evaluations,
+// pages/job.js: one job: groups and tasks (with the GPU shares asked, each
+// group linking to its page), gangs (members, leader, reservation, earlier
+// attempts), allocations (with the GPUs or shares given), evaluations,
 // versions (with revert), placement failures, the job's definition as
 // the API holds it, and stop/start/re-evaluate.
 import { watch, get, put, post, del, url, onEvents } from '../api.js';
 import {
-  h, replace, table, td, pill, link, when, errorBox, loading, countsView, summaryCounts, enc, shortId, kv, mhz, mb, restarts, confirmButton, debounce,
-  allocResources, shareAsk, shareGrant,
+  h, replace, table, td, pill, link, when, errorBox, loading, countsView, summaryCounts, enc, shortId, kv, mhz, mb, confirmButton, debounce,
+  shareAsk,
 } from '../dom.js';
 import { failuresView } from './failures.js';
+import { allocsTable, gangsView, nodeCache, groupPath, groupResources, resourcesText } from './jobparts.js';
 
 export function render(root, { id }, { signal, query }) {
   const ns = query.get('namespace') || 'default';
@@ -89,6 +91,8 @@ export function render(root, { id }, { signal, query }) {
     // The summary also counts what is queued (not placed yet).
     if (summary) counts = summaryCounts(summary);
     replace(body,
+      spill(),
+      multiregion(),
       h('div', { class: 'grid' },
         h('div', { class: 'panel' }, kv([
           ['Type', job.Type], ['Namespace', job.Namespace], ['Priority', job.Priority],
@@ -101,11 +105,45 @@ export function render(root, { id }, { signal, query }) {
           h('div', { class: 'sub' }, `${live.length} desired running`))),
       failures(),
       h('h2', null, 'Task groups'), groupsView(),
+      gangs(),
       h('h2', null, 'Allocations'), errs.allocs ? errorBox(errs.allocs, 'Could not list allocations') : null, allocsView(),
       h('h2', null, 'Evaluations'), errs.evals ? errorBox(errs.evals, 'Could not list evaluations') : null, evalsView(),
       h('h2', null, 'Versions'), errs.versions ? errorBox(errs.versions, 'Could not list versions') : null, versionsView(),
       h('h2', null, 'Definition'), definition);
     drawDefinition();
+  };
+
+  // Spill-over (placement mode spill): where the job went and why, at
+  // home; where it came from, in the region it went to.
+  const spill = () => {
+    const m = job.Meta || {};
+    if (m['drover.spilled_to']) {
+      return h('div', { class: 'notice', id: 'job-spill' }, `Spilled to ${m['drover.spilled_to']}: ${m['drover.spill_reason'] || ''}`);
+    }
+    if (m['drover.spilled_from']) return h('div', { class: 'notice', id: 'job-spill' }, `Spilled from ${m['drover.spilled_from']}.`);
+    return null;
+  };
+
+  // Multiregion jobs: each region's deployment of this version (Nomad's
+  // "Multiregion Deployment" table), read once per version, forwarded by
+  // region.
+  let mr = null;
+  const multiregion = () => {
+    const regions = (job.Multiregion?.Regions || []).map((r) => r.Name);
+    if (!regions.length) return null;
+    const key = `${job.Version}`;
+    if (mr?.key !== key) {
+      mr = { key, rows: {} };
+      const mine = mr;
+      for (const r of regions) {
+        get(url(`${base}/deployments`, { ...q, region: r }), { signal }).then((ds) => {
+          const d = (ds || []).find((x) => x.JobVersion === job.Version);
+          mine.rows[r] = d ? [td('mono', shortId(d.ID)), pill(d.Status)] : ['-', 'none'];
+        }, (e) => { mine.rows[r] = ['-', `unknown (${e.message || e})`]; }).then(() => { if (mr === mine) draw(); });
+      }
+    }
+    const rows = regions.map((r) => [r, ...(mr.rows[r] || ['…', '…'])]);
+    return h('div', null, h('h2', null, 'Multiregion deployment'), table(['Region', 'ID', 'Status'], rows, { id: 'job-multiregion' }));
   };
 
   const failures = () => {
@@ -121,8 +159,15 @@ export function render(root, { id }, { signal, query }) {
     return failuresView(failed, 'Placement failures (why allocations are pending)');
   };
 
-  const groupsView = () => table(['Group', { label: 'Count', class: 'num' }, 'Tasks'], (job.TaskGroups || []).map((g) => [
-    g.Name, td('num', g.Count ?? 1),
+  const node = nodeCache(signal, () => { if (job) draw(); });
+  const gangs = () => {
+    const v = allocs ? gangsView(job, allocs, evals, node) : null;
+    return v ? [h('h2', null, 'Gangs'), v] : null;
+  };
+
+  const groupsView = () => table(['Group', { label: 'Count', class: 'num' }, { label: 'Resources (each)', class: 'opt' }, 'Tasks'], (job.TaskGroups || []).map((g) => [
+    link(groupPath(job, g.Name), g.Name, { class: 'group-link', dataset: { group: g.Name } }), td('num', g.Count ?? 1),
+    td('opt', resourcesText(groupResources(g))),
     td('wrap', (g.Tasks || []).map((t) => h('div', null,
       h('b', null, t.Name), ` · ${t.Driver} · ${mhz(t.Resources?.CPU)} · ${mb(t.Resources?.MemoryMB)}`,
       t.Config?.command ? h('span', { class: 'mono muted' }, ` · ${t.Config.command} ${(t.Config.args || []).join(' ')}`.slice(0, 140)) : null,
@@ -130,34 +175,7 @@ export function render(root, { id }, { signal, query }) {
         d.Share ? h('span', { class: 'share-ask', dataset: { device: d.Name } }, ` (share ${shareAsk(d.Share)} of each)`) : null])] : null))),
   ]));
 
-  // gpuCell is what GPUs an alloc was given: "2 GPUs" whole, or each
-  // share with the GPU it is of ("0.25 mps, limit 0.5, 20 GiB of GPU-…").
-  const gpuCell = (a) => {
-    const { grants } = allocResources(a.AllocatedResources);
-    const whole = grants.filter((g) => !g.share);
-    return td('wrap gpu-grant',
-      whole.length ? h('div', { title: whole.map((g) => g.id).join(', ') }, `${whole.length} GPU${whole.length === 1 ? '' : 's'}`) : null,
-      grants.filter((g) => g.share).map((g) => h('div', { class: 'share-grant', dataset: { gpu: g.id, milli: g.share.Milli, mode: g.share.Mode } },
-        `${shareGrant(g.share)} of `, h('span', { class: 'mono', title: g.id }, g.id.slice(0, 12)))),
-      grants.length ? null : '–');
-  };
-
-  const allocsView = () => {
-    if (!allocs) return loading();
-    const withGPUs = allocs.some((a) => allocResources(a.AllocatedResources).grants.length);
-    const rows = [...allocs].sort((a, b) => b.CreateIndex - a.CreateIndex).map((a) => h('tr', { dataset: { allocId: a.ID, status: a.ClientStatus, desired: a.DesiredStatus } },
-      td('', link(`/ui/allocations/${a.ID}`, shortId(a.ID), { class: 'mono alloc-link' })),
-      td('opt', a.Name),
-      td('', pill(a.ClientStatus)),
-      td('opt', a.DesiredStatus),
-      td('', a.NodeID ? link(`/ui/nodes/${a.NodeID}`, a.NodeName || shortId(a.NodeID)) : '–'),
-      td('', when(a.CreateTime)),
-      td('num', restarts(a)),
-      withGPUs ? gpuCell(a) : null,
-      td('num opt', a.JobVersion)));
-    return table(['ID', { label: 'Name', class: 'opt' }, 'Status', { label: 'Desired', class: 'opt' }, 'Node', 'Age', { label: 'Restarts', class: 'num' },
-      withGPUs ? 'GPUs' : null, { label: 'Version', class: 'num opt' }].filter(Boolean), rows, { id: 'allocs-table', empty: 'No allocations.' });
-  };
+  const allocsView = () => (allocs ? allocsTable(allocs) : loading());
 
   const evalsView = () => {
     if (!evals) return loading();

@@ -1,7 +1,9 @@
 // pages/queues.js: the queues (GET /v1/queues → []QueueStatus): per queue
 // its guarantee, fair share, what it holds and what waits, as a table and a
-// bar chart of one resource (GPUs, CPU or memory).
-import { get, onEvents, delay } from '../api.js';
+// bar chart of one resource (GPUs, CPU or memory). ?region=all shows every
+// region's queues (GET /v1/queues?region=all → QueueStatusesAll), each
+// named "region: queue", with the regions that did not answer.
+import { get, url, onEvents, delay } from '../api.js';
 import { h, replace, table, td, errorBox, loading, mhz, mb } from '../dom.js';
 import { barChart } from './charts.js';
 import { setQuery } from '../router.js';
@@ -21,16 +23,32 @@ export function render(root, _params, { signal, query }) {
   let res = resources[query.get('resource')] ? query.get('resource') : '';
   let data = null;
   let err = null;
+  let all = query.get('region') === 'all';
+  let missing = [];
   const picker = h('div', { class: 'actions', id: 'queues-resource', role: 'group', 'aria-label': 'Resource' });
+  const regions = h('button', {
+    type: 'button', id: 'queues-all-regions', 'aria-pressed': String(all), class: all ? 'primary' : '',
+    onclick: () => {
+      all = !all;
+      setQuery({ region: all ? 'all' : '' });
+      regions.setAttribute('aria-pressed', String(all));
+      regions.className = all ? 'primary' : '';
+      data = null;
+      draw();
+      load();
+    },
+  }, 'All regions');
   const out = h('div', { id: 'queues' }, loading());
-  root.append(h('div', { class: 'page-head' }, h('h1', null, 'Queues'), picker), out);
+  root.append(h('div', { class: 'page-head' }, h('h1', null, 'Queues'), picker, regions), out);
+  // A queue's name as shown: with its region in the all-regions view.
+  const nameOf = (s) => (s.Region ? `${s.Region}: ${s.Queue.Name}` : s.Queue.Name);
 
   const draw = () => {
     if (!data) {
       replace(out, err ? errorBox(err, 'Could not list the queues') : loading());
       return;
     }
-    const qs = [...data].filter((s) => s?.Queue).sort((a, b) => a.Queue.Name.localeCompare(b.Queue.Name));
+    const qs = [...data].filter((s) => s?.Queue).sort((a, b) => nameOf(a).localeCompare(nameOf(b)));
     // GPUs when any queue speaks of them, else CPU.
     const key = res || (qs.some((s) => resources.gpu.of(s.Allocated) || resources.gpu.of(s.Queue.Guaranteed)
       || resources.gpu.of(s.Queue.Limit) || resources.gpu.of(s.FairShare)) ? 'gpu' : 'cpu');
@@ -40,8 +58,8 @@ export function render(root, _params, { signal, query }) {
       onclick: () => { res = k; setQuery({ resource: k }); draw(); },
     }, v.label)));
     const chart = barChart(qs.map((s) => ({
-      key: s.Queue.Name,
-      label: s.Queue.Name,
+      key: nameOf(s),
+      label: nameOf(s),
       values: [
         { series: 'guaranteed', value: r.of(s.Queue.Guaranteed), text: r.fmt(r.of(s.Queue.Guaranteed)) },
         { series: 'fair', value: r.of(s.FairShare), text: s.FairShare ? r.fmt(r.of(s.FairShare)) : 'not computed' },
@@ -56,8 +74,8 @@ export function render(root, _params, { signal, query }) {
     });
     const gpuModels = (q) => Object.entries(q?.GPUsByModel || {}).map(([m, n]) => `${n}× ${m}`).join(', ');
     const cell = (q, cls = 'num') => td(cls, q ? r.fmt(r.of(q)) : '–');
-    const rows = qs.map((s) => h('tr', { dataset: { queue: s.Queue.Name } },
-      td('', h('span', { class: `queue-name d${Math.min(depth(s.Queue.Name), 4)}` }, s.Queue.Name),
+    const rows = qs.map((s) => h('tr', { dataset: { queue: s.Queue.Name, region: s.Region || '' } },
+      td('', h('span', { class: `queue-name d${Math.min(depth(s.Queue.Name), 4)}` }, nameOf(s)),
         s.Queue.Description ? h('div', { class: 'sub' }, s.Queue.Description) : null),
       td('num', s.Queue.Weight || 1),
       td('num opt', s.Queue.Priority || 0),
@@ -70,6 +88,8 @@ export function render(root, _params, { signal, query }) {
       td('num', s.RunningAllocs || 0)));
     replace(out,
       err ? errorBox(err, 'Could not refresh the queues (showing the last answer)') : null,
+      missing.length ? h('div', { class: 'notice', id: 'queues-partial' },
+        missing.map((m) => `partial: region ${m} did not answer`).join('; ')) : null,
       qs.length ? h('div', { class: 'panel chart-panel' }, chart) : null,
       table(['Queue', { label: 'Weight', class: 'num' }, { label: 'Priority', class: 'num opt' },
         { label: `Guaranteed ${r.label}`, class: 'num' }, { label: 'Fair share', class: 'num' },
@@ -80,7 +100,14 @@ export function render(root, _params, { signal, query }) {
 
   const load = async () => {
     try {
-      data = (await get('/v1/queues', { signal })) || [];
+      if (all) {
+        const resp = await get(url('/v1/queues', { region: 'all' }), { signal });
+        data = resp?.Queues || [];
+        missing = resp?.Missing || [];
+      } else {
+        data = (await get('/v1/queues', { signal })) || [];
+        missing = [];
+      }
       err = null;
     } catch (e) {
       if (e.name === 'AbortError' || signal.aborted) return;
