@@ -132,19 +132,7 @@ func TestE2EAutoscaleLocal(t *testing.T) {
 	if o, err := d.drover("job", "stop", "-detach", "svc"); err != nil {
 		t.Fatalf("drover job stop: %v\n%s", err, o)
 	}
-	waitFor(t, devDeadline, "the empty node removed after idle", func() (bool, string) {
-		var nodes []*api.NodeListStub
-		if code := devGet(d.base+"/v1/nodes", &nodes); code != 200 {
-			return false, fmt.Sprint("status ", code)
-		}
-		var gpu []string
-		for _, n := range nodes {
-			if n.NodePool == "gpu" {
-				gpu = append(gpu, n.Name+":"+n.Status)
-			}
-		}
-		return len(gpu) == 0, fmt.Sprint(gpu)
-	})
+	waitPoolEmpty(t, d, "gpu", "the empty node removed after idle")
 }
 
 // The sim provider in a running cluster: pending work in the empty pool
@@ -223,19 +211,7 @@ func TestE2EAutoscaleSim(t *testing.T) {
 	if o, err := d.drover("job", "stop", "-detach", "train"); err != nil {
 		t.Fatalf("drover job stop: %v\n%s", err, o)
 	}
-	waitFor(t, devDeadline, "the simulated nodes removed after idle", func() (bool, string) {
-		var nodes []*api.NodeListStub
-		if code := devGet(d.base+"/v1/nodes", &nodes); code != 200 {
-			return false, fmt.Sprint("status ", code)
-		}
-		var gpu []string
-		for _, n := range nodes {
-			if n.NodePool == "gpu" {
-				gpu = append(gpu, n.Name+":"+n.Status)
-			}
-		}
-		return len(gpu) == 0, fmt.Sprint(gpu)
-	})
+	waitPoolEmpty(t, d, "gpu", "the simulated nodes removed after idle")
 }
 
 // createPool creates a node pool through the API.
@@ -251,4 +227,23 @@ func createPool(t *testing.T, d *devCluster, name string) {
 	if r.StatusCode != 200 {
 		t.Fatalf("create node pool %s: status %d", name, r.StatusCode)
 	}
+}
+
+// waitPoolEmpty waits until no node of pool is left (the autoscaler
+// removed them).
+func waitPoolEmpty(t *testing.T, d *devCluster, pool, what string) {
+	t.Helper()
+	waitFor(t, devDeadline, what, func() (bool, string) {
+		var nodes []*api.NodeListStub
+		if code := devGet(d.base+"/v1/nodes", &nodes); code != 200 {
+			return false, fmt.Sprint("status ", code)
+		}
+		var left []string
+		for _, n := range nodes {
+			if n.NodePool == pool {
+				left = append(left, n.Name+":"+n.Status)
+			}
+		}
+		return len(left) == 0, fmt.Sprint(left)
+	})
 }

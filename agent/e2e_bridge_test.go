@@ -1,7 +1,6 @@
 package agent_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,9 +15,7 @@ import (
 	"github.com/drover/drover/agent/network"
 	"github.com/drover/drover/api"
 	ctrdriver "github.com/drover/drover/drivers/containerd"
-	"github.com/drover/drover/drivers/containerd/ctrtest"
 	"github.com/drover/drover/drivers/drivertest"
-	"github.com/drover/drover/drivers/drivertest/testimage"
 	"github.com/drover/drover/internal/testproc"
 	"github.com/drover/drover/jobspec"
 )
@@ -82,20 +79,8 @@ func TestE2EBridgeNetwork(t *testing.T) {
 	}
 	drivertest.NeedRoot(t)
 	drivertest.Need(t, network.Available(nil) == nil, fmt.Sprint(network.Available(nil)))
-	drivertest.Need(t, ctrtest.Available() == nil, fmt.Sprint(ctrtest.Available()))
-	image := ctrdriver.ArchivePrefix + testimage.BusyboxArchive(t)
-	ctrDir, err := os.MkdirTemp("", "ctrd-br")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(ctrDir) })
-	sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	daemon, err := ctrtest.Start(sctx, ctrDir)
-	cancel()
-	if err != nil {
-		t.Fatalf("start containerd: %v", err)
-	}
-	t.Cleanup(func() { daemon.Stop(context.Background()) })
+	daemon, archive := ownContainerd(t)
+	image := ctrdriver.ArchivePrefix + archive
 
 	dataDir := t.TempDir()
 	httpPort := freePort(t)

@@ -22,9 +22,6 @@ import (
 
 	"github.com/drover/drover/api"
 	ctrdriver "github.com/drover/drover/drivers/containerd"
-	"github.com/drover/drover/drivers/containerd/ctrtest"
-	"github.com/drover/drover/drivers/drivertest"
-	"github.com/drover/drover/drivers/drivertest/testimage"
 	"github.com/drover/drover/internal/testproc"
 	"github.com/drover/drover/jobspec"
 )
@@ -146,25 +143,8 @@ func allocContainers(t *testing.T, c *containerd.Client, allocID string) map[str
 // reports a stray container in its namespace without touching it; `job
 // stop` completes the alloc and removes its containers.
 func TestE2EContainerd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts containerd and the agent; -short")
-	}
-	drivertest.Need(t, ctrtest.Available() == nil, fmt.Sprint(ctrtest.Available()))
-	archive := testimage.BusyboxArchive(t)
+	daemon, archive := ownContainerd(t)
 	image := ctrdriver.ArchivePrefix + archive
-
-	ctrDir, err := os.MkdirTemp("", "ctrd-e2e") // short: it holds the socket
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(ctrDir) })
-	sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	daemon, err := ctrtest.Start(sctx, ctrDir)
-	cancel()
-	if err != nil {
-		t.Fatalf("start containerd: %v", err)
-	}
-	t.Cleanup(func() { daemon.Stop(context.Background()) })
 	ctr, err := containerd.New(daemon.Address, containerd.WithDefaultNamespace(ctrdriver.DefaultNamespace))
 	if err != nil {
 		t.Fatal(err)
@@ -330,7 +310,7 @@ func TestE2EContainerd(t *testing.T) {
 
 	// A container in the driver's namespace that no alloc owns: the
 	// restarted agent must report it and leave it alone.
-	sctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	stray, err := ctr.NewContainer(sctx, "stray-e2e", containerd.WithSpec(&specs.Spec{Version: specs.Version}),
 		func(_ context.Context, _ *containerd.Client, c *containers.Container) error {

@@ -118,17 +118,27 @@ func TestE2EExamplesOnDevAgent(t *testing.T) {
 	}
 }
 
-// startContainerd runs a containerd of the test's own (see ctrtest) and
+// startContainerd runs a containerd of the test's own (ownContainerd) and
 // points the agents the test starts at it; it returns the busybox OCI
 // archive image reference.
 func startContainerd(t *testing.T) string {
+	t.Helper()
+	daemon, archive := ownContainerd(t)
+	t.Setenv("CONTAINERD_ADDRESS", daemon.Address) // the agent's environment
+	return ctrdriver.ArchivePrefix + archive
+}
+
+// ownContainerd starts a containerd of the test's own (see ctrtest),
+// stopped when the test ends, and returns it with the path of the busybox
+// OCI archive. It needs containerd and skips under -short.
+func ownContainerd(t *testing.T) (*ctrtest.Daemon, string) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts containerd and the agent; -short")
 	}
 	drivertest.Need(t, ctrtest.Available() == nil, fmt.Sprint(ctrtest.Available()))
-	image := ctrdriver.ArchivePrefix + testimage.BusyboxArchive(t)
-	dir, err := os.MkdirTemp("", "ctrd-ex") // short: it holds the socket
+	archive := testimage.BusyboxArchive(t)
+	dir, err := os.MkdirTemp("", "ctrd-e2e") // short: it holds the socket
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,8 +150,7 @@ func startContainerd(t *testing.T) string {
 		t.Fatalf("start containerd: %v", err)
 	}
 	t.Cleanup(func() { daemon.Stop(context.Background()) })
-	t.Setenv("CONTAINERD_ADDRESS", daemon.Address) // the agent's environment
-	return image
+	return daemon, archive
 }
 
 // latestDeployment waits until the job's latest deployment of version

@@ -33,13 +33,7 @@ type fedPKI struct {
 func newFedPKI(t *testing.T, regions ...string) *fedPKI {
 	t.Helper()
 	dir := t.TempDir()
-	run := func(args ...string) {
-		cmd := exec.Command(droverBin(t), args...)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("drover %v: %v %s", args, err, out)
-		}
-	}
+	run := func(args ...string) { droverIn(t, dir, args...) }
 	run("tls", "ca", "create", "-days", "1")
 	for _, r := range regions {
 		run("tls", "cert", "create", "-server", "-region", r, "-days", "1")

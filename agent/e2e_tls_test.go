@@ -23,19 +23,23 @@ import (
 	"github.com/drover/drover/internal/testproc"
 )
 
+// droverIn runs the drover binary in dir; an error fails the test.
+func droverIn(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(droverBin(t), args...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("drover %v: %v %s", args, err, out)
+	}
+}
+
 // pkiFiles makes a CA and one certificate per role with the real
 // `drover tls` commands; it returns the CA file and each role's cert and
 // key files.
 func pkiFiles(t *testing.T) (ca string, certs map[string][2]string) {
 	t.Helper()
 	dir := t.TempDir()
-	run := func(args ...string) {
-		cmd := exec.Command(droverBin(t), args...)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("drover %v: %v %s", args, err, out)
-		}
-	}
+	run := func(args ...string) { droverIn(t, dir, args...) }
 	run("tls", "ca", "create", "-days", "1")
 	certs = map[string][2]string{}
 	for _, role := range []string{tlsutil.RoleServer, tlsutil.RoleClient, tlsutil.RoleCLI} {
