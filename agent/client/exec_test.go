@@ -66,7 +66,11 @@ func TestAllocExecRawExec(t *testing.T) {
 		o.Config = map[string]any{"executor_path": bin}
 		return rawexec.New(o)
 	}
-	c, err := client.New(&client.Config{DataDir: t.TempDir(), Servers: []string{ts.URL}, NodeName: "n1",
+	dataDir := t.TempDir()
+	// The client's tasks outlive it (a restarted client reattaches): kill
+	// what it started once it has shut down (cleanups run last first).
+	t.Cleanup(func() { testproc.Reap(nil, dataDir) })
+	c, err := client.New(&client.Config{DataDir: dataDir, Servers: []string{ts.URL}, NodeName: "n1",
 		HTTPAddr: ts.Listener.Addr().String(), DevMode: true, Logger: log,
 		Drivers: map[string]drivers.Factory{rawexec.Name: rawFactory}})
 	if err != nil {
