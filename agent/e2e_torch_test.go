@@ -101,7 +101,8 @@ const torchJobHCL = `job "torch" {
       source = "ckpt"
     }
     task "train" {
-      driver = "exec"
+      driver      = "exec"
+      kill_signal = "SIGTERM"
       config {
         command = "/usr/bin/python3"
         args    = ["/ckpt/train.py"]
@@ -315,6 +316,11 @@ func TestE2ETorchGangDDPRestart(t *testing.T) {
 		case first[0].ID:
 			if s.DesiredStatus != api.AllocDesiredStatusStop || !strings.Contains(s.DesiredDescription, "gang workers below min") {
 				t.Errorf("attempt 1 rank 0 %s: %s, want stopped by the server as its gang went below min", s.ID[:8], what)
+			}
+			// Its kill_signal came with the reason in stop_reason, read by
+			// the script's handler with the step its checkpoint holds.
+			if out := d.logs(s.ID, "train"); !strings.Contains(out, "stopping: stopped after step 3") {
+				t.Errorf("attempt 1 rank 0 %s: want its SIGTERM handler to read stop_reason:\n%s", s.ID[:8], out)
 			}
 		default:
 			if s.ClientStatus != api.AllocClientStatusComplete {

@@ -12,6 +12,10 @@ mounts; a run that finds one resumes from it.
 HOLD_AT=N makes a run that started fresh wait after step N until it is
 stopped, as a long run would, so the test can kill a member mid-run.
 
+On SIGTERM (the job's kill_signal) a rank says why drover stops it, from
+$DROVER_ALLOC_DIR/stop_reason, and which checkpoint a resumed run would
+start from: "stopping: REASON after step N", then exits.
+
 Output, one line each: "rank R of W", "resumed from step S",
 "step N checksum C" per step, "holding at step N", and at the end
 "done step N checksum C allreduce A" (A: the sum of rank+1 over the ranks).
@@ -20,6 +24,7 @@ Output, one line each: "rank R of W", "resumed from step S",
 import datetime
 import hashlib
 import os
+import signal
 import time
 
 import torch
@@ -34,7 +39,22 @@ def checksum(model):
     return h.hexdigest()[:16]
 
 
+done_steps = 0  # the last step this rank finished (and rank 0 checkpointed)
+
+
+def on_stop(signum, frame):
+    try:
+        with open(os.path.join(os.environ["DROVER_ALLOC_DIR"], "stop_reason")) as f:
+            reason = f.read().strip()
+    except OSError as e:
+        reason = f"unknown ({e})"
+    print(f"stopping: {reason} after step {done_steps}", flush=True)
+    os._exit(0)
+
+
 def main():
+    global done_steps
+    signal.signal(signal.SIGTERM, on_stop)
     torch.set_num_threads(1)
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     steps = int(os.environ.get("STEPS", "6"))
@@ -67,6 +87,7 @@ def main():
             torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step}, tmp)
             os.replace(tmp, path)
         dist.barrier()  # step's checkpoint is on disk before any rank says so
+        done_steps = step
         print(f"step {step} checksum {checksum(model)}", flush=True)
         if hold_at and start == 0 and step == hold_at:
             print(f"holding at step {step}", flush=True)
