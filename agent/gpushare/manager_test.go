@@ -96,16 +96,21 @@ func TestManagerOneDaemonPerGPU(t *testing.T) {
 		t.Fatalf("GPU A holders %d after a double release, want 1", m.Holders(gpuA))
 	}
 	m.Release(ctx, "a2/t")
-	if quitsFor(s, t, m, gpuA) != 1 || gpusharetest.Alive(daemonA) {
-		t.Errorf("GPU A's daemon %d: %d quits, alive %v; want it quit once its last task left", daemonA, quitsFor(s, t, m, gpuA), gpusharetest.Alive(daemonA))
+	if n := quitsFor(s, t, m, gpuA); n != 1 {
+		t.Errorf("GPU A's daemon %d: %d quits; want one once its last task left", daemonA, n)
 	}
+	// Release returns once the daemon stops answering; its process exits
+	// right after.
+	testproc.Eventually(t, 10*time.Second, "GPU A's daemon gone after its last task left", func() bool { return !gpusharetest.Alive(daemonA) })
 	if quitsFor(s, t, m, gpuB) != 0 {
 		t.Errorf("GPU B's daemon quit with its task still on it")
 	}
 	m.Release(ctx, "a3/t")
-	if quitsFor(s, t, m, gpuB) != 1 || gpusharetest.Alive(startsFor(s, t, gpuB)[0].Daemon) {
-		t.Errorf("GPU B's daemon not quit after its last task left")
+	if quitsFor(s, t, m, gpuB) != 1 {
+		t.Errorf("GPU B's daemon not told to quit after its last task left")
 	}
+	daemonB := startsFor(s, t, gpuB)[0].Daemon
+	testproc.Eventually(t, 10*time.Second, "GPU B's daemon gone after its last task left", func() bool { return !gpusharetest.Alive(daemonB) })
 	// A GPU used again gets a daemon again.
 	if _, err := m.Acquire(ctx, "a4/t", []string{gpuA}); err != nil {
 		t.Fatal(err)
@@ -224,9 +229,10 @@ func TestManagerRestart(t *testing.T) {
 	if err := m2.Restore(ctx, []string{gpuA}); err != nil {
 		t.Fatal(err)
 	}
-	if gpusharetest.Alive(daemonB) || quitsFor(s, t, m2, gpuB) != 1 {
-		t.Errorf("GPU B's daemon (no restored task) alive %v after Restore, want quit", gpusharetest.Alive(daemonB))
+	if n := quitsFor(s, t, m2, gpuB); n != 1 {
+		t.Errorf("GPU B's daemon (no restored task): %d quits after Restore, want 1", n)
 	}
+	testproc.Eventually(t, 10*time.Second, "GPU B's daemon (no restored task) gone after Restore", func() bool { return !gpusharetest.Alive(daemonB) })
 	if !gpusharetest.Alive(daemonA) || quitsFor(s, t, m2, gpuA) != 0 {
 		t.Fatalf("GPU A's daemon (held by a restored task) stopped by Restore")
 	}
