@@ -116,6 +116,22 @@ export const put = (path, body, opts) => request('PUT', path, body, opts).then((
 export const post = (path, body, opts) => request('POST', path, body, opts).then((r) => r.data);
 export const del = (path, opts) => request('DELETE', path, undefined, opts).then((r) => r.data);
 
+// loader returns load(key, path, set): GET path, hand the answer to set and
+// forget errs[key], or keep the error in errs[key]; then redraw, unless the
+// page's signal aborted (a page's side panels: summary, evaluations ...).
+export function loader(errs, signal, draw) {
+  return async (key, path, set) => {
+    try {
+      set(await get(path, { signal }));
+      delete errs[key];
+    } catch (e) {
+      if (e.name === 'AbortError') return;
+      errs[key] = e;
+    }
+    if (!signal.aborted) draw();
+  };
+}
+
 /** delay resolves after ms, or rejects with AbortError when signal aborts. */
 export function delay(ms, signal) {
   return new Promise((resolve, reject) => {

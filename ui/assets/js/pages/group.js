@@ -1,7 +1,7 @@
 // pages/group.js: one task group of a job, as Nomad's UI has it: its count,
 // what each alloc asks (resources), the summary of its allocations by
 // state, its tasks, its gang when it is in one, and its allocations.
-import { watch, get, url, onEvents } from '../api.js';
+import { watch, url, onEvents, loader } from '../api.js';
 import {
   h, replace, table, td, link, errorBox, loading, countsView, enc, kv, mhz, mb, debounce, shareAsk,
 } from '../dom.js';
@@ -63,16 +63,7 @@ export function render(root, { id, group }, { signal, query }) {
       allocs ? allocsTable(mine, { id: 'group-allocs', empty: 'No allocations of this group.' }) : loading());
   };
 
-  const load = async (key, path, set) => {
-    try {
-      set(await get(path, { signal }));
-      delete errs[key];
-    } catch (e) {
-      if (e.name === 'AbortError') return;
-      errs[key] = e;
-    }
-    if (!signal.aborted) draw();
-  };
+  const load = loader(errs, signal, () => draw());
   const refreshSide = debounce(() => {
     load('summary', url(`${base}/summary`, q), (v) => { summary = v; });
     load('evals', url(`${base}/evaluations`, q), (v) => { evals = v || []; });

@@ -3,7 +3,7 @@
 // attempts), allocations (with the GPUs or shares given), evaluations,
 // versions (with revert), placement failures, the job's definition as
 // the API holds it, and stop/start/re-evaluate.
-import { watch, get, put, post, del, url, onEvents } from '../api.js';
+import { watch, get, put, post, del, url, onEvents, loader } from '../api.js';
 import {
   h, replace, table, td, pill, link, when, errorBox, loading, countsView, summaryCounts, enc, shortId, kv, mhz, mb, confirmButton, debounce,
   shareAsk,
@@ -198,16 +198,7 @@ export function render(root, { id }, { signal, query }) {
     return table([{ label: 'Version', class: 'num' }, 'Stable', 'Stop', 'Submitted', 'Groups', ''], rows, { id: 'versions-table' });
   };
 
-  const load = async (key, path, set) => {
-    try {
-      set(await get(path, { signal }));
-      delete errs[key];
-    } catch (e) {
-      if (e.name === 'AbortError') return;
-      errs[key] = e;
-    }
-    if (!signal.aborted) draw();
-  };
+  const load = loader(errs, signal, () => draw());
   const refreshSide = debounce(() => {
     load('evals', url(`${base}/evaluations`, q), (v) => { evals = v || []; });
     load('versions', url(`${base}/versions`, q), (v) => { versions = v; });
