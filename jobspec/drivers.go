@@ -19,7 +19,8 @@ var testDrivers = []string{"mock_driver", "mock"}
 // that drover does not run: a job using one is what Nomad would accept,
 // so it is a warning, not an error (Nomad leaves it to the clients too).
 var nomadDrivers = []string{"docker", "podman", "java", "exec2", "containerd-driver", "nspawn", "lxc",
-	"singularity", "pot", "jail-task-driver", "firecracker-task-driver", "iis", "win_iis", "virt", "rkt"}
+	"singularity", "pot", "jail-task-driver", "firecracker-task-driver", "iis", "win_iis", "virt", "rkt",
+	"pledge", "ecs"}
 
 // checkDriver warns of a task's driver name that drover cannot run: one of
 // Nomad's drivers, or any other name (a typo, or a plugin no drover client

@@ -15,6 +15,7 @@ func TestDriverWarnings(t *testing.T) {
 	tests := []struct{ driver, want string }{
 		{"docker", `x.hcl:4:16: drover does not run driver "docker" (its drivers: containerd, exec, qemu, raw_exec; containerd runs the same OCI images): task "t" is accepted but will not be placed`},
 		{"java", `x.hcl:4:16: drover does not run driver "java" (its drivers: containerd, exec, qemu, raw_exec): task "t" is accepted but will not be placed`},
+		{"ecs", `x.hcl:4:16: drover does not run driver "ecs" (its drivers: containerd, exec, qemu, raw_exec): task "t" is accepted but will not be placed`},
 		{"dokcer", `x.hcl:4:16: unknown driver "dokcer" (drover's drivers: containerd, exec, qemu, raw_exec); did you mean "docker"?: task "t" is accepted but no drover client will run it`},
 		{"rawexec", `x.hcl:4:16: unknown driver "rawexec" (drover's drivers: containerd, exec, qemu, raw_exec); did you mean "raw_exec"?: task "t" is accepted but no drover client will run it`},
 		{"my-plugin", `x.hcl:4:16: unknown driver "my-plugin" (drover's drivers: containerd, exec, qemu, raw_exec): task "t" is accepted but no drover client will run it`},

@@ -69,12 +69,13 @@ func (d *decoder) content(body hcl.Body, s *hcl.BodySchema) *hcl.BodyContent {
 
 // isRuntimeRoot reports whether a variable root is one of the names
 // resolved on the client at run time: node, attr, meta, device, env,
-// unique and upper-case environment names such as NOMAD_TASK_DIR. Any
-// other root that names no variable is kept literally too (unknownRoots),
-// as Nomad does, but with a warning: it is more likely a typo.
+// unique, secret (a task's secret block) and upper-case environment
+// names such as NOMAD_TASK_DIR. Any other root that names no variable is
+// kept literally too (unknownRoots), as Nomad does, but with a warning:
+// it is more likely a typo.
 func isRuntimeRoot(name string) bool {
 	switch name {
-	case "node", "attr", "meta", "device", "env", "unique":
+	case "node", "attr", "meta", "device", "env", "unique", "secret":
 		return true
 	}
 	if strings.HasPrefix(name, "NOMAD_") || strings.HasPrefix(name, "DROVER_") {

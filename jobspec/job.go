@@ -17,7 +17,7 @@ var (
 	groupSchema = accept(schema("count shutdown_delay stop_after_client_disconnect max_client_disconnect meta idle_timeout spot min_runtime",
 		"task:name", "constraint", "affinity", "spread", "restart", "reschedule", "ephemeral_disk",
 		"update", "migrate", "network", "service", "meta", "gang", "disconnect", "scaling", "volume:name"),
-		"prevent_reschedule_on_lost", "consul")
+		"prevent_reschedule_on_lost max_run_duration", "consul")
 	volumeSchema     = accept(schema("type source read_only access_mode attachment_mode per_alloc sticky"), "", "mount_options")
 	scalingSchema    = schema("enabled min max type", "policy")
 	disconnectSchema = accept(schema("lost_after stop_on_client_after"), "replace reconcile")

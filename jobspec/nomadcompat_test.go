@@ -84,10 +84,13 @@ func TestNomadCompatCorpus(t *testing.T) {
 		{"cron_year.hcl", "year-end batch | close x1: ledger/exec 100/300", nil},
 		{"csi_plugin.hcl", "csi-nodes system | nodes x1: plugin/docker 50/64",
 			[]string{"6:16: " + notRun("docker"), `12:7: "csi_plugin"` + blockIgnored}},
+		{"device_first_available.hcl", "infer batch | g x1: serve/containerd 100/2048 +2 nvidia/gpu",
+			[]string{`27:11: "first_available" options after the first` + " are not supported by drover yet: accepted and ignored"}},
 		{"disconnect.hcl", "edge service | g x1: t/raw_exec 100/300", []string{`5:7: "replace"` + ignored, `6:7: "reconcile"` + ignored}},
 		{"dynamic_blocks.hcl", "sharded service | shard-a x1: worker/exec 100/300 | shard-b x1: worker/exec 100/300 | shard-c x1: worker/exec 100/300", nil},
 		{"ephemeral_disk.hcl", "scratchy service | g x1: t/exec 100/64", nil},
 		{"hcl_functions.hcl", "functional service | g x2: t/raw_exec 100/300", nil},
+		{"group_max_run.hcl", "backfill batch | load x1: copy/raw_exec 100/300", []string{`7:5: "max_run_duration"` + ignored}},
 		{"heredoc_script.hcl", "script batch | g x1: loop/raw_exec 100/300", nil},
 		{"identity.hcl", "ided service | g x1: t/exec 100/300", []string{`17:9: "change_mode"` + ignored}},
 		{"java_podman.hcl", "mixed-drivers service | jvm x1: app/java 100/300 | pods x1: cache/podman 100/300",
@@ -116,6 +119,7 @@ func TestNomadCompatCorpus(t *testing.T) {
 		{"sysbatch.hcl", "patch-check sysbatch | check x1: scan/raw_exec 100/300", nil},
 		{"system_job.hcl", "node-exporter system | exporter x1: exporter/raw_exec 50/48", nil},
 		{"task_scaling.hcl", "sized service | g x1: t/exec 500/256", []string{`13:7: "scaling"` + blockIgnored, `21:7: "scaling"` + blockIgnored}},
+		{"task_secret.hcl", "mailer service | g x1: send/exec 100/300", []string{`11:7: "secret"` + blockIgnored}},
 		{"template_full.hcl", "configured service | g x1: t/exec 100/300",
 			[]string{`16:9: "error_on_missing_key"` + ignored, `17:9: "wait"` + blockIgnored, `34:9: "change_script"` + blockIgnored}},
 		{"top_task.hcl", "report batch | collect x1: collect/raw_exec 100/64 | publish x1: upload/exec 100/300", nil},
@@ -190,6 +194,26 @@ func TestNomadCompatCauses(t *testing.T) {
 		job, _ := parseCompat(t, "max_run.hcl")
 		if got := job.TaskGroups[0].Tasks[0].MaxRunDuration; got != 2*time.Hour {
 			t.Errorf("MaxRunDuration = %v, want 2h", got)
+		}
+	})
+	t.Run("device first_available", func(t *testing.T) {
+		// The first alternative's count and constraint join the device's
+		// own constraint; the second alternative is dropped.
+		job, _ := parseCompat(t, "device_first_available.hcl")
+		dev := job.TaskGroups[0].Tasks[0].Resources.Devices[0]
+		var got []string
+		for _, c := range dev.Constraints {
+			got = append(got, c.LTarget+" "+c.Operand+" "+c.RTarget)
+		}
+		want := []string{"${device.attr.memory} >= 16 GiB", "${device.model} = H100"}
+		if dev.Count != 2 || !slices.Equal(got, want) {
+			t.Errorf("device = count %d constraints %q, want count 2 constraints %q", dev.Count, got, want)
+		}
+	})
+	t.Run("secret reference kept for the client", func(t *testing.T) {
+		job, _ := parseCompat(t, "task_secret.hcl")
+		if got := job.TaskGroups[0].Tasks[0].Env["SMTP_PASSWORD"]; got != "${secret.smtp.password}" {
+			t.Errorf("env SMTP_PASSWORD = %q, want ${secret.smtp.password} kept", got)
 		}
 	})
 	t.Run("count omitted with scaling", func(t *testing.T) {

@@ -12,9 +12,11 @@ var (
 	taskSchema = accept(schema("driver user kill_timeout max_run_duration kill_signal leader shutdown_delay kind meta env",
 		"config", "constraint", "affinity", "env", "service", "resources", "restart", "meta",
 		"logs", "artifact", "template", "dispatch_payload", "lifecycle", "volume_mount", "identity"),
-		"", "vault", "consul", "csi_plugin", "scaling:name", "action:name", "schedule")
+		"", "vault", "consul", "csi_plugin", "scaling:name", "action:name", "schedule", "secret:name")
 	resourcesSchema = accept(schema("cpu cores memory memory_max disk", "network", "device:name"), "iops secrets", "numa")
-	deviceSchema    = schema("count", "constraint", "affinity", "share")
+	deviceSchema    = schema("count", "constraint", "affinity", "share", "first_available")
+	// firstSchema is one option of a device's first_available list.
+	firstSchema     = schema("count", "constraint", "affinity")
 	shareSchema     = schema("fraction memory mode limit")
 	logsSchema      = schema("max_files max_file_size disabled enabled")
 	lifecycleSchema = schema("hook sidecar")
@@ -146,10 +148,45 @@ func (d *decoder) resources(b *hcl.Block) *api.Resources {
 					dev.Share = d.share(sub)
 				}
 			}
+			d.firstAvailable(dc, dev)
 			r.Devices = append(r.Devices, dev)
 		}
 	}
 	return r
+}
+
+// firstAvailable reads a device's first_available options (Nomad asks
+// for the first option a node can satisfy). drover places with the first
+// option only: its count and constraints and affinities join the
+// device's own, and a warning names the options it will not fall back to.
+func (d *decoder) firstAvailable(dc *hcl.BodyContent, dev *api.RequestedDevice) {
+	first := true
+	for _, sub := range dc.Blocks {
+		if sub.Type != "first_available" {
+			continue
+		}
+		fc := d.content(sub.Body, firstSchema)
+		if !first {
+			d.warnf(sub.DefRange, "%q options after the first are not supported by drover yet: accepted and ignored", sub.Type)
+			continue
+		}
+		first = false
+		var n int
+		if d.integer(fc, "count", &n, 1, anyInt) {
+			if dc.Attributes["count"] != nil {
+				d.errorf(fc.Attributes["count"].NameRange, "Conflicting device count: set count in the device block or in first_available, not both")
+			}
+			dev.Count = uint64(n)
+		}
+		for _, b := range fc.Blocks {
+			switch b.Type {
+			case "constraint":
+				dev.Constraints = append(dev.Constraints, d.constraint(b))
+			case "affinity":
+				dev.Affinities = append(dev.Affinities, d.affinity(b))
+			}
+		}
+	}
 }
 
 // share is a device block's share { fraction | memory, mode, limit }.
