@@ -53,10 +53,8 @@ func (r *regions) Client(region, token string) (*api.Client, error) {
 	if known := r.Known(); !slices.Contains(known, region) {
 		return nil, api.Errorf(api.ErrUnknownRegion, fmt.Sprintf("unknown region %q (known: %s)", region, strings.Join(known, ", ")))
 	}
-	c := r.a.tls.apiClient(r.a.cfg.AdvertisedHTTP())
 	if token == "" && r.a.cfg.ACLEnabled {
 		token = r.a.cfg.ACLReplicationToken
 	}
-	c.Region, c.Token = region, token
-	return c, nil
+	return r.a.regionAPI(region, token), nil
 }

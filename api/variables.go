@@ -75,12 +75,6 @@ const (
 // refuses (409, the current variable in the body as Nomad).
 var ErrCASConflict = &Error{Code: "cas_conflict", Status: http.StatusConflict, Message: "check-and-set conflict"}
 
-// Metadata is v without its items.
-func (v *Variable) Metadata() *VariableMetadata {
-	return &VariableMetadata{Namespace: v.Namespace, Path: v.Path, CreateIndex: v.CreateIndex, ModifyIndex: v.ModifyIndex,
-		CreateTime: v.CreateTime, ModifyTime: v.ModifyTime, Lock: v.Lock}
-}
-
 // ValidateVariablePath checks a path by Nomad's rules: 1 to 128
 // characters of [A-Za-z0-9_.~/-], no "." or ".." segment, no empty
 // segment, not under "nomad/" except "nomad/jobs" and below (the

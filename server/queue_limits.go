@@ -30,17 +30,7 @@ func queueLimitWarnings(st *state.StateStore, job *api.Job) ([]string, error) {
 	}
 	var out []string
 	for _, tg := range job.TaskGroups {
-		var gpus float64
-		for _, t := range tg.Tasks {
-			if t.Resources == nil {
-				continue
-			}
-			for _, d := range t.Resources.Devices {
-				if _, ok := api.GPUAskModel(d.Name); ok {
-					gpus += fairshare.AskGPUs(d)
-				}
-			}
-		}
+		gpus := fairshare.GroupAsk(tg).GPUs
 		for _, q := range limits {
 			if api.RoundGPUs(gpus) > q.Limit.GPUs {
 				out = append(out, fmt.Sprintf("group %q asks %s GPUs per allocation, more than queue %s's limit of %s: it can never run under this limit and stays pending until the limit is raised",

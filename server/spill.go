@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/drover/drover/api"
+	"github.com/drover/drover/server/fairshare"
 	"github.com/drover/drover/server/state"
 )
 
@@ -177,20 +178,9 @@ func chooseSpill(order []string, fits []regionFit) []regionFit {
 func waitingWork(job *api.Job) string {
 	var parts []string
 	for _, tg := range job.TaskGroups {
-		gpus := uint64(0)
-		for _, t := range tg.Tasks {
-			if t == nil || t.Resources == nil {
-				continue
-			}
-			for _, d := range t.Resources.Devices {
-				if _, gpu := api.GPUAskModel(d.Name); gpu && d != nil {
-					gpus += d.Count
-				}
-			}
-		}
 		what := fmt.Sprintf("%d allocs", tg.Count)
-		if gpus > 0 {
-			what = fmt.Sprintf("%d x %d GPUs", tg.Count, gpus)
+		if gpus := fairshare.GroupAsk(tg).GPUs; gpus > 0 {
+			what = fmt.Sprintf("%d x %s GPUs", tg.Count, api.FormatGPUs(gpus))
 		}
 		if g, _ := job.GangOf(tg); g != nil {
 			what = "gang of " + what

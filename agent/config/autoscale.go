@@ -158,17 +158,17 @@ func autoscaleFrom(filename string, h *autoscaleHCL) (Autoscale, error) {
 		}
 		if s := p.Shape; s != nil {
 			pol.Shape = autoscale.Shape{CPU: s.CPU, MemoryMB: s.Memory, Drivers: s.Drivers, Meta: s.Meta}
-			setPtr(&pol.Shape.Datacenter, s.Datacenter)
-			setPtr(&pol.Shape.GPUModel, s.GPUModel)
-			setPtr(&pol.Shape.GPUs, s.GPUs)
-			setPtr(&pol.Shape.GPUMemoryMiB, s.GPUMemory)
-			setPtr(&pol.Shape.Cores, s.Cores)
-			setPtr(&pol.Shape.DiskMB, s.Disk)
-			setPtr(&pol.Shape.Spot, s.Spot)
-			setPtr(&pol.Shape.Price, s.Price)
+			set(&pol.Shape.Datacenter, s.Datacenter)
+			set(&pol.Shape.GPUModel, s.GPUModel)
+			set(&pol.Shape.GPUs, s.GPUs)
+			set(&pol.Shape.GPUMemoryMiB, s.GPUMemory)
+			set(&pol.Shape.Cores, s.Cores)
+			set(&pol.Shape.DiskMB, s.Disk)
+			set(&pol.Shape.Spot, s.Spot)
+			set(&pol.Shape.Price, s.Price)
 		}
 		if s := p.ScaleIn; s != nil {
-			setPtr(&pol.ScaleIn.Strategy, s.Strategy)
+			set(&pol.ScaleIn.Strategy, s.Strategy)
 			if err := dur("pool "+p.Pool+" idle", s.Idle, &pol.ScaleIn.Idle); err != nil {
 				return out, err
 			}
@@ -182,10 +182,4 @@ func autoscaleFrom(filename string, h *autoscaleHCL) (Autoscale, error) {
 		out.Policies = append(out.Policies, pol)
 	}
 	return out, nil
-}
-
-func setPtr[T any](dst *T, v *T) {
-	if v != nil {
-		*dst = *v
-	}
 }

@@ -78,20 +78,7 @@ func (s *HTTPServer) fromServer(r *nethttp.Request) bool {
 // certHolds reports whether the connection's verified certificate holds
 // one of roles' names in this agent's region.
 func (s *HTTPServer) certHolds(r *nethttp.Request, roles ...string) bool {
-	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
-		return false
-	}
-	leaf := r.TLS.VerifiedChains[0][0]
-	region := s.cfg.Region
-	if region == "" {
-		region = "global"
-	}
-	for _, role := range roles {
-		if leaf.VerifyHostname(tlsutil.RoleName(role, region)) == nil {
-			return true
-		}
-	}
-	return false
+	return certHoldsIn(r, s.regionOf(), roles...)
 }
 
 // requestIP is the IP of r's connection.

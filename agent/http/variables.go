@@ -120,11 +120,7 @@ func decodeVariable(r *nethttp.Request, w nethttp.ResponseWriter) (*api.Variable
 	}
 	r.Body = nethttp.MaxBytesReader(w, r.Body, api.MaxVariableBodyBytes)
 	if err := decodeBody(r, &v); err != nil {
-		var mbe *nethttp.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, api.Errorf(api.ErrBodyTooLarge, fmt.Sprintf("variable body over %d bytes", api.MaxVariableBodyBytes))
-		}
-		return nil, err
+		return nil, err // over the limit: ErrBodyTooLarge (bodyError)
 	}
 	return &v, nil
 }

@@ -247,19 +247,26 @@ func (a *ACL) NodeID() string {
 // nsRule finds the rule for a namespace: its exact one, else the matching
 // glob with the most literal characters (as Nomad).
 func (a *ACL) nsRule(ns string) map[string]bool {
-	if caps, ok := a.ns[ns]; ok {
-		return caps
+	caps, _ := bestGlob(a.ns, ns)
+	return caps
+}
+
+// bestGlob finds the rule for key in rules: its exact one, else the
+// matching glob with the most literal characters (as Nomad).
+func bestGlob[T any](rules map[string]T, key string) (T, bool) {
+	if r, ok := rules[key]; ok {
+		return r, true
 	}
-	var best map[string]bool
-	bestLen := -1
-	for pat, caps := range a.ns {
-		if strings.Contains(pat, "*") && glob.Match(pat, ns) {
+	var best T
+	found, bestLen := false, -1
+	for pat, r := range rules {
+		if strings.Contains(pat, "*") && glob.Match(pat, key) {
 			if l := len(strings.ReplaceAll(pat, "*", "")); l > bestLen {
-				best, bestLen = caps, l
+				best, bestLen, found = r, l, true
 			}
 		}
 	}
-	return best
+	return best, found
 }
 
 // AllowNamespace reports whether the ACL holds capability c in namespace ns.
@@ -365,17 +372,7 @@ func (a *ACL) AllowQueue(name string, write bool) bool {
 	if a.management {
 		return true
 	}
-	l, ok := a.queues[name]
-	if !ok {
-		bestLen := -1
-		for pat, ql := range a.queues {
-			if strings.Contains(pat, "*") && glob.Match(pat, name) {
-				if n := len(strings.ReplaceAll(pat, "*", "")); n > bestLen {
-					l, bestLen, ok = ql, n, true
-				}
-			}
-		}
-	}
+	l, ok := bestGlob(a.queues, name)
 	if !ok && name == DefaultQueue {
 		return true
 	}

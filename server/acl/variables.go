@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/drover/drover/server/glob"
 )
 
 // Variable capabilities (Nomad's), granted by path in a namespace rule:
@@ -99,24 +97,6 @@ func (w *Workload) implicit(ns, path, c string) bool {
 	}
 	base := "nomad/jobs/" + w.JobID
 	return path == base || path == base+"/"+w.Group || path == base+"/"+w.Group+"/"+w.Task
-}
-
-// bestGlob finds the rule for key in rules: its exact one, else the
-// matching glob with the most literal characters (as Nomad).
-func bestGlob[T any](rules map[string]T, key string) (T, bool) {
-	if r, ok := rules[key]; ok {
-		return r, true
-	}
-	var best T
-	found, bestLen := false, -1
-	for pat, r := range rules {
-		if strings.Contains(pat, "*") && glob.Match(pat, key) {
-			if l := len(strings.ReplaceAll(pat, "*", "")); l > bestLen {
-				best, bestLen, found = r, l, true
-			}
-		}
-	}
-	return best, found
 }
 
 // AllowVariable reports whether the ACL holds variable capability c

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/drover/drover/api"
 )
@@ -133,36 +134,27 @@ func (o *output) stop(a *api.Allocation, desc, clientStatus string, now int64) *
 // alloc is stopped instead: the applier writes placements after stops,
 // so the update would revive it). It reports whether there was one.
 func (o *output) dropUpdate(a *api.Allocation) bool {
-	list := o.plan.NodeAllocation[a.NodeID]
-	for i, c := range list {
-		if c.ID != a.ID {
-			continue
-		}
-		list = append(list[:i:i], list[i+1:]...)
-		if len(list) == 0 {
-			delete(o.plan.NodeAllocation, a.NodeID)
-		} else {
-			o.plan.NodeAllocation[a.NodeID] = list
-		}
-		return true
-	}
-	return false
+	return removeFromNode(o.plan.NodeAllocation, a)
 }
 
 // unstop takes a's stop back out of the plan.
-func (o *output) unstop(a *api.Allocation) {
-	list := o.plan.NodeUpdate[a.NodeID]
-	for i, c := range list {
-		if c.ID == a.ID {
-			list = append(list[:i:i], list[i+1:]...)
-			break
-		}
+func (o *output) unstop(a *api.Allocation) { removeFromNode(o.plan.NodeUpdate, a) }
+
+// removeFromNode takes a out of its node's list in m (a plan's
+// NodeAllocation or NodeUpdate), dropping the node when its list empties,
+// and reports whether a was there.
+func removeFromNode(m map[string][]*api.Allocation, a *api.Allocation) bool {
+	list := m[a.NodeID]
+	i := slices.IndexFunc(list, func(c *api.Allocation) bool { return c.ID == a.ID })
+	if i < 0 {
+		return false
 	}
-	if len(list) == 0 {
-		delete(o.plan.NodeUpdate, a.NodeID)
+	if list = append(list[:i:i], list[i+1:]...); len(list) == 0 {
+		delete(m, a.NodeID)
 	} else {
-		o.plan.NodeUpdate[a.NodeID] = list
+		m[a.NodeID] = list
 	}
+	return true
 }
 
 // recordEvictions adds the victims (already released from node usage) to

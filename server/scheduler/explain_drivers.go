@@ -1,7 +1,8 @@
 package scheduler
 
 import (
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -108,12 +109,7 @@ func nodeDrivers(nodes []*nodeState) string {
 	if len(have) == 0 {
 		return "none"
 	}
-	names := make([]string, 0, len(have))
-	for d := range have {
-		names = append(names, d)
-	}
-	sort.Strings(names)
-	return strings.Join(names, ", ")
+	return strings.Join(slices.Sorted(maps.Keys(have)), ", ")
 }
 
 // withDriverReasons swaps the "missing drivers" constraint reason of rs

@@ -204,19 +204,13 @@ func (w *Workload) Shapes() []WorkloadShape {
 // the share; whole GPUs: the wholly free ones, in multiples of the ask),
 // and what the node's CPU and memory let that many asks have.
 func NodeFrag(shapes []WorkloadShape, free []int, cpu, mem int64) float64 {
-	idle, whole := 0, 0
-	for _, f := range free {
-		idle += f
-		if f == api.MilliPerDevice {
-			whole++
-		}
-	}
+	whole, idle := wholeIdle(free)
 	if idle == 0 {
 		return 0
 	}
 	var frag float64
 	for _, s := range shapes {
-		frag += s.Weight * float64(idle-usableBy(s, free, whole, cpu, mem))
+		frag += s.Weight * float64(idle-int64(usableBy(s, free, whole, cpu, mem)))
 	}
 	return frag
 }

@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-memdb"
@@ -97,7 +98,7 @@ func (r *reads) Variables(ws memdb.WatchSet, ns, prefix string) ([]*Variable, er
 	var out []*Variable
 	var err error
 	if ns == "*" {
-		out, err = list[Variable](r, ws, func(v *Variable) bool { return hasPrefix(v.Path, prefix) }, TableVariables, "id")
+		out, err = list[Variable](r, ws, func(v *Variable) bool { return strings.HasPrefix(v.Path, prefix) }, TableVariables, "id")
 	} else {
 		out, err = list[Variable](r, ws, nil, TableVariables, "id_prefix", ns, prefix)
 	}
@@ -106,8 +107,6 @@ func (r *reads) Variables(ws memdb.WatchSet, ns, prefix string) ([]*Variable, er
 	}
 	return out, nil
 }
-
-func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
 
 // ApplyVariable applies a variable write at index (see Txn.ApplyVariable).
 func (s *StateStore) ApplyVariable(index uint64, req *VariableApply) error {

@@ -5,7 +5,7 @@
 // attempts).
 import { get } from '../api.js';
 import {
-  h, table, td, pill, link, when, shortId, kv, mhz, mb, restarts, allocResources, shareGrant, gpuIdleBadge,
+  h, table, td, pill, link, when, shortId, kv, mhz, mb, restarts, allocResources, shareGrant, gpuIdleBadge, liveAlloc,
 } from '../dom.js';
 
 // gpuCell is what GPUs an alloc was given: "2 GPUs" whole, or each
@@ -77,9 +77,6 @@ export function jobGangs(job) {
   return out;
 }
 
-const finished = (a) => ['complete', 'failed', 'lost'].includes(a.ClientStatus);
-const live = (a) => a.DesiredStatus === 'run' && !finished(a);
-
 /**
  * gangAttempts splits a gang's allocs into the current members and the
  * earlier attempts. An attempt is one placement: the members one plan
@@ -97,9 +94,9 @@ export function gangAttempts(gangID, allocs) {
   const attempts = [...byEval.values()].map((as) => ({
     allocs: as.sort((x, y) => x.Gang.Rank - y.Gang.Rank),
     created: Math.min(...as.map((a) => a.CreateIndex)),
-    live: as.some(live),
+    live: as.some(liveAlloc),
   })).sort((x, y) => y.created - x.created);
-  let current = mine.filter(live);
+  let current = mine.filter(liveAlloc);
   let earlier = attempts.filter((t) => !t.live);
   if (!current.length && attempts.length) {
     current = attempts[0].allocs;
@@ -152,8 +149,8 @@ export function gangsView(job, allocs, evals, node, group) {
     const leader = placed?.Gang?.LeaderAddr || '';
     const res = blocked.find((e) => (e.Reservation.Groups || []).some((n) => g.groups.includes(n)))?.Reservation;
     let state = 'finished';
-    if (current.some((a) => live(a) && a.ClientStatus === 'running')) state = 'running';
-    else if (current.some(live)) state = 'starting';
+    if (current.some((a) => liveAlloc(a) && a.ClientStatus === 'running')) state = 'running';
+    else if (current.some(liveAlloc)) state = 'starting';
     else if (res || !current.length) state = 'pending';
     const t = g.gang.Topology;
     const members = current.map((a) => {
