@@ -245,10 +245,7 @@ func (w *multiregionRollout) Run(ctx context.Context) {
 		ws := memdb.NewWatchSet()
 		ws.Add(st.AbandonCh())
 		retry := false
-		if _, err := st.Deployments(ws, state.AllNamespaces, ""); err != nil {
-			w.log.Warn("list deployments", "err", err)
-			retry = true
-		} else if err := w.pass(ctx, st); err != nil {
+		if err := w.pass(ctx, st, ws); err != nil {
 			if ctx.Err() != nil {
 				return
 			}
@@ -272,9 +269,9 @@ func (w *multiregionRollout) Run(ctx context.Context) {
 }
 
 // pass takes the next step of every rollout whose local deployment
-// changed since its last step.
-func (w *multiregionRollout) pass(ctx context.Context, st *state.StateStore) error {
-	deps, err := st.Deployments(nil, state.AllNamespaces, "")
+// changed since its last step; ws learns of the next change.
+func (w *multiregionRollout) pass(ctx context.Context, st *state.StateStore, ws memdb.WatchSet) error {
+	deps, err := st.Deployments(ws, state.AllNamespaces, "")
 	if err != nil {
 		return err
 	}
